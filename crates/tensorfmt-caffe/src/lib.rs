@@ -1,0 +1,1 @@
+//! tensorfmt support for the caffe format (work in progress).

@@ -1,0 +1,2 @@
+//! The `tensorfmt` command-line tool (work in progress).
+fn main() {}

@@ -1,0 +1,157 @@
+//! The one error type of `tensorfmt-core`.
+
+use crate::DType;
+
+/// Everything that can go wrong in core operations and in the format-neutral
+/// [`TensorFile`](crate::TensorFile) interface.
+///
+/// Format crates have their own error enums; they convert into [`Error::Format`]
+/// so that the facade and the CLI can handle every format through one type.
+///
+/// ```
+/// use tensorfmt_core::{Error, Shape};
+/// let err = Shape::new([usize::MAX, 2]).numel().unwrap_err();
+/// assert!(matches!(err, Error::Overflow { .. }));
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Arithmetic on sizes overflowed (e.g. a shape whose element count exceeds `usize`).
+    #[error("size overflow while computing {what}")]
+    Overflow {
+        /// What was being computed.
+        what: &'static str,
+    },
+    /// A byte buffer does not have the length that dtype and shape require.
+    #[error("byte length mismatch: {dtype} {shape} needs {expected} bytes, got {actual}")]
+    ByteLength {
+        /// Element type.
+        dtype: DType,
+        /// Shape, printed.
+        shape: String,
+        /// Bytes required.
+        expected: usize,
+        /// Bytes given.
+        actual: usize,
+    },
+    /// A borrowed typed view was asked for bytes that are not aligned for the type.
+    #[error("bytes at address {addr:#x} are not aligned to {align} for a borrowed {dtype} view (use to_vec)")]
+    Misaligned {
+        /// Element type requested.
+        dtype: DType,
+        /// Required alignment.
+        align: usize,
+        /// Address of the first byte.
+        addr: usize,
+    },
+    /// A typed access used a Rust type whose dtype differs from the tensor's.
+    #[error("dtype mismatch: tensor is {actual}, requested {requested}")]
+    DTypeMismatch {
+        /// The tensor's dtype.
+        actual: DType,
+        /// The dtype of the requested Rust type.
+        requested: DType,
+    },
+    /// An unknown dtype name / descr.
+    #[error("unknown dtype {0:?}")]
+    UnknownDType(String),
+    /// A dtype that an operation does not support.
+    #[error("unsupported dtype {dtype} for {op}")]
+    UnsupportedDType {
+        /// The dtype.
+        dtype: DType,
+        /// The operation.
+        op: &'static str,
+    },
+    /// A multi-index has the wrong rank or is out of bounds.
+    #[error("index {index:?} out of bounds for shape {shape}")]
+    IndexOutOfBounds {
+        /// The index given.
+        index: Vec<usize>,
+        /// The shape, printed.
+        shape: String,
+    },
+    /// Axes given to `permute` are not a permutation of `0..rank`.
+    #[error("invalid permutation {axes:?} for rank {rank}")]
+    BadPermutation {
+        /// Axes given.
+        axes: Vec<usize>,
+        /// Rank of the tensor.
+        rank: usize,
+    },
+    /// `reshape` to a shape with a different element count.
+    #[error("cannot reshape {from} into {to}: element counts differ")]
+    BadReshape {
+        /// Original shape.
+        from: String,
+        /// Requested shape.
+        to: String,
+    },
+    /// A named tensor does not exist in a file.
+    #[error("no tensor named {0:?}")]
+    NoSuchTensor(String),
+    /// A size or count exceeds the configured [`Limits`](crate::Limits).
+    #[error("{what} of {value} exceeds the limit of {limit}")]
+    LimitExceeded {
+        /// What was limited.
+        what: &'static str,
+        /// Requested value.
+        value: u64,
+        /// Configured limit.
+        limit: u64,
+    },
+    /// A value or argument is invalid (a short sentence says why).
+    #[error("{0}")]
+    Invalid(String),
+    /// An error from a format crate.
+    #[error("{format}: {source}")]
+    Format {
+        /// Short format name (`pvp`, `som`, ...).
+        format: &'static str,
+        /// The format crate's error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync + 'static>,
+    },
+    /// An I/O error, with the path when known.
+    #[error("{}{source}", if path.is_empty() { String::new() } else { format!("{path}: ") })]
+    Io {
+        /// Path involved ("" when none).
+        path: String,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl Error {
+    /// Wraps a format crate's error.
+    pub fn format(
+        format: &'static str,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Error::Format {
+            format,
+            source: Box::new(source),
+        }
+    }
+
+    /// Wraps an I/O error with the path it concerns.
+    pub fn io(path: impl AsRef<std::path::Path>, source: std::io::Error) -> Self {
+        Error::Io {
+            path: path.as_ref().display().to_string(),
+            source,
+        }
+    }
+}
+
+/// Result alias for core operations.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl From<std::io::Error> for Error {
+    fn from(source: std::io::Error) -> Self {
+        Error::Io {
+            path: String::new(),
+            source,
+        }
+    }
+}

@@ -1,0 +1,184 @@
+//! [`TensorFile`]: the one interface every format crate implements, so the facade
+//! and the CLI handle any format without knowing it.
+
+use std::fmt;
+
+use crate::{DType, Result, Shape, Tensor};
+
+/// Name, dtype and shape of one tensor in a file, known without decoding it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TensorInfo {
+    /// Export name (`values`, `conv1/0`, ...).
+    pub name: String,
+    /// Element type of the decoded tensor.
+    pub dtype: DType,
+    /// Logical shape of the decoded tensor (row-major when exported).
+    pub shape: Shape,
+}
+
+impl TensorInfo {
+    /// A new entry.
+    pub fn new(name: impl Into<String>, dtype: DType, shape: impl Into<Shape>) -> TensorInfo {
+        TensorInfo {
+            name: name.into(),
+            dtype,
+            shape: shape.into(),
+        }
+    }
+}
+
+/// A raw header field value, for `inspect` (text and JSON).
+#[derive(Debug, Clone, PartialEq)]
+pub enum FieldValue {
+    /// A flag.
+    Bool(bool),
+    /// A signed integer.
+    Int(i64),
+    /// An unsigned integer.
+    UInt(u64),
+    /// A float.
+    Float(f64),
+    /// Text.
+    Text(String),
+    /// A list of values.
+    List(Vec<FieldValue>),
+    /// Named values, in file order.
+    Map(Vec<(String, FieldValue)>),
+}
+
+impl fmt::Display for FieldValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FieldValue::Bool(v) => write!(f, "{v}"),
+            FieldValue::Int(v) => write!(f, "{v}"),
+            FieldValue::UInt(v) => write!(f, "{v}"),
+            FieldValue::Float(v) => write!(f, "{v}"),
+            FieldValue::Text(v) => write!(f, "{v}"),
+            FieldValue::List(v) => {
+                f.write_str("[")?;
+                for (i, x) in v.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{x}")?;
+                }
+                f.write_str("]")
+            }
+            FieldValue::Map(v) => {
+                f.write_str("{")?;
+                for (i, (k, x)) in v.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{k}: {x}")?;
+                }
+                f.write_str("}")
+            }
+        }
+    }
+}
+
+macro_rules! field_from {
+    ($($t:ty => $v:ident as $c:ty),*) => {$(
+        impl From<$t> for FieldValue {
+            fn from(x: $t) -> FieldValue { FieldValue::$v(x as $c) }
+        }
+    )*};
+}
+field_from!(i8 => Int as i64, i16 => Int as i64, i32 => Int as i64, i64 => Int as i64,
+    u8 => UInt as u64, u16 => UInt as u64, u32 => UInt as u64, u64 => UInt as u64,
+    usize => UInt as u64, f32 => Float as f64, f64 => Float as f64);
+
+impl From<bool> for FieldValue {
+    fn from(x: bool) -> FieldValue {
+        FieldValue::Bool(x)
+    }
+}
+impl From<&str> for FieldValue {
+    fn from(x: &str) -> FieldValue {
+        FieldValue::Text(x.to_string())
+    }
+}
+impl From<String> for FieldValue {
+    fn from(x: String) -> FieldValue {
+        FieldValue::Text(x)
+    }
+}
+impl<T: Into<FieldValue>> From<Vec<T>> for FieldValue {
+    fn from(x: Vec<T>) -> FieldValue {
+        FieldValue::List(x.into_iter().map(Into::into).collect())
+    }
+}
+
+/// A stream of tensor pieces (see [`TensorFile::read_chunks`]).
+pub type Chunks<'a> = Box<dyn Iterator<Item = Result<Tensor>> + 'a>;
+
+/// "A file's named tensors": what every format crate implements for each file kind.
+///
+/// Listing ([`tensors`](TensorFile::tensors)) decodes nothing; decoding happens one
+/// tensor at a time ([`read_tensor`](TensorFile::read_tensor)) or one chunk at a time
+/// ([`read_chunks`](TensorFile::read_chunks)) for tensors too large to hold at once.
+///
+/// Decoded tensors are exported in row-major (numpy) order with the shapes listed.
+///
+/// ```
+/// use tensorfmt_core::{DType, FieldValue, Order, Result, Tensor, TensorFile, TensorInfo};
+///
+/// struct One(Tensor);
+/// impl TensorFile for One {
+///     fn format(&self) -> &'static str { "demo" }
+///     fn kind(&self) -> String { "single tensor".into() }
+///     fn header(&self) -> Vec<(String, FieldValue)> { vec![("version".into(), 1u32.into())] }
+///     fn tensors(&self) -> Vec<TensorInfo> {
+///         vec![TensorInfo::new("x", self.0.dtype(), self.0.shape().clone())]
+///     }
+///     fn read_tensor(&self, name: &str) -> Result<Tensor> {
+///         if name == "x" { Ok(self.0.clone()) } else { Err(tensorfmt_core::Error::NoSuchTensor(name.into())) }
+///     }
+/// }
+///
+/// let f = One(Tensor::from_vec(vec![1u8, 2, 3], [3], Order::RowMajor)?);
+/// assert_eq!(f.tensors()[0].dtype, DType::U8);
+/// assert_eq!(f.read_chunks("x")?.count(), 1);
+/// f.validate()?;
+/// # Ok::<(), tensorfmt_core::Error>(())
+/// ```
+pub trait TensorFile: Send + Sync {
+    /// Short format name: `pvp`, `som`, `primitiv`, `caffe`, `npy`, `npz`, `safetensors`.
+    fn format(&self) -> &'static str;
+
+    /// The kind of file within the format (`dense activity`, `shared weights`, `model`, ...).
+    fn kind(&self) -> String;
+
+    /// Raw header fields in file order.
+    fn header(&self) -> Vec<(String, FieldValue)>;
+
+    /// Every tensor's name, dtype and shape, without decoding anything.
+    fn tensors(&self) -> Vec<TensorInfo>;
+
+    /// Decodes one tensor, row-major, with the listed dtype and shape.
+    fn read_tensor(&self, name: &str) -> Result<Tensor>;
+
+    /// Decodes one tensor in pieces along axis 0 (frames, entries, ...): each piece is
+    /// row-major with shape `[k, rest...]`, and the pieces in order concatenate to the
+    /// tensor. Memory stays bounded by a few pieces. The default yields one piece.
+    fn read_chunks<'a>(&'a self, name: &str) -> Result<Chunks<'a>> {
+        let t = self.read_tensor(name)?;
+        Ok(Box::new(std::iter::once(Ok(t))))
+    }
+
+    /// Warnings found while opening (e.g. a header count contradicted by the file size).
+    fn warnings(&self) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// A full structural check: by default decodes every tensor chunk by chunk.
+    fn validate(&self) -> Result<()> {
+        for info in self.tensors() {
+            for chunk in self.read_chunks(&info.name)? {
+                chunk?;
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,221 @@
+//! File access shared by every format: mapping a file into [`Bytes`] and writing
+//! through a temporary file that is renamed into place ([`AtomicFile`]).
+
+use std::fs::File;
+use std::io::{self, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use bytes::Bytes;
+
+use crate::{Error, Result};
+
+/// Maps a file read-only and returns its contents as zero-copy [`Bytes`].
+///
+/// The mapping lives as long as any `Bytes` (or tensor) sliced from it. The file must
+/// not be truncated or rewritten by another process while mapped (reads would fault);
+/// our own writers never modify a file in place except PVP appends, which only grow it.
+///
+/// ```
+/// let dir = tempfile::tempdir()?;
+/// let p = dir.path().join("x.bin");
+/// std::fs::write(&p, b"hello")?;
+/// let b = tensorfmt_core::io::map_file(&p)?;
+/// assert_eq!(&b[..], b"hello");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn map_file(path: impl AsRef<Path>) -> Result<Bytes> {
+    let path = path.as_ref();
+    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
+    if len == 0 {
+        // Mapping an empty file fails on some platforms; there is nothing to share.
+        return Ok(Bytes::new());
+    }
+    // SAFETY: the map is read-only and private to this process. Soundness requires that
+    // the file is not truncated while mapped, which the function docs state as a
+    // precondition (the same contract as every mmap-based reader). Tested by
+    // `tests::map_file_reads_contents`.
+    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(path, e))?;
+    Ok(Bytes::from_owner(map))
+}
+
+/// Reads a whole file into memory (for inputs that cannot be mapped, e.g. pipes).
+pub fn read_file(path: impl AsRef<Path>) -> Result<Bytes> {
+    let path = path.as_ref();
+    std::fs::read(path)
+        .map(Bytes::from)
+        .map_err(|e| Error::io(path, e))
+}
+
+static COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// A file written under a temporary name in the target's directory and renamed over
+/// the target by [`AtomicFile::commit`]. Dropped without commit, the temporary file is
+/// removed: a failed or interrupted write never leaves a half file under the final name.
+///
+/// It implements `Write` and `Seek`, so writers can patch counts in a header at the end.
+///
+/// ```
+/// use std::io::Write;
+/// use tensorfmt_core::io::AtomicFile;
+/// let dir = tempfile::tempdir()?;
+/// let p = dir.path().join("out.bin");
+/// let mut f = AtomicFile::create(&p)?;
+/// f.write_all(b"abc")?;
+/// assert!(!p.exists());
+/// f.commit()?;
+/// assert_eq!(std::fs::read(&p)?, b"abc");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct AtomicFile {
+    file: Option<io::BufWriter<File>>,
+    tmp: PathBuf,
+    target: PathBuf,
+}
+
+impl AtomicFile {
+    /// Creates the temporary file next to `target`.
+    pub fn create(target: impl AsRef<Path>) -> Result<AtomicFile> {
+        let target = target.as_ref().to_path_buf();
+        let dir = match target.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let name = target
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "out".into());
+        loop {
+            let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+            let tmp = dir.join(format!(".{name}.{}.{n}.tmp", std::process::id()));
+            match File::options().write(true).create_new(true).open(&tmp) {
+                Ok(f) => {
+                    return Ok(AtomicFile {
+                        file: Some(io::BufWriter::with_capacity(1 << 20, f)),
+                        tmp,
+                        target,
+                    })
+                }
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(Error::io(&tmp, e)),
+            }
+        }
+    }
+
+    /// The final path.
+    pub fn target(&self) -> &Path {
+        &self.target
+    }
+
+    fn inner(&mut self) -> io::Result<&mut io::BufWriter<File>> {
+        self.file
+            .as_mut()
+            .ok_or_else(|| io::Error::other("atomic file already committed"))
+    }
+
+    /// Flushes, syncs and renames the temporary file over the target.
+    pub fn commit(mut self) -> Result<()> {
+        let target = self.target.clone();
+        let w = self.file.take().expect("file present until commit");
+        let f = w
+            .into_inner()
+            .map_err(|e| Error::io(&self.tmp, e.into_error()))?;
+        f.sync_all().map_err(|e| Error::io(&self.tmp, e))?;
+        drop(f);
+        std::fs::rename(&self.tmp, &target).map_err(|e| Error::io(&target, e))?;
+        Ok(())
+    }
+}
+
+impl Write for AtomicFile {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.inner()?.write(buf)
+    }
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        self.inner()?.write_all(buf)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner()?.flush()
+    }
+}
+
+impl Seek for AtomicFile {
+    fn seek(&mut self, pos: SeekFrom) -> io::Result<u64> {
+        self.inner()?.seek(pos)
+    }
+}
+
+impl Drop for AtomicFile {
+    fn drop(&mut self) {
+        if self.file.take().is_some() {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+    }
+}
+
+/// Writes a file atomically: `write` fills an [`AtomicFile`], which is committed only
+/// when `write` succeeds.
+///
+/// ```
+/// use std::io::Write;
+/// let dir = tempfile::tempdir()?;
+/// let p = dir.path().join("a.txt");
+/// tensorfmt_core::io::write_atomic(&p, |w| -> tensorfmt_core::Result<()> { Ok(w.write_all(b"x")?) })?;
+/// let failed = tensorfmt_core::io::write_atomic(&p, |w| {
+///     w.write_all(b"partial")?;
+///     Err(tensorfmt_core::Error::Invalid("stop".into()))
+/// });
+/// assert!(failed.is_err());
+/// assert_eq!(std::fs::read(&p)?, b"x"); // the old file survives
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn write_atomic<E>(
+    path: impl AsRef<Path>,
+    write: impl FnOnce(&mut AtomicFile) -> std::result::Result<(), E>,
+) -> std::result::Result<(), E>
+where
+    E: From<Error>,
+{
+    let mut f = AtomicFile::create(path)?;
+    write(&mut f)?;
+    f.commit()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn map_file_reads_contents() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("m.bin");
+        std::fs::write(&p, (0..=255u8).collect::<Vec<_>>()).unwrap();
+        let b = map_file(&p).unwrap();
+        assert_eq!(b.len(), 256);
+        assert_eq!(b[255], 255);
+        let s = b.slice(10..20);
+        drop(b);
+        assert_eq!(s[0], 10);
+        std::fs::write(&p, b"").unwrap();
+        assert!(map_file(&p).unwrap().is_empty());
+        assert!(matches!(
+            map_file(dir.path().join("none")),
+            Err(Error::Io { .. })
+        ));
+    }
+
+    #[test]
+    fn dropped_atomic_file_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.bin");
+        {
+            let mut f = AtomicFile::create(&p).unwrap();
+            f.write_all(b"half").unwrap();
+        }
+        assert!(!p.exists());
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+}

@@ -1,0 +1,755 @@
+//! [`Tensor`]: dtype + shape + order over shared little-endian bytes.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use bytes::Bytes;
+use half::slice::HalfFloatSliceExt;
+
+use crate::stats::Stats;
+use crate::{DType, Element, Error, Order, Result, Shape};
+
+/// An n-dimensional array: a [`DType`], a [`Shape`], an [`Order`] and the elements as
+/// little-endian bytes in a [`Bytes`] buffer.
+///
+/// Because the storage is `Bytes`, a tensor can share memory with a file buffer or an
+/// mmap (see [`crate::io::map_file`]): slicing a frame out of a mapped file copies
+/// nothing. Typed access borrows when the bytes happen to be aligned for the element
+/// type ([`Tensor::as_slice`]) and copies otherwise ([`Tensor::to_vec`]).
+///
+/// ```
+/// use tensorfmt_core::{DType, Order, Tensor};
+/// let t = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], [2, 3], Order::RowMajor)?;
+/// assert_eq!(t.dtype(), DType::F32);
+/// assert_eq!(t.get::<f32>(&[1, 0])?, 4.0);
+/// let c = t.to_order(Order::ColumnMajor)?;
+/// assert_eq!(c.to_vec::<f32>()?, vec![1.0, 4.0, 2.0, 5.0, 3.0, 6.0]);
+/// let h = t.cast(DType::F16)?;
+/// assert_eq!(h.cast(DType::F32)?.to_vec::<f32>()?, t.to_vec::<f32>()?);
+/// # Ok::<(), tensorfmt_core::Error>(())
+/// ```
+#[derive(Clone, PartialEq)]
+pub struct Tensor {
+    dtype: DType,
+    shape: Shape,
+    order: Order,
+    data: Bytes,
+}
+
+/// Keeps a typed `Vec` alive behind a `Bytes` without copying it.
+struct VecOwner<T: Element>(Vec<T>);
+
+impl<T: Element> AsRef<[u8]> for VecOwner<T> {
+    fn as_ref(&self) -> &[u8] {
+        bytemuck::cast_slice(&self.0)
+    }
+}
+
+/// Wraps a typed vector as bytes without copying.
+pub(crate) fn vec_into_bytes<T: Element>(v: Vec<T>) -> Bytes {
+    Bytes::from_owner(VecOwner(v))
+}
+
+impl Tensor {
+    /// A tensor from typed elements (no copy: the `Vec` becomes the storage).
+    ///
+    /// Fails with [`Error::ByteLength`] when `data.len()` is not the shape's element count.
+    pub fn from_vec<T: Element>(
+        data: Vec<T>,
+        shape: impl Into<Shape>,
+        order: Order,
+    ) -> Result<Tensor> {
+        let shape = shape.into();
+        let n = shape.numel()?;
+        if n != data.len() {
+            return Err(Error::ByteLength {
+                dtype: T::DTYPE,
+                shape: shape.to_string(),
+                expected: shape.byte_len(T::DTYPE.size())?,
+                actual: data.len() * T::DTYPE.size(),
+            });
+        }
+        Ok(Tensor {
+            dtype: T::DTYPE,
+            shape,
+            order,
+            data: vec_into_bytes(data),
+        })
+    }
+
+    /// A tensor over little-endian bytes (no copy). The length must match exactly.
+    pub fn from_bytes(
+        dtype: DType,
+        shape: impl Into<Shape>,
+        order: Order,
+        data: impl Into<Bytes>,
+    ) -> Result<Tensor> {
+        let shape = shape.into();
+        let data = data.into();
+        let expected = shape.byte_len(dtype.size())?;
+        if expected != data.len() {
+            return Err(Error::ByteLength {
+                dtype,
+                shape: shape.to_string(),
+                expected,
+                actual: data.len(),
+            });
+        }
+        Ok(Tensor {
+            dtype,
+            shape,
+            order,
+            data,
+        })
+    }
+
+    /// A rank-1 `bool` tensor from Rust bools (stored as bytes 0 and 1).
+    pub fn from_bools(data: &[bool]) -> Tensor {
+        let bytes: Vec<u8> = data.iter().map(|&b| b as u8).collect();
+        Tensor {
+            dtype: DType::Bool,
+            shape: Shape::new([data.len()]),
+            order: Order::RowMajor,
+            data: Bytes::from(bytes),
+        }
+    }
+
+    /// A zero-filled tensor.
+    pub fn zeros(dtype: DType, shape: impl Into<Shape>, order: Order) -> Result<Tensor> {
+        let shape = shape.into();
+        let n = shape.byte_len(dtype.size())?;
+        Ok(Tensor {
+            dtype,
+            shape,
+            order,
+            data: Bytes::from(vec![0u8; n]),
+        })
+    }
+
+    /// Element type.
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    /// Shape.
+    pub fn shape(&self) -> &Shape {
+        &self.shape
+    }
+
+    /// Dims (shorthand for `shape().dims()`).
+    pub fn dims(&self) -> &[usize] {
+        self.shape.dims()
+    }
+
+    /// Memory order of the bytes.
+    pub fn order(&self) -> Order {
+        self.order
+    }
+
+    /// Number of elements (the shape was checked at construction, so this cannot overflow).
+    pub fn numel(&self) -> usize {
+        self.data.len() / self.dtype.size()
+    }
+
+    /// The raw little-endian bytes.
+    pub fn bytes(&self) -> &Bytes {
+        &self.data
+    }
+
+    /// Consumes the tensor, returning its bytes.
+    pub fn into_bytes(self) -> Bytes {
+        self.data
+    }
+
+    /// True when the storage is aligned for a borrowed typed view of this dtype.
+    pub fn is_aligned(&self) -> bool {
+        self.data.as_ptr() as usize % align_of_dtype(self.dtype) == 0
+    }
+
+    fn check_type<T: Element>(&self) -> Result<()> {
+        let ok = T::DTYPE == self.dtype || (self.dtype == DType::Bool && T::DTYPE == DType::U8);
+        if ok {
+            Ok(())
+        } else {
+            Err(Error::DTypeMismatch {
+                actual: self.dtype,
+                requested: T::DTYPE,
+            })
+        }
+    }
+
+    /// A borrowed typed view (zero copy). Fails with [`Error::Misaligned`] when the bytes
+    /// are not aligned for `T` (e.g. a frame at an odd file offset); use [`Tensor::to_vec`]
+    /// or [`Tensor::typed`] then. `bool` tensors are viewed as `u8`.
+    pub fn as_slice<T: Element>(&self) -> Result<&[T]> {
+        self.check_type::<T>()?;
+        bytemuck::try_cast_slice(&self.data).map_err(|_| Error::Misaligned {
+            dtype: self.dtype,
+            align: std::mem::align_of::<T>(),
+            addr: self.data.as_ptr() as usize,
+        })
+    }
+
+    /// The elements as an owned vector (always works; one bulk copy).
+    pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
+        self.check_type::<T>()?;
+        let mut out = vec![T::zeroed(); self.numel()];
+        bytemuck::cast_slice_mut::<T, u8>(&mut out).copy_from_slice(&self.data);
+        Ok(out)
+    }
+
+    /// Borrowed when aligned, copied otherwise.
+    pub fn typed<T: Element>(&self) -> Result<Cow<'_, [T]>> {
+        match self.as_slice::<T>() {
+            Ok(s) => Ok(Cow::Borrowed(s)),
+            Err(Error::Misaligned { .. }) => self.to_vec().map(Cow::Owned),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// One element by multi-index (in logical axes; the order is taken into account).
+    pub fn get<T: Element>(&self, index: &[usize]) -> Result<T> {
+        self.check_type::<T>()?;
+        let off = self.order.offset(&self.shape, index)? * self.dtype.size();
+        Ok(bytemuck::pod_read_unaligned(
+            &self.data[off..off + self.dtype.size()],
+        ))
+    }
+
+    /// One element by multi-index, converted to `f64` whatever the dtype.
+    pub fn get_f64(&self, index: &[usize]) -> Result<f64> {
+        let off = self.order.offset(&self.shape, index)? * self.dtype.size();
+        let b = &self.data[off..off + self.dtype.size()];
+        Ok(with_element!(self.dtype, T => {
+            bytemuck::pod_read_unaligned::<T>(b).to_f64()
+        }))
+    }
+
+    /// The same elements under another shape with the same element count (zero copy).
+    /// The memory order is kept, so a column-major tensor is reshaped in column-major order.
+    pub fn reshape(&self, shape: impl Into<Shape>) -> Result<Tensor> {
+        let shape = shape.into();
+        if shape.numel()? != self.numel() {
+            return Err(Error::BadReshape {
+                from: self.shape.to_string(),
+                to: shape.to_string(),
+            });
+        }
+        Ok(Tensor {
+            shape,
+            ..self.clone()
+        })
+    }
+
+    /// The same bytes declared with another memory order (zero copy). This reinterprets:
+    /// use [`Tensor::to_order`] to keep the logical elements.
+    pub fn with_order(&self, order: Order) -> Tensor {
+        Tensor {
+            order,
+            ..self.clone()
+        }
+    }
+
+    /// Elements `start..end` along the outermost memory axis (axis 0 of a row-major
+    /// tensor, the last axis of a column-major one), without copying.
+    ///
+    /// ```
+    /// use tensorfmt_core::{Order, Tensor};
+    /// let t = Tensor::from_vec((0..12).collect::<Vec<i32>>(), [4, 3], Order::RowMajor)?;
+    /// let s = t.slice_outer(1, 3)?;
+    /// assert_eq!(s.dims(), &[2, 3]);
+    /// assert_eq!(s.to_vec::<i32>()?, (3..9).collect::<Vec<i32>>());
+    /// # Ok::<(), tensorfmt_core::Error>(())
+    /// ```
+    pub fn slice_outer(&self, start: usize, end: usize) -> Result<Tensor> {
+        let axis = match self.order {
+            Order::RowMajor => 0,
+            Order::ColumnMajor => self.shape.rank().wrapping_sub(1),
+        };
+        let Some(&len) = self.shape.dims().get(axis) else {
+            return Err(Error::Invalid("cannot slice a rank-0 tensor".into()));
+        };
+        if start > end || end > len {
+            return Err(Error::IndexOutOfBounds {
+                index: vec![start, end],
+                shape: self.shape.to_string(),
+            });
+        }
+        let inner = self.data.len().checked_div(len).unwrap_or(0);
+        let mut dims = self.shape.dims().to_vec();
+        dims[axis] = end - start;
+        Ok(Tensor {
+            dtype: self.dtype,
+            shape: Shape::new(dims),
+            order: self.order,
+            data: self.data.slice(start * inner..end * inner),
+        })
+    }
+
+    /// Converts every element to another dtype.
+    ///
+    /// Rules: same dtype is a zero-copy clone; int -> int wraps like numpy's `astype`;
+    /// float -> int saturates (NaN -> 0); anything -> bool is `!= 0`; bool -> number is
+    /// 0 or 1; f32 <-> f16/bf16 use `half`'s bulk slice conversions (round to nearest even).
+    pub fn cast(&self, to: DType) -> Result<Tensor> {
+        if to == self.dtype {
+            return Ok(self.clone());
+        }
+        let data = match (self.dtype, to) {
+            (DType::F32, DType::F16) => {
+                let src = self.typed::<f32>()?;
+                let mut out = vec![half::f16::ZERO; src.len()];
+                out.convert_from_f32_slice(&src);
+                vec_into_bytes(out)
+            }
+            (DType::F32, DType::BF16) => {
+                let src = self.typed::<f32>()?;
+                let mut out = vec![half::bf16::ZERO; src.len()];
+                out.convert_from_f32_slice(&src);
+                vec_into_bytes(out)
+            }
+            (DType::F16, DType::F32) => {
+                let src = self.typed::<half::f16>()?;
+                let mut out = vec![0f32; src.len()];
+                src.convert_to_f32_slice(&mut out);
+                vec_into_bytes(out)
+            }
+            (DType::BF16, DType::F32) => {
+                let src = self.typed::<half::bf16>()?;
+                let mut out = vec![0f32; src.len()];
+                src.convert_to_f32_slice(&mut out);
+                vec_into_bytes(out)
+            }
+            (_, DType::Bool) => {
+                let out: Vec<u8> = with_element!(self.dtype, S => {
+                    let src = self.typed::<S>()?;
+                    src.iter().map(|&v| (v.to_f64() != 0.0) as u8).collect()
+                });
+                Bytes::from(out)
+            }
+            (from, to) if (from.is_int() || from == DType::Bool) && to.is_int() => {
+                with_element!(from, S => with_element!(to, D => {
+                    let src = self.typed::<S>()?;
+                    let out: Vec<D> = src.iter().map(|&v| D::from_i128_wrapping(v.to_i128())).collect();
+                    vec_into_bytes(out)
+                }))
+            }
+            (from, to) => with_element!(from, S => with_element!(to, D => {
+                let src = self.typed::<S>()?;
+                let out: Vec<D> = src.iter().map(|&v| D::from_f64(v.to_f64())).collect();
+                vec_into_bytes(out)
+            })),
+        };
+        Tensor::from_bytes(to, self.shape.clone(), self.order, data)
+    }
+
+    /// The same logical tensor laid out in another memory order (one strided copy;
+    /// a clone when the order is already right).
+    pub fn to_order(&self, order: Order) -> Result<Tensor> {
+        if order == self.order || self.shape.rank() < 2 {
+            return Ok(Tensor {
+                order,
+                ..self.clone()
+            });
+        }
+        let dims = self.shape.dims();
+        let src_strides = self.order.strides(&self.shape)?;
+        // The output is produced row-major over `out_dims`; a column-major result of
+        // dims D is the row-major layout of reversed D.
+        let (out_dims, strides): (Vec<usize>, Vec<usize>) = match order {
+            Order::RowMajor => (dims.to_vec(), src_strides),
+            Order::ColumnMajor => (
+                dims.iter().rev().copied().collect(),
+                src_strides.into_iter().rev().collect(),
+            ),
+        };
+        let data = strided_copy(self.dtype, &self.data, &out_dims, &strides);
+        Tensor::from_bytes(self.dtype, self.shape.clone(), order, data)
+    }
+
+    /// Reorders the axes: axis `i` of the result is axis `axes[i]` of `self`.
+    /// The result has the same memory order as `self`.
+    ///
+    /// ```
+    /// use tensorfmt_core::{Order, Tensor};
+    /// let t = Tensor::from_vec((0..6).collect::<Vec<u8>>(), [2, 3], Order::RowMajor)?;
+    /// let p = t.permute(&[1, 0])?;
+    /// assert_eq!(p.dims(), &[3, 2]);
+    /// assert_eq!(p.to_vec::<u8>()?, vec![0, 3, 1, 4, 2, 5]);
+    /// assert!(t.permute(&[0, 0]).is_err());
+    /// # Ok::<(), tensorfmt_core::Error>(())
+    /// ```
+    pub fn permute(&self, axes: &[usize]) -> Result<Tensor> {
+        let rank = self.shape.rank();
+        let mut seen = vec![false; rank];
+        let valid = axes.len() == rank
+            && axes
+                .iter()
+                .all(|&a| a < rank && !std::mem::replace(&mut seen[a], true));
+        if !valid {
+            return Err(Error::BadPermutation {
+                axes: axes.to_vec(),
+                rank,
+            });
+        }
+        let dims = self.shape.dims();
+        let src_strides = self.order.strides(&self.shape)?;
+        let new_dims: Vec<usize> = axes.iter().map(|&a| dims[a]).collect();
+        let new_strides: Vec<usize> = axes.iter().map(|&a| src_strides[a]).collect();
+        let (out_dims, strides) = match self.order {
+            Order::RowMajor => (new_dims.clone(), new_strides),
+            Order::ColumnMajor => (
+                new_dims.iter().rev().copied().collect(),
+                new_strides.into_iter().rev().collect(),
+            ),
+        };
+        let data = strided_copy(self.dtype, &self.data, &out_dims, &strides);
+        Tensor::from_bytes(self.dtype, new_dims, self.order, data)
+    }
+
+    /// Summary statistics (min, max, mean, sum in f64, non-zeros, NaNs).
+    pub fn stats(&self) -> Stats {
+        with_element!(self.dtype, T => {
+            match self.typed::<T>() {
+                Ok(v) => Stats::of(&v),
+                // Unreachable: with_element picks the tensor's own type.
+                Err(_) => Stats::default(),
+            }
+        })
+    }
+}
+
+impl fmt::Debug for Tensor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "Tensor({} {} {}, {} bytes)",
+            self.dtype,
+            self.shape,
+            self.order,
+            self.data.len()
+        )
+    }
+}
+
+fn align_of_dtype(d: DType) -> usize {
+    with_element!(d, T => std::mem::align_of::<T>())
+}
+
+/// Copies elements of `dtype` from `src` into a new row-major buffer of `out_dims`,
+/// where output axis `i` advances the source by `src_strides[i]` elements.
+fn strided_copy(dtype: DType, src: &[u8], out_dims: &[usize], src_strides: &[usize]) -> Bytes {
+    match dtype.size() {
+        1 => Bytes::from(strided_copy_typed::<u8>(src, out_dims, src_strides)),
+        2 => vec_into_bytes(strided_copy_typed::<u16>(src, out_dims, src_strides)),
+        4 => vec_into_bytes(strided_copy_typed::<u32>(src, out_dims, src_strides)),
+        _ => vec_into_bytes(strided_copy_typed::<u64>(src, out_dims, src_strides)),
+    }
+}
+
+fn strided_copy_typed<T: Element + Default>(
+    src_bytes: &[u8],
+    out_dims: &[usize],
+    src_strides: &[usize],
+) -> Vec<T> {
+    let src: Cow<[T]> = match bytemuck::try_cast_slice(src_bytes) {
+        Ok(s) => Cow::Borrowed(s),
+        Err(_) => Cow::Owned(bytemuck::pod_collect_to_vec(src_bytes)),
+    };
+    let n: usize = out_dims.iter().product();
+    let mut out = vec![T::default(); n];
+    if n == 0 {
+        return out;
+    }
+    // Drop unit axes and merge output axes that are contiguous in the source too.
+    let mut dims: Vec<usize> = Vec::new();
+    let mut strides: Vec<usize> = Vec::new();
+    for (&d, &s) in out_dims.iter().zip(src_strides) {
+        if d == 1 {
+            continue;
+        }
+        if let (Some(ld), Some(ls)) = (dims.last_mut(), strides.last_mut()) {
+            if *ls == s * d {
+                *ld *= d;
+                *ls = s;
+                continue;
+            }
+        }
+        dims.push(d);
+        strides.push(s);
+    }
+    let r = dims.len();
+    if r == 0 {
+        out[0] = src[0];
+        return out;
+    }
+    let last = r - 1;
+    if strides[last] == 1 {
+        // Contiguous inner runs: one memcpy each.
+        let run = dims[last];
+        let mut idx = vec![0usize; last];
+        for chunk in out.chunks_exact_mut(run) {
+            let base: usize = idx.iter().zip(&strides).map(|(i, s)| i * s).sum();
+            chunk.copy_from_slice(&src[base..base + run]);
+            odometer(&mut idx, &dims[..last]);
+        }
+        return out;
+    }
+    // The source's unit-stride axis becomes output axis k: copy in square tiles over
+    // (k, last) so both reads and writes stay in cache.
+    let Some(k) = strides.iter().position(|&s| s == 1) else {
+        // No unit stride (cannot happen for a dense source); plain gather.
+        gather(&src, &mut out, &dims, &strides);
+        return out;
+    };
+    let mut out_strides = vec![1usize; r];
+    for i in (0..last).rev() {
+        out_strides[i] = out_strides[i + 1] * dims[i + 1];
+    }
+    let outer_axes: Vec<usize> = (0..last).filter(|&a| a != k).collect();
+    let outer_dims: Vec<usize> = outer_axes.iter().map(|&a| dims[a]).collect();
+    let outer_count: usize = outer_dims.iter().product();
+    let mut idx = vec![0usize; outer_axes.len()];
+    const TILE: usize = 32;
+    let (dk, dl, sl, ok) = (dims[k], dims[last], strides[last], out_strides[k]);
+    for _ in 0..outer_count {
+        let mut sbase = 0;
+        let mut obase = 0;
+        for (j, &a) in outer_axes.iter().enumerate() {
+            sbase += idx[j] * strides[a];
+            obase += idx[j] * out_strides[a];
+        }
+        for a0 in (0..dk).step_by(TILE) {
+            let a1 = (a0 + TILE).min(dk);
+            for b0 in (0..dl).step_by(TILE) {
+                let b1 = (b0 + TILE).min(dl);
+                for a in a0..a1 {
+                    let o = obase + a * ok;
+                    let s = sbase + a;
+                    let orow = &mut out[o + b0..o + b1];
+                    for (j, dst) in orow.iter_mut().enumerate() {
+                        *dst = src[s + (b0 + j) * sl];
+                    }
+                }
+            }
+        }
+        odometer(&mut idx, &outer_dims);
+    }
+    out
+}
+
+fn gather<T: Copy>(src: &[T], out: &mut [T], dims: &[usize], strides: &[usize]) {
+    let mut idx = vec![0usize; dims.len()];
+    for o in out.iter_mut() {
+        let s: usize = idx.iter().zip(strides).map(|(i, s)| i * s).sum();
+        *o = src[s];
+        odometer(&mut idx, dims);
+    }
+}
+
+/// Advances a row-major multi-index by one.
+fn odometer(idx: &mut [usize], dims: &[usize]) {
+    for i in (0..idx.len()).rev() {
+        idx[i] += 1;
+        if idx[i] < dims[i] {
+            return;
+        }
+        idx[i] = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn construction_checks_lengths() {
+        assert!(matches!(
+            Tensor::from_vec(vec![1f32; 5], [2, 3], Order::RowMajor),
+            Err(Error::ByteLength { .. })
+        ));
+        assert!(matches!(
+            Tensor::from_bytes(DType::F32, [2], Order::RowMajor, vec![0u8; 7]),
+            Err(Error::ByteLength { .. })
+        ));
+        assert!(matches!(
+            Tensor::zeros(DType::F64, [usize::MAX, 2], Order::RowMajor),
+            Err(Error::Overflow { .. })
+        ));
+        let s = Tensor::from_vec(vec![7i64], Shape::scalar(), Order::RowMajor).unwrap();
+        assert_eq!(s.get::<i64>(&[]).unwrap(), 7);
+    }
+
+    #[test]
+    fn misaligned_views_error_and_copies_work() {
+        let raw = Bytes::from(vec![0u8, 0, 0, 128, 63, 0, 0, 0, 64]);
+        let t = Tensor::from_bytes(DType::F32, [2], Order::RowMajor, raw.slice(1..9)).unwrap();
+        // One of the two views is misaligned whatever the allocation's alignment.
+        let t2 = Tensor::from_bytes(DType::F32, [2], Order::RowMajor, {
+            let mut v = vec![0u8; 9];
+            v[1..].copy_from_slice(&raw[1..9]);
+            Bytes::from(v).slice(1..9)
+        })
+        .unwrap();
+        assert_eq!(t.to_vec::<f32>().unwrap(), vec![1.0, 2.0]);
+        assert_eq!(t2.typed::<f32>().unwrap().to_vec(), vec![1.0, 2.0]);
+        let owned = Tensor::from_vec(vec![1f32, 2.0], [2], Order::RowMajor).unwrap();
+        let shifted =
+            Tensor::from_bytes(DType::U8, [7], Order::RowMajor, owned.bytes().slice(1..8)).unwrap();
+        let as_f32 = Tensor::from_bytes(
+            DType::F32,
+            [1],
+            Order::RowMajor,
+            shifted.bytes().slice(0..4),
+        )
+        .unwrap();
+        assert!(matches!(
+            as_f32.as_slice::<f32>(),
+            Err(Error::Misaligned { .. })
+        ));
+        assert!(as_f32.to_vec::<f32>().is_ok());
+    }
+
+    #[test]
+    fn dtype_mismatch_is_an_error() {
+        let t = Tensor::from_vec(vec![1f32], [1], Order::RowMajor).unwrap();
+        assert!(matches!(
+            t.as_slice::<f64>(),
+            Err(Error::DTypeMismatch { .. })
+        ));
+        assert!(t.get::<i32>(&[0]).is_err());
+        assert!(t.get::<f32>(&[1]).is_err());
+    }
+
+    #[test]
+    fn casts() {
+        let t = Tensor::from_vec(vec![-1.5f32, 0.0, 2.7, 300.0], [4], Order::RowMajor).unwrap();
+        assert_eq!(
+            t.cast(DType::I8).unwrap().to_vec::<i8>().unwrap(),
+            vec![-1, 0, 2, 127]
+        );
+        assert_eq!(
+            t.cast(DType::U8).unwrap().to_vec::<u8>().unwrap(),
+            vec![0, 0, 2, 255]
+        );
+        assert_eq!(
+            t.cast(DType::Bool).unwrap().to_vec::<u8>().unwrap(),
+            vec![1, 0, 1, 1]
+        );
+        let i = Tensor::from_vec(vec![257i32, -1], [2], Order::RowMajor).unwrap();
+        assert_eq!(
+            i.cast(DType::U8).unwrap().to_vec::<u8>().unwrap(),
+            vec![1, 255]
+        );
+        let big = Tensor::from_vec(vec![u64::MAX], [1], Order::RowMajor).unwrap();
+        assert_eq!(
+            big.cast(DType::I64).unwrap().to_vec::<i64>().unwrap(),
+            vec![-1]
+        );
+        let b = Tensor::from_bools(&[true, false]);
+        assert_eq!(
+            b.cast(DType::F64).unwrap().to_vec::<f64>().unwrap(),
+            vec![1.0, 0.0]
+        );
+        let h = t.cast(DType::BF16).unwrap().cast(DType::F64).unwrap();
+        assert_eq!(h.to_vec::<f64>().unwrap()[3], 300.0);
+    }
+
+    #[test]
+    fn order_and_permute() {
+        let t =
+            Tensor::from_vec((0..24).collect::<Vec<u16>>(), [2, 3, 4], Order::RowMajor).unwrap();
+        let c = t.to_order(Order::ColumnMajor).unwrap();
+        for idx in [[0, 0, 0], [1, 2, 3], [0, 1, 2], [1, 0, 3]] {
+            assert_eq!(c.get::<u16>(&idx).unwrap(), t.get::<u16>(&idx).unwrap());
+        }
+        let p = t.permute(&[2, 0, 1]).unwrap();
+        assert_eq!(p.dims(), &[4, 2, 3]);
+        assert_eq!(
+            p.get::<u16>(&[3, 1, 2]).unwrap(),
+            t.get::<u16>(&[1, 2, 3]).unwrap()
+        );
+        let pc = c.permute(&[2, 0, 1]).unwrap();
+        assert_eq!(pc.order(), Order::ColumnMajor);
+        assert_eq!(pc.get::<u16>(&[3, 1, 2]).unwrap(), 23);
+        assert!(matches!(
+            t.permute(&[0, 1]),
+            Err(Error::BadPermutation { .. })
+        ));
+        assert!(matches!(
+            t.permute(&[0, 1, 3]),
+            Err(Error::BadPermutation { .. })
+        ));
+        assert!(t.reshape([6, 4]).is_ok());
+        assert!(matches!(t.reshape([5, 5]), Err(Error::BadReshape { .. })));
+    }
+
+    #[test]
+    fn large_transpose_uses_tiles_correctly() {
+        let (r, c) = (67, 45);
+        let t = Tensor::from_vec(
+            (0..(r * c) as u32).collect::<Vec<_>>(),
+            [r, c],
+            Order::RowMajor,
+        )
+        .unwrap();
+        let p = t.permute(&[1, 0]).unwrap();
+        let v = p.to_vec::<u32>().unwrap();
+        for i in 0..c {
+            for j in 0..r {
+                assert_eq!(v[i * r + j], (j * c + i) as u32);
+            }
+        }
+    }
+
+    fn arb_dims() -> impl Strategy<Value = Vec<usize>> {
+        prop::collection::vec(1usize..5, 0..5)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        #[test]
+        fn order_round_trip(dims in arb_dims()) {
+            let n: usize = dims.iter().product();
+            let t = Tensor::from_vec((0..n as i32).collect::<Vec<_>>(), dims.clone(), Order::RowMajor).unwrap();
+            let back = t.to_order(Order::ColumnMajor).unwrap().to_order(Order::RowMajor).unwrap();
+            prop_assert_eq!(back, t);
+        }
+
+        #[test]
+        fn permute_inverse(dims in arb_dims(), seed in any::<u64>(), col in any::<bool>()) {
+            let n: usize = dims.iter().product();
+            let order = if col { Order::ColumnMajor } else { Order::RowMajor };
+            let t = Tensor::from_vec((0..n as i32).collect::<Vec<_>>(), dims.clone(), order).unwrap();
+            let mut axes: Vec<usize> = (0..dims.len()).collect();
+            let mut s = seed;
+            for i in (1..axes.len()).rev() {
+                s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                axes.swap(i, (s >> 33) as usize % (i + 1));
+            }
+            let mut inv = vec![0; axes.len()];
+            for (i, &a) in axes.iter().enumerate() { inv[a] = i; }
+            let back = t.permute(&axes).unwrap().permute(&inv).unwrap();
+            prop_assert_eq!(back, t);
+        }
+
+        #[test]
+        fn f16_round_trip_exact(bits in prop::collection::vec(any::<u16>(), 0..64)) {
+            let vals: Vec<half::f16> = bits.into_iter().map(half::f16::from_bits).filter(|v| !v.is_nan()).collect();
+            let n = vals.len();
+            let t = Tensor::from_vec(vals, [n], Order::RowMajor).unwrap();
+            let back = t.cast(DType::F32).unwrap().cast(DType::F16).unwrap();
+            prop_assert_eq!(back, t);
+        }
+
+        #[test]
+        fn int_cast_round_trip(vals in prop::collection::vec(any::<i16>(), 0..64)) {
+            let n = vals.len();
+            let t = Tensor::from_vec(vals, [n], Order::RowMajor).unwrap();
+            for d in [DType::I32, DType::I64, DType::F32, DType::F64] {
+                prop_assert_eq!(&t.cast(d).unwrap().cast(DType::I16).unwrap(), &t);
+            }
+        }
+    }
+}

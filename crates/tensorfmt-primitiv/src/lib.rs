@@ -1,0 +1,1 @@
+//! tensorfmt support for the primitiv format (work in progress).

@@ -1,0 +1,1 @@
+//! tensorfmt support for the pvp format (work in progress).

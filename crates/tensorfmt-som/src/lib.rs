@@ -1,0 +1,1 @@
+//! tensorfmt support for the som format (work in progress).

@@ -1,0 +1,2 @@
+//! tensorfmt facade (work in progress).
+pub use tensorfmt_core::*;
