@@ -39,6 +39,7 @@ pub mod io;
 mod limits;
 #[cfg(feature = "ndarray")]
 mod ndarray_interop;
+mod options;
 mod shape;
 mod stats;
 mod tensor;
@@ -47,6 +48,7 @@ pub use dtype::{DType, Element};
 pub use error::{Error, Result};
 pub use file::{Chunks, FieldValue, TensorFile, TensorInfo};
 pub use limits::Limits;
+pub use options::{ReadOptions, WriteOptions};
 pub use shape::{Order, Shape};
 pub use stats::Stats;
 pub use tensor::Tensor;

@@ -1,0 +1,53 @@
+//! Options passed from the facade to format crates when opening and saving
+//! ([`ReadOptions`], [`WriteOptions`]).
+
+use std::collections::BTreeMap;
+
+use crate::{DType, Limits};
+
+/// How a file is opened as a [`TensorFile`](crate::TensorFile).
+///
+/// ```
+/// use tensorfmt_core::ReadOptions;
+/// let o = ReadOptions { frames: Some((2, Some(5))), ..ReadOptions::default() };
+/// assert_eq!(o.frame_range(10), Some(2..5));
+/// assert_eq!(ReadOptions::default().frame_range(10), Some(0..10));
+/// assert_eq!(o.frame_range(3), None);
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct ReadOptions {
+    /// Caps on allocation and scanning.
+    pub limits: Limits,
+    /// Frames / entries `A..B` (end `None` = to the end) for formats with frames.
+    pub frames: Option<(usize, Option<usize>)>,
+    /// Export sparse data in CSR form (`indptr`, `indices`, `data`, ...) instead of dense.
+    pub sparse_csr: bool,
+}
+
+impl ReadOptions {
+    /// The selected frame range within `count` frames, or `None` if it does not fit.
+    pub fn frame_range(&self, count: usize) -> Option<std::ops::Range<usize>> {
+        match self.frames {
+            None => Some(0..count),
+            Some((a, b)) => {
+                let b = b.unwrap_or(count);
+                (a <= b && b <= count).then_some(a..b)
+            }
+        }
+    }
+}
+
+/// How named tensors are saved into a format (the reverse direction of `convert`).
+#[derive(Debug, Clone, Default)]
+pub struct WriteOptions {
+    /// The file kind within the format, when the format has several (`som-data`, `som`,
+    /// `dense`, `sparse`, `weights`, `binaryproto`, `caffemodel`, `model`, `parameter`).
+    /// `None` lets the format choose from the tensor names.
+    pub kind: Option<String>,
+    /// Hexagonal layout (SOM files).
+    pub hex: bool,
+    /// Element type to store, where the format offers a choice.
+    pub dtype: Option<DType>,
+    /// Further format-specific settings (`key=value` from the CLI's `--set`).
+    pub extra: BTreeMap<String, String>,
+}
