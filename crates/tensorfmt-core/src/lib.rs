@@ -43,6 +43,7 @@ mod options;
 mod shape;
 mod stats;
 mod tensor;
+pub mod testing;
 
 pub use dtype::{DType, Element};
 pub use error::{Error, Result};
