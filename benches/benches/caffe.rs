@@ -1,0 +1,2 @@
+//! caffe benchmarks (PLACEHOLDER: written with the caffe work).
+fn main() {}

@@ -1,0 +1,2 @@
+//! primitiv benchmarks (PLACEHOLDER: written with the primitiv work).
+fn main() {}

@@ -1,0 +1,2 @@
+//! pvp benchmarks (PLACEHOLDER: written with the pvp work).
+fn main() {}

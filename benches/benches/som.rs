@@ -1,0 +1,2 @@
+//! som benchmarks (PLACEHOLDER: written with the som work).
+fn main() {}

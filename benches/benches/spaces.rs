@@ -1,0 +1,2 @@
+//! spaces benchmarks (PLACEHOLDER: written with the spaces work).
+fn main() {}
