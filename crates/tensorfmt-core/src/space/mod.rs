@@ -1,0 +1,1 @@
+//! Spaces and data specs (Pylearn2 semantics). PLACEHOLDER: filled in by the spaces work.
