@@ -7,10 +7,12 @@
 //!   oracle: a bug shared by our reader and writer cannot pass unnoticed).
 //!
 //! `--check` changes nothing and fails when a file is stale; `cargo test` runs both
-//! checks (see the tests at the bottom of `codegen.rs` and `fixtures/mod.rs`).
+//! checks (see the tests at the bottom of `codegen.rs` and `fixtures/mod.rs`), and the
+//! tidy rules in `tidy.rs`.
 
 mod codegen;
 mod fixtures;
+mod tidy;
 mod util;
 
 use std::process::ExitCode;

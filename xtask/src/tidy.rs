@@ -1,0 +1,145 @@
+//! Tidy checks run by `cargo test`: repository rules that are cheaper to check than
+//! to remember (rust-analyzer style). Each rule is one `#[test]`.
+
+#![cfg(test)]
+
+use std::path::{Path, PathBuf};
+
+use crate::util::project_root;
+
+fn rust_files() -> Vec<PathBuf> {
+    let root = project_root();
+    let mut out = Vec::new();
+    for dir in ["crates", "xtask", "benches", "fuzz/fuzz_targets"] {
+        walk(&root.join(dir), &mut out);
+    }
+    out.retain(|p| p.extension().is_some_and(|e| e == "rs"));
+    out
+}
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        let name = e.file_name();
+        if name == "target" || name.to_string_lossy().starts_with('.') {
+            continue;
+        }
+        if p.is_dir() {
+            walk(&p, out);
+        } else {
+            out.push(p);
+        }
+    }
+}
+
+fn rel(p: &Path) -> String {
+    p.strip_prefix(project_root()).unwrap_or(p).display().to_string()
+}
+
+fn is_generated(text: &str) -> bool {
+    text.lines().take(3).any(|l| l.contains("generated"))
+}
+
+/// Every Rust file says what it is for in a `//!` comment at its top.
+#[test]
+fn every_file_has_module_docs() {
+    let mut missing = Vec::new();
+    for p in rust_files() {
+        let text = std::fs::read_to_string(&p).unwrap();
+        if is_generated(&text) {
+            continue;
+        }
+        let first = text
+            .lines()
+            .map(str::trim)
+            .find(|l| !l.is_empty() && !l.starts_with("#!["));
+        if !first.is_some_and(|l| l.starts_with("//!")) {
+            missing.push(rel(&p));
+        }
+    }
+    assert!(missing.is_empty(), "files without `//!` docs: {missing:#?}");
+}
+
+/// Tests assert on errors; they do not expect panics.
+#[test]
+fn no_should_panic() {
+    let needle = ["#[should", "_panic"].concat();
+    let offenders: Vec<String> = rust_files()
+        .into_iter()
+        .filter(|p| std::fs::read_to_string(p).unwrap().contains(&needle))
+        .map(|p| rel(&p))
+        .collect();
+    assert!(offenders.is_empty(), "{needle} found in {offenders:#?}");
+}
+
+/// Every `unsafe` block carries a `// SAFETY:` comment just above it.
+#[test]
+fn unsafe_has_safety_comment() {
+    let needle = ["uns", "afe {"].concat();
+    let mut offenders = Vec::new();
+    for p in rust_files() {
+        let text = std::fs::read_to_string(&p).unwrap();
+        if is_generated(&text) {
+            continue;
+        }
+        let lines: Vec<&str> = text.lines().collect();
+        for (i, l) in lines.iter().enumerate() {
+            if l.contains(&needle) && !l.trim_start().starts_with("//") {
+                let from = i.saturating_sub(8);
+                if !lines[from..i].iter().any(|l| l.contains("SAFETY:")) {
+                    offenders.push(format!("{}:{}", rel(&p), i + 1));
+                }
+            }
+        }
+    }
+    assert!(offenders.is_empty(), "unsafe without SAFETY comment: {offenders:#?}");
+}
+
+/// No trailing whitespace in sources and docs.
+#[test]
+fn no_trailing_whitespace() {
+    let mut files = rust_files();
+    files.push(project_root().join("README.md"));
+    files.push(project_root().join("ARCHITECTURE.md"));
+    let mut offenders = Vec::new();
+    for p in files {
+        let Ok(text) = std::fs::read_to_string(&p) else {
+            continue;
+        };
+        if is_generated(&text) {
+            continue;
+        }
+        for (i, l) in text.lines().enumerate() {
+            if l.ends_with(' ') || l.ends_with('\t') {
+                offenders.push(format!("{}:{}", rel(&p), i + 1));
+            }
+        }
+    }
+    assert!(offenders.is_empty(), "trailing whitespace: {offenders:#?}");
+}
+
+/// Architecture invariant: format crates depend on tensorfmt-core only, never on
+/// another format crate or the facade.
+#[test]
+fn format_crates_depend_on_core_only() {
+    let formats = ["pvp", "som", "primitiv", "caffe"];
+    let mut offenders = Vec::new();
+    for f in formats {
+        let manifest = project_root().join(format!("crates/tensorfmt-{f}/Cargo.toml"));
+        let text = std::fs::read_to_string(&manifest).unwrap();
+        for line in text.lines() {
+            let dep = line.split(['=', '.']).next().unwrap_or("").trim();
+            let bad = dep == "tensorfmt"
+                || formats
+                    .iter()
+                    .any(|o| *o != f && dep == format!("tensorfmt-{o}"));
+            if bad {
+                offenders.push(format!("tensorfmt-{f} depends on {dep}"));
+            }
+        }
+    }
+    assert!(offenders.is_empty(), "{offenders:#?}");
+}
