@@ -1,0 +1,311 @@
+//! The format-neutral view: [`PrimitivFile`] implements
+//! [`TensorFile`](tensorfmt_core::TensorFile), and [`save_named`] is the reverse.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use tensorfmt_core::{
+    DType, Error, FieldValue, Order, Tensor, TensorFile, TensorInfo, WriteOptions,
+};
+
+use crate::data::{Key, Model, Parameter, PrimitivData, PrimitivShape, PrimitivTensor};
+use crate::error::{PrimitivError, Result};
+use crate::read::Decoded;
+use crate::write::write_file;
+
+/// A decoded primitiv file as named tensors.
+///
+/// Export names: a Parameter gives `value` and one tensor per stat (named by its key);
+/// a Model gives `<k1>.<k2>...` for each parameter value and `<k1>.<k2>.../<stat>` for
+/// each stat; a Tensor file gives `tensor`; Shape and Optimizer files have no tensors
+/// (their content is in [`TensorFile::header`]). Tensors come out in row-major (numpy)
+/// order with the logical shape `[d0, d1, ...]`, plus a trailing batch axis when the
+/// batch is above 1.
+pub struct PrimitivFile {
+    decoded: Decoded,
+    tensors: Vec<(String, PrimitivTensor)>,
+    warnings: Vec<String>,
+    max_alloc: u64,
+}
+
+impl PrimitivFile {
+    /// Wraps a decoded file (see [`crate::read_file`]).
+    ///
+    /// ```
+    /// use tensorfmt_core::TensorFile;
+    /// use tensorfmt_primitiv::{read_file, PrimitivFile, ReaderOptions};
+    /// let hex = "ce00000000ce00000001ce0000010092ce00000002ce00000002ce00000001c4100000803f000000400000404000008040";
+    /// let bytes: Vec<u8> = (0..hex.len()).step_by(2).map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap()).collect();
+    /// let f = PrimitivFile::new(read_file(bytes.into(), &ReaderOptions::default())?, u64::MAX);
+    /// // column-major [[1, 3], [2, 4]] comes out in numpy order
+    /// assert_eq!(f.read_tensor("tensor")?.to_vec::<f32>()?, vec![1., 3., 2., 4.]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn new(decoded: Decoded, max_alloc: u64) -> PrimitivFile {
+        let mut tensors = Vec::new();
+        match &decoded.data {
+            PrimitivData::Shape(_) | PrimitivData::Optimizer(_) => {}
+            PrimitivData::Tensor(t) => tensors.push(("tensor".to_string(), t.clone())),
+            PrimitivData::Parameter(p) => {
+                tensors.push(("value".to_string(), p.value().clone()));
+                for (k, t) in p.stats() {
+                    tensors.push((k.to_string(), t.clone()));
+                }
+            }
+            PrimitivData::Model(m) => {
+                for (path, p) in m.entries() {
+                    let base = Model::join(path);
+                    tensors.push((base.clone(), p.value().clone()));
+                    for (k, t) in p.stats() {
+                        tensors.push((format!("{base}/{k}"), t.clone()));
+                    }
+                }
+            }
+        }
+        // Keys containing `.` or `/` (or a stat called `value`) can make two names
+        // equal; keep every tensor reachable by suffixing the later ones.
+        let mut warnings = decoded.warnings.clone();
+        let mut seen = std::collections::HashSet::new();
+        for (name, _) in tensors.iter_mut() {
+            if !seen.insert(name.clone()) {
+                let mut i = 2;
+                while seen.contains(&format!("{name}~{i}")) {
+                    i += 1;
+                }
+                let new = format!("{name}~{i}");
+                warnings.push(format!(
+                    "export name {name} is taken twice; the later tensor is named {new}"
+                ));
+                seen.insert(new.clone());
+                *name = new;
+            }
+        }
+        PrimitivFile {
+            decoded,
+            tensors,
+            warnings,
+            max_alloc,
+        }
+    }
+
+    /// The decoded data.
+    pub fn data(&self) -> &PrimitivData {
+        &self.decoded.data
+    }
+
+    /// One tensor in primitiv's own layout (column-major, batch last), by export name.
+    pub fn primitiv_tensor(&self, name: &str) -> Option<&PrimitivTensor> {
+        self.tensors.iter().find(|(n, _)| n == name).map(|(_, t)| t)
+    }
+}
+
+fn shape_field(s: &PrimitivShape) -> FieldValue {
+    FieldValue::Text(s.to_string())
+}
+
+fn parameter_field(p: &Parameter) -> FieldValue {
+    let mut m = vec![("value".to_string(), shape_field(p.value().shape()))];
+    for (k, t) in p.stats() {
+        m.push((k.to_string(), shape_field(t.shape())));
+    }
+    FieldValue::Map(m)
+}
+
+fn key_map<T: Copy + Into<FieldValue>>(v: &[(Key, T)]) -> FieldValue {
+    FieldValue::Map(
+        v.iter()
+            .map(|(k, x)| (k.to_string(), (*x).into()))
+            .collect(),
+    )
+}
+
+impl TensorFile for PrimitivFile {
+    fn format(&self) -> &'static str {
+        "primitiv"
+    }
+
+    fn kind(&self) -> String {
+        self.decoded.data.data_type().name().to_string()
+    }
+
+    fn header(&self) -> Vec<(String, FieldValue)> {
+        let dt = self.decoded.data.data_type();
+        let mut h = vec![
+            ("version".to_string(), FieldValue::Text("0.1".into())),
+            (
+                "data_type".to_string(),
+                FieldValue::Text(format!("{:#x} ({dt})", dt.code())),
+            ),
+        ];
+        match &self.decoded.data {
+            PrimitivData::Shape(s) => {
+                h.push(("dims".into(), s.dims().to_vec().into()));
+                h.push(("batch".into(), s.batch().into()));
+            }
+            PrimitivData::Tensor(t) => {
+                h.push(("dims".into(), t.shape().dims().to_vec().into()));
+                h.push(("batch".into(), t.shape().batch().into()));
+            }
+            PrimitivData::Parameter(p) => {
+                h.push(("parameter".into(), parameter_field(p)));
+            }
+            PrimitivData::Model(m) => {
+                h.push(("parameters".into(), m.len().into()));
+                let entries = m
+                    .entries()
+                    .map(|(k, p)| (Model::join(k), parameter_field(p)))
+                    .collect();
+                h.push(("entries".into(), FieldValue::Map(entries)));
+            }
+            PrimitivData::Optimizer(o) => {
+                let kind = o.kind().map(|k| k.name()).unwrap_or("unknown");
+                h.push(("optimizer".into(), FieldValue::Text(kind.into())));
+                h.push(("uint_configs".into(), key_map(&o.uint_configs)));
+                h.push(("float_configs".into(), key_map(&o.float_configs)));
+                let missing = o.settings().missing;
+                if !missing.is_empty() {
+                    h.push(("missing_keys".into(), missing.into()));
+                }
+            }
+        }
+        h
+    }
+
+    fn tensors(&self) -> Vec<TensorInfo> {
+        self.tensors
+            .iter()
+            .map(|(n, t)| TensorInfo::new(n.clone(), DType::F32, t.shape().core_dims()))
+            .collect()
+    }
+
+    fn read_tensor(&self, name: &str) -> tensorfmt_core::Result<Tensor> {
+        let t = self
+            .primitiv_tensor(name)
+            .ok_or_else(|| Error::NoSuchTensor(name.to_string()))?;
+        let core = t.to_core()?;
+        if core.dims().len() >= 2 {
+            // The row-major copy is the one allocation.
+            tensorfmt_core::Limits {
+                max_alloc: self.max_alloc,
+                ..tensorfmt_core::Limits::default()
+            }
+            .check_alloc(t.data().len() as u64)?;
+        }
+        core.to_order(Order::RowMajor)
+    }
+
+    fn warnings(&self) -> Vec<String> {
+        self.warnings.clone()
+    }
+}
+
+fn flag(options: &WriteOptions, key: &str) -> bool {
+    options
+        .extra
+        .get(key)
+        .is_some_and(|v| matches!(v.as_str(), "1" | "true" | "yes"))
+}
+
+/// Builds primitiv data from named tensors (the reverse of the export names) and
+/// writes it atomically.
+///
+/// The file kind is `options.kind` (`model`, `parameter` or `tensor`); without it, a
+/// single tensor named `value` makes a Parameter file and anything else a Model file.
+/// Model names are `<k1>.<k2>...` for values and `<k1>.<k2>.../<stat>` for stats;
+/// Parameter names are `value` and the stat keys. Tensors may be in any order; they
+/// are stored column-major. The exported batch axis cannot be told from an ordinary
+/// axis: with `options.extra["batch_axis"] = "true"` the last axis of every stat (and
+/// of a Tensor file's tensor) is written as the batch, otherwise the batch is 1.
+///
+/// ```
+/// use tensorfmt_core::{Order, Tensor, WriteOptions};
+/// use tensorfmt_primitiv::{read_file, save_named, PrimitivData, ReaderOptions};
+/// let dir = tempfile::tempdir()?;
+/// let path = dir.path().join("m.data");
+/// let w = Tensor::from_vec(vec![1f32, 2., 3., 4., 5., 6.], [2, 3], Order::RowMajor)?;
+/// save_named(&path, &[("enc.w".to_string(), w.clone()), ("enc.w/Adam.m1".to_string(), w)], &WriteOptions::default())?;
+/// let d = read_file(tensorfmt_core::io::read_file(&path)?, &ReaderOptions::default())?;
+/// let PrimitivData::Model(m) = d.data else { panic!() };
+/// assert_eq!(m.get_dotted("enc.w").unwrap().value().to_f32_vec(), vec![1., 4., 2., 5., 3., 6.]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn save_named(path: &Path, tensors: &[(String, Tensor)], options: &WriteOptions) -> Result<()> {
+    let data = build(tensors, options)?;
+    write_file(path, &data)
+}
+
+/// [`save_named`] without the file: the primitiv data the tensors describe.
+pub fn build(tensors: &[(String, Tensor)], options: &WriteOptions) -> Result<PrimitivData> {
+    let batch_axis = flag(options, "batch_axis");
+    let kind = match options.kind.as_deref() {
+        Some(k) => k,
+        None if tensors.len() == 1 && tensors[0].0 == "value" => "parameter",
+        None => "model",
+    };
+    let mut names = std::collections::HashSet::new();
+    for (n, _) in tensors {
+        if !names.insert(n.as_str()) {
+            return Err(PrimitivError::BadTensors(format!(
+                "tensor name {n:?} appears twice"
+            )));
+        }
+    }
+    match kind {
+        "tensor" => match tensors {
+            [(_, t)] => Ok(PrimitivData::Tensor(PrimitivTensor::from_core(
+                t, batch_axis,
+            )?)),
+            _ => Err(PrimitivError::BadTensors(format!(
+                "a primitiv Tensor file holds exactly one tensor, got {}",
+                tensors.len()
+            ))),
+        },
+        "parameter" => {
+            let value = tensors.iter().find(|(n, _)| n == "value").ok_or_else(|| {
+                PrimitivError::BadTensors(
+                    "a primitiv Parameter file needs a tensor named `value`".into(),
+                )
+            })?;
+            let mut p = Parameter::new(PrimitivTensor::from_core(&value.1, false)?)?;
+            for (n, t) in tensors.iter().filter(|(n, _)| n != "value") {
+                p.set_stat(n.as_str(), PrimitivTensor::from_core(t, batch_axis)?);
+            }
+            Ok(PrimitivData::Parameter(p))
+        }
+        "model" => {
+            type Group<'a> = (Option<&'a Tensor>, Vec<(&'a str, &'a Tensor)>);
+            let mut groups: BTreeMap<Vec<Key>, Group> = BTreeMap::new();
+            for (n, t) in tensors {
+                let (param, stat) = match n.split_once('/') {
+                    Some((p, s)) => (p, Some(s)),
+                    None => (n.as_str(), None),
+                };
+                let path: Vec<Key> = param.split('.').map(Key::from).collect();
+                let g = groups.entry(path).or_default();
+                match stat {
+                    Some(s) => g.1.push((s, t)),
+                    None => g.0 = Some(t),
+                }
+            }
+            let mut model = Model::new();
+            for (path, (value, stats)) in groups {
+                let value = value.ok_or_else(|| {
+                    PrimitivError::BadTensors(format!(
+                        "stat tensors for {} but no tensor named {0}",
+                        Model::join(&path)
+                    ))
+                })?;
+                let mut p = Parameter::new(PrimitivTensor::from_core(value, false)?)?;
+                for (s, t) in stats {
+                    p.set_stat(s, PrimitivTensor::from_core(t, batch_axis)?);
+                }
+                model.insert(path, p);
+            }
+            model.check_namespace()?;
+            Ok(PrimitivData::Model(model))
+        }
+        other => Err(PrimitivError::BadTensors(format!(
+            "unknown primitiv file kind {other:?} (model, parameter or tensor)"
+        ))),
+    }
+}

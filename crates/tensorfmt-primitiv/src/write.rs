@@ -1,0 +1,161 @@
+//! The writer: primitiv's exact marker forms through `rmp::encode` (uint32 always
+//! `ce`, float always `ca`, smallest str/bin/array/map headers), every member a
+//! top-level object.
+
+use std::io::Write;
+use std::path::Path;
+
+use rmp::encode;
+
+use crate::data::{Key, Model, Parameter, PrimitivData, PrimitivShape, PrimitivTensor};
+use crate::error::{PrimitivError, Result};
+use crate::optimizer::Optimizer;
+
+fn werr(e: encode::ValueWriteError<std::io::Error>) -> PrimitivError {
+    match e {
+        encode::ValueWriteError::InvalidMarkerWrite(e)
+        | encode::ValueWriteError::InvalidDataWrite(e) => e.into(),
+    }
+}
+
+fn len32(n: usize, what: &str) -> Result<u32> {
+    u32::try_from(n)
+        .map_err(|_| PrimitivError::Unwritable(format!("{what} of {n} does not fit in a uint32")))
+}
+
+fn u32<W: Write>(w: &mut W, v: u32) -> Result<()> {
+    encode::write_u32(w, v).map_err(werr)
+}
+
+fn key<W: Write>(w: &mut W, k: &Key) -> Result<()> {
+    encode::write_str_len(w, len32(k.as_bytes().len(), "string length")?).map_err(werr)?;
+    w.write_all(k.as_bytes())?;
+    Ok(())
+}
+
+fn shape<W: Write>(w: &mut W, s: &PrimitivShape) -> Result<()> {
+    encode::write_array_len(w, s.dims().len() as u32).map_err(werr)?;
+    for &d in s.dims() {
+        u32(w, d)?;
+    }
+    u32(w, s.batch())
+}
+
+fn tensor<W: Write>(w: &mut W, t: &PrimitivTensor) -> Result<()> {
+    shape(w, t.shape())?;
+    encode::write_bin_len(w, len32(t.data().len(), "tensor data length")?).map_err(werr)?;
+    w.write_all(t.data())?;
+    Ok(())
+}
+
+fn parameter<W: Write>(w: &mut W, p: &Parameter) -> Result<()> {
+    tensor(w, p.value())?;
+    u32(w, len32(p.stats().len(), "stat count")?)?;
+    for (k, t) in p.stats() {
+        key(w, k)?;
+        tensor(w, t)?;
+    }
+    Ok(())
+}
+
+fn model<W: Write>(w: &mut W, m: &Model) -> Result<()> {
+    m.check_namespace()?;
+    u32(w, len32(m.len(), "parameter count")?)?;
+    for (path, p) in m.entries() {
+        encode::write_array_len(w, len32(path.len(), "key path length")?).map_err(werr)?;
+        for k in path {
+            key(w, k)?;
+        }
+        parameter(w, p)?;
+    }
+    Ok(())
+}
+
+fn optimizer<W: Write>(w: &mut W, o: &Optimizer) -> Result<()> {
+    encode::write_map_len(w, len32(o.uint_configs.len(), "uint config count")?).map_err(werr)?;
+    for (k, v) in &o.uint_configs {
+        key(w, k)?;
+        u32(w, *v)?;
+    }
+    encode::write_map_len(w, len32(o.float_configs.len(), "float config count")?).map_err(werr)?;
+    for (k, v) in &o.float_configs {
+        key(w, k)?;
+        encode::write_f32(w, *v).map_err(werr)?;
+    }
+    Ok(())
+}
+
+/// Writes a whole file (header and data) to any writer.
+///
+/// Stats and optimizer configs are written in the order they are held (file order for
+/// data that was read, so read-then-write reproduces primitiv's files byte for byte);
+/// model entries in key-path order, as primitiv does.
+///
+/// ```
+/// use tensorfmt_primitiv::{encode, PrimitivData, PrimitivShape};
+/// let mut out = Vec::new();
+/// encode(&mut out, &PrimitivData::Shape(PrimitivShape::new([3], 4)?))?;
+/// assert_eq!(out, [0xce, 0, 0, 0, 0, 0xce, 0, 0, 0, 1, 0xce, 0, 0, 0, 0,
+///                  0x91, 0xce, 0, 0, 0, 3, 0xce, 0, 0, 0, 4]);
+/// # Ok::<(), tensorfmt_primitiv::PrimitivError>(())
+/// ```
+pub fn encode<W: Write>(w: &mut W, data: &PrimitivData) -> Result<()> {
+    u32(w, 0)?;
+    u32(w, 1)?;
+    u32(w, data.data_type().code())?;
+    match data {
+        PrimitivData::Shape(s) => shape(w, s),
+        PrimitivData::Tensor(t) => tensor(w, t),
+        PrimitivData::Parameter(p) => parameter(w, p),
+        PrimitivData::Model(m) => model(w, m),
+        PrimitivData::Optimizer(o) => optimizer(w, o),
+    }
+}
+
+/// The bytes of a whole file.
+///
+/// ```
+/// use tensorfmt_primitiv::{to_bytes, PrimitivData, PrimitivShape};
+/// assert_eq!(to_bytes(&PrimitivData::Shape(PrimitivShape::scalar()))?.len(), 21);
+/// # Ok::<(), tensorfmt_primitiv::PrimitivError>(())
+/// ```
+pub fn to_bytes(data: &PrimitivData) -> Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(estimate(data));
+    encode(&mut out, data)?;
+    Ok(out)
+}
+
+fn estimate(data: &PrimitivData) -> usize {
+    let t = |t: &PrimitivTensor| t.data().len() + 64;
+    let p = |p: &Parameter| {
+        t(p.value())
+            + p.stats()
+                .iter()
+                .map(|(k, x)| k.as_bytes().len() + t(x))
+                .sum::<usize>()
+    };
+    15 + match data {
+        PrimitivData::Shape(_) => 64,
+        PrimitivData::Tensor(x) => t(x),
+        PrimitivData::Parameter(x) => p(x),
+        PrimitivData::Model(m) => m.entries().map(|(_, x)| p(x) + 64).sum(),
+        PrimitivData::Optimizer(o) => 64 * (o.uint_configs.len() + o.float_configs.len() + 2),
+    }
+}
+
+/// Writes a file atomically (temporary file, then rename): a failure leaves any
+/// existing file untouched, unlike primitiv's own save.
+///
+/// ```
+/// use tensorfmt_primitiv::{write_file, read_file, PrimitivData, PrimitivShape, ReaderOptions};
+/// let dir = tempfile::tempdir()?;
+/// let path = dir.path().join("s.data");
+/// let data = PrimitivData::Shape(PrimitivShape::new([2, 3], 1)?);
+/// write_file(&path, &data)?;
+/// let back = read_file(tensorfmt_core::io::read_file(&path)?, &ReaderOptions::default())?;
+/// assert_eq!(back.data, data);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn write_file(path: impl AsRef<Path>, data: &PrimitivData) -> Result<()> {
+    tensorfmt_core::io::write_atomic(path, |f| encode(f, data))
+}
