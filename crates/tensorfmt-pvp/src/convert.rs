@@ -1,0 +1,284 @@
+//! Named tensors to PVP files ([`crate::save_tensors`]): the reverse direction of
+//! the [`TensorFile`](tensorfmt_core::TensorFile) view.
+
+use std::path::Path;
+
+use tensorfmt_core::{io::AtomicFile, DType, Order, Tensor, WriteOptions};
+
+use crate::error::{PvpError, Result};
+use crate::write::{DenseWriter, SparseWriter, WeightGeometry, WeightWriter};
+
+fn find<'a>(tensors: &'a [(String, Tensor)], name: &str) -> Option<&'a Tensor> {
+    tensors.iter().find(|(n, _)| n == name).map(|(_, t)| t)
+}
+
+fn need<'a>(tensors: &'a [(String, Tensor)], name: &str, kind: &str) -> Result<&'a Tensor> {
+    find(tensors, name).ok_or_else(|| {
+        PvpError::Invalid(format!("a {kind} PVP file needs a tensor named {name:?}"))
+    })
+}
+
+fn typed<T: tensorfmt_core::Element>(t: &Tensor, dtype: DType) -> Result<Vec<T>> {
+    Ok(t.cast(dtype)?.to_order(Order::RowMajor)?.to_vec::<T>()?)
+}
+
+fn times(tensors: &[(String, Tensor)], frames: usize) -> Result<Vec<f64>> {
+    match find(tensors, "time") {
+        None => Ok((0..frames).map(|k| k as f64).collect()),
+        Some(t) => {
+            let v = typed::<f64>(t, DType::F64)?;
+            if v.len() != frames {
+                return Err(PvpError::Invalid(format!(
+                    "`time` has {} entries for {frames} frames",
+                    v.len()
+                )));
+            }
+            Ok(v)
+        }
+    }
+}
+
+fn extra_usize(options: &WriteOptions, key: &str) -> Result<Option<usize>> {
+    options
+        .extra
+        .get(key)
+        .map(|v| {
+            v.parse::<usize>()
+                .map_err(|_| PvpError::Invalid(format!("--set {key}={v}: not a count")))
+        })
+        .transpose()
+}
+
+/// The file kind chosen from `options.kind` or from the tensor names.
+fn choose_kind(tensors: &[(String, Tensor)], options: &WriteOptions) -> Result<String> {
+    if let Some(k) = &options.kind {
+        return match k.as_str() {
+            "dense" | "sparse" | "weights" => Ok(k.clone()),
+            other => Err(PvpError::Invalid(format!(
+                "unknown PVP kind {other:?} (dense, sparse, weights)"
+            ))),
+        };
+    }
+    let has = |n| find(tensors, n).is_some();
+    if has("weights") {
+        Ok("weights".into())
+    } else if has("indptr") {
+        Ok("sparse".into())
+    } else if has("values") {
+        Ok("dense".into())
+    } else {
+        Err(PvpError::Invalid(
+            "no `values`, `indptr` or `weights` tensor to write as PVP".into(),
+        ))
+    }
+}
+
+/// Splits `values` into (frames, ny, nx, nf).
+fn dense_dims(t: &Tensor) -> Result<(usize, usize, usize, usize)> {
+    match *t.dims() {
+        [f, y, x, c] => Ok((f, y, x, c)),
+        [y, x, c] => Ok((1, y, x, c)),
+        ref d => Err(PvpError::Invalid(format!(
+            "`values` must be [frames, ny, nx, nf] or [ny, nx, nf], got {d:?}"
+        ))),
+    }
+}
+
+/// Geometry (nx, ny, nf) of `width` neurons from `--set nx= ny= nf=` (default `width x 1 x 1`).
+fn sparse_geometry(options: &WriteOptions, width: usize) -> Result<(usize, usize, usize)> {
+    let nx = extra_usize(options, "nx")?;
+    let ny = extra_usize(options, "ny")?.unwrap_or(1);
+    let nf = extra_usize(options, "nf")?.unwrap_or(1);
+    let nx = nx.unwrap_or(width / (ny * nf).max(1));
+    if nx.checked_mul(ny).and_then(|v| v.checked_mul(nf)) != Some(width) {
+        return Err(PvpError::Invalid(format!(
+            "nx*ny*nf = {nx}*{ny}*{nf} does not match the {width} columns"
+        )));
+    }
+    Ok((nx, ny, nf))
+}
+
+fn sparse_writer<'a>(
+    f: &'a mut AtomicFile,
+    options: &WriteOptions,
+    values: bool,
+    (nx, ny, nf): (usize, usize, usize),
+) -> Result<SparseWriter<&'a mut AtomicFile>> {
+    if !values {
+        SparseWriter::binary(f, nx, ny, nf)
+    } else if options.extra.get("datatype").map(String::as_str) == Some("4") {
+        SparseWriter::values_datatype4(f, nx, ny, nf)
+    } else {
+        SparseWriter::values(f, nx, ny, nf)
+    }
+}
+
+fn write_sparse(
+    f: &mut AtomicFile,
+    tensors: &[(String, Tensor)],
+    options: &WriteOptions,
+) -> Result<()> {
+    let binary_wanted = options.extra.get("sparse").map(String::as_str) == Some("binary");
+    if find(tensors, "indptr").is_none() {
+        // Dense input: keep the non-zero entries.
+        let t = need(tensors, "values", "sparse")?;
+        let (frames, ny, nx, nf) = dense_dims(t)?;
+        let vals = typed::<f32>(t, DType::F32)?;
+        let time = times(tensors, frames)?;
+        let mut w = sparse_writer(f, options, !binary_wanted, (nx, ny, nf))?;
+        let width = nx * ny * nf;
+        let (mut idx, mut v) = (Vec::new(), Vec::new());
+        for (k, frame) in vals.chunks_exact(width.max(1)).enumerate().take(frames) {
+            idx.clear();
+            v.clear();
+            for (i, &x) in frame.iter().enumerate() {
+                if x != 0.0 {
+                    idx.push(i as u32);
+                    v.push(x);
+                }
+            }
+            w.write_frame(time[k], &idx, if binary_wanted { &[] } else { &v })?;
+        }
+        w.finish()?;
+        return Ok(());
+    }
+    let indptr = typed::<i64>(need(tensors, "indptr", "sparse")?, DType::I64)?;
+    let indices = typed::<u32>(need(tensors, "indices", "sparse")?, DType::U32)?;
+    let data = find(tensors, "data")
+        .map(|t| typed::<f32>(t, DType::F32))
+        .transpose()?;
+    let frames = indptr
+        .len()
+        .checked_sub(1)
+        .ok_or_else(|| PvpError::Invalid("empty `indptr`".into()))?;
+    let width = match find(tensors, "shape") {
+        Some(s) => {
+            let s = typed::<i64>(s, DType::I64)?;
+            match s[..] {
+                [rows, cols] if rows as usize == frames && cols > 0 => cols as usize,
+                _ => {
+                    return Err(PvpError::Invalid(format!(
+                        "`shape` {s:?} does not match {frames} frames"
+                    )))
+                }
+            }
+        }
+        None => {
+            let (x, y, c) = (
+                extra_usize(options, "nx")?,
+                extra_usize(options, "ny")?,
+                extra_usize(options, "nf")?,
+            );
+            match (x, y, c) {
+                (Some(x), y, c) => x * y.unwrap_or(1) * c.unwrap_or(1),
+                _ => {
+                    return Err(PvpError::Invalid(
+                        "CSR input needs `shape` or --set nx=..".into(),
+                    ))
+                }
+            }
+        }
+    };
+    let geom = sparse_geometry(options, width)?;
+    let values = data.is_some() && !binary_wanted;
+    if let Some(d) = &data {
+        if d.len() != indices.len() {
+            return Err(PvpError::Invalid(
+                "`data` and `indices` differ in length".into(),
+            ));
+        }
+    }
+    let time = times(tensors, frames)?;
+    let mut w = sparse_writer(f, options, values, geom)?;
+    for k in 0..frames {
+        let (a, b) = (indptr[k], indptr[k + 1]);
+        if a < 0 || b < a || b as usize > indices.len() {
+            return Err(PvpError::Invalid(format!(
+                "`indptr` is not monotonic within 0..={} at row {k}",
+                indices.len()
+            )));
+        }
+        let (a, b) = (a as usize, b as usize);
+        let v: &[f32] = match (&data, values) {
+            (Some(d), true) => &d[a..b],
+            _ => &[],
+        };
+        w.write_frame(time[k], &indices[a..b], v)?;
+    }
+    w.finish()?;
+    Ok(())
+}
+
+fn write_dense(f: &mut AtomicFile, tensors: &[(String, Tensor)]) -> Result<()> {
+    let t = need(tensors, "values", "dense")?;
+    let (frames, ny, nx, nf) = dense_dims(t)?;
+    let time = times(tensors, frames)?;
+    let vals = typed::<f32>(t, DType::F32)?;
+    let mut w = DenseWriter::new(f, nx, ny, nf)?;
+    let n = nx * ny * nf;
+    for (k, frame) in vals.chunks_exact(n).enumerate() {
+        w.write_frame(time[k], frame)?;
+    }
+    w.finish()?;
+    Ok(())
+}
+
+fn write_weights(
+    f: &mut AtomicFile,
+    tensors: &[(String, Tensor)],
+    options: &WriteOptions,
+) -> Result<()> {
+    let t = need(tensors, "weights", "weights")?;
+    let (frames, arbors, patches, nyp, nxp, nfp) = match *t.dims() {
+        [fr, a, p, y, x, c] => (fr, a, p, y, x, c),
+        [a, p, y, x, c] => (1, a, p, y, x, c),
+        ref d => {
+            return Err(PvpError::Invalid(format!(
+                "`weights` must be [frames, arbors, patches, nyp, nxp, nfp] (or without frames), got {d:?}"
+            )))
+        }
+    };
+    let bytes = match options.dtype {
+        None | Some(DType::F32) => false,
+        Some(DType::U8) => true,
+        Some(d) => {
+            return Err(PvpError::Invalid(format!(
+                "PVP weights are stored as f32 or u8, not {d}"
+            )))
+        }
+    };
+    let npx = extra_usize(options, "nx")?.unwrap_or(1);
+    let npy = extra_usize(options, "ny")?.unwrap_or(1);
+    let npf = extra_usize(options, "nf")?.unwrap_or(patches / (npx * npy).max(1));
+    if npx * npy * npf != patches {
+        return Err(PvpError::Invalid(format!(
+            "kernel unit cell {npx}x{npy}x{npf} does not hold {patches} patches"
+        )));
+    }
+    let time = times(tensors, frames)?;
+    let vals = typed::<f32>(t, DType::F32)?;
+    let g = WeightGeometry::kernel(npx, npy, npf, nxp, nyp, nfp, arbors);
+    let mut w = WeightWriter::new(f, g, bytes)?;
+    let per = g.frame_values()?;
+    for (k, frame) in vals.chunks_exact(per).enumerate() {
+        w.write_frame(time[k], frame)?;
+    }
+    w.finish()?;
+    Ok(())
+}
+
+/// See [`crate::save_tensors`].
+pub(crate) fn save(
+    path: &Path,
+    tensors: &[(String, Tensor)],
+    options: &WriteOptions,
+) -> Result<()> {
+    let kind = choose_kind(tensors, options)?;
+    tensorfmt_core::io::write_atomic(path, |f| -> Result<()> {
+        match kind.as_str() {
+            "weights" => write_weights(f, tensors, options),
+            "sparse" => write_sparse(f, tensors, options),
+            _ => write_dense(f, tensors),
+        }
+    })
+}

@@ -1,0 +1,288 @@
+//! The format-neutral [`TensorFile`] view of a PVP file, with the export names of
+//! the facade: dense `values` + `time`; sparse as dense `values` + `time` or as CSR
+//! (`indptr`, `indices`, `data`, `time`, `shape`); weights `weights` + `time`.
+
+use std::ops::Range;
+
+use bytes::Bytes;
+use tensorfmt_core::{
+    Chunks, DType, Error, FieldValue, Order, ReadOptions, Tensor, TensorFile, TensorInfo,
+};
+
+use crate::error::{PvpError, Result};
+use crate::layout::{DenseElement, OpenOptions};
+use crate::read::PvpFile;
+
+/// A PVP file seen as named tensors (see [`crate::open_tensor_file`]).
+#[derive(Debug)]
+pub struct PvpTensorFile {
+    file: PvpFile,
+    range: Range<usize>,
+    csr: bool,
+    limits: tensorfmt_core::Limits,
+}
+
+impl PvpTensorFile {
+    /// Opens `data`, scanning sparse files, and selects `options.frames`.
+    pub fn new(data: Bytes, options: &ReadOptions) -> Result<PvpTensorFile> {
+        let opts = OpenOptions {
+            limits: options.limits,
+            ..OpenOptions::default()
+        };
+        let file = PvpFile::from_bytes_with(data, &opts)?;
+        let count = file.frame_count()?;
+        let range = options.frame_range(count).ok_or_else(|| {
+            PvpError::Invalid(format!(
+                "frame range {:?} does not fit the {count} frames of the file",
+                options.frames
+            ))
+        })?;
+        Ok(PvpTensorFile {
+            file,
+            range,
+            csr: options.sparse_csr,
+            limits: options.limits,
+        })
+    }
+
+    /// The typed file underneath.
+    pub fn file(&self) -> &PvpFile {
+        &self.file
+    }
+
+    /// The selected frames.
+    pub fn frame_range(&self) -> Range<usize> {
+        self.range.clone()
+    }
+
+    fn times(&self) -> Result<Vec<f64>> {
+        match &self.file {
+            PvpFile::Dense(r) => r.times(self.range.clone()),
+            PvpFile::Sparse(r) => self.range.clone().map(|k| r.time(k)).collect(),
+            PvpFile::Weights(r) => self
+                .range
+                .clone()
+                .map(|k| Ok(r.frame_header(k)?.base.time))
+                .collect(),
+        }
+    }
+
+    fn nnz(&self) -> Result<usize> {
+        match &self.file {
+            PvpFile::Sparse(r) => Ok(r.table()?.counts[self.range.clone()]
+                .iter()
+                .map(|&c| c as usize)
+                .sum()),
+            _ => Ok(0),
+        }
+    }
+
+    fn read(&self, name: &str) -> Result<Tensor> {
+        let n = self.range.len();
+        let r = self.range.clone();
+        match (&self.file, name) {
+            (_, "time") => Ok(Tensor::from_vec(self.times()?, [n], Order::RowMajor)?),
+            (PvpFile::Dense(d), "values") => d.read_range(r),
+            (PvpFile::Sparse(s), "values") if !self.csr => s.to_dense(r),
+            (PvpFile::Sparse(s), "indptr" | "indices" | "data" | "shape") if self.csr => {
+                if name == "shape" {
+                    let shape = vec![n as i64, s.layout().neurons() as i64];
+                    return Ok(Tensor::from_vec(shape, [2], Order::RowMajor)?);
+                }
+                let c = s.to_csr(r)?;
+                Ok(match name {
+                    "indptr" => Tensor::from_vec(c.indptr, [n + 1], Order::RowMajor)?,
+                    "indices" => {
+                        let len = c.indices.len();
+                        Tensor::from_vec(c.indices, [len], Order::RowMajor)?
+                    }
+                    _ => {
+                        let len = c.data.len();
+                        Tensor::from_vec(c.data, [len], Order::RowMajor)?
+                    }
+                })
+            }
+            (PvpFile::Weights(w), "weights") => {
+                let l = w.layout();
+                let per = l.frame_values();
+                let total = crate::error::mul(per as u64 * 4, n as u64, "weights size")?;
+                if total > self.limits.max_alloc {
+                    return Err(PvpError::LimitExceeded {
+                        what: "allocation",
+                        value: total,
+                        limit: self.limits.max_alloc,
+                    });
+                }
+                let mut out: Vec<f32> = Vec::with_capacity(per * n);
+                for k in r {
+                    out.extend_from_slice(&w.frame(k)?.weights.to_vec::<f32>()?);
+                }
+                let mut dims = vec![n];
+                dims.extend(l.frame_dims());
+                Ok(Tensor::from_vec(out, dims, Order::RowMajor)?)
+            }
+            _ => Err(PvpError::Core(Error::NoSuchTensor(name.into()))),
+        }
+    }
+}
+
+fn with_frames(n: usize, t: Tensor) -> Result<Tensor> {
+    let mut dims = vec![n];
+    dims.extend_from_slice(t.dims());
+    Ok(t.reshape(dims)?)
+}
+
+impl TensorFile for PvpTensorFile {
+    fn format(&self) -> &'static str {
+        "pvp"
+    }
+
+    fn kind(&self) -> String {
+        match &self.file {
+            PvpFile::Dense(d) if d.layout().element == DenseElement::TausUint4 => {
+                "dense activity (random-number state)".into()
+            }
+            f => f.kind().describe().into(),
+        }
+    }
+
+    fn header(&self) -> Vec<(String, FieldValue)> {
+        let h = self.file.header();
+        let mut out: Vec<(String, FieldValue)> = h
+            .int_fields()
+            .iter()
+            .map(|(k, v)| (k.to_string(), (*v).into()))
+            .collect();
+        out.push(("time".into(), h.time.into()));
+        match &self.file {
+            PvpFile::Weights(w) => {
+                let e = w.first_header().extra;
+                out.push(("nxp".into(), e.nxp.into()));
+                out.push(("nyp".into(), e.nyp.into()));
+                out.push(("nfp".into(), e.nfp.into()));
+                out.push(("wMin".into(), e.wmin.into()));
+                out.push(("wMax".into(), e.wmax.into()));
+                out.push(("numpatches".into(), e.numpatches.into()));
+                let l = w.layout();
+                out.push(("frames".into(), l.frames.into()));
+                out.push(("arbors".into(), l.arbors.into()));
+                out.push(("patch_header_bytes".into(), l.patch_header_bytes.into()));
+            }
+            PvpFile::Dense(d) => {
+                let l = d.layout();
+                out.push(("frames".into(), l.frames.into()));
+                out.push(("process_blocks".into(), vec![l.procs.0, l.procs.1].into()));
+            }
+            PvpFile::Sparse(s) => {
+                if let Ok(n) = s.len() {
+                    out.push(("frames".into(), n.into()));
+                }
+                if let Ok(t) = s.table() {
+                    out.push(("entries".into(), t.total_entries().into()));
+                }
+            }
+        }
+        out
+    }
+
+    fn tensors(&self) -> Vec<TensorInfo> {
+        let n = self.range.len();
+        let time = TensorInfo::new("time", DType::F64, [n]);
+        let mut v = Vec::new();
+        match &self.file {
+            PvpFile::Dense(d) => {
+                let (dtype, dims) = d.frame_dtype_dims();
+                let mut shape = vec![n];
+                shape.extend(dims);
+                v.push(TensorInfo::new("values", dtype, shape));
+                v.push(time);
+            }
+            PvpFile::Sparse(s) => {
+                let l = s.layout();
+                if self.csr {
+                    let nnz = self.nnz().unwrap_or(0);
+                    v.push(TensorInfo::new("indptr", DType::I64, [n + 1]));
+                    v.push(TensorInfo::new("indices", DType::U32, [nnz]));
+                    v.push(TensorInfo::new("data", DType::F32, [nnz]));
+                    v.push(time);
+                    v.push(TensorInfo::new("shape", DType::I64, [2]));
+                } else {
+                    v.push(TensorInfo::new("values", DType::F32, [n, l.ny, l.nx, l.nf]));
+                    v.push(time);
+                }
+            }
+            PvpFile::Weights(w) => {
+                let mut shape = vec![n];
+                shape.extend(w.layout().frame_dims());
+                v.push(TensorInfo::new("weights", DType::F32, shape));
+                v.push(time);
+            }
+        }
+        v
+    }
+
+    fn read_tensor(&self, name: &str) -> tensorfmt_core::Result<Tensor> {
+        Ok(self.read(name)?)
+    }
+
+    fn read_chunks<'a>(&'a self, name: &str) -> tensorfmt_core::Result<Chunks<'a>> {
+        let r = self.range.clone();
+        let chunk =
+            |t: Result<Tensor>| -> tensorfmt_core::Result<Tensor> { Ok(with_frames(1, t?)?) };
+        Ok(match (&self.file, name) {
+            (PvpFile::Dense(d), "values") => {
+                Box::new(r.map(move |k| chunk(d.frame(k).map(|f| f.values))))
+            }
+            (PvpFile::Sparse(s), "values") if !self.csr => {
+                Box::new(r.map(move |k| Ok(s.to_dense(k..k + 1)?)))
+            }
+            (PvpFile::Sparse(s), "indices" | "data") if self.csr => {
+                let want_idx = name == "indices";
+                Box::new(r.map(move |k| {
+                    let f = s.frame(k)?;
+                    let t = if want_idx {
+                        let n = f.indices.len();
+                        Tensor::from_vec(f.indices, [n], Order::RowMajor)?
+                    } else {
+                        let n = f.values.len();
+                        Tensor::from_vec(f.values, [n], Order::RowMajor)?
+                    };
+                    Ok(t)
+                }))
+            }
+            (PvpFile::Weights(w), "weights") => {
+                Box::new(r.map(move |k| chunk(w.frame(k).map(|f| f.weights))))
+            }
+            _ => {
+                let t = self.read_tensor(name)?;
+                Box::new(std::iter::once(Ok(t)))
+            }
+        })
+    }
+
+    fn warnings(&self) -> Vec<String> {
+        self.file.warnings()
+    }
+
+    fn validate(&self) -> tensorfmt_core::Result<()> {
+        // Every frame of the file (not only the selected range), every check.
+        match &self.file {
+            PvpFile::Dense(d) => {
+                for f in d.frames() {
+                    f?;
+                }
+            }
+            PvpFile::Sparse(s) => {
+                for f in s.frames() {
+                    f?;
+                }
+            }
+            PvpFile::Weights(w) => {
+                for f in w.frames() {
+                    f?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
