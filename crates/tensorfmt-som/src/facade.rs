@@ -1,0 +1,460 @@
+//! The format-crate contract (ARCHITECTURE.md): [`sniff`], [`open_tensor_file`] with
+//! the export names of issue #5, and [`save_tensors`] for `convert --to som-data|som`.
+
+use std::ops::Range;
+use std::path::Path;
+
+use bytes::Bytes;
+use tensorfmt_core::{
+    Chunks, DType, FieldValue, ReadOptions, Tensor, TensorFile, TensorInfo, WriteOptions,
+};
+
+use crate::header::{parse_v2, CommentBlock, DataType, FileKind, ParseRules};
+use crate::hex::hex_side;
+use crate::read::{MapLayout, ReadConfig, RotFlip, SomFile};
+use crate::write::{save_with, write_data, write_mapping, write_rotflip, write_som, WriteConfig};
+use crate::{legacy, HexGrid, Result, SomError};
+
+/// Largest piece [`TensorFile::read_chunks`] yields (at least one entry).
+const CHUNK_BYTES: usize = 4 << 20;
+
+/// Cheap check on the first bytes of a file: a plausible v2 header whose sizes match
+/// `file_len`, or a legacy file that exactly one interpretation fits exactly.
+///
+/// ```
+/// let mut b = Vec::new();
+/// for v in [2i32, 0, 0, 1, 0, 2, 1, 1] { b.extend_from_slice(&v.to_le_bytes()); }
+/// b.extend_from_slice(&1f32.to_le_bytes());
+/// assert!(tensorfmt_som::sniff(&b, b.len() as u64));
+/// assert!(!tensorfmt_som::sniff(&b, 35)); // truncated
+/// assert!(!tensorfmt_som::sniff(b"\x93NUMPY\x01\x00", 128));
+/// ```
+pub fn sniff(head: &[u8], file_len: u64) -> bool {
+    let rules = ParseRules {
+        max_rank: 8,
+        max_entries: u64::MAX,
+        strict: false,
+    };
+    let config = ReadConfig::default();
+    if let Ok(raw) = parse_v2(head, &rules) {
+        return SomFile::resolve_v2(Bytes::new(), file_len, raw, &config)
+            .is_ok_and(|f| f.payload_offset() as u64 + f.payload_len() as u64 == file_len);
+    }
+    let Ok(comments) = CommentBlock::parse(head) else {
+        return false;
+    };
+    let c = legacy::candidates(head, &comments, file_len);
+    c.len() == 1 && (c[0].trailing == 0 || comments.end_line)
+}
+
+/// Opens a whole file (usually a map of it) as named tensors:
+///
+/// | file | tensors |
+/// |---|---|
+/// | data | `data` `[entries, *image_dims]` |
+/// | SOM, cartesian | `som` `[*som_dims, *neuron_dims]` |
+/// | SOM, hexagonal | `som` `[neurons, *neuron_dims]`, `hex_axial` `[neurons, 2]` i32 `(q, row)` |
+/// | mapping | `distances` `[entries, *som_dims]` (`[entries, neurons]` when hexagonal) |
+/// | rotation/flip | `flip` u8 and `angle` f32, each `[entries, neurons]` |
+///
+/// `options.frames` selects an entry range of data, mapping and rotation/flip files.
+///
+/// ```
+/// let mut b = Vec::new();
+/// for v in [2i32, 0, 0, 3, 0, 2, 1, 2] { b.extend_from_slice(&v.to_le_bytes()); }
+/// for v in 0..6 { b.extend_from_slice(&(v as f32).to_le_bytes()); }
+/// let o = tensorfmt_core::ReadOptions { frames: Some((1, None)), ..Default::default() };
+/// let f = tensorfmt_som::open_tensor_file(b.into(), &o)?;
+/// let t = f.read_tensor("data")?;
+/// assert_eq!(t.dims(), &[2, 1, 2]);
+/// assert_eq!(t.to_vec::<f32>()?, vec![2., 3., 4., 5.]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn open_tensor_file(data: Bytes, options: &ReadOptions) -> Result<Box<dyn TensorFile>> {
+    let config = ReadConfig {
+        limits: options.limits,
+        ..ReadConfig::default()
+    };
+    let file = SomFile::from_bytes_with(data, &config)?;
+    Ok(Box::new(SomTensors::new(file, options)?))
+}
+
+/// A [`SomFile`] seen through the [`TensorFile`] interface.
+#[derive(Debug, Clone)]
+pub struct SomTensors {
+    file: SomFile,
+    range: Range<usize>,
+    warnings: Vec<String>,
+}
+
+impl SomTensors {
+    /// Wraps a file, selecting the entries of `options.frames`.
+    pub fn new(file: SomFile, options: &ReadOptions) -> Result<SomTensors> {
+        let mut warnings = file.warnings().to_vec();
+        let n = file.units();
+        let range = if file.kind() == FileKind::Som {
+            if options.frames.is_some() {
+                warnings.push("frame selection ignored: a SOM file has no entries".into());
+            }
+            0..n
+        } else {
+            options.frame_range(n).ok_or_else(|| SomError::OutOfRange {
+                what: "entry range",
+                index: format!("{:?}", options.frames),
+                len: format!("0..{n}"),
+            })?
+        };
+        Ok(SomTensors {
+            file,
+            range,
+            warnings,
+        })
+    }
+
+    /// The underlying file.
+    pub fn file(&self) -> &SomFile {
+        &self.file
+    }
+
+    fn neurons(&self) -> usize {
+        self.file.neuron_count().unwrap_or(0)
+    }
+
+    fn chunked<'a>(
+        &'a self,
+        f: impl Fn(Range<usize>) -> tensorfmt_core::Result<Tensor> + 'a,
+        unit_bytes: usize,
+    ) -> Chunks<'a> {
+        let step = (CHUNK_BYTES / unit_bytes.max(1)).max(1);
+        let r = self.range.clone();
+        let mut pos = r.start;
+        Box::new(std::iter::from_fn(move || {
+            if pos >= r.end {
+                return None;
+            }
+            let end = (pos + step).min(r.end);
+            let piece = pos..end;
+            pos = end;
+            Some(f(piece))
+        }))
+    }
+}
+
+impl TensorFile for SomTensors {
+    fn format(&self) -> &'static str {
+        "som"
+    }
+
+    fn kind(&self) -> String {
+        let f = &self.file;
+        let mut s = match f.legacy_format() {
+            Some(l) => format!("legacy {l} "),
+            None => String::new(),
+        };
+        s.push_str(f.kind().name());
+        if let Some(m) = f.map_layout() {
+            let dims: Vec<String> = m.dims().iter().map(|d| d.to_string()).collect();
+            let shape = if m.is_hexagonal() {
+                "hexagonal"
+            } else {
+                "cartesian"
+            };
+            s.push_str(&format!(" ({shape} {}", dims.join("x")));
+            if f.hex_inferred() {
+                s.push_str(", inferred from the payload size");
+            }
+            s.push(')');
+        }
+        s
+    }
+
+    fn header(&self) -> Vec<(String, FieldValue)> {
+        self.file.header_fields().to_vec()
+    }
+
+    fn tensors(&self) -> Vec<TensorInfo> {
+        let f = &self.file;
+        let n = self.range.len();
+        let with = |lead: usize, rest: &[usize]| {
+            let mut d = vec![lead];
+            d.extend_from_slice(rest);
+            d
+        };
+        let dtype = f.dtype().unwrap_or(DType::F32);
+        match f.kind() {
+            FileKind::Data => vec![TensorInfo::new(
+                "data",
+                dtype,
+                with(n, f.entry_dims().unwrap_or(&[])),
+            )],
+            FileKind::Som => {
+                let map = f.map_layout().expect("SOM files have a map");
+                let mut dims = map.export_dims();
+                dims.extend_from_slice(f.neuron_dims().unwrap_or(&[]));
+                let mut v = vec![TensorInfo::new("som", dtype, dims)];
+                if map.is_hexagonal() {
+                    v.push(TensorInfo::new(
+                        "hex_axial",
+                        DType::I32,
+                        [map.neuron_count(), 2],
+                    ));
+                }
+                v
+            }
+            FileKind::Mapping => {
+                let map = f.map_layout().expect("mapping files have a map");
+                vec![TensorInfo::new(
+                    "distances",
+                    dtype,
+                    with(n, &map.export_dims()),
+                )]
+            }
+            FileKind::RotFlip => vec![
+                TensorInfo::new("flip", DType::U8, [n, self.neurons()]),
+                TensorInfo::new("angle", DType::F32, [n, self.neurons()]),
+            ],
+        }
+    }
+
+    fn read_tensor(&self, name: &str) -> tensorfmt_core::Result<Tensor> {
+        let f = &self.file;
+        let r = self.range.clone();
+        let t = match (f.kind(), name) {
+            (FileKind::Data, "data") => f.entries(r)?,
+            (FileKind::Som, "som") => f.som_tensor()?,
+            (FileKind::Som, "hex_axial") if f.map_layout().is_some_and(MapLayout::is_hexagonal) => {
+                f.hex_axial()?
+            }
+            (FileKind::Mapping, "distances") => f.distances(r)?,
+            (FileKind::RotFlip, "flip") => f.rotflip_tensors(r)?.0,
+            (FileKind::RotFlip, "angle") => f.rotflip_tensors(r)?.1,
+            _ => return Err(tensorfmt_core::Error::NoSuchTensor(name.into())),
+        };
+        Ok(t)
+    }
+
+    fn read_chunks<'a>(&'a self, name: &str) -> tensorfmt_core::Result<Chunks<'a>> {
+        let f = &self.file;
+        let entry = f.payload_len() / f.units().max(1);
+        Ok(match (f.kind(), name) {
+            (FileKind::Data, "data") => self.chunked(move |r| Ok(f.entries(r)?), entry),
+            (FileKind::Mapping, "distances") => self.chunked(move |r| Ok(f.distances(r)?), entry),
+            // Decoded pieces are 4 bytes per record (u8 or f32), so size by that.
+            (FileKind::RotFlip, "flip") => {
+                self.chunked(move |r| Ok(f.rotflip_tensors(r)?.0), self.neurons() * 4)
+            }
+            (FileKind::RotFlip, "angle") => {
+                self.chunked(move |r| Ok(f.rotflip_tensors(r)?.1), self.neurons() * 4)
+            }
+            _ => {
+                let t = self.read_tensor(name)?;
+                Box::new(std::iter::once(Ok(t)))
+            }
+        })
+    }
+
+    fn warnings(&self) -> Vec<String> {
+        self.warnings.clone()
+    }
+}
+
+fn pick<'a>(tensors: &'a [(String, Tensor)], name: &str, kind: &str) -> Result<&'a Tensor> {
+    if let Some((_, t)) = tensors.iter().find(|(n, _)| n == name) {
+        return Ok(t);
+    }
+    let rest: Vec<&(String, Tensor)> = tensors.iter().filter(|(n, _)| n != "hex_axial").collect();
+    match rest.as_slice() {
+        [(_, t)] => Ok(t),
+        _ => Err(SomError::InvalidInput(format!(
+            "{kind}: expected a tensor named {name:?} or exactly one tensor, got {:?}",
+            tensors.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>()
+        ))),
+    }
+}
+
+fn parse_dims(s: &str) -> Result<Vec<usize>> {
+    s.split([',', 'x'])
+        .map(|p| {
+            p.trim()
+                .parse::<usize>()
+                .map_err(|_| SomError::InvalidInput(format!("bad dims {s:?} (use e.g. 3,3)")))
+        })
+        .collect()
+}
+
+fn hex_grid_for(neurons: usize) -> Result<HexGrid> {
+    let d = hex_side(neurons).ok_or_else(|| {
+        SomError::InvalidInput(format!(
+            "{neurons} neurons is not a hexagonal count (7, 19, 37, 61, 91, ...)"
+        ))
+    })?;
+    HexGrid::new(d)
+}
+
+/// Saves named tensors as a PINK file (`convert --to som-data|som`).
+///
+/// `options.kind`: `som-data` (one tensor `[entries, *image_dims]`, named `data` or
+/// the only one), `som` (tensor `som`: `[*som_dims, *neuron_dims]`, or with
+/// `options.hex` / a `hex_axial` tensor present `[neurons, *neuron_dims]`),
+/// `som-mapping` (`distances`) or `som-rotflip` (`flip` and `angle`); `None` chooses
+/// from the names. Inputs are cast to `options.dtype` (default f32, the only type PINK
+/// reads). `options.extra`: `comment=<text>`; `pink_cli_compat=true` (hexagonal layout
+/// code 0 as PINK writes); `channels=last` (data given as `[n, h, w, c]`);
+/// `som_rank=1|2|3` (split of a cartesian SOM's dims, default: rank 4 -> 2+2, rank 3 ->
+/// 1+2, rank 6 -> 3+3; rank 5 needs it); `som_dims=3,3` (rotation/flip files).
+///
+/// ```
+/// use tensorfmt_core::{Order, Tensor, WriteOptions};
+/// let dir = tempfile::tempdir()?;
+/// let p = dir.path().join("data.bin");
+/// let images = Tensor::from_vec(vec![0u8; 2 * 4 * 4], [2, 4, 4], Order::RowMajor)?;
+/// let o = WriteOptions { kind: Some("som-data".into()), ..Default::default() };
+/// tensorfmt_som::save_tensors(&p, &[("images".into(), images)], &o)?;
+/// let f = tensorfmt_som::SomFile::open(&p)?;
+/// assert_eq!((f.n_entries(), f.dtype()), (Some(2), Some(tensorfmt_core::DType::F32)));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn save_tensors(
+    path: &Path,
+    tensors: &[(String, Tensor)],
+    options: &WriteOptions,
+) -> Result<()> {
+    let has = |n: &str| tensors.iter().any(|(k, _)| k == n);
+    let kind = match options.kind.as_deref() {
+        Some(k) => k.to_string(),
+        None if has("som") => "som".into(),
+        None if has("distances") => "som-mapping".into(),
+        None if has("flip") && has("angle") => "som-rotflip".into(),
+        None => "som-data".into(),
+    };
+    let data_type = match options.dtype {
+        None => DataType::F32,
+        Some(d) => DataType::from_dtype(d).ok_or_else(|| {
+            SomError::InvalidInput(format!(
+                "PINK files cannot store {d} (data types: f32, f64, i8..u64)"
+            ))
+        })?,
+    };
+    let extra = |k: &str| options.extra.get(k).map(String::as_str);
+    let config = WriteConfig {
+        comments: extra("comment")
+            .map(|c| vec![c.to_string()])
+            .unwrap_or_default(),
+        data_type,
+        pink_cli_compat: extra("pink_cli_compat") == Some("true"),
+    };
+    let cast = |t: &Tensor| -> Result<Tensor> {
+        if t.dtype() == data_type.dtype() {
+            Ok(t.clone())
+        } else {
+            Ok(t.cast(data_type.dtype())?)
+        }
+    };
+    match kind.as_str() {
+        "som-data" | "data" => {
+            let mut t = cast(pick(tensors, "data", "som-data")?)?;
+            if extra("channels") == Some("last") {
+                if t.dims().len() != 4 {
+                    return Err(SomError::InvalidInput(format!(
+                        "channels=last needs [n, h, w, c], got {}",
+                        t.shape()
+                    )));
+                }
+                t = t.permute(&[0, 3, 1, 2])?;
+            }
+            let r = t.dims().len();
+            if !(2..=4).contains(&r) {
+                return Err(SomError::InvalidInput(format!(
+                    "som-data needs [entries, h, w] or [entries, channels, h, w], got {}",
+                    t.shape()
+                )));
+            }
+            save_with(path, |w| write_data(w, &t, &config))
+        }
+        "som" => {
+            let t = cast(pick(tensors, "som", "som")?)?;
+            let d = t.dims().to_vec();
+            let (map, neuron_dims) = if options.hex || has("hex_axial") {
+                if !(2..=4).contains(&d.len()) {
+                    return Err(SomError::InvalidInput(format!(
+                        "a hexagonal SOM needs [neurons, *neuron_dims], got {}",
+                        t.shape()
+                    )));
+                }
+                (MapLayout::Hexagonal(hex_grid_for(d[0])?), d[1..].to_vec())
+            } else {
+                let som_rank = match extra("som_rank") {
+                    Some(s) => s
+                        .parse::<usize>()
+                        .ok()
+                        .filter(|r| (1..=3).contains(r) && *r < d.len())
+                        .ok_or_else(|| SomError::InvalidInput(format!("bad som_rank {s:?}")))?,
+                    None => match d.len() {
+                        3 => 1,
+                        4 => 2,
+                        6 => 3,
+                        _ => {
+                            return Err(SomError::InvalidInput(format!(
+                                "cannot split SOM shape {} into map and neuron dims: set som_rank",
+                                t.shape()
+                            )))
+                        }
+                    },
+                };
+                (
+                    MapLayout::Cartesian(d[..som_rank].to_vec()),
+                    d[som_rank..].to_vec(),
+                )
+            };
+            save_with(path, |w| write_som(w, &map, &neuron_dims, &t, &config))
+        }
+        "som-mapping" | "mapping" => {
+            let t = cast(pick(tensors, "distances", "som-mapping")?)?;
+            let d = t.dims();
+            if d.len() < 2 {
+                return Err(SomError::InvalidInput(format!(
+                    "distances must be [entries, *som_dims], got {}",
+                    t.shape()
+                )));
+            }
+            let map = if options.hex {
+                MapLayout::Hexagonal(hex_grid_for(d[1..].iter().product())?)
+            } else {
+                MapLayout::Cartesian(d[1..].to_vec())
+            };
+            save_with(path, |w| write_mapping(w, &map, &t, &config))
+        }
+        "som-rotflip" | "rotflip" => {
+            let flip = pick(tensors, "flip", "som-rotflip")?.cast(DType::U8)?;
+            let angle = pick(tensors, "angle", "som-rotflip")?.cast(DType::F32)?;
+            let d = flip.dims().to_vec();
+            if d.len() != 2 || angle.dims() != d.as_slice() {
+                return Err(SomError::InvalidInput(format!(
+                    "flip and angle must both be [entries, neurons], got {} and {}",
+                    flip.shape(),
+                    angle.shape()
+                )));
+            }
+            let map = match extra("som_dims") {
+                _ if options.hex => MapLayout::Hexagonal(hex_grid_for(d[1])?),
+                Some(s) => MapLayout::Cartesian(parse_dims(s)?),
+                None => MapLayout::Cartesian(vec![d[1]]),
+            };
+            let fl = flip.to_vec::<u8>()?;
+            let an = angle.to_vec::<f32>()?;
+            let recs: Vec<RotFlip> = fl
+                .into_iter()
+                .zip(an)
+                .map(|(flip_byte, angle)| RotFlip { flip_byte, angle })
+                .collect();
+            let rot_config = WriteConfig {
+                data_type: DataType::F32,
+                ..config
+            };
+            save_with(path, |w| write_rotflip(w, &map, d[0], &recs, &rot_config))
+        }
+        other => Err(SomError::InvalidInput(format!(
+            "unknown PINK file kind {other:?} (som-data, som, som-mapping, som-rotflip)"
+        ))),
+    }
+}
