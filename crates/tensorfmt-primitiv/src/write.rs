@@ -159,3 +159,104 @@ fn estimate(data: &PrimitivData) -> usize {
 pub fn write_file(path: impl AsRef<Path>, data: &PrimitivData) -> Result<()> {
     tensorfmt_core::io::write_atomic(path, |f| encode(f, data))
 }
+
+#[cfg(test)]
+mod tests {
+    //! primitiv's generic MessagePack writer vectors (spec §10, from upstream's
+    //! `test/msgpack_writer_test.cc`) through this writer's encoders.
+    use super::*;
+
+    fn hex(b: &[u8]) -> String {
+        b.iter().map(|x| format!("{x:02x}")).collect()
+    }
+
+    fn key_bytes(len: usize) -> Vec<u8> {
+        let mut out = Vec::new();
+        key(&mut out, &Key::new(vec![b'x'; len])).unwrap();
+        out
+    }
+
+    #[test]
+    fn uint32_and_float_have_fixed_markers() {
+        let mut out = Vec::new();
+        for v in [0x12345678, 0xdeadbeef, 0, 1] {
+            u32(&mut out, v).unwrap();
+        }
+        assert_eq!(hex(&out), "ce12345678cedeadbeefce00000000ce00000001");
+        let o = Optimizer {
+            uint_configs: vec![],
+            float_configs: vec![(Key::from("a"), 1.0), (Key::from("b"), -3.0)],
+        };
+        let mut out = Vec::new();
+        optimizer(&mut out, &o).unwrap();
+        assert_eq!(hex(&out), "8082a161ca3f800000a162cac0400000");
+    }
+
+    #[test]
+    fn str_headers_are_smallest() {
+        assert_eq!(hex(&key_bytes(0)), "a0");
+        assert_eq!(hex(&key_bytes(31)[..1]), "bf");
+        assert_eq!(hex(&key_bytes(32)[..2]), "d920");
+        assert_eq!(hex(&key_bytes(0x100)[..3]), "da0100");
+        assert_eq!(hex(&key_bytes(0x10000)[..5]), "db00010000");
+    }
+
+    fn bin_header(len: usize) -> String {
+        let t = PrimitivTensor::from_f32(
+            PrimitivShape::new([len as u32 / 4], 1).unwrap(),
+            &vec![0.0; len / 4],
+        )
+        .unwrap();
+        let mut out = Vec::new();
+        tensor(&mut out, &t).unwrap();
+        // dims array (1 + 5 bytes or 1 byte for a scalar) + batch (5 bytes)
+        let skip = if len == 4 { 6 } else { 11 };
+        hex(&out[skip..skip + 5])
+    }
+
+    #[test]
+    fn bin_headers_are_smallest() {
+        let mut out = Vec::new();
+        encode::write_bin_len(&mut out, 0).unwrap();
+        assert_eq!(hex(&out), "c400");
+        assert!(bin_header(4).starts_with("c404"));
+        assert!(bin_header(0xfc).starts_with("c4fc"));
+        assert!(bin_header(0x100).starts_with("c50100"));
+        assert!(bin_header(0x10000).starts_with("c600010000"));
+    }
+
+    #[test]
+    fn array_and_map_headers_are_smallest() {
+        let mut m = Model::new();
+        let p = Parameter::new(PrimitivTensor::from_f32(PrimitivShape::scalar(), &[0.0]).unwrap())
+            .unwrap();
+        for n in [15usize, 16] {
+            m.insert(
+                (0..n).map(|i| Key::from(format!("k{i}"))).collect(),
+                p.clone(),
+            );
+        }
+        let mut out = Vec::new();
+        model(&mut out, &m).unwrap_err(); // k0..k14 is a prefix of k0..k15: a namespace clash
+        let mut m = Model::new();
+        m.insert((0..15).map(|_| Key::from("a")).collect(), p.clone());
+        m.insert((0..16).map(|_| Key::from("b")).collect(), p.clone());
+        let mut out = Vec::new();
+        model(&mut out, &m).unwrap();
+        assert_eq!(hex(&out[5..6]), "9f");
+        assert_eq!(hex(&out[6..8]), "a161");
+        let second = 5 + 1 + 15 * 2 + 17; // count, key array, scalar parameter
+        assert_eq!(hex(&out[second..second + 3]), "dc0010");
+        let mut out = Vec::new();
+        encode::write_array_len(&mut out, 0x10000).unwrap();
+        encode::write_map_len(&mut out, 15).unwrap();
+        encode::write_map_len(&mut out, 16).unwrap();
+        encode::write_map_len(&mut out, 0x10000).unwrap();
+        assert_eq!(hex(&out), "dd000100008fde0010df00010000");
+        let mut out = Vec::new();
+        encode::write_array_len(&mut out, 2).unwrap();
+        key(&mut out, &Key::from("foo")).unwrap();
+        key(&mut out, &Key::from("bar")).unwrap();
+        assert_eq!(hex(&out), "92a3666f6fa3626172");
+    }
+}
