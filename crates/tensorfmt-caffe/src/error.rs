@@ -1,0 +1,156 @@
+//! [`CaffeError`]: the one error type of this crate. Variants name the byte offset (from
+//! the start of the file) and the message path (`layer[3].blobs[0].data`) where known.
+
+/// Everything that can go wrong reading or writing Caffe files.
+///
+/// ```
+/// use tensorfmt_caffe::{read_blob_proto, CaffeError};
+/// // Field 5 (data) declares 8 bytes but only 2 follow.
+/// let err = read_blob_proto(bytes::Bytes::from_static(&[0x2a, 0x08, 0, 0])).unwrap_err();
+/// assert!(matches!(err, CaffeError::Truncated { offset: 2, needed: 8, .. }));
+/// let core: tensorfmt_core::Error = err.into();
+/// assert!(core.to_string().starts_with("caffe: "));
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CaffeError {
+    /// The bytes end inside a varint, a fixed-size value or a length-delimited field.
+    #[error("{path} at byte {offset}: truncated {what} (needs {needed} bytes, {available} left)")]
+    Truncated {
+        /// Message path of the field.
+        path: String,
+        /// Byte offset of the field's key or length.
+        offset: u64,
+        /// What was being read.
+        what: &'static str,
+        /// Bytes required.
+        needed: u64,
+        /// Bytes present.
+        available: u64,
+    },
+    /// Malformed protobuf wire data (bad varint, field number 0, invalid wire type, ...).
+    #[error("{path} at byte {offset}: {reason}")]
+    Wire {
+        /// Message path of the field.
+        path: String,
+        /// Byte offset of the problem.
+        offset: u64,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A known field has a wire type its schema type cannot have.
+    #[error(
+        "{path} at byte {offset}: field {field} has wire type {wire_type}, expected {expected}"
+    )]
+    WireType {
+        /// Message path of the field.
+        path: String,
+        /// Byte offset of the key.
+        offset: u64,
+        /// Field number.
+        field: u32,
+        /// Wire type found.
+        wire_type: u8,
+        /// Wire type(s) allowed, in words.
+        expected: &'static str,
+    },
+    /// A blob shape Caffe would refuse: more than 32 axes, a negative dim, a dim outside
+    /// i32, or a count above i32::MAX.
+    #[error("{path}: invalid blob shape: {reason}")]
+    Shape {
+        /// Message path of the blob.
+        path: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A data or diff array whose length is not the blob's count.
+    #[error("{path}: {field} has {actual} values, the shape {shape} needs {expected}")]
+    Count {
+        /// Message path of the blob.
+        path: String,
+        /// `data`, `double_data`, `diff`, `double_diff`, `raw_data`.
+        field: &'static str,
+        /// The shape string in Caffe's format.
+        shape: String,
+        /// Values required.
+        expected: u64,
+        /// Values present.
+        actual: u64,
+    },
+    /// A V1 layer type enum value outside Caffe's table.
+    #[error("{path}: unknown V1LayerParameter layer type {value}")]
+    UnknownLayerType {
+        /// Message path of the layer.
+        path: String,
+        /// The enum value.
+        value: i32,
+    },
+    /// A V0 layer type string outside Caffe's table.
+    #[error("{path}: unknown V0 layer type {name:?}")]
+    UnknownV0Type {
+        /// Message path of the layer.
+        path: String,
+        /// The type string.
+        name: String,
+    },
+    /// Both `layer` (V2) and `layers` (V1) are present; Caffe refuses these files.
+    #[error("refusing to read inconsistent NetParameter: both layer (field 100, first at byte {v2_offset}) and layers (field 2, first at byte {v1_offset}) are present")]
+    MixedLayers {
+        /// Offset of the first `layer` key.
+        v2_offset: u64,
+        /// Offset of the first `layers` key.
+        v1_offset: u64,
+    },
+    /// The file is an HDF5 caffemodel (`.caffemodel.h5`), not protobuf.
+    #[error("HDF5 caffemodel, not protobuf (read it with an HDF5 reader)")]
+    Hdf5,
+    /// The file is larger than the configured read limit (Caffe's is 2 GiB - 1).
+    #[error("file of {size} bytes exceeds the read limit of {limit} bytes (Caffe's kProtoReadBytesLimit)")]
+    TooLarge {
+        /// File size.
+        size: u64,
+        /// Limit.
+        limit: u64,
+    },
+    /// The bytes do not look like any Caffe message we know.
+    #[error("not a Caffe file: {0}")]
+    NotCaffe(String),
+    /// A string field that is not UTF-8.
+    #[error("{path} at byte {offset}: string is not valid UTF-8")]
+    Utf8 {
+        /// Message path of the field.
+        path: String,
+        /// Byte offset of the string.
+        offset: u64,
+    },
+    /// A Blob accessor or argument outside its domain (axis, index, legacy accessor).
+    #[error("{0}")]
+    Blob(String),
+    /// A layer name that is not in the model.
+    #[error("no layer named {0:?}")]
+    NoSuchLayer(String),
+    /// Tensors that cannot be written as the requested Caffe file.
+    #[error("cannot write: {0}")]
+    Write(String),
+    /// A prost decode error (for the typed topology views).
+    #[error("{path}: {source}")]
+    Prost {
+        /// Message path.
+        path: String,
+        /// The prost error.
+        #[source]
+        source: prost::DecodeError,
+    },
+    /// An error from tensorfmt-core (I/O, limits, tensor construction).
+    #[error(transparent)]
+    Core(#[from] tensorfmt_core::Error),
+}
+
+impl From<CaffeError> for tensorfmt_core::Error {
+    fn from(e: CaffeError) -> Self {
+        tensorfmt_core::Error::format("caffe", e)
+    }
+}
+
+/// Result alias of this crate.
+pub type Result<T, E = CaffeError> = std::result::Result<T, E>;

@@ -1,0 +1,1035 @@
+//! Raw on-disk structures and their hand-written wire parsers: [`RawBlob`] (a BlobProto
+//! whose float/double arrays stay little-endian byte slices of the file), [`RawLayer`]
+//! (a V2, V1 or V0 layer: name, type, blobs, and every other field kept as raw byte
+//! ranges for byte-exact rewriting), [`Model`], [`RawSolverState`].
+//!
+//! Packed payloads are never decoded element by element: a single packed run is a
+//! zero-copy [`Bytes`] slice of the file; repeated runs and the legal unpacked encoding
+//! (one key per value) are gathered into one owned buffer.
+
+use std::ops::Range;
+
+use bytes::Bytes;
+use tensorfmt_core::{DType, Order, Tensor};
+
+use crate::error::{CaffeError, Result};
+use crate::wire::{expect_wire, Cursor, Key, FIXED32, FIXED64, LEN, VARINT};
+
+/// Caffe's `kMaxBlobAxes`.
+pub const MAX_BLOB_AXES: usize = 32;
+
+/// Little-endian values gathered from one repeated float or double field.
+#[derive(Default)]
+struct ValuesBuilder {
+    first: Option<Bytes>,
+    owned: Option<Vec<u8>>,
+}
+
+impl ValuesBuilder {
+    fn push_packed(&mut self, run: Bytes) {
+        if let Some(o) = &mut self.owned {
+            o.extend_from_slice(&run);
+        } else if let Some(f) = self.first.take() {
+            let mut o = Vec::with_capacity(f.len() + run.len());
+            o.extend_from_slice(&f);
+            o.extend_from_slice(&run);
+            self.owned = Some(o);
+        } else {
+            self.first = Some(run);
+        }
+    }
+
+    fn push_one(&mut self, value: &[u8]) {
+        let o = self.owned.get_or_insert_with(|| {
+            let f = self.first.take().unwrap_or_default();
+            f.to_vec()
+        });
+        o.extend_from_slice(value);
+    }
+
+    fn finish(self) -> Bytes {
+        match (self.owned, self.first) {
+            (Some(o), _) => Bytes::from(o),
+            (None, Some(f)) => f,
+            (None, None) => Bytes::new(),
+        }
+    }
+}
+
+/// Where a BlobProto's values come from, for error messages and dtype selection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ValueSource {
+    /// `double_data` (field 8), f64.
+    DoubleData,
+    /// `data` (field 5), f32.
+    Data,
+    /// `raw_data` (field 12) with `raw_data_type` FLOAT16, f16.
+    RawF16,
+    /// `raw_data` with `raw_data_type` FLOAT, f32.
+    RawF32,
+    /// `raw_data` with `raw_data_type` DOUBLE, f64.
+    RawF64,
+}
+
+impl ValueSource {
+    /// The element type of the values.
+    pub fn dtype(self) -> DType {
+        match self {
+            ValueSource::DoubleData | ValueSource::RawF64 => DType::F64,
+            ValueSource::Data | ValueSource::RawF32 => DType::F32,
+            ValueSource::RawF16 => DType::F16,
+        }
+    }
+
+    /// Field name, as in caffe.proto.
+    pub fn field(self) -> &'static str {
+        match self {
+            ValueSource::DoubleData => "double_data",
+            ValueSource::Data => "data",
+            _ => "raw_data",
+        }
+    }
+}
+
+/// One BlobProto as stored: every field of the schema, arrays as little-endian bytes.
+///
+/// Empty arrays mean "absent" (repeated fields have no presence in protobuf); the
+/// legacy dims and `shape` keep their presence, which the shape rules depend on.
+///
+/// ```
+/// use tensorfmt_caffe::RawBlob;
+/// let b = RawBlob::from_f32(&[4], &[1.0, 2.0, 3.0, 4.0]);
+/// assert_eq!(b.shape_dims("blob")?, vec![4]);
+/// assert_eq!(b.data_f32(), vec![1.0, 2.0, 3.0, 4.0]);
+/// let again = tensorfmt_caffe::read_blob_proto(b.to_bytes().into())?;
+/// assert_eq!(again, b);
+/// # Ok::<(), tensorfmt_caffe::CaffeError>(())
+/// ```
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RawBlob {
+    /// Legacy `num` (field 1).
+    pub num: Option<i32>,
+    /// Legacy `channels` (field 2).
+    pub channels: Option<i32>,
+    /// Legacy `height` (field 3).
+    pub height: Option<i32>,
+    /// Legacy `width` (field 4).
+    pub width: Option<i32>,
+    /// `shape.dim` (field 7); `None` when `shape` is absent.
+    pub shape: Option<Vec<i64>>,
+    /// `data` (field 5), f32 little-endian.
+    pub data: Bytes,
+    /// `diff` (field 6), f32 little-endian.
+    pub diff: Bytes,
+    /// `double_data` (field 8), f64 little-endian.
+    pub double_data: Bytes,
+    /// `double_diff` (field 9), f64 little-endian.
+    pub double_diff: Bytes,
+    /// `raw_data_type` (field 10, NVIDIA/OpenCV extension).
+    pub raw_data_type: Option<i32>,
+    /// `raw_data` (field 12, NVIDIA/OpenCV extension).
+    pub raw_data: Option<Bytes>,
+}
+
+/// `raw_data_type` values (OpenCV's `BlobProto.Type`).
+pub mod raw_type {
+    /// f64.
+    pub const DOUBLE: i32 = 0;
+    /// f32.
+    pub const FLOAT: i32 = 1;
+    /// IEEE half.
+    pub const FLOAT16: i32 = 2;
+}
+
+fn f32_bytes(values: &[f32]) -> Bytes {
+    Bytes::from(bytemuck::cast_slice::<f32, u8>(values).to_vec())
+}
+
+/// Decodes little-endian f32 bytes into an owned vector in one bulk copy.
+pub fn decode_f32(bytes: &[u8]) -> Vec<f32> {
+    let n = bytes.len() / 4;
+    let mut out = vec![0f32; n];
+    bytemuck::cast_slice_mut::<f32, u8>(&mut out).copy_from_slice(&bytes[..n * 4]);
+    out
+}
+
+/// Decodes little-endian f64 bytes into an owned vector in one bulk copy.
+pub fn decode_f64(bytes: &[u8]) -> Vec<f64> {
+    let n = bytes.len() / 8;
+    let mut out = vec![0f64; n];
+    bytemuck::cast_slice_mut::<f64, u8>(&mut out).copy_from_slice(&bytes[..n * 8]);
+    out
+}
+
+impl RawBlob {
+    /// A new-style blob (`shape` + `data`), as Caffe's ToProto writes an f32 blob.
+    pub fn from_f32(shape: &[i64], values: &[f32]) -> RawBlob {
+        RawBlob {
+            shape: (!shape.is_empty()).then(|| shape.to_vec()),
+            data: f32_bytes(values),
+            ..RawBlob::default()
+        }
+    }
+
+    /// Whether any of the legacy num/channels/height/width fields is present.
+    pub fn has_legacy(&self) -> bool {
+        self.num.is_some()
+            || self.channels.is_some()
+            || self.height.is_some()
+            || self.width.is_some()
+    }
+
+    /// The blob shape by Caffe's FromProto rules (§4.2): the legacy fields, if any is
+    /// present, give exactly 4 axes (absent ones 0) and win over `shape`; otherwise
+    /// `shape.dim`; otherwise no axes. Checked like Caffe's Reshape, and stricter: at
+    /// most 32 axes, no negative dim, every dim within i32, count at most i32::MAX.
+    pub fn shape_dims(&self, path: &str) -> Result<Vec<usize>> {
+        let dims: Vec<i64> = if self.has_legacy() {
+            [self.num, self.channels, self.height, self.width]
+                .iter()
+                .map(|d| i64::from(d.unwrap_or(0)))
+                .collect()
+        } else {
+            self.shape.clone().unwrap_or_default()
+        };
+        check_shape(&dims, path)
+    }
+
+    /// The shape modern Caffe would give a legacy blob: `(1, 1, M, N)` becomes `[M, N]`
+    /// and `(1, 1, 1, N)` becomes `[N]` (InnerProduct weights and biases of V1 nets);
+    /// other legacy shapes and new-style shapes are returned as [`RawBlob::shape_dims`].
+    pub fn legacy_squeezed_shape(&self, path: &str) -> Result<Vec<usize>> {
+        let dims = self.shape_dims(path)?;
+        if !self.has_legacy() {
+            return Ok(dims);
+        }
+        Ok(match dims[..] {
+            [1, 1, 1, n] => vec![n],
+            [1, 1, m, n] => vec![m, n],
+            _ => dims,
+        })
+    }
+
+    /// Which array holds the values: `double_data` wins over `data` (Caffe); a blob with
+    /// neither but with `raw_data` uses that.
+    pub fn value_source(&self) -> ValueSource {
+        if !self.double_data.is_empty() {
+            ValueSource::DoubleData
+        } else if !self.data.is_empty() || self.raw_data.is_none() {
+            ValueSource::Data
+        } else {
+            match self.raw_data_type {
+                Some(raw_type::FLOAT16) => ValueSource::RawF16,
+                Some(raw_type::DOUBLE) => ValueSource::RawF64,
+                _ => ValueSource::RawF32,
+            }
+        }
+    }
+
+    /// The little-endian bytes of the values (see [`RawBlob::value_source`]).
+    pub fn value_bytes(&self) -> &Bytes {
+        match self.value_source() {
+            ValueSource::DoubleData => &self.double_data,
+            ValueSource::Data => &self.data,
+            _ => self.raw_data.as_ref().expect("raw source implies raw_data"),
+        }
+    }
+
+    /// The values as a row-major tensor with `shape` (zero copy from the file bytes),
+    /// after checking the exact count (Caffe: "data length must equal count").
+    pub fn tensor_with_shape(&self, shape: Vec<usize>, path: &str) -> Result<Tensor> {
+        let src = self.value_source();
+        let dtype = src.dtype();
+        let bytes = self.value_bytes();
+        let expected = shape.iter().product::<usize>() as u64;
+        let actual = (bytes.len() / dtype.size()) as u64;
+        if expected != actual || bytes.len() % dtype.size() != 0 {
+            return Err(CaffeError::Count {
+                path: path.to_string(),
+                field: src.field(),
+                shape: shape_string(&shape),
+                expected,
+                actual,
+            });
+        }
+        Ok(Tensor::from_bytes(
+            dtype,
+            shape,
+            Order::RowMajor,
+            bytes.clone(),
+        )?)
+    }
+
+    /// The values as a tensor with Caffe's shape ([`RawBlob::shape_dims`]).
+    pub fn tensor(&self, path: &str) -> Result<Tensor> {
+        let shape = self.shape_dims(path)?;
+        self.tensor_with_shape(shape, path)
+    }
+
+    /// The diff as a tensor (`double_diff` wins over `diff`), `None` when absent; its
+    /// length must equal the count.
+    pub fn diff_tensor(&self, path: &str) -> Result<Option<Tensor>> {
+        let (bytes, dtype, field) = if !self.double_diff.is_empty() {
+            (&self.double_diff, DType::F64, "double_diff")
+        } else if !self.diff.is_empty() {
+            (&self.diff, DType::F32, "diff")
+        } else {
+            return Ok(None);
+        };
+        let shape = self.shape_dims(path)?;
+        let expected = shape.iter().product::<usize>() as u64;
+        let actual = (bytes.len() / dtype.size()) as u64;
+        if expected != actual {
+            return Err(CaffeError::Count {
+                path: path.to_string(),
+                field,
+                shape: shape_string(&shape),
+                expected,
+                actual,
+            });
+        }
+        Ok(Some(Tensor::from_bytes(
+            dtype,
+            shape,
+            Order::RowMajor,
+            bytes.clone(),
+        )?))
+    }
+
+    /// `data` decoded to f32 in one bulk copy (no count check).
+    pub fn data_f32(&self) -> Vec<f32> {
+        decode_f32(&self.data)
+    }
+
+    /// `double_data` decoded to f64 in one bulk copy (no count check).
+    pub fn double_data_f64(&self) -> Vec<f64> {
+        decode_f64(&self.double_data)
+    }
+
+    /// Serializes this blob as a BlobProto message (fields in number order, packed
+    /// arrays), exactly as Caffe's C++ protobuf would.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.encoded_len());
+        crate::write::encode_blob(self, &mut out);
+        out
+    }
+
+    /// The length of [`RawBlob::to_bytes`].
+    pub fn encoded_len(&self) -> usize {
+        crate::write::blob_len(self)
+    }
+}
+
+/// Caffe's `shape_string`: each dim followed by a space, then `(count)`.
+///
+/// ```
+/// assert_eq!(tensorfmt_caffe::shape_string(&[20, 1, 5, 5]), "20 1 5 5 (500)");
+/// assert_eq!(tensorfmt_caffe::shape_string(&[]), "(1)");
+/// ```
+pub fn shape_string(dims: &[usize]) -> String {
+    let mut s = String::new();
+    let mut count: u128 = 1;
+    for d in dims {
+        s.push_str(&format!("{d} "));
+        count = count.saturating_mul(*d as u128);
+    }
+    s.push_str(&format!("({count})"));
+    s
+}
+
+/// Caffe's Reshape checks, stricter where §4.9 says so.
+pub(crate) fn check_shape(dims: &[i64], path: &str) -> Result<Vec<usize>> {
+    let err = |reason: String| CaffeError::Shape {
+        path: path.to_string(),
+        reason,
+    };
+    if dims.len() > MAX_BLOB_AXES {
+        return Err(err(format!(
+            "{} axes, at most {MAX_BLOB_AXES} allowed",
+            dims.len()
+        )));
+    }
+    let mut count: i64 = 1;
+    let mut out = Vec::with_capacity(dims.len());
+    for (i, &d) in dims.iter().enumerate() {
+        if d < 0 {
+            return Err(err(format!("dim {i} is negative ({d})")));
+        }
+        if d > i64::from(i32::MAX) {
+            return Err(err(format!("dim {i} ({d}) does not fit in a 32-bit int")));
+        }
+        if count != 0 {
+            if d > i64::from(i32::MAX) / count {
+                return Err(err("blob size exceeds INT_MAX".into()));
+            }
+            count *= d;
+        }
+        out.push(d as usize);
+    }
+    Ok(out)
+}
+
+fn int32(v: u64) -> i32 {
+    // protobuf int32: the low 32 bits of the (sign-extended) varint.
+    v as u32 as i32
+}
+
+/// Parses one BlobProto from `file[range]`.
+pub(crate) fn parse_blob(file: &Bytes, range: Range<usize>, path: &str) -> Result<RawBlob> {
+    let mut c = Cursor::new(file, range.start, range.end);
+    let mut b = RawBlob::default();
+    let mut data = ValuesBuilder::default();
+    let mut diff = ValuesBuilder::default();
+    let mut ddata = ValuesBuilder::default();
+    let mut ddiff = ValuesBuilder::default();
+    while let Some(k) = c.key(path)? {
+        match k.field {
+            1..=4 => {
+                expect_wire(k, &[VARINT], "varint (int32)", path)?;
+                let v = Some(int32(c.varint(path)?));
+                match k.field {
+                    1 => b.num = v,
+                    2 => b.channels = v,
+                    3 => b.height = v,
+                    _ => b.width = v,
+                }
+            }
+            5 | 6 => {
+                let target = if k.field == 5 { &mut data } else { &mut diff };
+                repeated_fixed(&mut c, k, file, 4, target, path)?;
+            }
+            8 | 9 => {
+                let target = if k.field == 8 { &mut ddata } else { &mut ddiff };
+                repeated_fixed(&mut c, k, file, 8, target, path)?;
+            }
+            7 => {
+                expect_wire(k, &[LEN], "length-delimited (BlobShape)", path)?;
+                let r = c.len_delimited(path)?;
+                let dims = b.shape.get_or_insert_with(Vec::new);
+                parse_blob_shape(file, r, dims, path)?;
+            }
+            #[cfg(feature = "raw-data")]
+            10 => {
+                expect_wire(k, &[VARINT], "varint (enum)", path)?;
+                b.raw_data_type = Some(int32(c.varint(path)?));
+            }
+            #[cfg(feature = "raw-data")]
+            12 => {
+                expect_wire(k, &[LEN], "length-delimited (bytes)", path)?;
+                let r = c.len_delimited(path)?;
+                b.raw_data = Some(file.slice(r));
+            }
+            _ => c.skip(k, path, 0)?,
+        }
+    }
+    b.data = data.finish();
+    b.diff = diff.finish();
+    b.double_data = ddata.finish();
+    b.double_diff = ddiff.finish();
+    Ok(b)
+}
+
+/// A packed run (wire type 2) or one unpacked value (wire type 5 / 1).
+fn repeated_fixed(
+    c: &mut Cursor<'_>,
+    k: Key,
+    file: &Bytes,
+    size: usize,
+    target: &mut ValuesBuilder,
+    path: &str,
+) -> Result<()> {
+    let single = if size == 4 { FIXED32 } else { FIXED64 };
+    let expected = if size == 4 {
+        "length-delimited (packed) or fixed32"
+    } else {
+        "length-delimited (packed) or fixed64"
+    };
+    expect_wire(k, &[LEN, single], expected, path)?;
+    if k.wire_type == LEN {
+        let r = c.len_delimited(path)?;
+        if r.len() % size != 0 {
+            return Err(CaffeError::Wire {
+                path: path.to_string(),
+                offset: r.start as u64,
+                reason: format!(
+                    "packed field {} has {} bytes, not a multiple of {size}",
+                    k.field,
+                    r.len()
+                ),
+            });
+        }
+        target.push_packed(file.slice(r));
+    } else {
+        let at = c.fixed(size, path, if size == 4 { "fixed32" } else { "fixed64" })?;
+        target.push_one(&file[at..at + size]);
+    }
+    Ok(())
+}
+
+fn parse_blob_shape(
+    file: &[u8],
+    range: Range<usize>,
+    dims: &mut Vec<i64>,
+    path: &str,
+) -> Result<()> {
+    let mut c = Cursor::new(file, range.start, range.end);
+    while let Some(k) = c.key(path)? {
+        if k.field != 1 {
+            c.skip(k, path, 0)?;
+            continue;
+        }
+        expect_wire(k, &[LEN, VARINT], "varint or packed varints (int64)", path)?;
+        if k.wire_type == VARINT {
+            dims.push(c.varint(path)? as i64);
+        } else {
+            let r = c.len_delimited(path)?;
+            let mut inner = Cursor::new(file, r.start, r.end);
+            while !inner.at_end() {
+                if dims.len() > MAX_BLOB_AXES {
+                    // More than Caffe allows: stop growing; the shape check rejects it.
+                    inner.varint(path)?;
+                    continue;
+                }
+                dims.push(inner.varint(path)? as i64);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The net format generation of a layer / a model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum NetVersion {
+    /// `layers` (field 2) holding a nested V0LayerParameter (before March 2014).
+    V0,
+    /// `layers` (field 2), V1LayerParameter with enum types (2014 - Feb 2015).
+    V1,
+    /// `layer` (field 100), LayerParameter with string types (since Feb 2015).
+    V2,
+}
+
+impl std::fmt::Display for NetVersion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            NetVersion::V0 => "V0",
+            NetVersion::V1 => "V1",
+            NetVersion::V2 => "V2",
+        })
+    }
+}
+
+/// A piece of a message kept for rewriting.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Piece {
+    /// One field copied verbatim (key included).
+    Raw { field: u32, range: Range<usize> },
+    /// The blob `index` of the layer, under `field`.
+    Blob { field: u32, index: usize },
+    /// A nested message (V1 `layer` = 1 holding a V0 layer) re-emitted with its length.
+    Nested { field: u32, pieces: Vec<Piece> },
+}
+
+fn push_raw(pieces: &mut Vec<Piece>, key: Key, end: usize) {
+    pieces.push(Piece::Raw {
+        field: key.field,
+        range: key.at..end,
+    });
+}
+
+/// One layer of a net, whatever its version.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RawLayer {
+    /// The list it came from (V2 `layer`, V1 `layers`, V1 `layers` with a V0 layer inside).
+    pub version: NetVersion,
+    /// Layer name (for V0 nets, the nested V0 layer's name).
+    pub name: String,
+    /// The modern (V2) type string: as stored for V2, mapped from the V1 enum or the V0
+    /// string as Caffe's upgrade does. Empty for V1 NONE and for V0 `padding` layers.
+    pub type_name: String,
+    /// The V1 enum value, for V1 layers.
+    pub v1_type: Option<i32>,
+    /// The V0 type string, for V0 layers.
+    pub v0_type: Option<String>,
+    /// The weights: V2 field 7, V1 field 6, V0 field 50.
+    pub blobs: Vec<RawBlob>,
+    /// Byte offset of the layer's key in the file.
+    pub offset: u64,
+    pub(crate) pieces: Vec<Piece>,
+}
+
+impl RawLayer {
+    /// The layer's non-blob fields, verbatim (for a V0 layer, the outer V1 fields).
+    pub fn param_bytes(&self, file: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for p in &self.pieces {
+            if let Piece::Raw { range, .. } = p {
+                out.extend_from_slice(&file[range.clone()]);
+            }
+        }
+        out
+    }
+}
+
+/// V1 `LayerType` enum value to the V2 type string (Caffe's `UpgradeV1LayerType`).
+pub fn v1_type_name(value: i32) -> Option<&'static str> {
+    const NAMES: [&str; 40] = [
+        "",
+        "Accuracy",
+        "BNLL",
+        "Concat",
+        "Convolution",
+        "Data",
+        "Dropout",
+        "EuclideanLoss",
+        "Flatten",
+        "HDF5Data",
+        "HDF5Output",
+        "Im2col",
+        "ImageData",
+        "InfogainLoss",
+        "InnerProduct",
+        "LRN",
+        "MultinomialLogisticLoss",
+        "Pooling",
+        "ReLU",
+        "Sigmoid",
+        "Softmax",
+        "SoftmaxWithLoss",
+        "Split",
+        "TanH",
+        "WindowData",
+        "Eltwise",
+        "Power",
+        "SigmoidCrossEntropyLoss",
+        "HingeLoss",
+        "MemoryData",
+        "ArgMax",
+        "Threshold",
+        "DummyData",
+        "Slice",
+        "MVN",
+        "AbsVal",
+        "Silence",
+        "ContrastiveLoss",
+        "Exp",
+        "Deconvolution",
+    ];
+    usize::try_from(value)
+        .ok()
+        .and_then(|i| NAMES.get(i).copied())
+}
+
+/// V0 type string to the V1 enum value (Caffe's `UpgradeV0LayerType`).
+pub fn v0_type_to_v1(name: &str) -> Option<i32> {
+    Some(match name {
+        "accuracy" => 1,
+        "bnll" => 2,
+        "concat" => 3,
+        "conv" => 4,
+        "data" => 5,
+        "dropout" => 6,
+        "euclidean_loss" => 7,
+        "flatten" => 8,
+        "hdf5_data" => 9,
+        "hdf5_output" => 10,
+        "im2col" => 11,
+        "images" => 12,
+        "infogain_loss" => 13,
+        "innerproduct" => 14,
+        "lrn" => 15,
+        "multinomial_logistic_loss" => 16,
+        "pool" => 17,
+        "relu" => 18,
+        "sigmoid" => 19,
+        "softmax" => 20,
+        "softmax_loss" => 21,
+        "split" => 22,
+        "tanh" => 23,
+        "window_data" => 24,
+        _ => return None,
+    })
+}
+
+fn parse_v2_layer(file: &Bytes, range: Range<usize>, at: usize, path: &str) -> Result<RawLayer> {
+    let mut c = Cursor::new(file, range.start, range.end);
+    let mut layer = RawLayer {
+        version: NetVersion::V2,
+        name: String::new(),
+        type_name: String::new(),
+        v1_type: None,
+        v0_type: None,
+        blobs: Vec::new(),
+        offset: at as u64,
+        pieces: Vec::new(),
+    };
+    while let Some(k) = c.key(path)? {
+        match k.field {
+            1 | 2 => {
+                expect_wire(k, &[LEN], "length-delimited (string)", path)?;
+                let s = c.string(path)?;
+                if k.field == 1 {
+                    layer.name = s;
+                } else {
+                    layer.type_name = s;
+                }
+                push_raw(&mut layer.pieces, k, c.pos);
+            }
+            7 => {
+                expect_wire(k, &[LEN], "length-delimited (BlobProto)", path)?;
+                let r = c.len_delimited(path)?;
+                let i = layer.blobs.len();
+                layer
+                    .blobs
+                    .push(parse_blob(file, r, &format!("{path}.blobs[{i}]"))?);
+                layer.pieces.push(Piece::Blob { field: 7, index: i });
+            }
+            _ => {
+                c.skip(k, path, 0)?;
+                push_raw(&mut layer.pieces, k, c.pos);
+            }
+        }
+    }
+    Ok(layer)
+}
+
+fn parse_v1_layer(file: &Bytes, range: Range<usize>, at: usize, path: &str) -> Result<RawLayer> {
+    let mut c = Cursor::new(file, range.start, range.end);
+    let mut layer = RawLayer {
+        version: NetVersion::V1,
+        name: String::new(),
+        type_name: String::new(),
+        v1_type: None,
+        v0_type: None,
+        blobs: Vec::new(),
+        offset: at as u64,
+        pieces: Vec::new(),
+    };
+    let mut v0: Option<RawLayer> = None;
+    while let Some(k) = c.key(path)? {
+        match k.field {
+            4 => {
+                expect_wire(k, &[LEN], "length-delimited (string)", path)?;
+                layer.name = c.string(path)?;
+                push_raw(&mut layer.pieces, k, c.pos);
+            }
+            5 => {
+                expect_wire(k, &[VARINT], "varint (enum LayerType)", path)?;
+                layer.v1_type = Some(int32(c.varint(path)?));
+                push_raw(&mut layer.pieces, k, c.pos);
+            }
+            6 => {
+                expect_wire(k, &[LEN], "length-delimited (BlobProto)", path)?;
+                let r = c.len_delimited(path)?;
+                let i = layer.blobs.len();
+                layer
+                    .blobs
+                    .push(parse_blob(file, r, &format!("{path}.blobs[{i}]"))?);
+                layer.pieces.push(Piece::Blob { field: 6, index: i });
+            }
+            1 => {
+                expect_wire(k, &[LEN], "length-delimited (V0LayerParameter)", path)?;
+                let r = c.len_delimited(path)?;
+                let inner = parse_v0_layer(file, r, k.at, &format!("{path}.layer"), v0.take())?;
+                v0 = Some(inner);
+                // Placeholder; the nested pieces are attached after the loop.
+                layer.pieces.push(Piece::Nested {
+                    field: 1,
+                    pieces: Vec::new(),
+                });
+            }
+            _ => {
+                c.skip(k, path, 0)?;
+                push_raw(&mut layer.pieces, k, c.pos);
+            }
+        }
+    }
+    if let Some(v0) = v0 {
+        // proto2 merges repeated occurrences of a message field into one; keep the
+        // merged nested layer at the first occurrence and drop the later placeholders.
+        let mut seen = false;
+        let mut v0_pieces = Some(v0.pieces);
+        layer.pieces.retain_mut(|p| match p {
+            Piece::Nested { pieces, .. } => {
+                if seen {
+                    return false;
+                }
+                seen = true;
+                *pieces = v0_pieces.take().unwrap_or_default();
+                true
+            }
+            _ => true,
+        });
+        if !layer.blobs.is_empty() {
+            return Err(CaffeError::Wire {
+                path: path.to_string(),
+                offset: at as u64,
+                reason: "V1 layer has both its own blobs and a nested V0 layer".into(),
+            });
+        }
+        layer.version = NetVersion::V0;
+        layer.name = v0.name;
+        layer.blobs = v0.blobs;
+        let v0_type = v0.v0_type.unwrap_or_default();
+        layer.type_name = if v0_type == "padding" {
+            String::new()
+        } else {
+            let v1 = v0_type_to_v1(&v0_type).ok_or_else(|| CaffeError::UnknownV0Type {
+                path: path.to_string(),
+                name: v0_type.clone(),
+            })?;
+            v1_type_name(v1).unwrap_or_default().to_string()
+        };
+        layer.v0_type = Some(v0_type);
+    } else if let Some(t) = layer.v1_type {
+        layer.type_name = v1_type_name(t)
+            .ok_or_else(|| CaffeError::UnknownLayerType {
+                path: path.to_string(),
+                value: t,
+            })?
+            .to_string();
+    }
+    Ok(layer)
+}
+
+/// A V0 layer; `merge` is an earlier occurrence of the same nested field.
+fn parse_v0_layer(
+    file: &Bytes,
+    range: Range<usize>,
+    at: usize,
+    path: &str,
+    merge: Option<RawLayer>,
+) -> Result<RawLayer> {
+    let mut c = Cursor::new(file, range.start, range.end);
+    let mut layer = merge.unwrap_or(RawLayer {
+        version: NetVersion::V0,
+        name: String::new(),
+        type_name: String::new(),
+        v1_type: None,
+        v0_type: None,
+        blobs: Vec::new(),
+        offset: at as u64,
+        pieces: Vec::new(),
+    });
+    while let Some(k) = c.key(path)? {
+        match k.field {
+            1 | 2 => {
+                expect_wire(k, &[LEN], "length-delimited (string)", path)?;
+                let s = c.string(path)?;
+                if k.field == 1 {
+                    layer.name = s;
+                } else {
+                    layer.v0_type = Some(s);
+                }
+                push_raw(&mut layer.pieces, k, c.pos);
+            }
+            50 => {
+                expect_wire(k, &[LEN], "length-delimited (BlobProto)", path)?;
+                let r = c.len_delimited(path)?;
+                let i = layer.blobs.len();
+                layer
+                    .blobs
+                    .push(parse_blob(file, r, &format!("{path}.blobs[{i}]"))?);
+                layer.pieces.push(Piece::Blob {
+                    field: 50,
+                    index: i,
+                });
+            }
+            _ => {
+                c.skip(k, path, 0)?;
+                push_raw(&mut layer.pieces, k, c.pos);
+            }
+        }
+    }
+    Ok(layer)
+}
+
+/// What to do with a NetParameter holding both `layer` and `layers`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MixedLayers {
+    /// Refuse, as Caffe does ("Refusing to upgrade inconsistent NetParameter").
+    #[default]
+    Refuse,
+    /// Use `layers` (V1) and ignore `layer`, as OpenCV's importer did. The ignored
+    /// layers are still kept verbatim when the model is written back.
+    PreferV1,
+}
+
+/// A top-level piece of a NetParameter.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum NetPiece {
+    Raw(Range<usize>),
+    Layer(usize),
+}
+
+/// A parsed NetParameter (`.caffemodel`): name, version and layers with their blobs;
+/// every other byte is kept so [`Model::to_bytes`] writes the file back exactly, with
+/// whatever blobs the layers hold by then.
+///
+/// ```
+/// use tensorfmt_caffe::{encode_weights_model, read_model, RawBlob, WeightsLayer};
+/// let bytes = encode_weights_model(Some("net"), &[WeightsLayer {
+///     name: "conv1".into(), type_name: Some("Convolution".into()),
+///     blobs: vec![RawBlob::from_f32(&[1, 1, 1, 1], &[2.0]), RawBlob::from_f32(&[1], &[0.0])],
+/// }]);
+/// let mut model = read_model(bytes.clone().into())?;
+/// assert_eq!(model.to_bytes(), bytes);
+/// model.layers[0].blobs[0] = RawBlob::from_f32(&[1, 1, 1, 1], &[3.0]);
+/// assert_eq!(read_model(model.to_bytes().into())?.layers[0].blobs[0].data_f32(), vec![3.0]);
+/// # Ok::<(), tensorfmt_caffe::CaffeError>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct Model {
+    /// The whole file.
+    pub(crate) file: Bytes,
+    /// `name` (field 1).
+    pub name: Option<String>,
+    /// The version of the layers (V2 when the net has no layers at all).
+    pub version: NetVersion,
+    /// The layers in file order.
+    pub layers: Vec<RawLayer>,
+    pub(crate) pieces: Vec<NetPiece>,
+}
+
+pub(crate) fn parse_net(file: &Bytes, mixed: MixedLayers) -> Result<Model> {
+    let path = "NetParameter";
+    // First pass over the top level only: find which layer lists are present.
+    let mut c = Cursor::new(file, 0, file.len());
+    let (mut first_v1, mut first_v2) = (None, None);
+    while let Some(k) = c.key(path)? {
+        match k.field {
+            2 => first_v1 = first_v1.or(Some(k.at)),
+            100 => first_v2 = first_v2.or(Some(k.at)),
+            _ => {}
+        }
+        c.skip(k, path, 0)?;
+    }
+    let use_v2 = match (first_v1, first_v2) {
+        (Some(v1), Some(v2)) => match mixed {
+            MixedLayers::Refuse => {
+                return Err(CaffeError::MixedLayers {
+                    v2_offset: v2 as u64,
+                    v1_offset: v1 as u64,
+                })
+            }
+            MixedLayers::PreferV1 => false,
+        },
+        (Some(_), None) => false,
+        _ => true,
+    };
+    let mut net = Model {
+        file: file.clone(),
+        name: None,
+        version: if use_v2 {
+            NetVersion::V2
+        } else {
+            NetVersion::V1
+        },
+        layers: Vec::new(),
+        pieces: Vec::new(),
+    };
+    let mut c = Cursor::new(file, 0, file.len());
+    while let Some(k) = c.key(path)? {
+        let i = net.layers.len();
+        match k.field {
+            1 => {
+                expect_wire(k, &[LEN], "length-delimited (string)", path)?;
+                net.name = Some(c.string("NetParameter.name")?);
+                push_net_raw(&mut net.pieces, k.at..c.pos);
+            }
+            100 if use_v2 => {
+                expect_wire(k, &[LEN], "length-delimited (LayerParameter)", path)?;
+                let r = c.len_delimited(path)?;
+                net.layers
+                    .push(parse_v2_layer(file, r, k.at, &format!("layer[{i}]"))?);
+                net.pieces.push(NetPiece::Layer(i));
+            }
+            2 if !use_v2 => {
+                expect_wire(k, &[LEN], "length-delimited (V1LayerParameter)", path)?;
+                let r = c.len_delimited(path)?;
+                let layer = parse_v1_layer(file, r, k.at, &format!("layers[{i}]"))?;
+                if layer.version == NetVersion::V0 {
+                    net.version = NetVersion::V0;
+                }
+                net.layers.push(layer);
+                net.pieces.push(NetPiece::Layer(i));
+            }
+            _ => {
+                c.skip(k, path, 0)?;
+                push_net_raw(&mut net.pieces, k.at..c.pos);
+            }
+        }
+    }
+    Ok(net)
+}
+
+fn push_net_raw(pieces: &mut Vec<NetPiece>, r: Range<usize>) {
+    if let Some(NetPiece::Raw(last)) = pieces.last_mut() {
+        if last.end == r.start {
+            last.end = r.end;
+            return;
+        }
+    }
+    pieces.push(NetPiece::Raw(r));
+}
+
+/// A parsed SolverState (fields 1-4; unknown fields are skipped).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RawSolverState {
+    /// `iter` (field 1).
+    pub iter: Option<i32>,
+    /// `learned_net` (field 2).
+    pub learned_net: Option<String>,
+    /// `history` (field 3): one blob per learnable parameter.
+    pub history: Vec<RawBlob>,
+    /// `current_step` (field 4).
+    pub current_step: Option<i32>,
+}
+
+pub(crate) fn parse_solver_state(file: &Bytes) -> Result<RawSolverState> {
+    let path = "SolverState";
+    let mut s = RawSolverState::default();
+    let mut c = Cursor::new(file, 0, file.len());
+    while let Some(k) = c.key(path)? {
+        match k.field {
+            1 | 4 => {
+                expect_wire(k, &[VARINT], "varint (int32)", path)?;
+                let v = Some(int32(c.varint(path)?));
+                if k.field == 1 {
+                    s.iter = v;
+                } else {
+                    s.current_step = v;
+                }
+            }
+            2 => {
+                expect_wire(k, &[LEN], "length-delimited (string)", path)?;
+                s.learned_net = Some(c.string("SolverState.learned_net")?);
+            }
+            3 => {
+                expect_wire(k, &[LEN], "length-delimited (BlobProto)", path)?;
+                let r = c.len_delimited(path)?;
+                let i = s.history.len();
+                s.history
+                    .push(parse_blob(file, r, &format!("history[{i}]"))?);
+            }
+            _ => c.skip(k, path, 0)?,
+        }
+    }
+    Ok(s)
+}
+
+pub(crate) fn parse_blob_vector(file: &Bytes) -> Result<Vec<RawBlob>> {
+    let path = "BlobProtoVector";
+    let mut blobs = Vec::new();
+    let mut c = Cursor::new(file, 0, file.len());
+    while let Some(k) = c.key(path)? {
+        if k.field == 1 {
+            expect_wire(k, &[LEN], "length-delimited (BlobProto)", path)?;
+            let r = c.len_delimited(path)?;
+            let i = blobs.len();
+            blobs.push(parse_blob(file, r, &format!("blobs[{i}]"))?);
+        } else {
+            c.skip(k, path, 0)?;
+        }
+    }
+    Ok(blobs)
+}
