@@ -25,6 +25,9 @@ fn tensor(dims: &[u32], batch: u32, v: &[f32]) -> PrimitivTensor {
     PrimitivTensor::from_f32(PrimitivShape::new(dims, batch).unwrap(), v).unwrap()
 }
 
+/// Key path, dims, values, with Adam stats.
+type Entry = (&'static [&'static str], &'static [u32], Vec<f32>, bool);
+
 /// The same contents as the generator, built through the API.
 fn expected() -> Vec<(&'static str, PrimitivData)> {
     let mut v = Vec::new();
@@ -59,12 +62,12 @@ fn expected() -> Vec<(&'static str, PrimitivData)> {
     v.push(("parameter_10x30_bin16.data", PrimitivData::Parameter(p)));
 
     let mut m = Model::new();
-    let long = "a_parameter_name_that_is_exactly_40_char";
-    let entries: [(&[&str], &[u32], Vec<f32>, bool); 5] = [
+    const LONG: &str = "a_parameter_name_that_is_exactly_40_char";
+    let entries: [Entry; 5] = [
         (&["w"], &[2, 2], range(1, 5, 1.0), false),
         (&["enc", "w"], &[3, 2], range(10, 16, 1.0), false),
         (&["dec", "w"], &[2, 2], range(20, 24, 1.0), true),
-        (&["dec", "attn", long], &[], vec![7.0], false),
+        (&["dec", "attn", LONG], &[], vec![7.0], false),
         (&["b"], &[2], vec![0.5, -0.5], true),
     ];
     for (key, dims, values, with_stats) in entries {
