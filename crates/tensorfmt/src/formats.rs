@@ -1,0 +1,461 @@
+//! The dispatch table: every format tensorfmt knows, how to recognise a file
+//! ([`detect`]), open it as a [`TensorFile`] ([`open`]) and write one ([`save`],
+//! [`convert`]).
+//!
+//! Detection looks at the content first (each format's `sniff` on the first 4 KiB),
+//! the extension second. Adding a format means one enum variant and one arm in each
+//! `match` below; the CLI does not change.
+
+use std::fmt;
+use std::io::Read;
+use std::path::Path;
+use std::str::FromStr;
+
+use bytes::Bytes;
+use tensorfmt_core::{Error, ReadOptions, Result, Tensor, TensorFile, WriteOptions};
+
+use crate::interop::{self, MemoryFile};
+
+/// How many leading bytes [`detect`] reads.
+pub const SNIFF_LEN: usize = 4096;
+
+/// A file format.
+///
+/// ```
+/// use tensorfmt::Format;
+/// assert_eq!("safetensors".parse::<Format>()?, Format::Safetensors);
+/// assert_eq!(Format::Pvp.extensions(), &["pvp"]);
+/// assert_eq!(Format::from_path("m.caffemodel".as_ref()), Some(Format::Caffe));
+/// # Ok::<(), tensorfmt::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Format {
+    /// numpy `.npy`.
+    Npy,
+    /// numpy `.npz`.
+    Npz,
+    /// Hugging Face `.safetensors`.
+    Safetensors,
+    /// PetaVision `.pvp`.
+    Pvp,
+    /// PINK binary files (data, SOM, mapping, rotation/flip), `.bin`.
+    Som,
+    /// primitiv MessagePack files, `.data`.
+    Primitiv,
+    /// Caffe protobuf files: `.caffemodel`, `.binaryproto`, `.solverstate`.
+    Caffe,
+}
+
+impl Format {
+    /// Every format, in detection order (strong magics first).
+    pub const ALL: [Format; 7] = [
+        Format::Npy,
+        Format::Npz,
+        Format::Safetensors,
+        Format::Pvp,
+        Format::Som,
+        Format::Primitiv,
+        Format::Caffe,
+    ];
+
+    /// Short name (`npy`, `pvp`, ...), as in `--from`/`--to` and `TensorFile::format`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Format::Npy => "npy",
+            Format::Npz => "npz",
+            Format::Safetensors => "safetensors",
+            Format::Pvp => "pvp",
+            Format::Som => "som",
+            Format::Primitiv => "primitiv",
+            Format::Caffe => "caffe",
+        }
+    }
+
+    /// File extensions (without the dot), the usual one first.
+    pub const fn extensions(self) -> &'static [&'static str] {
+        match self {
+            Format::Npy => &["npy"],
+            Format::Npz => &["npz"],
+            Format::Safetensors => &["safetensors"],
+            Format::Pvp => &["pvp"],
+            Format::Som => &["bin"],
+            Format::Primitiv => &["data"],
+            Format::Caffe => &["caffemodel", "binaryproto", "solverstate"],
+        }
+    }
+
+    /// True when support for the format is compiled in (cargo features).
+    pub const fn is_enabled(self) -> bool {
+        match self {
+            Format::Npy | Format::Npz | Format::Safetensors => true,
+            Format::Pvp => cfg!(feature = "pvp"),
+            Format::Som => cfg!(feature = "som"),
+            Format::Primitiv => cfg!(feature = "primitiv"),
+            Format::Caffe => cfg!(feature = "caffe"),
+        }
+    }
+
+    /// The format an extension belongs to.
+    pub fn from_path(path: &Path) -> Option<Format> {
+        let ext = path.extension()?.to_str()?.to_ascii_lowercase();
+        Format::ALL
+            .into_iter()
+            .find(|f| f.extensions().contains(&ext.as_str()))
+    }
+
+    /// The format's content check on the first bytes of a file.
+    pub fn sniff(self, head: &[u8], file_len: u64) -> bool {
+        match self {
+            Format::Npy => interop::npy::sniff(head),
+            Format::Npz => interop::npz::sniff(head),
+            Format::Safetensors => interop::safetensors::sniff(head, file_len),
+            #[cfg(feature = "pvp")]
+            Format::Pvp => tensorfmt_pvp::sniff(head, file_len),
+            #[cfg(feature = "som")]
+            Format::Som => tensorfmt_som::sniff(head, file_len),
+            #[cfg(feature = "primitiv")]
+            Format::Primitiv => tensorfmt_primitiv::sniff(head, file_len),
+            #[cfg(feature = "caffe")]
+            Format::Caffe => tensorfmt_caffe::sniff(head, file_len),
+            #[allow(unreachable_patterns)]
+            _ => false,
+        }
+    }
+
+    fn not_enabled(self) -> Error {
+        Error::Invalid(format!(
+            "support for the {} format is not compiled in (enable the `{}` feature of tensorfmt)",
+            self.name(),
+            self.name()
+        ))
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Format {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Format> {
+        let s = s.to_ascii_lowercase();
+        Format::ALL
+            .into_iter()
+            .find(|f| f.name() == s || f.extensions().contains(&s.as_str()))
+            .ok_or_else(|| {
+                let names: Vec<&str> = Format::ALL.iter().map(|f| f.name()).collect();
+                Error::Invalid(format!(
+                    "unknown format {s:?} (known: {})",
+                    names.join(", ")
+                ))
+            })
+    }
+}
+
+/// An output target: a format plus, for formats with several file kinds, which one.
+///
+/// ```
+/// use tensorfmt::{Format, Target};
+/// let t: Target = "som-data".parse()?;
+/// assert_eq!((t.format, t.kind.as_deref()), (Format::Som, Some("som-data")));
+/// assert_eq!(Target::from_path("mean.binaryproto".as_ref()).unwrap().kind.as_deref(), Some("binaryproto"));
+/// # Ok::<(), tensorfmt::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// The format.
+    pub format: Format,
+    /// The file kind within the format (`WriteOptions::kind`), if fixed.
+    pub kind: Option<String>,
+}
+
+impl Target {
+    /// The target implied by a path's extension.
+    pub fn from_path(path: &Path) -> Option<Target> {
+        let format = Format::from_path(path)?;
+        let ext = path.extension()?.to_str()?.to_ascii_lowercase();
+        let kind = match ext.as_str() {
+            "caffemodel" | "binaryproto" | "solverstate" => Some(ext),
+            _ => None,
+        };
+        Some(Target { format, kind })
+    }
+}
+
+impl FromStr for Target {
+    type Err = Error;
+    /// Accepts format names and the kinds `som-data`, `caffemodel`, `binaryproto`.
+    fn from_str(s: &str) -> Result<Target> {
+        let kind = |format, kind: &str| Target {
+            format,
+            kind: Some(kind.to_string()),
+        };
+        Ok(match s.to_ascii_lowercase().as_str() {
+            "som-data" => kind(Format::Som, "som-data"),
+            "caffemodel" => kind(Format::Caffe, "caffemodel"),
+            "binaryproto" => kind(Format::Caffe, "binaryproto"),
+            other => Target {
+                format: other.parse()?,
+                kind: None,
+            },
+        })
+    }
+}
+
+/// Which format a byte prefix (and, failing that, a path's extension) belongs to.
+pub fn detect_bytes(head: &[u8], file_len: u64, path: Option<&Path>) -> Option<Format> {
+    Format::ALL
+        .into_iter()
+        .find(|f| f.is_enabled() && f.sniff(head, file_len))
+        .or_else(|| path.and_then(Format::from_path))
+}
+
+/// Detects the format of a file: content first, extension second.
+///
+/// ```
+/// let dir = tempfile::tempdir()?;
+/// let p = dir.path().join("weights"); // no extension: the content decides
+/// let t = tensorfmt::Tensor::from_vec(vec![1f32], [1], tensorfmt::Order::RowMajor)?;
+/// tensorfmt::interop::npy::save(&p, &t, &Default::default())?;
+/// assert_eq!(tensorfmt::detect(&p)?, tensorfmt::Format::Npy);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn detect(path: &Path) -> Result<Format> {
+    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
+    let mut head = Vec::new();
+    file.take(SNIFF_LEN as u64)
+        .read_to_end(&mut head)
+        .map_err(|e| Error::io(path, e))?;
+    detect_bytes(&head, len, Some(path)).ok_or_else(|| {
+        Error::Invalid(format!(
+            "{}: cannot tell the file format from its content or extension (name it with --from)",
+            path.display()
+        ))
+    })
+}
+
+/// The name a single-array file's tensor gets: the file stem, or `array`.
+fn stem_name(path: Option<&Path>) -> String {
+    path.and_then(|p| p.file_stem())
+        .and_then(|s| s.to_str())
+        .filter(|s| !s.is_empty())
+        .unwrap_or("array")
+        .to_string()
+}
+
+/// Opens bytes in a known format. `path` only names single-array files' tensors.
+pub fn open_bytes(
+    data: Bytes,
+    format: Format,
+    path: Option<&Path>,
+    options: &ReadOptions,
+) -> Result<Box<dyn TensorFile>> {
+    Ok(match format {
+        Format::Npy => Box::new(interop::npy::open(data, &stem_name(path), options)?),
+        Format::Npz => Box::new(interop::npz::open(data, options)?),
+        Format::Safetensors => Box::new(interop::safetensors::open(data, options)?),
+        #[cfg(feature = "pvp")]
+        Format::Pvp => tensorfmt_pvp::open_tensor_file(data, options)?,
+        #[cfg(feature = "som")]
+        Format::Som => tensorfmt_som::open_tensor_file(data, options)?,
+        #[cfg(feature = "primitiv")]
+        Format::Primitiv => tensorfmt_primitiv::open_tensor_file(data, options)?,
+        #[cfg(feature = "caffe")]
+        Format::Caffe => tensorfmt_caffe::open_tensor_file(data, options)?,
+        #[allow(unreachable_patterns)]
+        other => return Err(other.not_enabled()),
+    })
+}
+
+/// Opens a file in a given format (mapped, zero copy where the format allows).
+pub fn open_as(path: &Path, format: Format, options: &ReadOptions) -> Result<Box<dyn TensorFile>> {
+    if !format.is_enabled() {
+        return Err(format.not_enabled());
+    }
+    let data = tensorfmt_core::io::map_file(path)?;
+    open_bytes(data, format, Some(path), options)
+}
+
+/// Opens a file, detecting its format.
+///
+/// ```
+/// use tensorfmt::{Order, Tensor};
+/// let dir = tempfile::tempdir()?;
+/// let p = dir.path().join("m.safetensors");
+/// let t = Tensor::from_vec(vec![1u8, 2], [2], Order::RowMajor)?;
+/// tensorfmt::save(&p, tensorfmt::Format::Safetensors, &[("t".into(), t.clone())], &Default::default())?;
+/// let f = tensorfmt::open(&p, &Default::default())?;
+/// assert_eq!(f.format(), "safetensors");
+/// assert_eq!(f.read_tensor("t")?, t);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn open(path: &Path, options: &ReadOptions) -> Result<Box<dyn TensorFile>> {
+    let format = detect(path)?;
+    open_as(path, format, options)
+}
+
+/// Saves named tensors in a format (atomically). For `.npy`, exactly one tensor.
+pub fn save(
+    path: &Path,
+    format: Format,
+    tensors: &[(String, Tensor)],
+    options: &WriteOptions,
+) -> Result<()> {
+    match format {
+        Format::Npy => match tensors {
+            [(_, t)] => interop::npy::save(path, t, options),
+            _ => Err(Error::Invalid(format!(
+                "an .npy file holds one array, got {} tensors",
+                tensors.len()
+            ))),
+        },
+        Format::Npz => interop::npz::save(path, tensors, options),
+        Format::Safetensors => interop::safetensors::save(path, tensors, options),
+        #[cfg(feature = "pvp")]
+        Format::Pvp => Ok(tensorfmt_pvp::save_tensors(path, tensors, options)?),
+        #[cfg(feature = "som")]
+        Format::Som => Ok(tensorfmt_som::save_tensors(path, tensors, options)?),
+        #[cfg(feature = "primitiv")]
+        Format::Primitiv => Ok(tensorfmt_primitiv::save_tensors(path, tensors, options)?),
+        #[cfg(feature = "caffe")]
+        Format::Caffe => Ok(tensorfmt_caffe::save_tensors(path, tensors, options)?),
+        #[allow(unreachable_patterns)]
+        other => Err(other.not_enabled()),
+    }
+}
+
+/// Writes tensors `names` of an open file in another format. npy, npz and
+/// safetensors outputs stream the tensors chunk by chunk (bounded memory); the other
+/// formats receive the decoded tensors through their `save_tensors`.
+///
+/// ```
+/// use tensorfmt::{interop::MemoryFile, Format, Order, Tensor, TensorFile};
+/// let dir = tempfile::tempdir()?;
+/// let src = MemoryFile::new(vec![("a".into(), Tensor::from_vec(vec![1i32, 2], [2], Order::RowMajor)?)]);
+/// let p = dir.path().join("a.npz");
+/// tensorfmt::convert(&src, &["a".to_string()], &p, Format::Npz, &Default::default())?;
+/// assert_eq!(tensorfmt::open(&p, &Default::default())?.read_tensor("a")?, src.read_tensor("a")?);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn convert(
+    source: &dyn TensorFile,
+    names: &[String],
+    path: &Path,
+    format: Format,
+    options: &WriteOptions,
+) -> Result<()> {
+    match format {
+        Format::Npy => match names {
+            [name] => interop::npy::write_from(path, source, name, options),
+            _ => Err(Error::Invalid(format!(
+                "an .npy file holds one array, got {} tensors (choose one with --tensor)",
+                names.len()
+            ))),
+        },
+        Format::Npz => interop::npz::write_from(path, source, names, options),
+        Format::Safetensors => interop::safetensors::write_from(path, source, names, options),
+        other => {
+            let mut tensors = Vec::new();
+            for n in names {
+                tensors.push((n.clone(), source.read_tensor(n)?));
+            }
+            save(path, other, &tensors, options)
+        }
+    }
+}
+
+/// Wraps `(name, tensor)` pairs for [`convert`].
+pub fn memory_file(tensors: Vec<(String, Tensor)>) -> MemoryFile {
+    MemoryFile::new(tensors)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tensorfmt_core::Order;
+
+    #[test]
+    fn names_extensions_and_targets() {
+        for f in Format::ALL {
+            assert_eq!(f.name().parse::<Format>().unwrap(), f);
+            for e in f.extensions() {
+                assert_eq!(Format::from_path(Path::new(&format!("x.{e}"))), Some(f));
+            }
+        }
+        assert!("hdf5".parse::<Format>().is_err());
+        assert_eq!(Format::from_path(Path::new("X.NPY")), Some(Format::Npy));
+        assert_eq!(Format::from_path(Path::new("noext")), None);
+        assert_eq!(
+            "binaryproto".parse::<Target>().unwrap().format,
+            Format::Caffe
+        );
+        assert_eq!("primitiv".parse::<Target>().unwrap().kind, None);
+    }
+
+    #[test]
+    fn content_beats_extension() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = Tensor::from_vec(vec![1u8, 2], [2], Order::RowMajor).unwrap();
+        // An npz archive named .npy is still an npz archive.
+        let p = dir.path().join("liar.npy");
+        save(
+            &p,
+            Format::Npz,
+            &[("t".into(), t.clone())],
+            &WriteOptions::default(),
+        )
+        .unwrap();
+        assert_eq!(detect(&p).unwrap(), Format::Npz);
+        let p = dir.path().join("s.safetensors");
+        save(
+            &p,
+            Format::Safetensors,
+            &[("t".into(), t.clone())],
+            &WriteOptions::default(),
+        )
+        .unwrap();
+        assert_eq!(detect(&p).unwrap(), Format::Safetensors);
+        let f = open(&p, &ReadOptions::default()).unwrap();
+        assert_eq!(f.read_tensor("t").unwrap(), t);
+        let unknown = dir.path().join("mystery");
+        std::fs::write(&unknown, b"hello").unwrap();
+        assert!(detect(&unknown).unwrap_err().to_string().contains("--from"));
+        assert!(matches!(
+            detect(&dir.path().join("none")),
+            Err(Error::Io { .. })
+        ));
+    }
+
+    #[test]
+    fn npy_takes_exactly_one_tensor() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = Tensor::from_vec(vec![1u8], [1], Order::RowMajor).unwrap();
+        let two = [("a".to_string(), t.clone()), ("b".to_string(), t)];
+        assert!(save(
+            &dir.path().join("x.npy"),
+            Format::Npy,
+            &two,
+            &WriteOptions::default()
+        )
+        .is_err());
+        let src = memory_file(two.to_vec());
+        let names = ["a".to_string(), "b".to_string()];
+        let e = convert(
+            &src,
+            &names,
+            &dir.path().join("x.npy"),
+            Format::Npy,
+            &WriteOptions::default(),
+        );
+        assert!(e.unwrap_err().to_string().contains("--tensor"));
+        let p = dir.path().join("stem.npy");
+        convert(&src, &names[..1], &p, Format::Npy, &WriteOptions::default()).unwrap();
+        assert_eq!(
+            open(&p, &ReadOptions::default()).unwrap().tensors()[0].name,
+            "stem"
+        );
+    }
+}

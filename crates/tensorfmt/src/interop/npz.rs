@@ -1,0 +1,451 @@
+//! numpy `.npz` files: a zip archive of `.npy` members (`numpy.savez`, stored, or
+//! `numpy.savez_compressed`, deflated).
+//!
+//! Reading: the `zip` crate reads the central directory; stored members are parsed
+//! in place (zero copy: the npy data is a slice of the mapped archive), deflated members
+//! have only their npy header inflated at open and are inflated whole on read (size
+//! checked against the limits first). Tensor names are member names without `.npy`.
+//! `validate` also reads every member through the zip reader, which checks its CRC.
+//!
+//! Writing: stored members (as `numpy.savez`; `--set compress=deflate` deflates),
+//! each an npy header followed by the tensor streamed chunk by chunk, so a large input
+//! converts in bounded memory. Members over 4 GiB use zip64.
+
+use std::io::{Cursor, Read, Write};
+use std::path::Path;
+use std::sync::Mutex;
+
+use bytes::Bytes;
+use tensorfmt_core::io::AtomicFile;
+use tensorfmt_core::{
+    Chunks, Error, FieldValue, Limits, ReadOptions, Result, Tensor, TensorFile, TensorInfo,
+    WriteOptions,
+};
+use zip::write::SimpleFileOptions;
+use zip::{CompressionMethod, ZipArchive, ZipWriter};
+
+use super::npy::{self, NpyHeader};
+use super::{info_of, row_chunks, stored_dtype, write_chunks, InteropError, MemoryFile};
+
+fn err(e: InteropError) -> Error {
+    Error::format("npz", e)
+}
+
+fn zip_err(e: zip::result::ZipError) -> Error {
+    err(InteropError::Zip(e))
+}
+
+/// True for a zip archive (local file header or empty-archive signature).
+///
+/// ```
+/// assert!(tensorfmt::interop::npz::sniff(b"PK\x03\x04...."));
+/// assert!(!tensorfmt::interop::npz::sniff(b"\x93NUMPY"));
+/// ```
+pub fn sniff(head: &[u8]) -> bool {
+    head.starts_with(b"PK\x03\x04") || head.starts_with(b"PK\x05\x06")
+}
+
+#[derive(Debug, Clone)]
+struct Member {
+    name: String,
+    index: usize,
+    header: NpyHeader,
+    /// The member's npy bytes when stored uncompressed (a slice of the archive).
+    stored: Option<Bytes>,
+    /// Declared uncompressed size.
+    size: u64,
+}
+
+/// An opened npz archive.
+///
+/// ```
+/// use tensorfmt::interop::npz;
+/// use tensorfmt::{Order, Tensor, TensorFile};
+/// let dir = tempfile::tempdir()?;
+/// let p = dir.path().join("a.npz");
+/// let x = Tensor::from_vec(vec![1i64, 2, 3], [3], Order::RowMajor)?;
+/// npz::save(&p, &[("x".to_string(), x.clone())], &Default::default())?;
+/// let f = npz::open(tensorfmt::io::map_file(&p)?, &Default::default())?;
+/// assert_eq!(f.tensors()[0].name, "x");
+/// assert_eq!(f.read_tensor("x")?, x);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct NpzFile {
+    archive: Mutex<ZipArchive<Cursor<Bytes>>>,
+    members: Vec<Member>,
+    limits: Limits,
+}
+
+/// Reads up to `n` bytes (fewer only at the end of the stream).
+fn read_up_to(r: &mut dyn Read, n: usize) -> std::io::Result<Vec<u8>> {
+    let mut v = Vec::new();
+    r.take(n as u64).read_to_end(&mut v)?;
+    Ok(v)
+}
+
+/// Opens npz bytes as a [`TensorFile`]: lists the members and parses their npy headers.
+pub fn open(data: Bytes, options: &ReadOptions) -> Result<NpzFile> {
+    let mut archive = ZipArchive::new(Cursor::new(data.clone())).map_err(zip_err)?;
+    options.limits.check_items(archive.len() as u64)?;
+    let mut members: Vec<Member> = Vec::new();
+    for index in 0..archive.len() {
+        let mut f = archive.by_index(index).map_err(zip_err)?;
+        if f.is_dir() {
+            continue;
+        }
+        let zip_name = f.name().to_string();
+        let name = zip_name
+            .strip_suffix(".npy")
+            .unwrap_or(&zip_name)
+            .to_string();
+        if members.iter().any(|m| m.name == name) {
+            return Err(err(InteropError::malformed(
+                f.header_start(),
+                "member name",
+                format!("{zip_name:?} appears twice"),
+            )));
+        }
+        let at = f.header_start();
+        let bad = |e: InteropError| match e {
+            InteropError::Malformed {
+                offset,
+                field,
+                message,
+            } => err(InteropError::malformed(
+                offset,
+                field,
+                format!("{message} (in member {zip_name:?} at archive byte {at})"),
+            )),
+            other => err(other),
+        };
+        let size = f.size();
+        let (header, stored) = match f.compression() {
+            CompressionMethod::Stored => {
+                let start = f.data_start().unwrap_or(u64::MAX);
+                let end = start
+                    .checked_add(size)
+                    .filter(|&e| e <= data.len() as u64)
+                    .ok_or_else(|| {
+                        bad(InteropError::malformed(
+                            0,
+                            "zip entry",
+                            format!("{size} bytes at {start} run past the archive"),
+                        ))
+                    })?;
+                let bytes = data.slice(start as usize..end as usize);
+                let header = npy::parse_header(&bytes, &options.limits).map_err(bad)?;
+                (header, Some(bytes))
+            }
+            CompressionMethod::Deflated => {
+                let mut head = read_up_to(&mut f, 12)
+                    .map_err(|e| bad(InteropError::malformed(0, "npy header", e.to_string())))?;
+                let len = npy::header_len(&head).map_err(bad)?;
+                let more = read_up_to(&mut f, len.saturating_sub(head.len()))
+                    .map_err(|e| bad(InteropError::malformed(0, "npy header", e.to_string())))?;
+                head.extend(more);
+                (
+                    npy::parse_header(&head, &options.limits).map_err(bad)?,
+                    None,
+                )
+            }
+            other => {
+                return Err(err(InteropError::Unsupported(format!(
+                    "member {zip_name:?} uses compression {other}"
+                ))))
+            }
+        };
+        let need = header.shape.byte_len(header.dtype.size())? as u64;
+        if (header.data_offset as u64).saturating_add(need) > size {
+            return Err(bad(InteropError::malformed(
+                header.data_offset as u64,
+                "data",
+                format!(
+                    "shape {} of {} needs {need} bytes, the member has {}",
+                    header.shape,
+                    header.dtype,
+                    size - header.data_offset as u64
+                ),
+            )));
+        }
+        members.push(Member {
+            name,
+            index,
+            header,
+            stored,
+            size,
+        });
+    }
+    Ok(NpzFile {
+        archive: Mutex::new(archive),
+        members,
+        limits: options.limits,
+    })
+}
+
+impl NpzFile {
+    fn member(&self, name: &str) -> Result<&Member> {
+        self.members
+            .iter()
+            .find(|m| m.name == name)
+            .ok_or_else(|| Error::NoSuchTensor(name.to_string()))
+    }
+
+    /// Reads a member through the zip reader (inflating, checking the CRC).
+    fn inflate(&self, m: &Member) -> Result<Bytes> {
+        self.limits.check_alloc(m.size)?;
+        let mut archive = self
+            .archive
+            .lock()
+            .map_err(|_| Error::Invalid("npz archive lock poisoned".into()))?;
+        let f = archive.by_index(m.index).map_err(zip_err)?;
+        let mut v = Vec::new();
+        v.try_reserve_exact(m.size as usize)
+            .map_err(|_| Error::LimitExceeded {
+                what: "allocation",
+                value: m.size,
+                limit: self.limits.max_alloc,
+            })?;
+        f.take(m.size.saturating_add(1))
+            .read_to_end(&mut v)
+            .map_err(|e| {
+                err(InteropError::malformed(
+                    0,
+                    "member data",
+                    format!("{:?}: {e}", m.name),
+                ))
+            })?;
+        if v.len() as u64 != m.size {
+            return Err(err(InteropError::malformed(
+                0,
+                "member data",
+                format!(
+                    "{:?} inflates to {} bytes, the directory says {}",
+                    m.name,
+                    v.len(),
+                    m.size
+                ),
+            )));
+        }
+        Ok(Bytes::from(v))
+    }
+
+    fn decode(&self, m: &Member) -> Result<Tensor> {
+        let bytes = match &m.stored {
+            Some(b) => b.clone(),
+            None => self.inflate(m)?,
+        };
+        npy::decode(&m.header, &bytes, &self.limits).map_err(err)
+    }
+}
+
+impl TensorFile for NpzFile {
+    fn format(&self) -> &'static str {
+        "npz"
+    }
+    fn kind(&self) -> String {
+        match (
+            self.members.iter().any(|m| m.stored.is_some()),
+            self.members.iter().any(|m| m.stored.is_none()),
+        ) {
+            (_, false) => "archive (stored)".into(),
+            (false, true) => "archive (deflated)".into(),
+            (true, true) => "archive (stored and deflated)".into(),
+        }
+    }
+    fn header(&self) -> Vec<(String, FieldValue)> {
+        let members = self
+            .members
+            .iter()
+            .map(|m| {
+                let mut fields = npy::header_fields(&m.header);
+                fields.push(("compressed".into(), m.stored.is_none().into()));
+                (m.name.clone(), FieldValue::Map(fields))
+            })
+            .collect();
+        vec![
+            ("member_count".into(), self.members.len().into()),
+            ("members".into(), FieldValue::Map(members)),
+        ]
+    }
+    fn tensors(&self) -> Vec<TensorInfo> {
+        self.members
+            .iter()
+            .map(|m| TensorInfo::new(m.name.clone(), m.header.dtype, m.header.shape.clone()))
+            .collect()
+    }
+    fn read_tensor(&self, name: &str) -> Result<Tensor> {
+        self.decode(self.member(name)?)
+    }
+    fn read_chunks<'a>(&'a self, name: &str) -> Result<Chunks<'a>> {
+        row_chunks(self.read_tensor(name)?)
+    }
+    fn validate(&self) -> Result<()> {
+        for m in &self.members {
+            if m.stored.is_some() {
+                // Checks the CRC (the zero-copy path does not read through zip).
+                let mut archive = self
+                    .archive
+                    .lock()
+                    .map_err(|_| Error::Invalid("npz archive lock poisoned".into()))?;
+                let mut f = archive.by_index(m.index).map_err(zip_err)?;
+                std::io::copy(&mut f, &mut std::io::sink()).map_err(|e| {
+                    err(InteropError::malformed(
+                        0,
+                        "member data",
+                        format!("{:?}: {e}", m.name),
+                    ))
+                })?;
+            }
+            self.decode(m)?;
+        }
+        Ok(())
+    }
+}
+
+/// Writes the named tensors of `file` as an npz archive (streamed; atomically
+/// replaced). `options.dtype` converts every tensor; `options.extra["compress"] ==
+/// "deflate"` deflates the members.
+pub fn write_from(
+    path: &Path,
+    file: &dyn TensorFile,
+    names: &[String],
+    options: &WriteOptions,
+) -> Result<()> {
+    let method = match options.extra.get("compress").map(String::as_str) {
+        None | Some("none" | "stored" | "false") => CompressionMethod::Stored,
+        Some("deflate" | "true") => CompressionMethod::Deflated,
+        Some(other) => {
+            return Err(Error::Invalid(format!(
+                "unknown npz compression {other:?} (use none or deflate)"
+            )))
+        }
+    };
+    let mut zip = ZipWriter::new(AtomicFile::create(path)?);
+    for (i, name) in names.iter().enumerate() {
+        if names[..i].contains(name) {
+            return Err(Error::Invalid(format!(
+                "tensor name {name:?} appears twice"
+            )));
+        }
+        let info = info_of(file, name)?;
+        let dtype = stored_dtype(&info, options);
+        let mut header = Vec::new();
+        npy::write_header(&mut header, dtype, &info.shape)?;
+        let total = (header.len() as u64).saturating_add(info.shape.byte_len(dtype.size())? as u64);
+        let opts = SimpleFileOptions::default()
+            .compression_method(method)
+            .large_file(total >= u32::MAX as u64);
+        zip.start_file(format!("{name}.npy"), opts)
+            .map_err(zip_err)?;
+        zip.write_all(&header)?;
+        write_chunks(&mut zip, file, &info, dtype)?;
+    }
+    zip.finish().map_err(zip_err)?.commit()
+}
+
+/// Saves named tensors as an npz archive (atomically).
+pub fn save(path: &Path, tensors: &[(String, Tensor)], options: &WriteOptions) -> Result<()> {
+    let names: Vec<String> = tensors.iter().map(|(n, _)| n.clone()).collect();
+    write_from(path, &MemoryFile::new(tensors.to_vec()), &names, options)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tensorfmt_core::{DType, Order, Shape};
+
+    fn sample() -> Vec<(String, Tensor)> {
+        vec![
+            (
+                "w".into(),
+                Tensor::from_vec((0..12).map(|i| i as f32).collect(), [3, 4], Order::RowMajor)
+                    .unwrap(),
+            ),
+            (
+                "dir/b".into(),
+                Tensor::from_vec(vec![true as u8, 0], [2], Order::RowMajor)
+                    .unwrap()
+                    .cast(DType::Bool)
+                    .unwrap(),
+            ),
+            (
+                "s".into(),
+                Tensor::from_vec(vec![9u64], Shape::scalar(), Order::RowMajor).unwrap(),
+            ),
+        ]
+    }
+
+    fn roundtrip(options: &WriteOptions) -> NpzFile {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("x.npz");
+        save(&p, &sample(), options).unwrap();
+        let f = open(
+            Bytes::from(std::fs::read(&p).unwrap()),
+            &ReadOptions::default(),
+        )
+        .unwrap();
+        let names: Vec<String> = f.tensors().into_iter().map(|i| i.name).collect();
+        assert_eq!(names, ["w", "dir/b", "s"]);
+        for (n, t) in sample() {
+            assert_eq!(f.read_tensor(&n).unwrap(), t);
+        }
+        f.validate().unwrap();
+        f
+    }
+
+    #[test]
+    fn stored_and_deflated_round_trips() {
+        let f = roundtrip(&WriteOptions::default());
+        assert_eq!(f.kind(), "archive (stored)");
+        let mut o = WriteOptions::default();
+        o.extra.insert("compress".into(), "deflate".into());
+        let f = roundtrip(&o);
+        assert_eq!(f.kind(), "archive (deflated)");
+        o.extra.insert("compress".into(), "lzma".into());
+        let dir = tempfile::tempdir().unwrap();
+        assert!(save(&dir.path().join("y.npz"), &sample(), &o).is_err());
+    }
+
+    #[test]
+    fn corrupted_archives_are_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("x.npz");
+        save(&p, &sample(), &WriteOptions::default()).unwrap();
+        let good = std::fs::read(&p).unwrap();
+        for n in (0..good.len()).step_by(7) {
+            let r = open(Bytes::from(good[..n].to_vec()), &ReadOptions::default());
+            assert!(r.is_err(), "prefix {n}");
+        }
+        // Flip a data byte: zero-copy reads succeed, validate's CRC check fails.
+        let mut bad = good.clone();
+        let pos = bad
+            .windows(4)
+            .position(|w| w == 5f32.to_le_bytes())
+            .unwrap();
+        bad[pos] ^= 1;
+        let f = open(Bytes::from(bad), &ReadOptions::default()).unwrap();
+        let e = f.validate().unwrap_err().to_string();
+        assert!(
+            e.contains("npz") && e.to_lowercase().contains("checksum"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn rejects_non_npy_members() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("x.npz");
+        let mut zip = ZipWriter::new(std::fs::File::create(&p).unwrap());
+        zip.start_file("notes.txt", SimpleFileOptions::default())
+            .unwrap();
+        zip.write_all(b"hello").unwrap();
+        zip.finish().unwrap();
+        let e = open(
+            Bytes::from(std::fs::read(&p).unwrap()),
+            &ReadOptions::default(),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("notes.txt"), "{e}");
+    }
+}

@@ -1,0 +1,388 @@
+//! `.safetensors` files: an 8-byte header length, a JSON header, then the tensors'
+//! little-endian C-order bytes back to back.
+//!
+//! Reading: the `safetensors` crate parses and validates the header (100 MB cap, offsets
+//! tiling the data exactly, checked size arithmetic); tensors are zero-copy slices of
+//! the file. 4-, 6- and 8-bit floats and complex numbers are rejected as unsupported.
+//! The `__metadata__` strings are shown as header fields.
+//!
+//! Writing: the header is the `safetensors` crate's own `Metadata` serialisation, in its
+//! order (descending dtype alignment, then name), so the output is byte-identical to
+//! `safetensors::serialize`; the data is then streamed tensor by tensor.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::Path;
+
+use ::safetensors::tensor::{Metadata, TensorInfo as StInfo};
+use ::safetensors::{Dtype, SafeTensors};
+use bytes::Bytes;
+use tensorfmt_core::io::AtomicFile;
+use tensorfmt_core::{
+    Chunks, DType, Error, FieldValue, Order, ReadOptions, Result, Shape, Tensor, TensorFile,
+    TensorInfo, WriteOptions,
+};
+
+use super::{info_of, row_chunks, stored_dtype, write_chunks, InteropError, MemoryFile};
+
+fn err(e: InteropError) -> Error {
+    Error::format("safetensors", e)
+}
+
+/// A cheap content check: a little-endian header length that fits in the file,
+/// followed by `{`.
+///
+/// ```
+/// let mut f = 2u64.to_le_bytes().to_vec();
+/// f.extend(b"{}");
+/// assert!(tensorfmt::interop::safetensors::sniff(&f, 10));
+/// assert!(!tensorfmt::interop::safetensors::sniff(&f, 9));
+/// ```
+pub fn sniff(head: &[u8], file_len: u64) -> bool {
+    let Some(n) = head.get(..8) else {
+        return false;
+    };
+    let n = u64::from_le_bytes(n.try_into().unwrap_or([0xff; 8]));
+    n >= 2 && n.checked_add(8).is_some_and(|end| end <= file_len) && head.get(8) == Some(&b'{')
+}
+
+/// Our dtype for a safetensors dtype (`None` for those tensorfmt does not handle).
+pub fn dtype_from_st(d: Dtype) -> Option<DType> {
+    Some(match d {
+        Dtype::BOOL => DType::Bool,
+        Dtype::U8 => DType::U8,
+        Dtype::I8 => DType::I8,
+        Dtype::I16 => DType::I16,
+        Dtype::U16 => DType::U16,
+        Dtype::F16 => DType::F16,
+        Dtype::BF16 => DType::BF16,
+        Dtype::I32 => DType::I32,
+        Dtype::U32 => DType::U32,
+        Dtype::F32 => DType::F32,
+        Dtype::F64 => DType::F64,
+        Dtype::I64 => DType::I64,
+        Dtype::U64 => DType::U64,
+        _ => return None,
+    })
+}
+
+/// The safetensors dtype of one of ours.
+pub fn dtype_to_st(d: DType) -> Dtype {
+    match d {
+        DType::Bool => Dtype::BOOL,
+        DType::U8 => Dtype::U8,
+        DType::I8 => Dtype::I8,
+        DType::I16 => Dtype::I16,
+        DType::U16 => Dtype::U16,
+        DType::F16 => Dtype::F16,
+        DType::BF16 => Dtype::BF16,
+        DType::I32 => Dtype::I32,
+        DType::U32 => Dtype::U32,
+        DType::F32 => Dtype::F32,
+        DType::F64 => Dtype::F64,
+        DType::I64 => Dtype::I64,
+        DType::U64 => Dtype::U64,
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Entry {
+    info: TensorInfo,
+    range: (usize, usize),
+}
+
+/// An opened safetensors file.
+///
+/// ```
+/// use tensorfmt::interop::safetensors as st;
+/// use tensorfmt::{Order, Tensor, TensorFile};
+/// let dir = tempfile::tempdir()?;
+/// let p = dir.path().join("m.safetensors");
+/// let w = Tensor::from_vec(vec![1f32, 2.0], [2], Order::RowMajor)?;
+/// st::save(&p, &[("w".to_string(), w.clone())], &Default::default())?;
+/// let f = st::open(tensorfmt::io::map_file(&p)?, &Default::default())?;
+/// assert_eq!(f.read_tensor("w")?, w);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct SafetensorsFile {
+    data: Bytes,
+    header_len: usize,
+    entries: Vec<Entry>,
+    metadata: Vec<(String, String)>,
+}
+
+/// Opens safetensors bytes as a [`TensorFile`] (header parsed, nothing decoded).
+pub fn open(data: Bytes, options: &ReadOptions) -> Result<SafetensorsFile> {
+    let (n, meta) = SafeTensors::read_metadata(&data).map_err(|e| err(e.into()))?;
+    let data_start = 8 + n;
+    let mut entries = Vec::new();
+    for name in meta.offset_keys() {
+        let Some(i) = meta.info(&name) else { continue };
+        let dtype = dtype_from_st(i.dtype).ok_or_else(|| {
+            err(InteropError::Unsupported(format!(
+                "tensor {name:?} has dtype {:?}",
+                i.dtype
+            )))
+        })?;
+        options.limits.check_rank(i.shape.len())?;
+        let (a, b) = i.data_offsets;
+        entries.push(Entry {
+            info: TensorInfo::new(name, dtype, Shape::new(i.shape.clone())),
+            range: (data_start + a, data_start + b),
+        });
+    }
+    options.limits.check_items(entries.len() as u64)?;
+    let mut metadata: Vec<(String, String)> = meta
+        .metadata()
+        .clone()
+        .unwrap_or_default()
+        .into_iter()
+        .collect();
+    metadata.sort();
+    Ok(SafetensorsFile {
+        data,
+        header_len: n,
+        entries,
+        metadata,
+    })
+}
+
+impl SafetensorsFile {
+    /// The `__metadata__` strings, sorted by key.
+    pub fn metadata(&self) -> &[(String, String)] {
+        &self.metadata
+    }
+}
+
+impl TensorFile for SafetensorsFile {
+    fn format(&self) -> &'static str {
+        "safetensors"
+    }
+    fn kind(&self) -> String {
+        "tensors".into()
+    }
+    fn header(&self) -> Vec<(String, FieldValue)> {
+        let mut h = vec![
+            ("header_len".to_string(), self.header_len.into()),
+            ("tensor_count".to_string(), self.entries.len().into()),
+        ];
+        if !self.metadata.is_empty() {
+            let m = self
+                .metadata
+                .iter()
+                .map(|(k, v)| (k.clone(), FieldValue::from(v.as_str())))
+                .collect();
+            h.push(("__metadata__".to_string(), FieldValue::Map(m)));
+        }
+        h
+    }
+    fn tensors(&self) -> Vec<TensorInfo> {
+        self.entries.iter().map(|e| e.info.clone()).collect()
+    }
+    fn read_tensor(&self, name: &str) -> Result<Tensor> {
+        let e = self
+            .entries
+            .iter()
+            .find(|e| e.info.name == name)
+            .ok_or_else(|| Error::NoSuchTensor(name.to_string()))?;
+        let bytes = self.data.slice(e.range.0..e.range.1);
+        Tensor::from_bytes(e.info.dtype, e.info.shape.clone(), Order::RowMajor, bytes)
+    }
+    fn read_chunks<'a>(&'a self, name: &str) -> Result<Chunks<'a>> {
+        row_chunks(self.read_tensor(name)?)
+    }
+}
+
+/// Writes the named tensors of `file` as a safetensors file (streamed; atomically
+/// replaced). `options.dtype` converts every tensor; `options.extra` becomes
+/// `__metadata__`.
+pub fn write_from(
+    path: &Path,
+    file: &dyn TensorFile,
+    names: &[String],
+    options: &WriteOptions,
+) -> Result<()> {
+    let mut list = Vec::new();
+    for name in names {
+        if list.iter().any(|(n, _, _): &(String, _, _)| n == name) {
+            return Err(Error::Invalid(format!(
+                "tensor name {name:?} appears twice"
+            )));
+        }
+        let info = info_of(file, name)?;
+        let dtype = stored_dtype(&info, options);
+        list.push((name.clone(), info, dtype));
+    }
+    // The order of safetensors::serialize: descending alignment, then name.
+    list.sort_by(|(ln, _, ld), (rn, _, rd)| {
+        dtype_to_st(*rd).cmp(&dtype_to_st(*ld)).then(ln.cmp(rn))
+    });
+    let mut header = Vec::new();
+    let mut offset = 0usize;
+    for (name, info, dtype) in &list {
+        let n = info.shape.byte_len(dtype.size())?;
+        let end = offset.checked_add(n).ok_or(Error::Overflow {
+            what: "safetensors data size",
+        })?;
+        header.push((
+            name.clone(),
+            StInfo {
+                dtype: dtype_to_st(*dtype),
+                shape: info.shape.dims().to_vec(),
+                data_offsets: (offset, end),
+            },
+        ));
+        offset = end;
+    }
+    let meta = (!options.extra.is_empty()).then(|| {
+        options
+            .extra
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect::<HashMap<_, _>>()
+    });
+    let meta = Metadata::new(meta, header).map_err(|e| err(e.into()))?;
+    let mut text = serde_json::to_vec(&meta)
+        .map_err(|e| Error::Invalid(format!("safetensors header: {e}")))?;
+    text.resize(text.len().next_multiple_of(8), b' ');
+    let mut out = AtomicFile::create(path)?;
+    out.write_all(&(text.len() as u64).to_le_bytes())?;
+    out.write_all(&text)?;
+    for (_, info, dtype) in &list {
+        write_chunks(&mut out, file, info, *dtype)?;
+    }
+    out.commit()
+}
+
+/// Saves named tensors as a safetensors file (atomically).
+pub fn save(path: &Path, tensors: &[(String, Tensor)], options: &WriteOptions) -> Result<()> {
+    let names: Vec<String> = tensors.iter().map(|(n, _)| n.clone()).collect();
+    write_from(path, &MemoryFile::new(tensors.to_vec()), &names, options)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::borrow::Cow;
+
+    struct V<'a>(&'a Tensor);
+    impl ::safetensors::View for V<'_> {
+        fn dtype(&self) -> Dtype {
+            dtype_to_st(self.0.dtype())
+        }
+        fn shape(&self) -> &[usize] {
+            self.0.dims()
+        }
+        fn data(&self) -> Cow<'_, [u8]> {
+            Cow::Borrowed(self.0.bytes())
+        }
+        fn data_len(&self) -> usize {
+            self.0.bytes().len()
+        }
+    }
+
+    fn sample() -> Vec<(String, Tensor)> {
+        vec![
+            (
+                "b".into(),
+                Tensor::from_vec(vec![1u8, 2, 3], [3], Order::RowMajor).unwrap(),
+            ),
+            (
+                "a".into(),
+                Tensor::from_vec(vec![1.5f64, -2.0], [2, 1], Order::RowMajor).unwrap(),
+            ),
+            (
+                "c".into(),
+                Tensor::from_vec(
+                    vec![tensorfmt_core::half::bf16::from_f32(0.5)],
+                    Shape::scalar(),
+                    Order::RowMajor,
+                )
+                .unwrap(),
+            ),
+            (
+                "z".into(),
+                Tensor::from_vec(vec![7i32; 6], [2, 3], Order::ColumnMajor).unwrap(),
+            ),
+        ]
+    }
+
+    #[test]
+    fn writer_is_byte_identical_to_the_safetensors_crate() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.safetensors");
+        let tensors = sample();
+        save(&p, &tensors, &WriteOptions::default()).unwrap();
+        let expected =
+            ::safetensors::serialize(tensors.iter().map(|(n, t)| (n.as_str(), V(t))), None)
+                .unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), expected);
+        let f = open(
+            tensorfmt_core::io::map_file(&p).unwrap(),
+            &ReadOptions::default(),
+        )
+        .unwrap();
+        for (n, t) in &tensors {
+            assert_eq!(
+                &f.read_tensor(n).unwrap(),
+                &t.to_order(Order::RowMajor).unwrap()
+            );
+        }
+        assert_eq!(f.tensors().len(), 4);
+    }
+
+    #[test]
+    fn metadata_and_dtype_option() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.safetensors");
+        let mut o = WriteOptions {
+            dtype: Some(DType::F16),
+            ..Default::default()
+        };
+        o.extra.insert("source".into(), "test".into());
+        save(&p, &sample()[1..2], &o).unwrap();
+        let f = open(
+            tensorfmt_core::io::map_file(&p).unwrap(),
+            &ReadOptions::default(),
+        )
+        .unwrap();
+        assert_eq!(f.metadata(), &[("source".to_string(), "test".to_string())]);
+        let t = f.read_tensor("a").unwrap();
+        assert_eq!(t.dtype(), DType::F16);
+        assert_eq!(
+            t.cast(DType::F64).unwrap().to_vec::<f64>().unwrap(),
+            vec![1.5, -2.0]
+        );
+        assert!(matches!(f.header().last(), Some((k, FieldValue::Map(_))) if k == "__metadata__"));
+    }
+
+    #[test]
+    fn rejects_broken_files() {
+        let good = ::safetensors::serialize(sample().iter().map(|(n, t)| (n.clone(), V(t))), None)
+            .unwrap();
+        for n in 0..good.len() {
+            assert!(
+                open(Bytes::from(good[..n].to_vec()), &ReadOptions::default()).is_err(),
+                "prefix {n}"
+            );
+        }
+        let mut f8 = Vec::new();
+        let h = br#"{"x":{"dtype":"F8_E4M3","shape":[1],"data_offsets":[0,1]}}"#;
+        f8.extend((h.len() as u64).to_le_bytes());
+        f8.extend(h);
+        f8.push(0);
+        let e = open(Bytes::from(f8), &ReadOptions::default())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("unsupported") && e.contains("F8_E4M3"), "{e}");
+        let dup = vec![sample()[0].clone(), sample()[0].clone()];
+        let dir = tempfile::tempdir().unwrap();
+        assert!(save(
+            &dir.path().join("d.safetensors"),
+            &dup,
+            &WriteOptions::default()
+        )
+        .is_err());
+    }
+}
