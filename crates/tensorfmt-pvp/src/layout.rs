@@ -461,8 +461,19 @@ impl WeightLayout {
         [self.arbors, self.numpatches, self.nyp, self.nxp, self.nfp]
     }
 
-    /// Derives the layout of a weight file from its first frame header and its size.
-    pub fn derive(w: &WeightHeader, size: u64, opts: &OpenOptions) -> Result<WeightLayout> {
+    /// Derives the layout of a weight file from its first frame header and its size
+    /// (spec §6.6: the first of arbors in (nbands, numrecords, 1) x patch header in
+    /// (8, 4) bytes whose frame size divides the file size).
+    ///
+    /// With the file's bytes, the fallback candidates (any but nbands with 8-byte
+    /// patch headers) must also show plausible patch headers (nx <= nxp, ny <= nyp) in
+    /// frame 0, so a truncated modern file is not mistaken for a legacy one.
+    pub fn derive(
+        w: &WeightHeader,
+        size: u64,
+        file: Option<&[u8]>,
+        opts: &OpenOptions,
+    ) -> Result<WeightLayout> {
         let e = &w.extra;
         let nxp = positive(20, "nxp", e.nxp)?;
         let nyp = positive(21, "nyp", e.nyp)?;
@@ -492,7 +503,25 @@ impl WeightLayout {
                 else {
                     continue;
                 };
-                if size >= fs && size % fs == 0 {
+                let primary = source == ArborSource::Nbands && ph == 8;
+                let plausible = |b: &[u8]| {
+                    let (n, step) = (arbors as u64 * numpatches, ph + values);
+                    // The next frame, if any, starts with a weight header.
+                    let next = fs as usize;
+                    if b.len() > next + 8 && (b[next..next + 8] != [104, 0, 0, 0, 26, 0, 0, 0]) {
+                        return false;
+                    }
+                    (0..n).all(|i| {
+                        let o = (WEIGHT_HEADER_SIZE as u64 + i * step) as usize;
+                        let nx = u16::from_le_bytes([b[o], b[o + 1]]) as u64;
+                        let ny = u16::from_le_bytes([b[o + 2], b[o + 3]]) as u64;
+                        nx <= nxp && ny <= nyp
+                    })
+                };
+                if size >= fs
+                    && size % fs == 0
+                    && (primary || file.is_none_or(|b| b.len() as u64 == size && plausible(b)))
+                {
                     let frames = size / fs;
                     if frames > opts.limits.max_items {
                         return Err(PvpError::LimitExceeded {

@@ -637,7 +637,7 @@ impl<W: Read + Write + Seek> WeightWriter<W> {
             return Err(PvpError::Invalid("append: not a weight file".into()));
         }
         let size = w.seek(SeekFrom::End(0))?;
-        let l = WeightLayout::derive(&h, size, &OpenOptions::default())?;
+        let l = WeightLayout::derive(&h, size, None, &OpenOptions::default())?;
         if l.patch_header_bytes != 8 {
             return Err(PvpError::Invalid(
                 "append: legacy 4-byte patch headers".into(),

@@ -113,7 +113,7 @@ impl WeightReader {
                 kind.describe()
             )));
         }
-        let layout = WeightLayout::derive(&first, data.len() as u64, opts)?;
+        let layout = WeightLayout::derive(&first, data.len() as u64, Some(&data), opts)?;
         let mut warnings = Vec::new();
         if layout.patch_header_bytes == 4 {
             warnings.push("legacy 4-byte patch headers (no offset field)".into());
