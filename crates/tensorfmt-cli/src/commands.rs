@@ -1,0 +1,345 @@
+//! The four commands. Each returns `Err(Failure)` with one sentence; `main` prints it
+//! and picks the exit code.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+use tensorfmt::render::RenderOptions;
+use tensorfmt::{
+    DType, FieldValue, Format, ReadOptions, Stats, Target, TensorFile, TensorInfo, WriteOptions,
+};
+
+use crate::progress::{bytes_bar, count_bar, Tracked};
+use crate::Failure;
+
+/// Lists longer than this are shortened in text output (JSON gets them whole).
+const TEXT_LIST_MAX: usize = 16;
+
+fn byte_len(info: &TensorInfo) -> u64 {
+    info.shape.byte_len(info.dtype.size()).unwrap_or(0) as u64
+}
+
+/// Statistics of every listed tensor, streamed piece by piece.
+fn all_stats(file: &dyn TensorFile, infos: &[TensorInfo]) -> Result<Vec<Stats>, Failure> {
+    let bar = bytes_bar(infos.iter().map(byte_len).sum(), "reading");
+    let tracked = Tracked {
+        inner: file,
+        bar: bar.clone(),
+    };
+    let mut out = Vec::new();
+    for info in infos {
+        let mut s = Stats::default();
+        for chunk in tracked.read_chunks(&info.name)? {
+            s = s.merge(&chunk?.stats());
+        }
+        out.push(s);
+    }
+    bar.finish_and_clear();
+    Ok(out)
+}
+
+fn field_json(v: &FieldValue) -> Value {
+    match v {
+        FieldValue::Bool(b) => json!(b),
+        FieldValue::Int(i) => json!(i),
+        FieldValue::UInt(u) => json!(u),
+        FieldValue::Float(f) => json!(f),
+        FieldValue::Text(s) => json!(s),
+        FieldValue::List(l) => Value::Array(l.iter().map(field_json).collect()),
+        FieldValue::Map(m) => {
+            Value::Object(m.iter().map(|(k, v)| (k.clone(), field_json(v))).collect())
+        }
+    }
+}
+
+fn stats_json(s: &Stats) -> Value {
+    json!({
+        "count": s.count,
+        "min": s.min,
+        "max": s.max,
+        "mean": s.mean,
+        "sum": s.sum,
+        "nonzero": s.nonzero,
+        "nan": s.nan,
+    })
+}
+
+fn field_text(out: &mut String, indent: usize, key: &str, v: &FieldValue) {
+    let pad = " ".repeat(indent);
+    match v {
+        FieldValue::Map(m) => {
+            let _ = writeln!(out, "{pad}{key}:");
+            for (k, v) in m {
+                field_text(out, indent + 2, k, v);
+            }
+        }
+        FieldValue::List(l) if l.len() > TEXT_LIST_MAX => {
+            let head: Vec<String> = l[..TEXT_LIST_MAX / 2]
+                .iter()
+                .map(|x| x.to_string())
+                .collect();
+            let _ = writeln!(
+                out,
+                "{pad}{key}: [{}, ... ({} items)]",
+                head.join(", "),
+                l.len()
+            );
+        }
+        other => {
+            let _ = writeln!(out, "{pad}{key}: {other}");
+        }
+    }
+}
+
+fn fmt_opt(x: Option<f64>) -> String {
+    x.map_or_else(|| "-".to_string(), |v| format!("{v}"))
+}
+
+/// `tensorfmt inspect FILE [--json] [--stats]`.
+pub fn inspect(path: &Path, as_json: bool, with_stats: bool) -> Result<(), Failure> {
+    let file = tensorfmt::open(path, &ReadOptions::default())?;
+    let infos = file.tensors();
+    let stats = if with_stats {
+        Some(all_stats(file.as_ref(), &infos)?)
+    } else {
+        None
+    };
+    let header = file.header();
+    let warnings = file.warnings();
+    if as_json {
+        let tensors: Vec<Value> = infos
+            .iter()
+            .enumerate()
+            .map(|(i, info)| {
+                let mut t = json!({
+                    "name": info.name,
+                    "dtype": info.dtype.name(),
+                    "shape": info.shape.dims(),
+                });
+                if let Some(s) = &stats {
+                    t["stats"] = stats_json(&s[i]);
+                }
+                t
+            })
+            .collect();
+        let header: serde_json::Map<String, Value> = header
+            .iter()
+            .map(|(k, v)| (k.clone(), field_json(v)))
+            .collect();
+        let doc = json!({
+            "file": path.display().to_string(),
+            "format": file.format(),
+            "kind": file.kind(),
+            "header": header,
+            "tensors": tensors,
+            "warnings": warnings,
+        });
+        println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+        return Ok(());
+    }
+    let mut out = String::new();
+    let _ = writeln!(out, "file:    {}", path.display());
+    let _ = writeln!(out, "format:  {}", file.format());
+    let _ = writeln!(out, "kind:    {}", file.kind());
+    let _ = writeln!(out, "header:");
+    for (k, v) in &header {
+        field_text(&mut out, 2, k, v);
+    }
+    let _ = writeln!(out, "tensors: {}", infos.len());
+    let wn = infos.iter().map(|i| i.name.len()).max().unwrap_or(0);
+    let wd = infos
+        .iter()
+        .map(|i| i.dtype.name().len())
+        .max()
+        .unwrap_or(0);
+    for (i, info) in infos.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "  {:wn$}  {:wd$}  {}",
+            info.name,
+            info.dtype.name(),
+            info.shape
+        );
+        if let Some(s) = &stats {
+            let s = &s[i];
+            let _ = write!(
+                out,
+                "  {:wn$}  min {}  max {}  mean {}  sum {}  nonzero {}",
+                "",
+                fmt_opt(s.min),
+                fmt_opt(s.max),
+                fmt_opt(s.mean),
+                s.sum,
+                s.nonzero
+            );
+            if s.nan > 0 {
+                let _ = write!(out, "  nan {}", s.nan);
+            }
+            out.push('\n');
+        }
+    }
+    if !warnings.is_empty() {
+        let _ = writeln!(out, "warnings:");
+        for w in &warnings {
+            let _ = writeln!(out, "  - {w}");
+        }
+    }
+    print!("{out}");
+    Ok(())
+}
+
+/// The arguments of `tensorfmt convert`.
+#[derive(Debug)]
+pub struct ConvertArgs {
+    pub input: PathBuf,
+    pub output: PathBuf,
+    pub from: Option<Format>,
+    pub to: Option<Target>,
+    pub tensor: Option<String>,
+    pub force: bool,
+    pub sparse: bool,
+    pub frames: Option<(usize, Option<usize>)>,
+    pub hex: bool,
+    pub dtype: Option<DType>,
+    pub settings: Vec<(String, String)>,
+}
+
+/// `tensorfmt convert IN OUT [...]`.
+pub fn convert(a: ConvertArgs) -> Result<(), Failure> {
+    let out = a.output.display().to_string();
+    let target = match a.to {
+        Some(t) => t,
+        None => Target::from_path(&a.output).ok_or_else(|| {
+            Failure::Usage(format!(
+                "cannot tell the output format from {out:?}; name it with --to"
+            ))
+        })?,
+    };
+    if !target.format.is_enabled() {
+        return Err(Failure::Usage(format!(
+            "this build has no {} support",
+            target.format
+        )));
+    }
+    if a.output.exists() && !a.force {
+        return Err(Failure::Usage(format!(
+            "{out} exists; use --force to overwrite it"
+        )));
+    }
+    let read_options = ReadOptions {
+        frames: a.frames,
+        sparse_csr: a.sparse,
+        ..ReadOptions::default()
+    };
+    let src = match a.from {
+        Some(f) => tensorfmt::open_as(&a.input, f, &read_options)?,
+        None => tensorfmt::open(&a.input, &read_options)?,
+    };
+    let infos = src.tensors();
+    let all: Vec<String> = infos.iter().map(|i| i.name.clone()).collect();
+    let names = if let Some(t) = a.tensor {
+        if !all.contains(&t) {
+            return Err(Failure::Usage(format!(
+                "{} has no tensor named {t:?} (it has: {})",
+                a.input.display(),
+                all.join(", ")
+            )));
+        }
+        vec![t]
+    } else if target.format == Format::Npy {
+        match all.as_slice() {
+            [] => {
+                return Err(Failure::Input(format!(
+                    "{} holds no tensors",
+                    a.input.display()
+                )))
+            }
+            [only] => vec![only.clone()],
+            [first, ..] => {
+                eprintln!(
+                    "tensorfmt: note: {out} gets tensor {first:?}, the first of {}; choose another with --tensor",
+                    all.len()
+                );
+                vec![first.clone()]
+            }
+        }
+    } else {
+        all
+    };
+    let write_options = WriteOptions {
+        kind: target.kind.clone(),
+        hex: a.hex,
+        dtype: a.dtype,
+        extra: a.settings.into_iter().collect(),
+    };
+    let total = infos
+        .iter()
+        .filter(|i| names.contains(&i.name))
+        .map(byte_len)
+        .sum();
+    let bar = bytes_bar(total, "converting");
+    let tracked = Tracked {
+        inner: src.as_ref(),
+        bar: bar.clone(),
+    };
+    tensorfmt::convert(&tracked, &names, &a.output, target.format, &write_options)?;
+    bar.finish_and_clear();
+    let kind = target.kind.map(|k| format!(" ({k})")).unwrap_or_default();
+    println!(
+        "{out}: wrote {} tensor(s) as {}{kind}",
+        names.len(),
+        target.format
+    );
+    Ok(())
+}
+
+/// `tensorfmt validate FILE...`.
+pub fn validate(files: &[PathBuf]) -> Result<(), Failure> {
+    let bar = count_bar(files.len() as u64, "validating");
+    let mut failed = false;
+    for f in files {
+        let result = tensorfmt::open(f, &ReadOptions::default()).and_then(|file| {
+            file.validate()?;
+            Ok(file.warnings())
+        });
+        bar.suspend(|| match result {
+            Ok(warnings) => {
+                println!("{}: ok", f.display());
+                for w in warnings {
+                    eprintln!("{}: warning: {w}", f.display());
+                }
+            }
+            Err(e) => {
+                failed = true;
+                println!("{}: error: {e}", f.display());
+            }
+        });
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    if failed {
+        Err(Failure::Reported)
+    } else {
+        Ok(())
+    }
+}
+
+/// `tensorfmt render FILE OUT.png [--counts] [--frame K] [--layer NAME]`.
+pub fn render(
+    file: &Path,
+    output: &Path,
+    counts: bool,
+    frame: Option<usize>,
+    layer: Option<String>,
+) -> Result<(), Failure> {
+    let options = RenderOptions {
+        counts,
+        frame,
+        layer,
+    };
+    let image = tensorfmt::render::render_path(file, &options)?;
+    tensorfmt::render::write_png(&image, output)?;
+    println!("{}: {}x{} PNG", output.display(), image.width, image.height);
+    Ok(())
+}

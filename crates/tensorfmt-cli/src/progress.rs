@@ -1,0 +1,78 @@
+//! Progress bars on a terminal, silence elsewhere, and a [`TensorFile`] adapter that
+//! advances a bar by the bytes each decoded piece holds.
+
+use std::io::IsTerminal;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use tensorfmt::{Chunks, FieldValue, Result, Tensor, TensorFile, TensorInfo};
+
+/// Work below this many bytes gets no bar (it is over before one would help).
+const MIN_BYTES: u64 = 16 << 20;
+
+/// A bar counting bytes, drawn only when stderr is a terminal and the work is large.
+pub fn bytes_bar(total: u64, message: &str) -> ProgressBar {
+    if total < MIN_BYTES || !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+    let style = ProgressStyle::with_template("{msg} [{bar:40}] {bytes}/{total_bytes} ({eta})")
+        .unwrap_or_else(|_| ProgressStyle::default_bar());
+    bar.set_style(style);
+    bar.set_message(message.to_string());
+    bar
+}
+
+/// A bar counting items (files), drawn only on a terminal and for several items.
+pub fn count_bar(total: u64, message: &str) -> ProgressBar {
+    if total < 2 || !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+    let style = ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len}")
+        .unwrap_or_else(|_| ProgressStyle::default_bar());
+    bar.set_style(style);
+    bar.set_message(message.to_string());
+    bar
+}
+
+/// Forwards to a file, advancing `bar` by the bytes of every tensor or piece read.
+pub struct Tracked<'a> {
+    /// The file read.
+    pub inner: &'a dyn TensorFile,
+    /// The bar advanced.
+    pub bar: ProgressBar,
+}
+
+impl TensorFile for Tracked<'_> {
+    fn format(&self) -> &'static str {
+        self.inner.format()
+    }
+    fn kind(&self) -> String {
+        self.inner.kind()
+    }
+    fn header(&self) -> Vec<(String, FieldValue)> {
+        self.inner.header()
+    }
+    fn tensors(&self) -> Vec<TensorInfo> {
+        self.inner.tensors()
+    }
+    fn read_tensor(&self, name: &str) -> Result<Tensor> {
+        let t = self.inner.read_tensor(name)?;
+        self.bar.inc(t.bytes().len() as u64);
+        Ok(t)
+    }
+    fn read_chunks<'b>(&'b self, name: &str) -> Result<Chunks<'b>> {
+        let bar = self.bar.clone();
+        Ok(Box::new(self.inner.read_chunks(name)?.inspect(move |c| {
+            if let Ok(t) = c {
+                bar.inc(t.bytes().len() as u64);
+            }
+        })))
+    }
+    fn warnings(&self) -> Vec<String> {
+        self.inner.warnings()
+    }
+    fn validate(&self) -> Result<()> {
+        self.inner.validate()
+    }
+}
