@@ -878,3 +878,12 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn space_errors_convert_into_core_errors() {
+    let e: crate::Error = SpaceError::NoTotalDimension("NullSpace".into()).into();
+    assert!(matches!(e, crate::Error::Invalid(ref m) if m == "NullSpace has no total dimension"));
+    let core = crate::Error::Overflow { what: "x" };
+    let e: crate::Error = SpaceError::from(core).into();
+    assert!(matches!(e, crate::Error::Overflow { what: "x" }));
+}
