@@ -1,0 +1,202 @@
+//! Pictures of PINK files: a SOM as a montage of its neurons (square grid for
+//! cartesian maps, offset rows of hexagons for hexagonal ones, one panel per channel),
+//! a mapping as a heat map of best-match counts (or of one entry's distances), and a
+//! data entry with its channels side by side (spec §12).
+
+use tensorfmt_core::DType;
+use tensorfmt_som::{FileKind, MapLayout, SomFile};
+
+use super::canvas::{auto_scale, min_max, normalize, CellShape, Tile};
+use super::colormap::{Colormap, BACKGROUND};
+use super::{Image, RenderOptions};
+use crate::{Error, Result};
+
+/// Background pixels around and between cells.
+pub const GAP: usize = 2;
+
+/// Side of one heat-map cell in pixels.
+pub const HEAT_CELL: usize = 24;
+
+/// Top-left corners of every neuron's cell (storage order) and the canvas size, for
+/// cells of `w x h` pixels separated by `gap`.
+///
+/// Cartesian `[D0]`: one row. `[D0, D1]`: neuron `(i0, i1)` at block row `i0`, block
+/// column `i1` (C order, pyink's convention). `[D0, D1, D2]`: depth slices side by side,
+/// one extra gap apart. Hexagonal: cell `k` of storage row `row` at
+/// `x = (|r - row| / 2 + k) (w + gap) + gap`, `y = 0.75 row (h + gap) + gap`, rounded.
+///
+/// ```
+/// use tensorfmt::render::som::cell_positions;
+/// use tensorfmt_som::{HexGrid, MapLayout};
+/// let (pos, w, h) = cell_positions(&MapLayout::Cartesian(vec![2, 3]), 4, 4, 2);
+/// assert_eq!((w, h), (20, 14));
+/// assert_eq!(pos[4], (8, 8)); // neuron (1, 1)
+/// let (pos, w, h) = cell_positions(&MapLayout::Hexagonal(HexGrid::new(3).unwrap()), 4, 4, 2);
+/// assert_eq!((w, h, pos[0], pos[2]), (20, 17, (5, 2), (2, 7)));
+/// ```
+pub fn cell_positions(
+    map: &MapLayout,
+    w: usize,
+    h: usize,
+    gap: usize,
+) -> (Vec<(usize, usize)>, usize, usize) {
+    match map {
+        MapLayout::Hexagonal(g) => {
+            let d = g.side();
+            let pos = (0..g.len())
+                .map(|i| {
+                    let (x, y) = g.display_position(i).expect("index in range");
+                    let px = (x * (w + gap) as f64).round() as usize + gap;
+                    let py = (y * (h + gap) as f64).round() as usize + gap;
+                    (px, py)
+                })
+                .collect();
+            let height = ((d - 1) as f64 * 0.75 * (h + gap) as f64).ceil() as usize + h + 2 * gap;
+            (pos, d * (w + gap) + gap, height)
+        }
+        MapLayout::Cartesian(dims) => {
+            let n = map.neuron_count();
+            let mut pos = Vec::with_capacity(n);
+            let (mut max_x, mut max_y) = (0, 0);
+            for i in 0..n {
+                let p = map.position(i).expect("index in range");
+                let (row, col, slice) = match p.as_slice() {
+                    [a] => (0, *a, 0),
+                    [a, b] => (*a, *b, 0),
+                    [a, b, c, ..] => (*a, c * dims[1] + b, *c),
+                    [] => (0, 0, 0),
+                };
+                let x = gap + col * (w + gap) + slice * gap;
+                let y = gap + row * (h + gap);
+                max_x = max_x.max(x);
+                max_y = max_y.max(y);
+                pos.push((x, y));
+            }
+            (pos, max_x + w + gap, max_y + h + gap)
+        }
+    }
+}
+
+/// `(channels, height, width)` of an image or neuron with dims `[n]`, `[h, w]` or
+/// `[c, h, w]`.
+fn chw(dims: &[usize]) -> Result<(usize, usize, usize)> {
+    match dims {
+        [n] => Ok((1, 1, *n)),
+        [h, w] => Ok((1, *h, *w)),
+        [c, h, w] => Ok((*c, *h, *w)),
+        _ => Err(Error::Invalid(format!(
+            "cannot draw images of dims {dims:?}"
+        ))),
+    }
+}
+
+fn values_f32(t: &tensorfmt_core::Tensor) -> Result<Vec<f32>> {
+    t.cast(DType::F32)?.to_vec::<f32>()
+}
+
+/// The SOM montage: one panel per channel, each neuron scaled to its own min-max.
+pub fn som_montage(file: &SomFile, cmap: Colormap) -> Result<Image> {
+    let map = file
+        .map_layout()
+        .ok_or_else(|| Error::Invalid("not a SOM file".into()))?;
+    let (c, h, w) = chw(file.neuron_dims().unwrap_or(&[]))?;
+    let values = values_f32(&file.som_tensor()?)?;
+    let (pos, cw, ch) = cell_positions(map, w, h, GAP);
+    let shape = if map.is_hexagonal() {
+        CellShape::Hexagon
+    } else {
+        CellShape::Square
+    };
+    let per = c * h * w;
+    let mut panels = Vec::with_capacity(c);
+    for channel in 0..c {
+        let mut img = Image::filled(cw, ch, BACKGROUND)?;
+        for (i, &(x, y)) in pos.iter().enumerate() {
+            let start = i * per + channel * h * w;
+            let v = &values[start..start + h * w];
+            let range = min_max(v).unwrap_or((0.0, 0.0));
+            img.draw_tile(
+                x,
+                y,
+                Tile {
+                    width: w,
+                    height: h,
+                    values: v,
+                },
+                range,
+                cmap,
+                shape,
+            );
+        }
+        panels.push(img);
+    }
+    let img = Image::side_by_side(&panels, 3 * GAP)?;
+    img.upscale(auto_scale(img.width as usize, img.height as usize))
+}
+
+/// A heat map with one cell per neuron, coloured by `values` (global min-max).
+pub fn heatmap(map: &MapLayout, values: &[f32], cmap: Colormap) -> Result<Image> {
+    let (pos, cw, ch) = cell_positions(map, HEAT_CELL, HEAT_CELL, GAP);
+    let shape = if map.is_hexagonal() {
+        CellShape::Hexagon
+    } else {
+        CellShape::Square
+    };
+    let range = min_max(values).unwrap_or((0.0, 0.0));
+    let mut img = Image::filled(cw, ch, BACKGROUND)?;
+    for (&(x, y), &v) in pos.iter().zip(values) {
+        img.fill_cell(
+            x,
+            y,
+            HEAT_CELL,
+            HEAT_CELL,
+            cmap.color(normalize(v, range)),
+            shape,
+        );
+    }
+    img.upscale(auto_scale(img.width as usize, img.height as usize))
+}
+
+/// Renders any PINK file: SOM -> montage; mapping -> best-match counts (or, with
+/// `frame` and without `counts`, that entry's distances); data -> entry `frame`
+/// (default 0), channels side by side.
+pub fn render_som_file(file: &SomFile, options: &RenderOptions) -> Result<Image> {
+    let cmap = Colormap::Viridis;
+    match file.kind() {
+        FileKind::Som => som_montage(file, cmap),
+        FileKind::Mapping => {
+            let map = file.map_layout().expect("mapping files have a map");
+            let values: Vec<f32> = match options.frame {
+                Some(e) if !options.counts => values_f32(&file.distances(e..e + 1)?)?,
+                _ => file.bmu_counts()?.into_iter().map(|c| c as f32).collect(),
+            };
+            heatmap(map, &values, cmap)
+        }
+        FileKind::Data => {
+            let k = options.frame.unwrap_or(0);
+            let (c, h, w) = chw(file.entry_dims().unwrap_or(&[]))?;
+            let v = values_f32(&file.entry(k)?)?;
+            let mut img = Image::filled(c * (w + GAP) + GAP, h + 2 * GAP, BACKGROUND)?;
+            for (channel, plane) in v.chunks(h * w).enumerate() {
+                let range = min_max(plane).unwrap_or((0.0, 0.0));
+                let tile = Tile {
+                    width: w,
+                    height: h,
+                    values: plane,
+                };
+                img.draw_tile(
+                    GAP + channel * (w + GAP),
+                    GAP,
+                    tile,
+                    range,
+                    cmap,
+                    CellShape::Square,
+                );
+            }
+            img.upscale(auto_scale(img.width as usize, img.height as usize))
+        }
+        FileKind::RotFlip => Err(Error::Invalid(
+            "rotation/flip files have no picture; render the mapping or the SOM".into(),
+        )),
+    }
+}
