@@ -11,7 +11,10 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use tensorfmt_pvp::write::{DenseWriter, SparseWriter, WeightGeometry, WeightWriter};
 use tensorfmt_pvp::{DenseReader, OpenOptions, SparseReader, WeightReader};
 
-fn temp_file(dir: &tempfile::TempDir, name: &str) -> (std::path::PathBuf, BufWriter<std::fs::File>) {
+fn temp_file(
+    dir: &tempfile::TempDir,
+    name: &str,
+) -> (std::path::PathBuf, BufWriter<std::fs::File>) {
     let p = dir.path().join(name);
     let f = BufWriter::with_capacity(1 << 20, std::fs::File::create(&p).unwrap());
     (p, f)
@@ -66,6 +69,13 @@ fn dense(c: &mut Criterion) {
     });
     g.bench_function("decode_frames_owned_f32", |b| {
         b.iter(|| {
+            for k in 0..frames {
+                black_box(r.frame_f32(k).unwrap());
+            }
+        })
+    });
+    g.bench_function("decode_frames_tensor_to_vec", |b| {
+        b.iter(|| {
             for f in r.frames() {
                 black_box(f.unwrap().values.to_vec::<f32>().unwrap());
             }
@@ -118,7 +128,9 @@ fn byte_weights(c: &mut Criterion) {
     let geom = WeightGeometry::kernel(32, 32, 1, 16, 16, 3, 1); // 1024 patches of 16x16x3
     let (p, f) = temp_file(&dir, "w.pvp");
     let mut w = WeightWriter::new(f, geom, true).unwrap();
-    let vals: Vec<f32> = (0..geom.frame_values().unwrap()).map(|i| (i % 251) as f32 / 250.0).collect();
+    let vals: Vec<f32> = (0..geom.frame_values().unwrap())
+        .map(|i| (i % 251) as f32 / 250.0)
+        .collect();
     for k in 0..10 {
         w.write_frame(k as f64, &vals).unwrap();
     }

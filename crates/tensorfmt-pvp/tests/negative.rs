@@ -421,3 +421,60 @@ fn tiny_and_empty_inputs() {
     }
     assert!(PvpFile::from_bytes(Bytes::from(vec![0u8; 200])).is_err());
 }
+
+mod mutations {
+    //! A poor man's fuzzer inside `cargo test`: random byte edits and cuts of every
+    //! golden fixture must never panic (the cargo-fuzz target does the same at scale).
+    use super::*;
+    use proptest::prelude::*;
+
+    fn exercise(b: Vec<u8>) {
+        let limits = tensorfmt_core::Limits {
+            max_alloc: 1 << 24,
+            max_items: 1 << 12,
+            ..Default::default()
+        };
+        for sparse_csr in [false, true] {
+            let opts = ReadOptions {
+                limits,
+                sparse_csr,
+                ..ReadOptions::default()
+            };
+            if let Ok(f) = tensorfmt_pvp::open_tensor_file(b.clone().into(), &opts) {
+                let _ = f.validate();
+                for i in f.tensors() {
+                    if let Ok(t) = f.read_tensor(&i.name) {
+                        assert_eq!(t.shape(), &i.shape);
+                    }
+                }
+            }
+        }
+        let o = OpenOptions {
+            limits,
+            strict: true,
+            allow_truncated: true,
+        };
+        let _ = full_read(&b, &o);
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+        #[test]
+        fn random_edits_never_panic(
+            file in 0usize..FIXTURES.len(),
+            edits in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..6),
+            cut in any::<Option<usize>>(),
+        ) {
+            let mut b = golden(FIXTURES[file]);
+            for (pos, v) in edits {
+                let n = b.len();
+                b[pos % n] = v;
+            }
+            if let Some(c) = cut {
+                let n = b.len();
+                b.truncate(c % (n + 1));
+            }
+            exercise(b);
+        }
+    }
+}

@@ -158,12 +158,12 @@ impl DenseReader {
             return Ok(Tensor::from_bytes(dtype, dims, Order::RowMajor, raw)?);
         }
         let mut out = Vec::new();
-        self.append_values(k, &raw, &mut out)?;
+        self.append_values(&raw, &mut out)?;
         Ok(Tensor::from_bytes(dtype, dims, Order::RowMajor, out)?)
     }
 
     /// Appends the row-major values of frame `k` (given its raw bytes) to `out`.
-    fn append_values(&self, _k: usize, raw: &[u8], out: &mut Vec<u8>) -> Result<()> {
+    fn append_values(&self, raw: &[u8], out: &mut Vec<u8>) -> Result<()> {
         let l = &self.layout;
         if l.is_contiguous() {
             out.extend_from_slice(raw);
@@ -193,6 +193,39 @@ impl DenseReader {
         Ok(())
     }
 
+    /// The values of frame `k` decoded into an owned `Vec<f32>` in one pass
+    /// (`[y][x][f]` order, process blocks reassembled). Errors for random-state files.
+    ///
+    /// ```
+    /// use tensorfmt_pvp::{DenseReader, OpenOptions, write::DenseWriter};
+    /// let mut buf = std::io::Cursor::new(Vec::new());
+    /// let mut w = DenseWriter::new(&mut buf, 2, 1, 1)?;
+    /// w.write_frame(0.0, &[1.5, 2.5])?;
+    /// w.finish()?;
+    /// let r = DenseReader::new(buf.into_inner().into(), &OpenOptions::default())?;
+    /// assert_eq!(r.frame_f32(0)?, vec![1.5, 2.5]);
+    /// # Ok::<(), tensorfmt_pvp::PvpError>(())
+    /// ```
+    pub fn frame_f32(&self, k: usize) -> Result<Vec<f32>> {
+        if self.layout.element != DenseElement::F32 {
+            return Err(PvpError::Invalid(
+                "frame_f32 on a random-state (taus_uint4) file".into(),
+            ));
+        }
+        let bytes = if self.layout.is_contiguous() {
+            self.raw_frame_bytes(k)?
+        } else {
+            self.values_of(self.check(k)?)?.into_bytes()
+        };
+        let mut out = Vec::with_capacity(bytes.len() / 4);
+        out.extend(
+            bytes
+                .chunks_exact(4)
+                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])),
+        );
+        Ok(out)
+    }
+
     /// Frames `range` as one owned tensor `[frames, ...frame dims]` (one bulk copy per
     /// frame), checked against the allocation limit first.
     pub fn read_range(&self, range: Range<usize>) -> Result<Tensor> {
@@ -208,7 +241,7 @@ impl DenseReader {
         let mut out = Vec::with_capacity(check_alloc(&self.opts, total)?);
         for k in range.clone() {
             let raw = self.raw_frame_bytes(k)?;
-            self.append_values(k, &raw, &mut out)?;
+            self.append_values(&raw, &mut out)?;
         }
         let mut shape = vec![range.len()];
         shape.extend(dims);

@@ -325,16 +325,23 @@ impl SparseReader {
             });
         }
         if self.opts.strict {
-            let mut seen = vec![false; width as usize];
-            for (pos, &i) in new.iter().enumerate() {
-                if std::mem::replace(&mut seen[i as usize], true) {
-                    return Err(PvpError::BadIndex {
-                        offset: (off + pos * es) as u64,
-                        frame: k,
-                        index: i as u64,
-                        reason: "duplicate".into(),
-                    });
-                }
+            // Sort a copy (bounded by the bytes present, unlike a bitmap of nx*ny*nf).
+            let mut sorted = new.to_vec();
+            sorted.sort_unstable();
+            if let Some(w) = sorted.windows(2).find(|w| w[0] == w[1]) {
+                let dup = w[0];
+                let pos = new
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, &i)| i == dup)
+                    .nth(1)
+                    .map_or(0, |(p, _)| p);
+                return Err(PvpError::BadIndex {
+                    offset: (off + pos * es) as u64,
+                    frame: k,
+                    index: dup as u64,
+                    reason: "duplicate".into(),
+                });
             }
         }
         Ok(())
