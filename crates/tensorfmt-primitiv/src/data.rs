@@ -518,6 +518,53 @@ impl Model {
             .join(".")
     }
 
+    /// Loads a model read from a file into this one, the way primitiv's `Model::load`
+    /// does but atomically: when the file has a parameter this model lacks, nothing is
+    /// changed and [`PrimitivError::UnknownParameters`] lists them all; otherwise every
+    /// parameter in the file replaces this model's (shape included, no compatibility
+    /// check, as upstream), with its stats when `with_stats` (else with none), and the
+    /// paths of this model's parameters that the file did not have are returned.
+    ///
+    /// ```
+    /// use tensorfmt_primitiv::{Key, Model, Parameter, PrimitivError, PrimitivShape, PrimitivTensor};
+    /// let p = |v: f32| Parameter::new(PrimitivTensor::from_f32(PrimitivShape::scalar(), &[v]).unwrap()).unwrap();
+    /// let mut target = Model::new();
+    /// target.insert(vec![Key::from("w")], p(0.0));
+    /// target.insert(vec![Key::from("b")], p(0.0));
+    /// let mut file = Model::new();
+    /// file.insert(vec![Key::from("w")], p(1.0));
+    /// let missing = target.load_from(&file, true)?;
+    /// assert_eq!(missing, vec![vec![Key::from("b")]]);
+    /// file.insert(vec![Key::from("x")], p(2.0));
+    /// assert!(matches!(target.load_from(&file, true), Err(PrimitivError::UnknownParameters { .. })));
+    /// # Ok::<(), PrimitivError>(())
+    /// ```
+    pub fn load_from(&mut self, file: &Model, with_stats: bool) -> Result<Vec<KeyPath>> {
+        let unknown: Vec<String> = file
+            .entries
+            .keys()
+            .filter(|k| !self.entries.contains_key(*k))
+            .map(|k| Model::join(k))
+            .collect();
+        if !unknown.is_empty() {
+            return Err(PrimitivError::UnknownParameters { names: unknown });
+        }
+        let missing = self
+            .entries
+            .keys()
+            .filter(|k| !file.entries.contains_key(*k))
+            .cloned()
+            .collect();
+        for (k, p) in &file.entries {
+            let mut p = p.clone();
+            if !with_stats {
+                p.clear_stats();
+            }
+            self.entries.insert(k.clone(), p);
+        }
+        Ok(missing)
+    }
+
     /// Checks what upstream's `Model` guarantees on construction: no empty path, and
     /// parameter and submodel names share one namespace (no path is a prefix of another).
     pub fn check_namespace(&self) -> Result<()> {

@@ -147,6 +147,13 @@ pub enum PrimitivError {
         /// Offset of the key array.
         offset: u64,
     },
+    /// Loading into a model: the file has parameters the model lacks (primitiv:
+    /// `Model does not have a parameter with name: ...`). Nothing was loaded.
+    #[error("Model does not have a parameter with name: {}", names.iter().map(|n| format!("'{n}'")).collect::<Vec<_>>().join(", "))]
+    UnknownParameters {
+        /// The dotted names of the unknown parameters.
+        names: Vec<String>,
+    },
     /// Pedantic mode: bytes after the last object (primitiv ignores them).
     #[error("offset {offset}: {count} trailing bytes after the data")]
     TrailingBytes {

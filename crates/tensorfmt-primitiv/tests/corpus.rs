@@ -447,6 +447,42 @@ fn edge_files_give_primitivs_result() {
 }
 
 #[test]
+fn loading_into_a_model_is_atomic() {
+    let Some(dir) = corpus() else { return };
+    let read_model = |rel: &str| match read_file(load(&dir, rel), &opts()).unwrap().data {
+        PrimitivData::Model(m) => m,
+        other => panic!("{rel}: {other:?}"),
+    };
+    // Upstream's test layout: a model with only `p` cannot load `sm.p`.
+    let file = read_model("golden/model_p_sm_p.data");
+    let dup = read_model("edge/ok_model_duplicate_key.data");
+    let mut target = dup.clone();
+    let before = target.clone();
+    let e = target.load_from(&file, true).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "Model does not have a parameter with name: 'sm.p'"
+    );
+    assert_eq!(target, before, "nothing loaded");
+    // The other way round: `sm.p` is reported missing, `p` is replaced.
+    let mut target = file.clone();
+    let missing = target.load_from(&dup, false).unwrap();
+    assert_eq!(missing, vec![vec![Key::from("sm"), Key::from("p")]]);
+    assert_eq!(target.get_dotted("p").unwrap().value().to_f32_vec()[0], 5.0);
+    // Stats are taken only when asked for.
+    let adam = read_model("golden/model_nested_adam_step1.data");
+    let mut target = read_model("golden/model_nested.data");
+    assert!(target.load_from(&adam, false).unwrap().is_empty());
+    assert!(target.entries().all(|(_, p)| p.stats().is_empty()));
+    assert_eq!(
+        target,
+        read_model("golden/model_nested_adam_step1_without_stats.data")
+    );
+    target.load_from(&adam, true).unwrap();
+    assert_eq!(target, adam);
+}
+
+#[test]
 fn optimizer_kinds_are_recognised() {
     let Some(dir) = corpus() else { return };
     let cases = [
