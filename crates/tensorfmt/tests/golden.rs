@@ -167,3 +167,47 @@ fn conversions_between_the_three_formats_round_trip() {
         );
     }
 }
+
+/// Opens, validates and decodes everything; errors are fine, panics are not.
+fn exercise(bytes: Vec<u8>, format: Format) {
+    let Ok(f) = tensorfmt::open_bytes(bytes.into(), format, None, &ReadOptions::default()) else {
+        return;
+    };
+    let _ = f.validate();
+    let _ = f.header();
+    for info in f.tensors() {
+        if let Ok(t) = f.read_tensor(&info.name) {
+            assert_eq!((t.dtype(), t.shape()), (info.dtype, &info.shape));
+        }
+    }
+}
+
+#[test]
+fn truncations_and_byte_flips_never_panic() {
+    for (name, format) in [
+        ("f32_2x3.npy", Format::Npy),
+        ("i16_fortran_2x3.npy", Format::Npy),
+        ("f64_be_3.npy", Format::Npy),
+        ("mixed.npz", Format::Npz),
+        ("model.safetensors", Format::Safetensors),
+    ] {
+        let good = std::fs::read(sample(name)).unwrap();
+        for n in 0..good.len() {
+            let r = tensorfmt::open_bytes(
+                good[..n].to_vec().into(),
+                format,
+                None,
+                &ReadOptions::default(),
+            )
+            .and_then(|f| f.validate());
+            assert!(r.is_err(), "{name}: prefix of {n} bytes accepted");
+        }
+        for i in 0..good.len() {
+            for flip in [0x01u8, 0x80, 0xff] {
+                let mut b = good.clone();
+                b[i] ^= flip;
+                exercise(b, format);
+            }
+        }
+    }
+}

@@ -164,7 +164,7 @@ pub fn open(data: Bytes, options: &ReadOptions) -> Result<NpzFile> {
                     "shape {} of {} needs {need} bytes, the member has {}",
                     header.shape,
                     header.dtype,
-                    size - header.data_offset as u64
+                    size.saturating_sub(header.data_offset as u64)
                 ),
             )));
         }
