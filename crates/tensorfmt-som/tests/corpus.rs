@@ -903,3 +903,27 @@ fn npy_som_converts_to_the_same_payload() {
     assert_eq!(f.map_layout().unwrap().dims(), vec![8, 8]);
     assert_eq!(f.neuron_dims(), Some(&[90, 90][..]));
 }
+
+#[test]
+fn sniff_has_no_false_positives_on_other_corpora() {
+    for fmt in ["pvp", "primitiv", "caffe"] {
+        let Some(dir) = tensorfmt_core::testing::corpus_dir(env!("CARGO_MANIFEST_DIR"), fmt) else {
+            continue;
+        };
+        let mut stack = vec![dir];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).unwrap() {
+                let p = e.unwrap().path();
+                if p.is_dir() {
+                    stack.push(p);
+                    continue;
+                }
+                let mut head = vec![0u8; 4096];
+                let n =
+                    std::io::Read::read(&mut std::fs::File::open(&p).unwrap(), &mut head).unwrap();
+                let len = std::fs::metadata(&p).unwrap().len();
+                assert!(!tensorfmt_som::sniff(&head[..n], len), "{}", p.display());
+            }
+        }
+    }
+}

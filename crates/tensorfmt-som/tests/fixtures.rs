@@ -146,3 +146,29 @@ fn every_fixture_sniffs_and_opens_through_the_facade() {
         t.validate().unwrap();
     }
 }
+
+#[test]
+fn sniff_rejects_the_other_formats_fixtures() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata");
+    let mut checked = 0;
+    for fmt in ["core", "pvp", "primitiv", "caffe"] {
+        let Ok(dir) = std::fs::read_dir(root.join(fmt)) else {
+            continue;
+        };
+        for e in dir {
+            let p = e.unwrap().path();
+            if p.extension().is_some_and(|x| x == "dump") || !p.is_file() {
+                continue;
+            }
+            let b = std::fs::read(&p).unwrap();
+            let head = &b[..b.len().min(4096)];
+            assert!(
+                !tensorfmt_som::sniff(head, b.len() as u64),
+                "{}",
+                p.display()
+            );
+            checked += 1;
+        }
+    }
+    eprintln!("sniff checked against {checked} foreign fixtures");
+}
