@@ -18,7 +18,7 @@ use crate::{legacy, HexGrid, Result, SomError};
 /// Largest piece [`TensorFile::read_chunks`] yields (at least one entry).
 const CHUNK_BYTES: usize = 4 << 20;
 
-/// Cheap check on the first bytes of a file: a plausible v2 header whose sizes match
+/// Cheap check on the first bytes of a file: a plausible v2 header whose payload fits
 /// `file_len`, or a legacy file that exactly one interpretation fits exactly.
 ///
 /// ```
@@ -37,8 +37,8 @@ pub fn sniff(head: &[u8], file_len: u64) -> bool {
     };
     let config = ReadConfig::default();
     if let Ok(raw) = parse_v2(head, &rules) {
-        return SomFile::resolve_v2(Bytes::new(), file_len, raw, &config)
-            .is_ok_and(|f| f.payload_offset() as u64 + f.payload_len() as u64 == file_len);
+        // Sizes must fit; stray bytes after the payload are tolerated as when reading.
+        return SomFile::resolve_v2(Bytes::new(), file_len, raw, &config).is_ok();
     }
     let Ok(comments) = CommentBlock::parse(head) else {
         return false;

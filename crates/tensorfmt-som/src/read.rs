@@ -40,7 +40,8 @@ impl MapLayout {
     /// Number of neurons.
     pub fn neuron_count(&self) -> usize {
         match self {
-            MapLayout::Cartesian(d) => d.iter().product(),
+            // Saturating: layouts read from files were size-checked already.
+            MapLayout::Cartesian(d) => d.iter().fold(1usize, |a, &b| a.saturating_mul(b)),
             MapLayout::Hexagonal(g) => g.len(),
         }
     }
@@ -702,13 +703,20 @@ impl SomFile {
         self.units_tensor(range, &self.item_dims)
     }
 
-    /// Streams entries in pieces of at most about `max_bytes` (at least one entry):
-    /// memory stays bounded by one piece.
+    /// Streams entries (data, mapping) or neurons (SOM) in pieces of at most about
+    /// `max_bytes` (at least one entry): memory stays bounded by one piece.
     pub fn entry_chunks(
         &self,
         range: Range<usize>,
         max_bytes: usize,
     ) -> Result<impl Iterator<Item = Result<Tensor>> + '_> {
+        if self.kind == FileKind::RotFlip {
+            return Err(SomError::WrongKind {
+                operation: "entry_chunks",
+                expected: "data, SOM or mapping",
+                actual: self.kind.name(),
+            });
+        }
         self.check_range("entries", &range)?;
         let step = (max_bytes / self.unit_bytes.max(1)).max(1);
         let rest = self.item_rest();

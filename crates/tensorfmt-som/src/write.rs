@@ -332,8 +332,11 @@ pub fn write_som<W: Write>(
     som: &Tensor,
     config: &WriteConfig,
 ) -> Result<()> {
-    let per: usize = neuron_dims.iter().product();
-    check_numel(som, map.neuron_count() * per, "SOM")?;
+    let total = neuron_dims
+        .iter()
+        .try_fold(map.neuron_count(), |a, &d| a.checked_mul(d))
+        .ok_or_else(|| SomError::InvalidInput("SOM size overflows".into()))?;
+    check_numel(som, total, "SOM")?;
     w.write_all(&encode_header(
         FileKind::Som,
         0,
@@ -353,7 +356,10 @@ pub fn write_mapping<W: Write>(
     config: &WriteConfig,
 ) -> Result<()> {
     let n = distances.dims().first().copied().unwrap_or(0);
-    check_numel(distances, n * map.neuron_count(), "distances")?;
+    let total = n
+        .checked_mul(map.neuron_count())
+        .ok_or_else(|| SomError::InvalidInput("mapping size overflows".into()))?;
+    check_numel(distances, total, "distances")?;
     w.write_all(&encode_header(
         FileKind::Mapping,
         n as u64,
@@ -377,7 +383,7 @@ pub fn write_rotflip<W: Write>(
     records: &[RotFlip],
     config: &WriteConfig,
 ) -> Result<()> {
-    if records.len() != n_entries * map.neuron_count() {
+    if Some(records.len()) != n_entries.checked_mul(map.neuron_count()) {
         return Err(SomError::InvalidInput(format!(
             "{} records for {n_entries} entries x {} neurons",
             records.len(),
