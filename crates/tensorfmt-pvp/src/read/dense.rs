@@ -193,7 +193,7 @@ impl DenseReader {
         Ok(())
     }
 
-    /// The values of frame `k` decoded into an owned `Vec<f32>` in one pass
+    /// The values of frame `k` decoded into an owned `Vec<f32>` with one bulk copy
     /// (`[y][x][f]` order, process blocks reassembled). Errors for random-state files.
     ///
     /// ```
@@ -212,18 +212,9 @@ impl DenseReader {
                 "frame_f32 on a random-state (taus_uint4) file".into(),
             ));
         }
-        let bytes = if self.layout.is_contiguous() {
-            self.raw_frame_bytes(k)?
-        } else {
-            self.values_of(self.check(k)?)?.into_bytes()
-        };
-        let mut out = Vec::with_capacity(bytes.len() / 4);
-        out.extend(
-            bytes
-                .chunks_exact(4)
-                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])),
-        );
-        Ok(out)
+        // Aligned (the usual case in a mapped file): a borrowed f32 view copied with
+        // one memcpy into a fresh allocation; misaligned: core's bulk copy.
+        Ok(self.values_of(self.check(k)?)?.typed::<f32>()?.into_owned())
     }
 
     /// Frames `range` as one owned tensor `[frames, ...frame dims]` (one bulk copy per
