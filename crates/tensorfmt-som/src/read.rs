@@ -80,7 +80,7 @@ impl MapLayout {
                     if p >= n {
                         return None;
                     }
-                    i = i * n + p;
+                    i = i.checked_mul(n)?.checked_add(p)?;
                 }
                 Some(i)
             }
@@ -349,11 +349,14 @@ impl SomFile {
                     (Some(n), FileKind::Som) => checked_product(&n.dims, "neuron size", n.offset)?,
                     _ => 1,
                 } as u64;
-                let unit = (per_neuron * elem as u64)
-                    .checked_mul(if raw.kind == FileKind::Som {
-                        1
-                    } else {
-                        n_entries
+                let unit = per_neuron
+                    .checked_mul(elem as u64)
+                    .and_then(|u| {
+                        u.checked_mul(if raw.kind == FileKind::Som {
+                            1
+                        } else {
+                            n_entries
+                        })
                     })
                     .ok_or(SomError::Overflow {
                         what: "payload size",
@@ -690,7 +693,13 @@ impl SomFile {
     /// Entry `k` of a data file, `[*entry_dims]`, zero-copy when aligned. O(1).
     pub fn entry(&self, k: usize) -> Result<Tensor> {
         self.need("entry", FileKind::Data)?;
-        self.check_range("entry", &(k..k + 1))?;
+        if k >= self.units {
+            return Err(SomError::OutOfRange {
+                what: "entry",
+                index: k.to_string(),
+                len: format!("0..{}", self.units),
+            });
+        }
         Ok(self
             .units_tensor(k..k + 1, &self.item_dims)?
             .reshape(self.item_dims.clone())?)
@@ -759,7 +768,13 @@ impl SomFile {
     /// Neuron `i` (storage order), `[*neuron_dims]`, zero-copy when aligned.
     pub fn neuron(&self, i: usize) -> Result<Tensor> {
         self.need("neuron", FileKind::Som)?;
-        self.check_range("neuron", &(i..i + 1))?;
+        if i >= self.units {
+            return Err(SomError::OutOfRange {
+                what: "neuron",
+                index: i.to_string(),
+                len: format!("0..{}", self.units),
+            });
+        }
         Ok(self
             .units_tensor(i..i + 1, &self.item_dims)?
             .reshape(self.item_dims.clone())?)

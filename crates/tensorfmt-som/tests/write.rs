@@ -451,3 +451,28 @@ proptest! {
         let _ = tensorfmt_som::sniff(&b, b.len() as u64);
     }
 }
+
+#[test]
+fn fuzz_regressions() {
+    // Neuron size x element size overflowed before the checked multiplication (found
+    // by cargo fuzz): a SOM header with absurd neuron dims must be a typed error.
+    let mut b: Vec<u8> = [2i32, 1, 0, 0, 2, 2, 2, 0, 3, 1 << 30, 1 << 30, 8]
+        .iter()
+        .flat_map(|x| x.to_le_bytes())
+        .collect();
+    b.extend_from_slice(&[0u8; 16]);
+    assert!(SomFile::from_bytes(b.into()).is_err());
+    // Huge indices are out of range, not an overflow.
+    let mut b: Vec<u8> = [2i32, 0, 0, 1, 0, 1, 1]
+        .iter()
+        .flat_map(|x| x.to_le_bytes())
+        .collect();
+    b.extend_from_slice(&[0u8; 4]);
+    let f = SomFile::from_bytes(b.into()).unwrap();
+    assert!(matches!(
+        f.entry(usize::MAX),
+        Err(SomError::OutOfRange { .. })
+    ));
+    let m = MapLayout::Cartesian(vec![usize::MAX, 3]);
+    assert_eq!(m.index(&[usize::MAX - 1, 2]), None);
+}
