@@ -408,6 +408,15 @@ impl SomFile {
             .unwrap_or_default();
         let item_elems = checked_product(&item_dims, "image size", hdr_off)?;
         let neurons = map.as_ref().map_or(1, |m| m.neuron_count());
+        // Mapping and rotation/flip files with zero entries do not back the map size
+        // with bytes, so the neuron count is capped like any other item count.
+        if neurons as u64 > config.limits.max_items {
+            return Err(SomError::LimitExceeded {
+                what: "neuron count",
+                value: neurons as u64,
+                limit: config.limits.max_items,
+            });
+        }
         let (unit_elems, units) = match raw.kind {
             FileKind::Data => (item_elems, n_entries),
             FileKind::Som => (item_elems, neurons as u64),

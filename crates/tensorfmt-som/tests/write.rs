@@ -476,3 +476,30 @@ fn fuzz_regressions() {
     let m = MapLayout::Cartesian(vec![usize::MAX, 3]);
     assert_eq!(m.index(&[usize::MAX - 1, 2]), None);
 }
+
+#[test]
+fn empty_mapping_with_a_huge_map_is_capped() {
+    // Zero entries (allowed leniently) leave the map size unbacked by bytes (found by
+    // cargo fuzz: bmu_counts then allocated one counter per claimed neuron).
+    let b: Vec<u8> = [2i32, 2, 0, 0, 0, 2, 1 << 12, 1 << 12]
+        .iter()
+        .flat_map(|x| x.to_le_bytes())
+        .collect();
+    let tight = ReadConfig {
+        limits: tensorfmt_core::Limits {
+            max_items: 1 << 20,
+            ..Default::default()
+        },
+        ..ReadConfig::default()
+    };
+    assert!(matches!(
+        SomFile::from_bytes_with(b.clone().into(), &tight),
+        Err(SomError::LimitExceeded {
+            what: "neuron count",
+            ..
+        })
+    ));
+    // 2^24 neurons pass the default cap of 2^28 items.
+    let f = SomFile::from_bytes(b.into()).unwrap();
+    assert_eq!((f.n_entries(), f.neuron_count()), (Some(0), Some(1 << 24)));
+}
