@@ -84,13 +84,16 @@ fn v1_som_dims(w: i32, h: i32, d: i32) -> Vec<usize> {
 }
 
 /// Cartesian and (when w = h odd, depth 1) hexagonal readings of a v1 SOM geometry.
-fn v1_maps(w: i32, h: i32, d: i32) -> Vec<(MapLayout, bool, u64)> {
+fn v1_maps(w: i32, h: i32, d: i32, len: u64) -> Vec<(MapLayout, bool, u64)> {
     let mut out = Vec::new();
     let cart = product(&[w as u64, h as u64, d as u64]);
     if let Some(n) = cart {
         out.push((MapLayout::Cartesian(v1_som_dims(w, h, d)), false, n));
     }
-    if w == h && d == 1 && w > 1 {
+    // Every neuron takes at least 4 bytes, so larger hexagonal maps cannot fit (and
+    // their row tables are not built).
+    let fits = |n: usize| (n as u64).saturating_mul(4) <= len;
+    if w == h && d == 1 && w > 1 && hex_count(w as usize).is_some_and(fits) {
         if let (Some(n), Ok(g)) = (hex_count(w as usize), HexGrid::new(w as usize)) {
             out.push((MapLayout::Hexagonal(g), true, n as u64));
         }
@@ -164,7 +167,7 @@ pub(crate) fn candidates(head: &[u8], comments: &CommentBlock, len: u64) -> Vec<
             p,
         );
         // v1 mapping and rotation/flip: n, som_w, som_h, som_depth.
-        for (map, hex, neurons) in v1_maps(v[1], v[2], v[3]) {
+        for (map, hex, neurons) in v1_maps(v[1], v[2], v[3], len) {
             let names = ["n_images", "som_width", "som_height", "som_depth"];
             let m = product(&[n as u64, neurons, 4]);
             push(
@@ -195,7 +198,7 @@ pub(crate) fn candidates(head: &[u8], comments: &CommentBlock, len: u64) -> Vec<
     // v1 SOM: channels, som_w, som_h, som_depth, neuron_w, neuron_h.
     if let Some(v) = ints_at(head, base, 6).filter(|v| plausible(v)) {
         let (c, nw, nh) = (v[0], v[4], v[5]);
-        for (map, hex, neurons) in v1_maps(v[1], v[2], v[3]) {
+        for (map, hex, neurons) in v1_maps(v[1], v[2], v[3], len) {
             let p = product(&[neurons, c as u64, nw as u64, nh as u64, 4]);
             push(
                 "v1",

@@ -363,6 +363,16 @@ impl SomFile {
                         offset: hdr_off,
                     })?;
                 if l.code == 1 {
+                    // Check the count before building the grid (its row table has d + 1
+                    // entries and an empty mapping does not back d with bytes).
+                    let n = hex_count(l.dims[0]).unwrap_or(usize::MAX) as u64;
+                    if n > config.limits.max_items {
+                        return Err(SomError::LimitExceeded {
+                            what: "neuron count",
+                            value: n,
+                            limit: config.limits.max_items,
+                        });
+                    }
                     Some(MapLayout::Hexagonal(HexGrid::new(l.dims[0])?))
                 } else {
                     let d = l.dims[0];

@@ -503,3 +503,21 @@ fn empty_mapping_with_a_huge_map_is_capped() {
     let f = SomFile::from_bytes(b.into()).unwrap();
     assert_eq!((f.n_entries(), f.neuron_count()), (Some(0), Some(1 << 24)));
 }
+
+#[test]
+fn huge_hexagonal_layouts_are_refused_before_allocating() {
+    // Layout code 1 with d = 2^31 - 1 and zero entries (found by cargo fuzz: the row
+    // table of the grid was built before any size check).
+    let d = i32::MAX;
+    let b: Vec<u8> = [2i32, 2, 0, 0, 1, 2, d, d]
+        .iter()
+        .flat_map(|x| x.to_le_bytes())
+        .collect();
+    assert!(matches!(
+        SomFile::from_bytes(b.into()),
+        Err(SomError::LimitExceeded {
+            what: "neuron count",
+            ..
+        })
+    ));
+}
