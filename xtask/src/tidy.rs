@@ -36,7 +36,10 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
 }
 
 fn rel(p: &Path) -> String {
-    p.strip_prefix(project_root()).unwrap_or(p).display().to_string()
+    p.strip_prefix(project_root())
+        .unwrap_or(p)
+        .display()
+        .to_string()
 }
 
 fn is_generated(text: &str) -> bool {
@@ -95,7 +98,10 @@ fn unsafe_has_safety_comment() {
             }
         }
     }
-    assert!(offenders.is_empty(), "unsafe without SAFETY comment: {offenders:#?}");
+    assert!(
+        offenders.is_empty(),
+        "unsafe without SAFETY comment: {offenders:#?}"
+    );
 }
 
 /// No trailing whitespace in sources and docs.
