@@ -13,6 +13,13 @@ use tensorfmt::{
 use crate::progress::{bytes_bar, count_bar, Tracked};
 use crate::Failure;
 
+/// `println!` through [`emit`].
+macro_rules! sayln {
+    ($($arg:tt)*) => {
+        emit(&format!("{}\n", format_args!($($arg)*)))
+    };
+}
+
 /// Lists longer than this are shortened in text output (JSON gets them whole).
 const TEXT_LIST_MAX: usize = 16;
 
@@ -135,7 +142,7 @@ pub fn inspect(path: &Path, as_json: bool, with_stats: bool) -> Result<(), Failu
             "tensors": tensors,
             "warnings": warnings,
         });
-        println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+        sayln!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
         return Ok(());
     }
     let mut out = String::new();
@@ -185,7 +192,7 @@ pub fn inspect(path: &Path, as_json: bool, with_stats: bool) -> Result<(), Failu
             let _ = writeln!(out, "  - {w}");
         }
     }
-    print!("{out}");
+    emit(&out);
     Ok(())
 }
 
@@ -286,7 +293,7 @@ pub fn convert(a: ConvertArgs) -> Result<(), Failure> {
     tensorfmt::convert(&tracked, &names, &a.output, target.format, &write_options)?;
     bar.finish_and_clear();
     let kind = target.kind.map(|k| format!(" ({k})")).unwrap_or_default();
-    println!(
+    sayln!(
         "{out}: wrote {} tensor(s) as {}{kind}",
         names.len(),
         target.format
@@ -305,14 +312,14 @@ pub fn validate(files: &[PathBuf]) -> Result<(), Failure> {
         });
         bar.suspend(|| match result {
             Ok(warnings) => {
-                println!("{}: ok", f.display());
+                sayln!("{}: ok", f.display());
                 for w in warnings {
                     eprintln!("{}: warning: {w}", f.display());
                 }
             }
             Err(e) => {
                 failed = true;
-                println!("{}: error: {e}", f.display());
+                sayln!("{}: error: {e}", f.display());
             }
         });
         bar.inc(1);
@@ -340,6 +347,20 @@ pub fn render(
     };
     let image = tensorfmt::render::render_path(file, &options)?;
     tensorfmt::render::write_png(&image, output)?;
-    println!("{}: {}x{} PNG", output.display(), image.width, image.height);
+    sayln!("{}: {}x{} PNG", output.display(), image.width, image.height);
     Ok(())
+}
+
+/// Writes text to stdout. A closed pipe (`tensorfmt validate ... | head`) ends the
+/// program quietly, as Unix tools do, instead of panicking like `println!`.
+pub(crate) fn emit(text: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("tensorfmt: error: cannot write to stdout: {e}");
+        std::process::exit(1);
+    }
 }
