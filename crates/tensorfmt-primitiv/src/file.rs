@@ -192,71 +192,13 @@ impl TensorFile for PrimitivFile {
             ..tensorfmt_core::Limits::default()
         }
         .check_alloc(t.data().len() as u64)?;
-        if let [rows, cols] = *core.dims() {
-            // Matrices (the common case): one tiled pass straight from the file bytes,
-            // which sit at arbitrary (unaligned) offsets.
-            let out = transpose_f32_le(t.data(), rows, cols);
-            return Tensor::from_vec(out, [rows, cols], Order::RowMajor);
-        }
+        // Core's reordering reads the file bytes at their (arbitrary) alignment directly.
         core.to_order(Order::RowMajor)
     }
 
     fn warnings(&self) -> Vec<String> {
         self.warnings.clone()
     }
-}
-
-/// Column-major `rows x cols` little-endian f32 bytes to a row-major `Vec<f32>`.
-/// `src` holds exactly `4 * rows * cols` bytes (checked by the reader) at any
-/// alignment. Tiles of 16 x 16 (small: matrices with power-of-two sides alias in the
-/// cache), each moved as 8 x 8 register blocks: eight contiguous reads of 8 floats,
-/// eight contiguous writes of 8 floats.
-fn transpose_f32_le(src: &[u8], rows: usize, cols: usize) -> Vec<f32> {
-    const B: usize = 8;
-    const TILE: usize = 16;
-    let at =
-        |i: usize| f32::from_le_bytes([src[4 * i], src[4 * i + 1], src[4 * i + 2], src[4 * i + 3]]);
-    let mut out = vec![0f32; rows * cols];
-    for c0 in (0..cols).step_by(TILE) {
-        let c1 = (c0 + TILE).min(cols);
-        for r0 in (0..rows).step_by(TILE) {
-            let r1 = (r0 + TILE).min(rows);
-            let mut c = c0;
-            while c + B <= c1 {
-                let mut r = r0;
-                while r + B <= r1 {
-                    // blk[j][i] = element (row r + i, column c + j)
-                    let mut blk = [[0f32; B]; B];
-                    for (j, col) in blk.iter_mut().enumerate() {
-                        let base = 4 * ((c + j) * rows + r);
-                        let run = &src[base..base + 4 * B];
-                        for (x, b) in col.iter_mut().zip(run.chunks_exact(4)) {
-                            *x = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-                        }
-                    }
-                    let out_rows = &mut out[r * cols..(r + B) * cols];
-                    for (i, orow) in out_rows.chunks_exact_mut(cols).enumerate() {
-                        for (j, dst) in orow[c..c + B].iter_mut().enumerate() {
-                            *dst = blk[j][i];
-                        }
-                    }
-                    r += B;
-                }
-                for rr in r..r1 {
-                    for j in 0..B {
-                        out[rr * cols + c + j] = at((c + j) * rows + rr);
-                    }
-                }
-                c += B;
-            }
-            for cc in c..c1 {
-                for rr in r0..r1 {
-                    out[rr * cols + cc] = at(cc * rows + rr);
-                }
-            }
-        }
-    }
-    out
 }
 
 fn flag(options: &WriteOptions, key: &str) -> bool {
@@ -367,46 +309,5 @@ pub fn build(tensors: &[(String, Tensor)], options: &WriteOptions) -> Result<Pri
         other => Err(PrimitivError::BadTensors(format!(
             "unknown primitiv file kind {other:?} (model, parameter or tensor)"
         ))),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    //! The matrix fast path against core's general reordering, at odd sizes and offsets.
-    use super::*;
-
-    #[test]
-    fn transpose_matches_core_to_order() {
-        for (rows, cols) in [
-            (1, 1),
-            (1, 7),
-            (5, 1),
-            (3, 2),
-            (8, 8),
-            (9, 17),
-            (33, 31),
-            (64, 65),
-            (100, 3),
-            (130, 72),
-        ] {
-            for shift in 0..4 {
-                let vals: Vec<f32> = (0..rows * cols).map(|i| i as f32 * 0.5 - 3.0).collect();
-                let mut raw = vec![0u8; shift];
-                for v in &vals {
-                    raw.extend_from_slice(&v.to_le_bytes());
-                }
-                let src = bytes::Bytes::from(raw).slice(shift..);
-                let core =
-                    Tensor::from_bytes(DType::F32, [rows, cols], Order::ColumnMajor, src.clone())
-                        .unwrap()
-                        .to_order(Order::RowMajor)
-                        .unwrap();
-                assert_eq!(
-                    transpose_f32_le(&src, rows, cols),
-                    core.to_vec::<f32>().unwrap(),
-                    "{rows}x{cols}"
-                );
-            }
-        }
     }
 }
