@@ -218,4 +218,24 @@ mod tests {
         assert!(!p.exists());
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
+
+    #[test]
+    fn failed_write_at_any_point_keeps_the_old_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.bin");
+        std::fs::write(&p, b"old contents").unwrap();
+        let new = vec![7u8; 3 << 20]; // larger than the write buffer
+        for fail_at in [0, 1, 4096, 1 << 20, (1 << 20) + 1, new.len()] {
+            let r: Result<()> = write_atomic(&p, |f| {
+                f.write_all(&new[..fail_at]).map_err(|e| Error::io(&p, e))?;
+                Err(Error::Invalid(format!("injected failure after {fail_at} bytes")))
+            });
+            assert!(r.is_err());
+            assert_eq!(std::fs::read(&p).unwrap(), b"old contents");
+            assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        }
+        write_atomic(&p, |f| f.write_all(&new).map_err(|e| Error::io(&p, e))).unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), new);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
 }

@@ -22,6 +22,13 @@ pub struct ReadOptions {
     pub frames: Option<(usize, Option<usize>)>,
     /// Export sparse data in CSR form (`indptr`, `indices`, `data`, ...) instead of dense.
     pub sparse_csr: bool,
+    /// A hint for files whose kind cannot be told from their bytes alone (e.g. legacy
+    /// PINK files that fit several readings: `som`, `som-data`, `mapping`, `rotflip`).
+    /// Formats without such ambiguity ignore it.
+    pub kind: Option<String>,
+    /// Refuse what the original reader refused, instead of reading it with a warning
+    /// (e.g. PVP crash-truncated frame counts, primitiv lenient markers).
+    pub strict: bool,
 }
 
 impl ReadOptions {

@@ -1,5 +1,7 @@
-//! Test support shared by the format crates: locating the shared corpus.
+//! Test support shared by the format crates: locating the shared corpus, writers
+//! that fail part-way ([`FailAfter`]) and truncation points ([`prefix_lengths`]).
 
+use std::io::{self, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 /// The corpus folder for one format (`pvp`, `som`, `primitiv`, `caffe`).
@@ -35,4 +37,112 @@ pub fn corpus_dir(manifest_dir: &str, format: &str) -> Option<PathBuf> {
             None
         }
     }
+}
+
+/// A writer that accepts `limit` bytes and then fails every further write, to check
+/// that writers report the error (and never panic or leave half files).
+///
+/// It also implements `Seek` within what it has accepted, for writers that patch
+/// headers at the end.
+///
+/// ```
+/// use std::io::Write;
+/// use tensorfmt_core::testing::FailAfter;
+/// let mut w = FailAfter::new(3);
+/// assert!(w.write_all(b"abcd").is_err());
+/// assert_eq!(w.written(), b"abc");
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct FailAfter {
+    limit: usize,
+    buf: Vec<u8>,
+    pos: usize,
+}
+
+impl FailAfter {
+    /// A writer that fails once `limit` bytes have been written.
+    pub fn new(limit: usize) -> FailAfter {
+        FailAfter {
+            limit,
+            buf: Vec::new(),
+            pos: 0,
+        }
+    }
+
+    /// The bytes accepted so far.
+    pub fn written(&self) -> &[u8] {
+        &self.buf
+    }
+}
+
+impl Write for FailAfter {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        if data.is_empty() {
+            return Ok(0);
+        }
+        let room = self.limit.saturating_sub(self.pos);
+        if room == 0 {
+            return Err(io::Error::other("FailAfter: injected write failure"));
+        }
+        let n = room.min(data.len());
+        let end = self.pos + n;
+        if self.buf.len() < end {
+            self.buf.resize(end, 0);
+        }
+        self.buf[self.pos..end].copy_from_slice(&data[..n]);
+        self.pos = end;
+        Ok(n)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Seek for FailAfter {
+    fn seek(&mut self, pos: SeekFrom) -> io::Result<u64> {
+        let new = match pos {
+            SeekFrom::Start(p) => Some(p),
+            SeekFrom::End(d) => (self.buf.len() as u64).checked_add_signed(d),
+            SeekFrom::Current(d) => (self.pos as u64).checked_add_signed(d),
+        };
+        match new.and_then(|p| usize::try_from(p).ok()) {
+            Some(p) => {
+                self.pos = p;
+                Ok(p as u64)
+            }
+            None => Err(io::Error::other("FailAfter: seek out of range")),
+        }
+    }
+}
+
+/// Prefix lengths for a truncation sweep of a `len`-byte file: every length for files
+/// up to 4 KiB; otherwise each structure `boundary` and its neighbours (±1, ±4), the
+/// first and last 256 lengths, and about 512 evenly spread others. Sorted, distinct,
+/// all below `len`.
+///
+/// ```
+/// use tensorfmt_core::testing::prefix_lengths;
+/// assert_eq!(prefix_lengths(3, &[]), vec![0, 1, 2]);
+/// let big = prefix_lengths(1 << 20, &[5000]);
+/// assert!(big.contains(&4999) && big.contains(&5000) && big.contains(&5001));
+/// assert!(big.len() < 2000 && *big.last().unwrap() == (1 << 20) - 1);
+/// ```
+pub fn prefix_lengths(len: usize, boundaries: &[usize]) -> Vec<usize> {
+    if len <= 4096 {
+        return (0..len).collect();
+    }
+    let mut v: Vec<usize> = (0..256).chain(len - 256..len).collect();
+    for &b in boundaries {
+        for d in [-4isize, -1, 0, 1, 4] {
+            if let Some(x) = b.checked_add_signed(d) {
+                v.push(x);
+            }
+        }
+    }
+    let step = (len / 512).max(1);
+    v.extend((0..len).step_by(step));
+    v.retain(|&x| x < len);
+    v.sort_unstable();
+    v.dedup();
+    v
 }
