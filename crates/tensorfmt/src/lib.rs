@@ -45,6 +45,7 @@ pub use tensorfmt_pvp as pvp;
 #[cfg(feature = "som")]
 pub use tensorfmt_som as som;
 
+pub mod diff;
 pub mod formats;
 pub mod interop;
 pub mod render;

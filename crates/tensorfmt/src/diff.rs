@@ -1,0 +1,1 @@
+//! Tensor-by-tensor comparison of two files (what `tensorfmt diff` prints).
