@@ -24,7 +24,8 @@ pub struct OpenOptions {
     /// accepted).
     pub strict: bool,
     /// Accept a trailing partial frame (a crashed writer): the complete frames are
-    /// returned and a warning is recorded. Off by default: truncation is an error.
+    /// returned and a warning is recorded, as long as at least one frame is whole.
+    /// Off by default: truncation is an error.
     pub allow_truncated: bool,
 }
 
@@ -180,7 +181,9 @@ fn count_frames(
     let rest = body % frame_bytes;
     if rest != 0 {
         let offset = start + frames * frame_bytes;
-        if !opts.allow_truncated {
+        // Tolerated truncation keeps whole frames; a first frame that is not whole
+        // is a header claiming more than the file holds.
+        if !opts.allow_truncated || frames == 0 {
             return Err(PvpError::Truncated {
                 offset,
                 what: format!("frame {frames}"),
@@ -438,6 +441,9 @@ pub struct WeightLayout {
     pub frame_bytes: u64,
     /// Number of frames.
     pub frames: usize,
+    /// Bytes of a trailing partial frame ignored under
+    /// [`OpenOptions::allow_truncated`] (0 for a complete file).
+    pub truncated_bytes: u64,
 }
 
 impl WeightLayout {
@@ -518,6 +524,18 @@ impl WeightLayout {
                         nx <= nxp && ny <= nyp
                     })
                 };
+                if size >= fs && size % fs == 0 {
+                    // Patches scanned per frame (by the plausibility check and by
+                    // every frame read) are items too.
+                    let patches = arbors as u64 * numpatches;
+                    if patches > opts.limits.max_items {
+                        return Err(PvpError::LimitExceeded {
+                            what: "patches per frame",
+                            value: patches,
+                            limit: opts.limits.max_items,
+                        });
+                    }
+                }
                 if size >= fs
                     && size % fs == 0
                     && (primary || file.is_none_or(|b| b.len() as u64 == size && plausible(b)))
@@ -542,8 +560,40 @@ impl WeightLayout {
                         bytes: h.datatype == dt::BYTE,
                         frame_bytes: fs,
                         frames: to_usize(frames, "frame count")?,
+                        truncated_bytes: 0,
                     });
                 }
+            }
+        }
+        // A crashed writer: whole frames of the modern layout, then a partial one.
+        if opts.allow_truncated && h.nbands > 0 {
+            let fs = (h.nbands as u64)
+                .checked_mul(numpatches)
+                .and_then(|ap| ap.checked_mul(8 + values))
+                .and_then(|d| d.checked_add(WEIGHT_HEADER_SIZE as u64));
+            if let Some(fs) = fs.filter(|&fs| size >= fs) {
+                let frames = size / fs;
+                if frames > opts.limits.max_items {
+                    return Err(PvpError::LimitExceeded {
+                        what: "frame count",
+                        value: frames,
+                        limit: opts.limits.max_items,
+                    });
+                }
+                return Ok(WeightLayout {
+                    shared: h.filetype == ft::SHARED_WEIGHTS,
+                    nxp: to_usize(nxp, "nxp")?,
+                    nyp: to_usize(nyp, "nyp")?,
+                    nfp: to_usize(nfp, "nfp")?,
+                    numpatches: to_usize(numpatches, "numpatches")?,
+                    arbors: h.nbands as usize,
+                    arbor_source: ArborSource::Nbands,
+                    patch_header_bytes: 8,
+                    bytes: h.datatype == dt::BYTE,
+                    frame_bytes: fs,
+                    frames: to_usize(frames, "frame count")?,
+                    truncated_bytes: size % fs,
+                });
             }
         }
         Err(PvpError::BadSize {

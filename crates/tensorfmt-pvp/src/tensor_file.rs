@@ -25,11 +25,27 @@ pub struct PvpTensorFile {
 impl PvpTensorFile {
     /// Opens `data`, scanning sparse files, and selects `options.frames`.
     pub fn new(data: Bytes, options: &ReadOptions) -> Result<PvpTensorFile> {
+        // Lenient (default): a crash-truncated file reads as its whole frames with a
+        // warning. Strict: truncation, an nbands that disagrees with the real frame
+        // count, duplicate sparse indices and bad patch headers are errors.
         let opts = OpenOptions {
             limits: options.limits,
-            ..OpenOptions::default()
+            strict: options.strict,
+            allow_truncated: !options.strict,
         };
         let file = PvpFile::from_bytes_with(data, &opts)?;
+        let rank = match &file {
+            PvpFile::Dense(d) => 1 + d.frame_dtype_dims().1.len(),
+            PvpFile::Sparse(_) => 4,
+            PvpFile::Weights(_) => 6,
+        };
+        if rank > options.limits.max_rank {
+            return Err(PvpError::LimitExceeded {
+                what: "tensor rank",
+                value: rank as u64,
+                limit: options.limits.max_rank as u64,
+            });
+        }
         let count = file.frame_count()?;
         let range = options.frame_range(count).ok_or_else(|| {
             PvpError::Invalid(format!(

@@ -166,8 +166,10 @@ impl<W: Write + Seek> DenseWriter<W> {
 }
 
 impl<W: Read + Write + Seek> DenseWriter<W> {
-    /// Continues an existing modern dense f32 file (whole frames only; `nbands` is
-    /// rewritten with the real frame count).
+    /// Continues an existing modern dense f32 file; `nbands` is rewritten with the
+    /// real frame count. A trailing partial frame (left by a writer killed
+    /// mid-frame) is overwritten by the first appended frame (all frames have the
+    /// same size, so it is covered completely).
     pub fn append(mut w: W) -> Result<Self> {
         let mut head = [0u8; HEADER_SIZE];
         w.seek(SeekFrom::Start(0))?;
@@ -178,10 +180,15 @@ impl<W: Read + Write + Seek> DenseWriter<W> {
             return Err(PvpError::Invalid("append: not a dense f32 file".into()));
         }
         let size = w.seek(SeekFrom::End(0))?;
-        let layout = DenseLayout::derive(&header, size, &OpenOptions::default(), &mut Vec::new())?;
+        let lenient = OpenOptions {
+            allow_truncated: true,
+            ..OpenOptions::default()
+        };
+        let layout = DenseLayout::derive(&header, size, &lenient, &mut Vec::new())?;
         if !layout.is_contiguous() {
             return Err(PvpError::Invalid("append: legacy MPI layout".into()));
         }
+        let end = layout.frame_offset(layout.frames);
         let frames = i32::try_from(layout.frames).map_err(|_| PvpError::Overflow("nbands"))?;
         let n = layout.neurons();
         Ok(DenseWriter {
@@ -189,7 +196,7 @@ impl<W: Read + Write + Seek> DenseWriter<W> {
                 w,
                 header,
                 frames,
-                end: size,
+                end,
                 buf: Vec::new(),
             },
             n,
@@ -625,7 +632,7 @@ impl<W: Write + Seek> WeightWriter<W> {
 
 impl<W: Read + Write + Seek> WeightWriter<W> {
     /// Continues an existing modern weight file (8-byte patch headers) with the same
-    /// geometry.
+    /// geometry; a trailing partial frame is overwritten by the next frame.
     pub fn append(mut w: W) -> Result<Self> {
         let mut head = [0u8; 104];
         w.seek(SeekFrom::Start(0))?;
@@ -637,7 +644,13 @@ impl<W: Read + Write + Seek> WeightWriter<W> {
             return Err(PvpError::Invalid("append: not a weight file".into()));
         }
         let size = w.seek(SeekFrom::End(0))?;
-        let l = WeightLayout::derive(&h, size, None, &OpenOptions::default())?;
+        let lenient = OpenOptions {
+            allow_truncated: true,
+            ..OpenOptions::default()
+        };
+        let l = WeightLayout::derive(&h, size, None, &lenient)?;
+        // After a partial last frame (a killed writer), continue over it.
+        w.seek(SeekFrom::Start(l.frames as u64 * l.frame_bytes))?;
         if l.patch_header_bytes != 8 {
             return Err(PvpError::Invalid(
                 "append: legacy 4-byte patch headers".into(),

@@ -204,6 +204,13 @@ impl SparseReader {
                 });
             }
             let counted = self.count_at(off, frame).and_then(|n| {
+                if n as u64 > self.opts.limits.max_items {
+                    return Err(PvpError::LimitExceeded {
+                        what: "active entries in one frame",
+                        value: n as u64,
+                        limit: self.opts.limits.max_items,
+                    });
+                }
                 let need = 12 + n as u64 * es;
                 if need > size - off {
                     Err(PvpError::Truncated {
@@ -223,7 +230,7 @@ impl SparseReader {
                     what,
                     needed,
                     available,
-                }) if self.opts.allow_truncated => {
+                }) if self.opts.allow_truncated && frame > 0 => {
                     t.warnings.push(format!(
                         "trailing partial {what} at byte {offset} ({available} of {needed} bytes) ignored"
                     ));

@@ -118,6 +118,15 @@ impl WeightReader {
         if layout.patch_header_bytes == 4 {
             warnings.push("legacy 4-byte patch headers (no offset field)".into());
         }
+        if layout.truncated_bytes > 0 {
+            warnings.push(format!(
+                "trailing partial frame {} at byte {} ({} of {} bytes) ignored",
+                layout.frames,
+                layout.frames as u64 * layout.frame_bytes,
+                layout.truncated_bytes,
+                layout.frame_bytes
+            ));
+        }
         match layout.arbor_source {
             crate::ArborSource::Nbands => {}
             s => warnings.push(format!(
@@ -203,8 +212,13 @@ impl WeightReader {
         let l = &self.layout;
         let nvals = l.frame_values();
         check_alloc(&self.opts, nvals as u64 * 4)?;
+        let npatches = l.arbors * l.numpatches;
+        check_alloc(
+            &self.opts,
+            npatches as u64 * std::mem::size_of::<PatchHeader>() as u64,
+        )?;
         let mut out: Vec<f32> = Vec::with_capacity(nvals);
-        let mut patches = Vec::with_capacity(l.arbors * l.numpatches);
+        let mut patches = Vec::with_capacity(npatches);
         let start = k as u64 * l.frame_bytes + WEIGHT_HEADER_SIZE as u64;
         let body = &self.data[start as usize..(k as u64 * l.frame_bytes + l.frame_bytes) as usize];
         let (ph, pv) = (l.patch_header_bytes, l.patch_values());
