@@ -73,10 +73,37 @@ pub fn sniff(head: &[u8], file_len: u64) -> bool {
 pub fn open_tensor_file(data: Bytes, options: &ReadOptions) -> Result<Box<dyn TensorFile>> {
     let config = ReadConfig {
         limits: options.limits,
+        strict: options.strict,
+        legacy_kind: options.kind.as_deref().map(parse_kind_hint).transpose()?,
         ..ReadConfig::default()
     };
     let file = SomFile::from_bytes_with(data, &config)?;
     Ok(Box::new(SomTensors::new(file, options)?))
+}
+
+/// Parses the kind hint of [`ReadOptions::kind`] for legacy files that fit several
+/// readings: `data` (or `som-data`), `som`, `mapping` (or `som-mapping`), `rotflip`
+/// (or `som-rotflip`, `rotation/flip`); case-insensitive.
+///
+/// ```
+/// use tensorfmt_som::{parse_kind_hint, FileKind};
+/// assert_eq!(parse_kind_hint("som-data")?, FileKind::Data);
+/// assert_eq!(parse_kind_hint("RotFlip")?, FileKind::RotFlip);
+/// assert!(parse_kind_hint("dense").is_err());
+/// # Ok::<(), tensorfmt_som::SomError>(())
+/// ```
+pub fn parse_kind_hint(kind: &str) -> Result<FileKind> {
+    Ok(match kind.trim().to_ascii_lowercase().as_str() {
+        "data" | "som-data" => FileKind::Data,
+        "som" => FileKind::Som,
+        "mapping" | "som-mapping" | "map" => FileKind::Mapping,
+        "rotflip" | "som-rotflip" | "rotation/flip" => FileKind::RotFlip,
+        other => {
+            return Err(SomError::InvalidInput(format!(
+                "unknown PINK file kind {other:?}: use data, som, mapping or rotflip"
+            )))
+        }
+    })
 }
 
 /// A [`SomFile`] seen through the [`TensorFile`] interface.

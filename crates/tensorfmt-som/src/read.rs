@@ -831,6 +831,7 @@ impl SomFile {
                 actual: "cartesian or map-less",
             });
         };
+        self.limits.check_alloc(g.len() as u64 * 8)?;
         let v: Vec<i32> = (0..g.len())
             .flat_map(|i| {
                 let (q, r) = g.axial(i).expect("in range");
@@ -854,6 +855,7 @@ impl SomFile {
     pub fn best_matches(&self) -> Result<Vec<Option<usize>>> {
         self.need("best_matches", FileKind::Mapping)?;
         let neurons = self.neuron_count().unwrap_or(0);
+        self.limits.check_alloc(self.units as u64 * 16)?;
         let mut out = Vec::with_capacity(self.units.min(1 << 20));
         for chunk in self.entry_chunks(0..self.units, 1 << 22)? {
             let v = chunk?.cast(DType::F64)?.to_vec::<f64>()?;
@@ -872,7 +874,9 @@ impl SomFile {
 
     /// Best-match counts per neuron (storage order).
     pub fn bmu_counts(&self) -> Result<Vec<u64>> {
-        let mut counts = vec![0u64; self.neuron_count().unwrap_or(0)];
+        let neurons = self.neuron_count().unwrap_or(0);
+        self.limits.check_alloc(neurons as u64 * 8)?;
+        let mut counts = vec![0u64; neurons];
         for i in self.best_matches()?.into_iter().flatten() {
             counts[i] += 1;
         }
