@@ -14,6 +14,9 @@ pub mod npy;
 pub mod npz;
 pub mod safetensors;
 
+#[cfg(test)]
+mod hardening;
+
 use std::io::Write;
 
 use tensorfmt_core::{
@@ -152,38 +155,130 @@ pub(crate) fn stored_dtype(info: &TensorInfo, options: &WriteOptions) -> DType {
     options.dtype.unwrap_or(info.dtype)
 }
 
+/// How many threads the streaming writers use: `options.extra["threads"]` when given
+/// (`1` turns the pipeline off; any larger number turns it on: the pipeline has two
+/// stages, so 2 and more behave alike), else 2 when the machine has more than one core.
+///
+/// The key is a writer setting, not data: safetensors does not copy it into
+/// `__metadata__`.
+pub(crate) fn threads(options: &WriteOptions) -> Result<usize> {
+    match options.extra.get(THREADS_KEY) {
+        Some(v) => match v.trim().parse::<usize>() {
+            Ok(n) if n >= 1 => Ok(n),
+            _ => Err(Error::Invalid(format!(
+                "threads={v:?}: expected a positive whole number (1 turns the pipeline off)"
+            ))),
+        },
+        None => Ok(std::thread::available_parallelism()
+            .map(|n| n.get().min(2))
+            .unwrap_or(1)),
+    }
+}
+
+/// The `WriteOptions.extra` key read by [`threads`].
+pub(crate) const THREADS_KEY: &str = "threads";
+
+/// One piece as the writer stores it: checked against the listing, row-major, `dtype`.
+fn prepare(chunk: Result<Tensor>, info: &TensorInfo, dtype: DType) -> Result<Tensor> {
+    let chunk = chunk?;
+    if chunk.dtype() != info.dtype {
+        return Err(Error::Invalid(format!(
+            "tensor {:?}: a piece has dtype {} but the file lists {}",
+            info.name,
+            chunk.dtype(),
+            info.dtype
+        )));
+    }
+    chunk.to_order(Order::RowMajor)?.cast(dtype)
+}
+
+/// Writes one prepared piece, keeping the running total within `expected`.
+fn put(
+    w: &mut dyn Write,
+    piece: &Tensor,
+    written: &mut usize,
+    expected: usize,
+    info: &TensorInfo,
+) -> Result<()> {
+    let bytes = piece.bytes();
+    *written = written
+        .checked_add(bytes.len())
+        .filter(|&n| n <= expected)
+        .ok_or_else(|| {
+            Error::Invalid(format!(
+                "tensor {:?}: its pieces hold more than the {expected} bytes of shape {}",
+                info.name, info.shape
+            ))
+        })?;
+    Ok(w.write_all(bytes)?)
+}
+
 /// Streams one tensor's pieces into `w` as row-major little-endian bytes of `dtype`,
 /// checking that the pieces add up to exactly the listed shape.
+///
+/// With `threads > 1` this is a two-stage pipeline: a scoped thread decodes the next
+/// piece (`read_chunks`, [`Tensor::to_order`], [`Tensor::cast`]) while this thread
+/// writes the previous one. The channel holds one piece, so at most about three pieces
+/// are alive at once (one being decoded, one queued, one being written). The chunk
+/// iterator is created inside the decoding thread (it need not be `Send`). A decoding
+/// error ends the stream and is returned; a write error stops the decoder (its next
+/// send fails); a panic in the decoder becomes an error. The bytes written are the same
+/// whatever the thread count.
 pub(crate) fn write_chunks(
     w: &mut dyn Write,
     file: &dyn TensorFile,
     info: &TensorInfo,
     dtype: DType,
+    threads: usize,
 ) -> Result<()> {
     let expected = info.shape.byte_len(dtype.size())?;
     let mut written = 0usize;
-    for chunk in file.read_chunks(&info.name)? {
-        let chunk = chunk?;
-        if chunk.dtype() != info.dtype {
-            return Err(Error::Invalid(format!(
-                "tensor {:?}: a piece has dtype {} but the file lists {}",
-                info.name,
-                chunk.dtype(),
-                info.dtype
-            )));
+    if threads <= 1 {
+        for chunk in file.read_chunks(&info.name)? {
+            put(
+                w,
+                &prepare(chunk, info, dtype)?,
+                &mut written,
+                expected,
+                info,
+            )?;
         }
-        let chunk = chunk.to_order(Order::RowMajor)?.cast(dtype)?;
-        let bytes = chunk.bytes();
-        written = written
-            .checked_add(bytes.len())
-            .filter(|&n| n <= expected)
-            .ok_or_else(|| {
-                Error::Invalid(format!(
-                    "tensor {:?}: its pieces hold more than the {expected} bytes of shape {}",
-                    info.name, info.shape
-                ))
-            })?;
-        w.write_all(bytes)?;
+    } else {
+        std::thread::scope(|s| -> Result<()> {
+            let (tx, rx) = std::sync::mpsc::sync_channel::<Result<Tensor>>(1);
+            let decoder = s.spawn(move || {
+                let chunks = match file.read_chunks(&info.name) {
+                    Ok(c) => c,
+                    Err(e) => {
+                        let _ = tx.send(Err(e));
+                        return;
+                    }
+                };
+                for chunk in chunks {
+                    let piece = prepare(chunk, info, dtype);
+                    let failed = piece.is_err();
+                    if tx.send(piece).is_err() || failed {
+                        return;
+                    }
+                }
+            });
+            let mut result = Ok(());
+            for piece in rx.iter() {
+                if let Err(e) = piece.and_then(|p| put(w, &p, &mut written, expected, info)) {
+                    result = Err(e);
+                    break;
+                }
+            }
+            // Unblocks a decoder waiting to send after a write error.
+            drop(rx);
+            match decoder.join() {
+                Ok(()) => result,
+                Err(_) => result.and(Err(Error::Invalid(format!(
+                    "tensor {:?}: the decoding thread panicked",
+                    info.name
+                )))),
+            }
+        })?;
     }
     if written != expected {
         return Err(Error::Invalid(format!(
@@ -236,8 +331,202 @@ mod tests {
         }
         let info = info_of(&Liar, "x").unwrap();
         let mut out = Vec::new();
-        let err = write_chunks(&mut out, &Liar, &info, DType::U8).unwrap_err();
-        assert!(err.to_string().contains("3 bytes"), "{err}");
+        for threads in [1, 2] {
+            let err = write_chunks(&mut out, &Liar, &info, DType::U8, threads).unwrap_err();
+            assert!(err.to_string().contains("3 bytes"), "{err}");
+        }
         assert!(matches!(info_of(&Liar, "y"), Err(Error::NoSuchTensor(_))));
+    }
+
+    /// A multi-frame source whose pieces are column-major `[1, 5, 7]` frames (so
+    /// `to_order` really copies), failing or panicking at a chosen piece.
+    struct Frames {
+        count: usize,
+        fail_at: Option<usize>,
+        panic_at: Option<usize>,
+    }
+    impl Frames {
+        fn ok(count: usize) -> Frames {
+            Frames {
+                count,
+                fail_at: None,
+                panic_at: None,
+            }
+        }
+        fn frame(k: usize) -> Tensor {
+            let v: Vec<f32> = (0..35).map(|i| (k * 35 + i) as f32 * 0.5).collect();
+            Tensor::from_vec(v, [1, 5, 7], Order::ColumnMajor).unwrap()
+        }
+    }
+    impl TensorFile for Frames {
+        fn format(&self) -> &'static str {
+            "frames"
+        }
+        fn kind(&self) -> String {
+            String::new()
+        }
+        fn header(&self) -> Vec<(String, FieldValue)> {
+            Vec::new()
+        }
+        fn tensors(&self) -> Vec<TensorInfo> {
+            vec![
+                TensorInfo::new("values", DType::F32, [self.count, 5, 7]),
+                TensorInfo::new("time", DType::F64, [self.count]),
+            ]
+        }
+        fn read_tensor(&self, name: &str) -> Result<Tensor> {
+            match name {
+                "time" => Tensor::from_vec(
+                    (0..self.count).map(|k| k as f64).collect::<Vec<_>>(),
+                    [self.count],
+                    Order::RowMajor,
+                ),
+                _ => Err(Error::Invalid("stream it".into())),
+            }
+        }
+        fn read_chunks<'a>(&'a self, name: &str) -> Result<Chunks<'a>> {
+            if name != "values" {
+                return Ok(Box::new(std::iter::once(self.read_tensor(name))));
+            }
+            // A non-Send iterator, as the trait allows.
+            let marker = std::rc::Rc::new(());
+            Ok(Box::new((0..self.count).map(move |k| {
+                let _keep = &marker;
+                if self.panic_at == Some(k) {
+                    panic!("decoder bug at piece {k}");
+                }
+                if self.fail_at == Some(k) {
+                    return Err(Error::Invalid(format!("broken frame {k}")));
+                }
+                Ok(Frames::frame(k))
+            })))
+        }
+    }
+
+    fn stream(file: &dyn TensorFile, dtype: DType, threads: usize) -> Result<Vec<u8>> {
+        let info = info_of(file, "values")?;
+        let mut out = Vec::new();
+        write_chunks(&mut out, file, &info, dtype, threads)?;
+        Ok(out)
+    }
+
+    #[test]
+    fn pipeline_writes_the_same_bytes_as_one_thread() {
+        let f = Frames::ok(300);
+        for dtype in [DType::F32, DType::F16, DType::I16] {
+            let one = stream(&f, dtype, 1).unwrap();
+            assert_eq!(one.len(), 300 * 35 * dtype.size());
+            assert_eq!(stream(&f, dtype, 2).unwrap(), one, "{dtype}");
+            assert_eq!(stream(&f, dtype, 8).unwrap(), one, "{dtype}");
+        }
+        let expected: Vec<u8> = (0..300)
+            .flat_map(|k| {
+                Frames::frame(k)
+                    .to_order(Order::RowMajor)
+                    .unwrap()
+                    .bytes()
+                    .to_vec()
+            })
+            .collect();
+        assert_eq!(stream(&f, DType::F32, 2).unwrap(), expected);
+    }
+
+    #[test]
+    fn pipeline_returns_decoder_errors_and_panics() {
+        for at in [0, 1, 150, 299] {
+            let f = Frames {
+                fail_at: Some(at),
+                ..Frames::ok(300)
+            };
+            for threads in [1, 2] {
+                let e = stream(&f, DType::F32, threads).unwrap_err();
+                assert!(e.to_string().contains(&format!("broken frame {at}")), "{e}");
+            }
+            let f = Frames {
+                panic_at: Some(at),
+                ..Frames::ok(300)
+            };
+            let e = stream(&f, DType::F32, 2).unwrap_err();
+            assert!(e.to_string().contains("panicked"), "{e}");
+        }
+    }
+
+    #[test]
+    fn pipeline_stops_the_decoder_on_a_write_error() {
+        let f = Frames::ok(2000);
+        let info = info_of(&f, "values").unwrap();
+        for limit in [0, 139, 140 * 7 + 3] {
+            let mut w = tensorfmt_core::testing::FailAfter::new(limit);
+            let e = write_chunks(&mut w, &f, &info, DType::F32, 2).unwrap_err();
+            assert!(e.to_string().contains("injected"), "{e}");
+            assert_eq!(w.written().len(), limit);
+        }
+    }
+
+    #[test]
+    fn threads_setting() {
+        let mut o = WriteOptions::default();
+        assert!((1..=2).contains(&threads(&o).unwrap()));
+        o.extra.insert("threads".into(), "1".into());
+        assert_eq!(threads(&o).unwrap(), 1);
+        for bad in ["0", "-1", "two", ""] {
+            o.extra.insert("threads".into(), bad.into());
+            assert!(threads(&o).is_err(), "{bad}");
+        }
+    }
+
+    /// Whole files through each writer: identical bytes with `threads=1` and the default.
+    #[test]
+    fn writers_give_identical_files_with_and_without_the_pipeline() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = Frames::ok(500);
+        let names = vec!["values".to_string(), "time".to_string()];
+        let single = |extra: &[(&str, &str)]| {
+            let mut o = WriteOptions::default();
+            for (k, v) in extra {
+                o.extra.insert(k.to_string(), v.to_string());
+            }
+            let mut one = o.clone();
+            one.extra.insert("threads".into(), "1".into());
+            let mut two = o.clone();
+            two.extra.insert("threads".into(), "2".into());
+            (o, one, two)
+        };
+        for compress in ["stored", "deflate"] {
+            let (o, one, two) = single(&[("compress", compress)]);
+            let mut files = Vec::new();
+            for (i, opts) in [o, one, two].iter().enumerate() {
+                let p = dir.path().join(format!("{compress}{i}.npz"));
+                npz::write_from(&p, &f, &names, opts).unwrap();
+                files.push(std::fs::read(&p).unwrap());
+            }
+            assert_eq!(files[0], files[1], "{compress}");
+            assert_eq!(files[1], files[2], "{compress}");
+        }
+        let (o, one, two) = single(&[("source", "test")]);
+        let mut files = Vec::new();
+        for (i, opts) in [o, one, two].iter().enumerate() {
+            let p = dir.path().join(format!("{i}.safetensors"));
+            safetensors::write_from(&p, &f, &names, opts).unwrap();
+            files.push(std::fs::read(&p).unwrap());
+            let p2 = dir.path().join(format!("{i}.npy"));
+            npy::write_from(&p2, &f, "values", opts).unwrap();
+            assert_eq!(std::fs::read(&p2).unwrap().len(), 128 + 500 * 35 * 4);
+        }
+        assert_eq!(files[0], files[1]);
+        assert_eq!(files[1], files[2]);
+        let text = String::from_utf8_lossy(&files[0][..200]).to_string();
+        assert!(
+            text.contains("source") && !text.contains("threads"),
+            "{text}"
+        );
+        // A failing decoder leaves no file behind.
+        let p = dir.path().join("bad.npz");
+        let bad = Frames {
+            fail_at: Some(250),
+            ..Frames::ok(500)
+        };
+        assert!(npz::write_from(&p, &bad, &names, &WriteOptions::default()).is_err());
+        assert!(!p.exists());
     }
 }

@@ -21,7 +21,7 @@ use tensorfmt_core::{
     TensorFile, TensorInfo, WriteOptions,
 };
 
-use super::{info_of, row_chunks, stored_dtype, write_chunks, InteropError, MemoryFile};
+use super::{info_of, row_chunks, stored_dtype, threads, write_chunks, InteropError, MemoryFile};
 
 /// The six magic bytes every `.npy` file starts with.
 pub const MAGIC: &[u8; 6] = b"\x93NUMPY";
@@ -533,7 +533,8 @@ pub fn write_header(w: &mut dyn Write, dtype: DType, shape: &Shape) -> Result<()
 }
 
 /// Writes tensor `name` of `file` as an npy file (streamed; atomically replaced).
-/// `options.dtype` converts the elements.
+/// `options.dtype` converts the elements; `options.extra["threads"] = "1"` decodes and
+/// writes on one thread instead of pipelining them on two.
 pub fn write_from(
     path: &Path,
     file: &dyn TensorFile,
@@ -542,9 +543,10 @@ pub fn write_from(
 ) -> Result<()> {
     let info = info_of(file, name)?;
     let dtype = stored_dtype(&info, options);
+    let n_threads = threads(options)?;
     let mut out = AtomicFile::create(path)?;
     write_header(&mut out, dtype, &info.shape)?;
-    write_chunks(&mut out, file, &info, dtype)?;
+    write_chunks(&mut out, file, &info, dtype, n_threads)?;
     out.commit()
 }
 

@@ -25,7 +25,7 @@ use zip::write::SimpleFileOptions;
 use zip::{CompressionMethod, ZipArchive, ZipWriter};
 
 use super::npy::{self, NpyHeader};
-use super::{info_of, row_chunks, stored_dtype, write_chunks, InteropError, MemoryFile};
+use super::{info_of, row_chunks, stored_dtype, threads, write_chunks, InteropError, MemoryFile};
 
 fn err(e: InteropError) -> Error {
     Error::format("npz", e)
@@ -34,6 +34,9 @@ fn err(e: InteropError) -> Error {
 fn zip_err(e: zip::result::ZipError) -> Error {
     err(InteropError::Zip(e))
 }
+
+/// The largest expansion of a deflate stream (258-byte matches from 2-bit codes).
+const MAX_DEFLATE_RATIO: u64 = 1032;
 
 /// True for a zip archive (local file header or empty-archive signature).
 ///
@@ -138,6 +141,23 @@ pub fn open(data: Bytes, options: &ReadOptions) -> Result<NpzFile> {
                 (header, Some(bytes))
             }
             CompressionMethod::Deflated => {
+                // Deflate expands at most 1032:1, so a directory claiming more is a lie
+                // (or a bomb); refuse it before any allocation is sized by it.
+                let packed = f.compressed_size();
+                if size
+                    > packed
+                        .saturating_mul(MAX_DEFLATE_RATIO)
+                        .saturating_add(1024)
+                {
+                    return Err(bad(InteropError::malformed(
+                        at,
+                        "uncompressed size",
+                        format!(
+                            "{size} bytes declared from {packed} compressed bytes \
+                             (deflate expands at most {MAX_DEFLATE_RATIO}:1)"
+                        ),
+                    )));
+                }
                 let mut head = read_up_to(&mut f, 12)
                     .map_err(|e| bad(InteropError::malformed(0, "npy header", e.to_string())))?;
                 let len = npy::header_len(&head).map_err(bad)?;
@@ -305,7 +325,8 @@ impl TensorFile for NpzFile {
 
 /// Writes the named tensors of `file` as an npz archive (streamed; atomically
 /// replaced). `options.dtype` converts every tensor; `options.extra["compress"] ==
-/// "deflate"` deflates the members.
+/// "deflate"` deflates the members; `options.extra["threads"] == "1"` decodes and
+/// writes on one thread instead of pipelining them on two (the output is the same).
 pub fn write_from(
     path: &Path,
     file: &dyn TensorFile,
@@ -321,6 +342,7 @@ pub fn write_from(
             )))
         }
     };
+    let n_threads = threads(options)?;
     let mut zip = ZipWriter::new(AtomicFile::create(path)?);
     for (i, name) in names.iter().enumerate() {
         if names[..i].contains(name) {
@@ -339,7 +361,7 @@ pub fn write_from(
         zip.start_file(format!("{name}.npy"), opts)
             .map_err(zip_err)?;
         zip.write_all(&header)?;
-        write_chunks(&mut zip, file, &info, dtype)?;
+        write_chunks(&mut zip, file, &info, dtype, n_threads)?;
     }
     zip.finish().map_err(zip_err)?.commit()
 }

@@ -23,7 +23,9 @@ use tensorfmt_core::{
     TensorInfo, WriteOptions,
 };
 
-use super::{info_of, row_chunks, stored_dtype, write_chunks, InteropError, MemoryFile};
+use super::{
+    info_of, row_chunks, stored_dtype, threads, write_chunks, InteropError, MemoryFile, THREADS_KEY,
+};
 
 fn err(e: InteropError) -> Error {
     Error::format("safetensors", e)
@@ -114,10 +116,33 @@ pub struct SafetensorsFile {
 
 /// Opens safetensors bytes as a [`TensorFile`] (header parsed, nothing decoded).
 pub fn open(data: Bytes, options: &ReadOptions) -> Result<SafetensorsFile> {
+    // The header length, checked against the bytes present and the limits before the
+    // crate parses (and allocates for) the header.
+    let declared = match data.get(..8) {
+        Some(b) => u64::from_le_bytes(<[u8; 8]>::try_from(b).unwrap_or([0xff; 8])),
+        None => {
+            return Err(err(InteropError::malformed(
+                0,
+                "header length",
+                format!("file has {} bytes, the length field needs 8", data.len()),
+            )))
+        }
+    };
+    let present = data.len() as u64 - 8;
+    if declared > present {
+        return Err(err(InteropError::malformed(
+            0,
+            "header length",
+            format!("declares {declared} bytes of header, {present} present"),
+        )));
+    }
+    options.limits.check_alloc(declared)?;
     let (n, meta) = SafeTensors::read_metadata(&data).map_err(|e| err(e.into()))?;
     let data_start = 8 + n;
+    let keys = meta.offset_keys();
+    options.limits.check_items(keys.len() as u64)?;
     let mut entries = Vec::new();
-    for name in meta.offset_keys() {
+    for name in keys {
         let Some(i) = meta.info(&name) else { continue };
         let dtype = dtype_from_st(i.dtype).ok_or_else(|| {
             err(InteropError::Unsupported(format!(
@@ -132,7 +157,6 @@ pub fn open(data: Bytes, options: &ReadOptions) -> Result<SafetensorsFile> {
             range: (data_start + a, data_start + b),
         });
     }
-    options.limits.check_items(entries.len() as u64)?;
     let mut metadata: Vec<(String, String)> = meta
         .metadata()
         .clone()
@@ -196,7 +220,8 @@ impl TensorFile for SafetensorsFile {
 
 /// Writes the named tensors of `file` as a safetensors file (streamed; atomically
 /// replaced). `options.dtype` converts every tensor; `options.extra` becomes
-/// `__metadata__`.
+/// `__metadata__`, except the writer setting `threads` (`"1"` decodes and writes on
+/// one thread instead of pipelining them on two; the output is the same).
 pub fn write_from(
     path: &Path,
     file: &dyn TensorFile,
@@ -235,13 +260,14 @@ pub fn write_from(
         ));
         offset = end;
     }
-    let meta = (!options.extra.is_empty()).then(|| {
-        options
-            .extra
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect::<HashMap<_, _>>()
-    });
+    let n_threads = threads(options)?;
+    let meta: HashMap<String, String> = options
+        .extra
+        .iter()
+        .filter(|(k, _)| k.as_str() != THREADS_KEY)
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let meta = (!meta.is_empty()).then_some(meta);
     let meta = Metadata::new(meta, header).map_err(|e| err(e.into()))?;
     let mut text = serde_json::to_vec(&meta)
         .map_err(|e| Error::Invalid(format!("safetensors header: {e}")))?;
@@ -250,7 +276,7 @@ pub fn write_from(
     out.write_all(&(text.len() as u64).to_le_bytes())?;
     out.write_all(&text)?;
     for (_, info, dtype) in &list {
-        write_chunks(&mut out, file, info, *dtype)?;
+        write_chunks(&mut out, file, info, *dtype, n_threads)?;
     }
     out.commit()
 }
