@@ -1,7 +1,9 @@
-//! Pictures of tensors as PNG: SOM montages and heat maps (PINK files), built from
-//! shared pieces that later renders (PVP weight tableaus, Caffe filters) reuse:
-//! [`colormap`] (viridis and grayscale lookup tables), [`canvas`] (tiles, hexagon
-//! masks, panels, enlargement) and PNG output through an atomic file.
+//! Pictures of tensors as PNG: SOM montages and heat maps (PINK files, [`som`]), PVP
+//! weight tableaus and activity frames ([`pvp`]), Caffe conv filters and mean images
+//! ([`caffe`]), built from shared pieces: [`colormap`] (viridis and grayscale lookup
+//! tables), [`canvas`] (tiles, hexagon masks, panels, enlargement), [`tableau`]
+//! (near-square grids of per-tile-scaled, multi-channel cells) and PNG output through
+//! an atomic file.
 //!
 //! ```no_run
 //! use tensorfmt::render::{render_path, write_png, RenderOptions};
@@ -14,13 +16,22 @@ use std::path::Path;
 
 use crate::{Error, Result};
 
+#[cfg(feature = "caffe")]
+pub mod caffe;
 pub mod canvas;
 pub mod colormap;
 mod png_out;
+#[cfg(feature = "pvp")]
+pub mod pvp;
 #[cfg(feature = "som")]
 pub mod som;
+pub mod tableau;
 #[cfg(all(test, feature = "som"))]
 mod tests;
+#[cfg(all(test, feature = "caffe"))]
+mod tests_caffe;
+#[cfg(all(test, feature = "pvp"))]
+mod tests_pvp;
 
 pub use png_out::encode_png;
 
@@ -46,29 +57,47 @@ pub struct Image {
     pub rgb: Vec<u8>,
 }
 
-/// Renders a file to an image.
+/// Renders a file to an image; the format is detected as [`crate::detect`] does
+/// (content first, extension second).
 ///
-/// PINK files: a SOM as a grid of neuron images (each neuron scaled to its own
-/// min-max, 2-pixel gaps, viridis, one panel per channel; square grid for cartesian
-/// maps, offset rows of hexagons for hexagonal ones); a mapping as a heat map of
-/// best-match counts per neuron (or of entry `frame`'s distances when `frame` is given
-/// without `counts`); a data file's entry `frame` (default 0). Small pictures are
-/// enlarged by an integer factor up to 8 ([`canvas::auto_scale`]).
+/// - PINK files: a SOM as a grid of neuron images (each neuron scaled to its own
+///   min-max, 2-pixel gaps, viridis, one panel per channel; square grid for cartesian
+///   maps, offset rows of hexagons for hexagonal ones); a mapping as a heat map of
+///   best-match counts per neuron (or of entry `frame`'s distances when `frame` is
+///   given without `counts`); a data file's entry `frame` (default 0).
+/// - PVP weights: a dictionary tableau of weight frame `frame` (default 0), one tile per
+///   patch, RGB when `nfp = 3`, one panel per arbor (`layer = "N"` picks arbor N).
+///   PVP activity (dense or sparse): frame `frame` (default 0) as an image. See [`pvp`].
+/// - Caffe models: the filters of conv layer `layer` (required; the error lists the
+///   candidates); mean files: the mean image. See [`caffe`].
+///
+/// Small pictures are enlarged by an integer factor up to 8 ([`canvas::auto_scale`]).
+/// Other files, and options that do not apply (`counts` outside SOM mappings, `frame`
+/// on Caffe files, `layer` on activity files), are errors.
 pub fn render_path(path: &Path, options: &RenderOptions) -> Result<Image> {
     let data = tensorfmt_core::io::map_file(path)?;
-    #[cfg(feature = "som")]
-    {
-        let head = &data[..data.len().min(4096)];
-        if tensorfmt_som::sniff(head, data.len() as u64) {
+    let head = &data[..data.len().min(crate::formats::SNIFF_LEN)];
+    let format = crate::formats::detect_bytes(head, data.len() as u64, Some(path));
+    match format {
+        #[cfg(feature = "som")]
+        Some(crate::Format::Som) => {
             let file = tensorfmt_som::SomFile::from_bytes(data)?;
-            return som::render_som_file(&file, options);
+            som::render_som_file(&file, options)
         }
+        #[cfg(feature = "pvp")]
+        Some(crate::Format::Pvp) => pvp::render_pvp(data, options),
+        #[cfg(feature = "caffe")]
+        Some(crate::Format::Caffe) => caffe::render_caffe(data, options),
+        Some(f) => Err(Error::Invalid(format!(
+            "cannot render {}: {f} files have no picture (pictures exist for PINK SOM, \
+             PVP and Caffe files)",
+            path.display()
+        ))),
+        None => Err(Error::Invalid(format!(
+            "cannot render {}: unrecognised file format",
+            path.display()
+        ))),
     }
-    let _ = (data, options);
-    Err(Error::Invalid(format!(
-        "cannot render {}: no picture for this kind of file",
-        path.display()
-    )))
 }
 
 /// Writes an image as PNG (atomically).

@@ -1,0 +1,1 @@
+//! Caffe render tests.
