@@ -101,6 +101,21 @@ pub enum CaffeError {
         /// Offset of the first `layers` key.
         v1_offset: u64,
     },
+    /// A declared size or count exceeds a [`Limits`](tensorfmt_core::Limits) cap
+    /// (`max_alloc`, `max_items`, `max_rank`); raised before anything is allocated.
+    #[error("{path} at byte {offset}: {what} of {value} exceeds the limit of {limit}")]
+    Limit {
+        /// Message path of the field.
+        path: String,
+        /// Byte offset of the field's key.
+        offset: u64,
+        /// What was capped: `allocation`, `item count` or `rank`.
+        what: &'static str,
+        /// Declared (or accumulated) value.
+        value: u64,
+        /// The cap.
+        limit: u64,
+    },
     /// The file is an HDF5 caffemodel (`.caffemodel.h5`), not protobuf.
     #[error("HDF5 caffemodel, not protobuf (read it with an HDF5 reader)")]
     Hdf5,

@@ -33,6 +33,7 @@ pub struct CaffeFile {
     content: Content,
     entries: Vec<(TensorInfo, Tensor)>,
     header: Vec<(String, FieldValue)>,
+    warnings: Vec<String>,
 }
 
 fn blob_entry(name: String, b: &RawBlob, path: &str) -> Result<(TensorInfo, Tensor)> {
@@ -58,8 +59,10 @@ impl CaffeFile {
     pub fn new(content: Content) -> Result<CaffeFile> {
         let mut entries = Vec::new();
         let mut header: Vec<(String, FieldValue)> = Vec::new();
+        let mut warnings = Vec::new();
         match &content {
             Content::Model(m) => {
+                warnings.extend(m.warnings().iter().cloned());
                 header.push(("message".into(), "NetParameter".into()));
                 header.push(("version".into(), m.version.to_string().into()));
                 if let Some(n) = &m.name {
@@ -128,6 +131,7 @@ impl CaffeFile {
             content,
             entries,
             header,
+            warnings,
         })
     }
 
@@ -156,9 +160,13 @@ impl CaffeFile {
     pub fn open_as(data: Bytes, kind: FileKind, opts: &CaffeReadOptions) -> Result<CaffeFile> {
         let content = match kind {
             FileKind::Model => Content::Model(crate::read::read_model_with(data, opts)?),
-            FileKind::Mean => Content::Mean(crate::read::read_blob_proto(data)?),
-            FileKind::BlobVector => Content::BlobVector(crate::read::read_blob_vector(data)?),
-            FileKind::SolverState => Content::SolverState(crate::read::read_solver_state(data)?),
+            FileKind::Mean => Content::Mean(crate::read::read_blob_proto_with(data, opts)?),
+            FileKind::BlobVector => {
+                Content::BlobVector(crate::read::read_blob_vector_with(data, opts)?)
+            }
+            FileKind::SolverState => {
+                Content::SolverState(crate::read::read_solver_state_with(data, opts)?)
+            }
         };
         CaffeFile::new(content)
     }
@@ -207,5 +215,9 @@ impl TensorFile for CaffeFile {
             .find(|(i, _)| i.name == name)
             .map(|(_, t)| t.clone())
             .ok_or_else(|| tensorfmt_core::Error::NoSuchTensor(name.to_string()))
+    }
+
+    fn warnings(&self) -> Vec<String> {
+        self.warnings.clone()
     }
 }

@@ -18,7 +18,17 @@
 //!   above i32::MAX), value counts that differ from the shape, unknown V1/V0 layer types,
 //!   nets mixing `layer` and `layers` (as Caffe does), HDF5 caffemodels (reported as
 //!   such), and files above Caffe's 2 GiB - 1 read limit (configurable through
-//!   [`CaffeReadOptions`]).
+//!   [`CaffeReadOptions`]);
+//! - **bounds** what a hostile file can make it do: every declared length is checked
+//!   against the bytes present before use, and [`tensorfmt_core::Limits`] (through
+//!   [`CaffeReadOptions::limits`] or the facade's `ReadOptions`) caps the layers and
+//!   blobs scanned, blob ranks and every owned buffer sized from the file
+//!   ([`CaffeError::Limit`]); nesting is fixed by the schema (groups of unknown fields
+//!   nest at most 100 deep).
+//!
+//! Through [`open_tensor_file`], `ReadOptions::strict` chooses between Caffe's refusal
+//! of nets mixing `layer` and `layers` (strict) and OpenCV's reading of their `layers`
+//! with a warning (the default); `ReadOptions::kind` forces the file kind.
 //!
 //! Speed: packed float payloads are never decoded element by element. A packed array
 //! becomes a zero-copy slice of the (memory-mapped) file; decoding into `Vec<f32>` is
@@ -66,8 +76,9 @@ pub use raw::{
     Model, NetVersion, RawBlob, RawLayer, RawSolverState, ValueSource, MAX_BLOB_AXES,
 };
 pub use read::{
-    batch_norm_stats, detect_kind, map_path, read_blob_proto, read_blob_vector, read_model,
-    read_model_with, read_solver_state, sniff, transpose, CaffeReadOptions, FileKind, LayerMatch,
+    batch_norm_stats, detect_kind, map_path, read_blob_proto, read_blob_proto_with,
+    read_blob_vector, read_blob_vector_with, read_model, read_model_with, read_solver_state,
+    read_solver_state_with, sniff, transpose, CaffeReadOptions, FileKind, LayerMatch,
     CAFFE_READ_LIMIT, HDF5_SIGNATURE,
 };
 pub use write::{blob_from_tensor, encode_weights_model, mean_blob_from_tensor, WeightsLayer};
@@ -75,6 +86,14 @@ pub use write::{blob_from_tensor, encode_weights_model, mean_blob_from_tensor, W
 /// Opens a whole Caffe file (model, mean file, BlobProtoVector or solver state, told
 /// apart by their field structure) as named tensors: `<layer>/<i>`, `mean`,
 /// `blobs/<i>`, `history/<i>`.
+///
+/// `options.limits` caps layers and blobs (`max_items`), blob axes (`max_rank`) and
+/// owned value buffers (`max_alloc`); `options.kind` (`caffemodel`/`model`,
+/// `binaryproto`/`mean`, `blobprotovector`, `solverstate`) skips detection, for files
+/// whose structure fits several kinds (an empty message, a BlobProtoVector of one blob
+/// that is also a valid net); `options.strict` refuses nets holding both `layer` and
+/// `layers` as Caffe does, otherwise their `layers` are read with a warning. See
+/// [`CaffeReadOptions`] for the 2 GiB - 1 file limit.
 ///
 /// ```
 /// use tensorfmt_core::{ReadOptions, TensorFile};
@@ -85,11 +104,19 @@ pub use write::{blob_from_tensor, encode_weights_model, mean_blob_from_tensor, W
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn open_tensor_file(data: Bytes, options: &ReadOptions) -> Result<Box<dyn TensorFile>> {
-    let _ = options; // Blobs are zero-copy views: nothing is allocated by a declared size.
-    Ok(Box::new(CaffeFile::open(
-        data,
-        &CaffeReadOptions::default(),
-    )?))
+    let opts = CaffeReadOptions::from(options);
+    let file = match options.kind.as_deref() {
+        None => CaffeFile::open(data, &opts)?,
+        Some(name) => {
+            let kind = FileKind::from_name(name).ok_or_else(|| {
+                CaffeError::NotCaffe(format!(
+                    "unknown caffe kind {name:?} (caffemodel, binaryproto, blobprotovector, solverstate)"
+                ))
+            })?;
+            CaffeFile::open_as(data, kind, &opts)?
+        }
+    };
+    Ok(Box::new(file))
 }
 
 /// Parses a `<layer>/<i>` export name.

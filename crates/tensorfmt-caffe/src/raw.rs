@@ -10,13 +10,80 @@
 use std::ops::Range;
 
 use bytes::Bytes;
-use tensorfmt_core::{DType, Order, Tensor};
+use tensorfmt_core::{DType, Limits, Order, Tensor};
 
 use crate::error::{CaffeError, Result};
 use crate::wire::{expect_wire, Cursor, Key, FIXED32, FIXED64, LEN, VARINT};
 
 /// Caffe's `kMaxBlobAxes`.
 pub const MAX_BLOB_AXES: usize = 32;
+
+/// What one parse may still allocate and scan: the [`Limits`] of the read plus the
+/// number of items (layers, blobs) seen so far.
+#[derive(Debug)]
+pub(crate) struct Budget {
+    pub limits: Limits,
+    items: u64,
+}
+
+impl Budget {
+    pub fn new(limits: Limits) -> Budget {
+        Budget { limits, items: 0 }
+    }
+
+    fn limit(path: &str, offset: usize, what: &'static str, value: u64, limit: u64) -> CaffeError {
+        CaffeError::Limit {
+            path: path.to_string(),
+            offset: offset as u64,
+            what,
+            value,
+            limit,
+        }
+    }
+
+    /// Counts one more layer or blob against `max_items`.
+    pub fn item(&mut self, path: &str, offset: usize) -> Result<()> {
+        self.items += 1;
+        if self.items > self.limits.max_items {
+            return Err(Self::limit(
+                path,
+                offset,
+                "item count",
+                self.items,
+                self.limits.max_items,
+            ));
+        }
+        Ok(())
+    }
+
+    /// Checks an owned buffer of `bytes` against `max_alloc` before it is allocated.
+    pub fn alloc(&self, bytes: u64, path: &str, offset: usize) -> Result<()> {
+        if bytes > self.limits.max_alloc {
+            return Err(Self::limit(
+                path,
+                offset,
+                "allocation",
+                bytes,
+                self.limits.max_alloc,
+            ));
+        }
+        Ok(())
+    }
+
+    /// Checks a blob's number of axes against `max_rank`.
+    pub fn rank(&self, rank: u64, path: &str, offset: usize) -> Result<()> {
+        if rank > self.limits.max_rank as u64 {
+            return Err(Self::limit(
+                path,
+                offset,
+                "rank",
+                rank,
+                self.limits.max_rank as u64,
+            ));
+        }
+        Ok(())
+    }
+}
 
 /// Little-endian values gathered from one repeated float or double field.
 #[derive(Default)]
@@ -26,25 +93,52 @@ struct ValuesBuilder {
 }
 
 impl ValuesBuilder {
-    fn push_packed(&mut self, run: Bytes) {
-        if let Some(o) = &mut self.owned {
-            o.extend_from_slice(&run);
-        } else if let Some(f) = self.first.take() {
-            let mut o = Vec::with_capacity(f.len() + run.len());
-            o.extend_from_slice(&f);
-            o.extend_from_slice(&run);
-            self.owned = Some(o);
-        } else {
-            self.first = Some(run);
+    fn len(&self) -> usize {
+        match (&self.owned, &self.first) {
+            (Some(o), _) => o.len(),
+            (None, Some(f)) => f.len(),
+            (None, None) => 0,
         }
     }
 
-    fn push_one(&mut self, value: &[u8]) {
-        let o = self.owned.get_or_insert_with(|| {
+    /// The owned buffer after `extra` more bytes, checked against `max_alloc` first.
+    fn grow(
+        &mut self,
+        extra: usize,
+        budget: &Budget,
+        path: &str,
+        at: usize,
+    ) -> Result<&mut Vec<u8>> {
+        let total = self.len() as u64 + extra as u64;
+        budget.alloc(total, path, at)?;
+        if self.owned.is_none() {
             let f = self.first.take().unwrap_or_default();
-            f.to_vec()
-        });
-        o.extend_from_slice(value);
+            let mut o = Vec::new();
+            o.try_reserve(total as usize).map_err(|_| {
+                Budget::limit(path, at, "allocation", total, budget.limits.max_alloc)
+            })?;
+            o.extend_from_slice(&f);
+            self.owned = Some(o);
+        }
+        Ok(self.owned.as_mut().expect("set above"))
+    }
+
+    /// A packed run: kept as a zero-copy slice when it is the only one.
+    fn push_packed(&mut self, run: Bytes, budget: &Budget, path: &str, at: usize) -> Result<()> {
+        if self.owned.is_none() && self.first.is_none() {
+            self.first = Some(run);
+            return Ok(());
+        }
+        self.grow(run.len(), budget, path, at)?
+            .extend_from_slice(&run);
+        Ok(())
+    }
+
+    /// One unpacked value (gathered into the owned buffer).
+    fn push_one(&mut self, value: &[u8], budget: &Budget, path: &str, at: usize) -> Result<()> {
+        self.grow(value.len(), budget, path, at)?
+            .extend_from_slice(value);
+        Ok(())
     }
 
     fn finish(self) -> Bytes {
@@ -375,8 +469,14 @@ fn int32(v: u64) -> i32 {
 }
 
 /// Parses one BlobProto from `file[range]`.
-pub(crate) fn parse_blob(file: &Bytes, range: Range<usize>, path: &str) -> Result<RawBlob> {
+pub(crate) fn parse_blob(
+    file: &Bytes,
+    range: Range<usize>,
+    path: &str,
+    budget: &mut Budget,
+) -> Result<RawBlob> {
     let mut c = Cursor::new(file, range.start, range.end);
+    let mut rank: u64 = 0;
     let mut b = RawBlob::default();
     let mut data = ValuesBuilder::default();
     let mut diff = ValuesBuilder::default();
@@ -396,17 +496,17 @@ pub(crate) fn parse_blob(file: &Bytes, range: Range<usize>, path: &str) -> Resul
             }
             5 | 6 => {
                 let target = if k.field == 5 { &mut data } else { &mut diff };
-                repeated_fixed(&mut c, k, file, 4, target, path)?;
+                repeated_fixed(&mut c, k, file, 4, target, path, budget)?;
             }
             8 | 9 => {
                 let target = if k.field == 8 { &mut ddata } else { &mut ddiff };
-                repeated_fixed(&mut c, k, file, 8, target, path)?;
+                repeated_fixed(&mut c, k, file, 8, target, path, budget)?;
             }
             7 => {
                 expect_wire(k, &[LEN], "length-delimited (BlobShape)", path)?;
                 let r = c.len_delimited(path)?;
                 let dims = b.shape.get_or_insert_with(Vec::new);
-                parse_blob_shape(file, r, dims, path)?;
+                rank += parse_blob_shape(file, r, dims, path)?;
             }
             #[cfg(feature = "raw-data")]
             10 => {
@@ -421,6 +521,12 @@ pub(crate) fn parse_blob(file: &Bytes, range: Range<usize>, path: &str) -> Resul
             }
             _ => c.skip(k, path, 0)?,
         }
+    }
+    // Caffe's own cap (32 axes) is a shape error found later; `max_rank` is checked
+    // here, before anything is built from the shape.
+    let rank = if b.has_legacy() { 4 } else { rank };
+    if rank <= MAX_BLOB_AXES as u64 {
+        budget.rank(rank, path, range.start)?;
     }
     b.data = data.finish();
     b.diff = diff.finish();
@@ -437,6 +543,7 @@ fn repeated_fixed(
     size: usize,
     target: &mut ValuesBuilder,
     path: &str,
+    budget: &Budget,
 ) -> Result<()> {
     let single = if size == 4 { FIXED32 } else { FIXED64 };
     let expected = if size == 4 {
@@ -458,10 +565,11 @@ fn repeated_fixed(
                 ),
             });
         }
-        target.push_packed(file.slice(r));
+        let at = r.start;
+        target.push_packed(file.slice(r), budget, path, at)?;
     } else {
         let at = c.fixed(size, path, if size == 4 { "fixed32" } else { "fixed64" })?;
-        target.push_one(&file[at..at + size]);
+        target.push_one(&file[at..at + size], budget, path, at)?;
     }
     Ok(())
 }
@@ -471,8 +579,17 @@ fn parse_blob_shape(
     range: Range<usize>,
     dims: &mut Vec<i64>,
     path: &str,
-) -> Result<()> {
+) -> Result<u64> {
     let mut c = Cursor::new(file, range.start, range.end);
+    let mut seen = 0u64;
+    // Beyond Caffe's 32 axes the dims are counted, not kept: the shape check rejects
+    // them, and storage stays bounded whatever the file declares.
+    let mut keep = |dims: &mut Vec<i64>, d: u64| {
+        seen += 1;
+        if dims.len() <= MAX_BLOB_AXES {
+            dims.push(d as i64);
+        }
+    };
     while let Some(k) = c.key(path)? {
         if k.field != 1 {
             c.skip(k, path, 0)?;
@@ -480,21 +597,18 @@ fn parse_blob_shape(
         }
         expect_wire(k, &[LEN, VARINT], "varint or packed varints (int64)", path)?;
         if k.wire_type == VARINT {
-            dims.push(c.varint(path)? as i64);
+            let d = c.varint(path)?;
+            keep(dims, d);
         } else {
             let r = c.len_delimited(path)?;
             let mut inner = Cursor::new(file, r.start, r.end);
             while !inner.at_end() {
-                if dims.len() > MAX_BLOB_AXES {
-                    // More than Caffe allows: stop growing; the shape check rejects it.
-                    inner.varint(path)?;
-                    continue;
-                }
-                dims.push(inner.varint(path)? as i64);
+                let d = inner.varint(path)?;
+                keep(dims, d);
             }
         }
     }
-    Ok(())
+    Ok(seen)
 }
 
 /// The net format generation of a layer / a model.
@@ -529,7 +643,18 @@ pub(crate) enum Piece {
     Nested { field: u32, pieces: Vec<Piece> },
 }
 
+/// Records one verbatim field. Adjacent fields merge into one piece (bounding memory by
+/// the number of blob fields, not by the number of fields a hostile file repeats) when
+/// both lie on the same side of every blob field number, so the rewriter's placement
+/// of added blobs (before the first raw field numbered above the blob field) is unchanged.
 fn push_raw(pieces: &mut Vec<Piece>, key: Key, end: usize) {
+    if let Some(Piece::Raw { field, range }) = pieces.last_mut() {
+        let side = |f: u32| [6u32, 7, 50].map(|b| f > b);
+        if range.end == key.at && side(*field) == side(key.field) {
+            range.end = end;
+            return;
+        }
+    }
     pieces.push(Piece::Raw {
         field: key.field,
         range: key.at..end,
@@ -650,7 +775,13 @@ pub fn v0_type_to_v1(name: &str) -> Option<i32> {
     })
 }
 
-fn parse_v2_layer(file: &Bytes, range: Range<usize>, at: usize, path: &str) -> Result<RawLayer> {
+fn parse_v2_layer(
+    file: &Bytes,
+    range: Range<usize>,
+    at: usize,
+    path: &str,
+    budget: &mut Budget,
+) -> Result<RawLayer> {
     let mut c = Cursor::new(file, range.start, range.end);
     let mut layer = RawLayer {
         version: NetVersion::V2,
@@ -678,9 +809,9 @@ fn parse_v2_layer(file: &Bytes, range: Range<usize>, at: usize, path: &str) -> R
                 expect_wire(k, &[LEN], "length-delimited (BlobProto)", path)?;
                 let r = c.len_delimited(path)?;
                 let i = layer.blobs.len();
-                layer
-                    .blobs
-                    .push(parse_blob(file, r, &format!("{path}.blobs[{i}]"))?);
+                let bpath = format!("{path}.blobs[{i}]");
+                budget.item(&bpath, k.at)?;
+                layer.blobs.push(parse_blob(file, r, &bpath, budget)?);
                 layer.pieces.push(Piece::Blob { field: 7, index: i });
             }
             _ => {
@@ -692,7 +823,13 @@ fn parse_v2_layer(file: &Bytes, range: Range<usize>, at: usize, path: &str) -> R
     Ok(layer)
 }
 
-fn parse_v1_layer(file: &Bytes, range: Range<usize>, at: usize, path: &str) -> Result<RawLayer> {
+fn parse_v1_layer(
+    file: &Bytes,
+    range: Range<usize>,
+    at: usize,
+    path: &str,
+    budget: &mut Budget,
+) -> Result<RawLayer> {
     let mut c = Cursor::new(file, range.start, range.end);
     let mut layer = RawLayer {
         version: NetVersion::V1,
@@ -721,15 +858,16 @@ fn parse_v1_layer(file: &Bytes, range: Range<usize>, at: usize, path: &str) -> R
                 expect_wire(k, &[LEN], "length-delimited (BlobProto)", path)?;
                 let r = c.len_delimited(path)?;
                 let i = layer.blobs.len();
-                layer
-                    .blobs
-                    .push(parse_blob(file, r, &format!("{path}.blobs[{i}]"))?);
+                let bpath = format!("{path}.blobs[{i}]");
+                budget.item(&bpath, k.at)?;
+                layer.blobs.push(parse_blob(file, r, &bpath, budget)?);
                 layer.pieces.push(Piece::Blob { field: 6, index: i });
             }
             1 => {
                 expect_wire(k, &[LEN], "length-delimited (V0LayerParameter)", path)?;
                 let r = c.len_delimited(path)?;
-                let inner = parse_v0_layer(file, r, k.at, &format!("{path}.layer"), v0.take())?;
+                let inner =
+                    parse_v0_layer(file, r, k.at, &format!("{path}.layer"), v0.take(), budget)?;
                 v0 = Some(inner);
                 // Placeholder; the nested pieces are attached after the loop.
                 layer.pieces.push(Piece::Nested {
@@ -798,6 +936,7 @@ fn parse_v0_layer(
     at: usize,
     path: &str,
     merge: Option<RawLayer>,
+    budget: &mut Budget,
 ) -> Result<RawLayer> {
     let mut c = Cursor::new(file, range.start, range.end);
     let mut layer = merge.unwrap_or(RawLayer {
@@ -826,9 +965,9 @@ fn parse_v0_layer(
                 expect_wire(k, &[LEN], "length-delimited (BlobProto)", path)?;
                 let r = c.len_delimited(path)?;
                 let i = layer.blobs.len();
-                layer
-                    .blobs
-                    .push(parse_blob(file, r, &format!("{path}.blobs[{i}]"))?);
+                let bpath = format!("{path}.blobs[{i}]");
+                budget.item(&bpath, k.at)?;
+                layer.blobs.push(parse_blob(file, r, &bpath, budget)?);
                 layer.pieces.push(Piece::Blob {
                     field: 50,
                     index: i,
@@ -888,9 +1027,19 @@ pub struct Model {
     /// The layers in file order.
     pub layers: Vec<RawLayer>,
     pub(crate) pieces: Vec<NetPiece>,
+    /// Things read despite Caffe refusing them (a mixed net read as V1).
+    pub(crate) warnings: Vec<String>,
 }
 
-pub(crate) fn parse_net(file: &Bytes, mixed: MixedLayers) -> Result<Model> {
+impl Model {
+    /// What was read although Caffe would refuse it (with
+    /// [`MixedLayers::PreferV1`], the ignored `layer` list), each with its offset.
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+}
+
+pub(crate) fn parse_net(file: &Bytes, mixed: MixedLayers, budget: &mut Budget) -> Result<Model> {
     let path = "NetParameter";
     // First pass over the top level only: find which layer lists are present.
     let mut c = Cursor::new(file, 0, file.len());
@@ -903,6 +1052,7 @@ pub(crate) fn parse_net(file: &Bytes, mixed: MixedLayers) -> Result<Model> {
         }
         c.skip(k, path, 0)?;
     }
+    let mut warnings = Vec::new();
     let use_v2 = match (first_v1, first_v2) {
         (Some(v1), Some(v2)) => match mixed {
             MixedLayers::Refuse => {
@@ -911,7 +1061,13 @@ pub(crate) fn parse_net(file: &Bytes, mixed: MixedLayers) -> Result<Model> {
                     v1_offset: v1 as u64,
                 })
             }
-            MixedLayers::PreferV1 => false,
+            MixedLayers::PreferV1 => {
+                warnings.push(format!(
+                    "both layer (first at byte {v2}) and layers (first at byte {v1}) are present: \
+                     Caffe refuses this net; read its layers (V1) and ignored layer, as OpenCV did"
+                ));
+                false
+            }
         },
         (Some(_), None) => false,
         _ => true,
@@ -926,6 +1082,7 @@ pub(crate) fn parse_net(file: &Bytes, mixed: MixedLayers) -> Result<Model> {
         },
         layers: Vec::new(),
         pieces: Vec::new(),
+        warnings,
     };
     let mut c = Cursor::new(file, 0, file.len());
     while let Some(k) = c.key(path)? {
@@ -939,14 +1096,18 @@ pub(crate) fn parse_net(file: &Bytes, mixed: MixedLayers) -> Result<Model> {
             100 if use_v2 => {
                 expect_wire(k, &[LEN], "length-delimited (LayerParameter)", path)?;
                 let r = c.len_delimited(path)?;
+                let lpath = format!("layer[{i}]");
+                budget.item(&lpath, k.at)?;
                 net.layers
-                    .push(parse_v2_layer(file, r, k.at, &format!("layer[{i}]"))?);
+                    .push(parse_v2_layer(file, r, k.at, &lpath, budget)?);
                 net.pieces.push(NetPiece::Layer(i));
             }
             2 if !use_v2 => {
                 expect_wire(k, &[LEN], "length-delimited (V1LayerParameter)", path)?;
                 let r = c.len_delimited(path)?;
-                let layer = parse_v1_layer(file, r, k.at, &format!("layers[{i}]"))?;
+                let lpath = format!("layers[{i}]");
+                budget.item(&lpath, k.at)?;
+                let layer = parse_v1_layer(file, r, k.at, &lpath, budget)?;
                 if layer.version == NetVersion::V0 {
                     net.version = NetVersion::V0;
                 }
@@ -985,7 +1146,7 @@ pub struct RawSolverState {
     pub current_step: Option<i32>,
 }
 
-pub(crate) fn parse_solver_state(file: &Bytes) -> Result<RawSolverState> {
+pub(crate) fn parse_solver_state(file: &Bytes, budget: &mut Budget) -> Result<RawSolverState> {
     let path = "SolverState";
     let mut s = RawSolverState::default();
     let mut c = Cursor::new(file, 0, file.len());
@@ -1008,8 +1169,9 @@ pub(crate) fn parse_solver_state(file: &Bytes) -> Result<RawSolverState> {
                 expect_wire(k, &[LEN], "length-delimited (BlobProto)", path)?;
                 let r = c.len_delimited(path)?;
                 let i = s.history.len();
-                s.history
-                    .push(parse_blob(file, r, &format!("history[{i}]"))?);
+                let bpath = format!("history[{i}]");
+                budget.item(&bpath, k.at)?;
+                s.history.push(parse_blob(file, r, &bpath, budget)?);
             }
             _ => c.skip(k, path, 0)?,
         }
@@ -1017,7 +1179,7 @@ pub(crate) fn parse_solver_state(file: &Bytes) -> Result<RawSolverState> {
     Ok(s)
 }
 
-pub(crate) fn parse_blob_vector(file: &Bytes) -> Result<Vec<RawBlob>> {
+pub(crate) fn parse_blob_vector(file: &Bytes, budget: &mut Budget) -> Result<Vec<RawBlob>> {
     let path = "BlobProtoVector";
     let mut blobs = Vec::new();
     let mut c = Cursor::new(file, 0, file.len());
@@ -1026,7 +1188,9 @@ pub(crate) fn parse_blob_vector(file: &Bytes) -> Result<Vec<RawBlob>> {
             expect_wire(k, &[LEN], "length-delimited (BlobProto)", path)?;
             let r = c.len_delimited(path)?;
             let i = blobs.len();
-            blobs.push(parse_blob(file, r, &format!("blobs[{i}]"))?);
+            let bpath = format!("blobs[{i}]");
+            budget.item(&bpath, k.at)?;
+            blobs.push(parse_blob(file, r, &bpath, budget)?);
         } else {
             c.skip(k, path, 0)?;
         }

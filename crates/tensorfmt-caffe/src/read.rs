@@ -6,10 +6,11 @@ use std::path::Path;
 
 use bytes::Bytes;
 use prost::Message;
+use tensorfmt_core::{Limits, ReadOptions};
 
 use crate::error::{CaffeError, Result};
 use crate::proto;
-use crate::raw::{self, MixedLayers, Model, NetVersion, RawBlob, RawLayer, RawSolverState};
+use crate::raw::{self, Budget, MixedLayers, Model, NetVersion, RawBlob, RawLayer, RawSolverState};
 use crate::wire::{Cursor, LEN, VARINT};
 
 /// The HDF5 signature (`.caffemodel.h5` snapshots).
@@ -25,11 +26,23 @@ pub const CAFFE_READ_LIMIT: u64 = i32::MAX as u64;
 /// 2 GiB or more, so a larger file was not written by Caffe. Raise the limit to read
 /// files from other writers (the parser itself has no 2 GiB restriction).
 ///
+/// [`CaffeReadOptions::limits`] caps the rest: `max_items` bounds the layers and blobs
+/// (all of them, nested ones included) a file may hold, `max_rank` the axes of a blob
+/// shape (below Caffe's own 32), `max_alloc` any owned buffer built from the file (the
+/// values of unpacked or repeated float runs; a single packed run is a zero-copy slice
+/// of the file and allocates nothing). Every declared length is also checked against
+/// the bytes present first.
+///
 /// ```
 /// use tensorfmt_caffe::{read_model_with, CaffeError, CaffeReadOptions};
 /// let opts = CaffeReadOptions { max_file_bytes: 4, ..CaffeReadOptions::default() };
 /// let err = read_model_with(bytes::Bytes::from_static(b"\x0a\x03abc"), &opts).unwrap_err();
 /// assert!(matches!(err, CaffeError::TooLarge { size: 5, limit: 4 }));
+/// // From the facade's options: their limits, and `strict` picks the mixed-layers policy.
+/// let facade = tensorfmt_core::ReadOptions { strict: true, ..Default::default() };
+/// let o = CaffeReadOptions::from(&facade);
+/// assert_eq!(o.max_file_bytes, tensorfmt_caffe::CAFFE_READ_LIMIT);
+/// assert_eq!(o.mixed_layers, tensorfmt_caffe::MixedLayers::Refuse);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CaffeReadOptions {
@@ -37,6 +50,8 @@ pub struct CaffeReadOptions {
     pub max_file_bytes: u64,
     /// What to do with a net holding both `layer` and `layers`.
     pub mixed_layers: MixedLayers,
+    /// Caps on items, rank and allocations (default: [`Limits::default`]).
+    pub limits: Limits,
 }
 
 impl Default for CaffeReadOptions {
@@ -44,6 +59,25 @@ impl Default for CaffeReadOptions {
         CaffeReadOptions {
             max_file_bytes: CAFFE_READ_LIMIT,
             mixed_layers: MixedLayers::Refuse,
+            limits: Limits::default(),
+        }
+    }
+}
+
+impl From<&ReadOptions> for CaffeReadOptions {
+    /// The facade's options: `limits` as given; the file-size limit stays Caffe's
+    /// 2 GiB - 1 (a mapped file is not an allocation; raise it through the typed API);
+    /// `strict` refuses nets mixing `layer` and `layers`, as Caffe does, while the
+    /// default reads their `layers` (as OpenCV did) with a warning.
+    fn from(o: &ReadOptions) -> Self {
+        CaffeReadOptions {
+            max_file_bytes: CAFFE_READ_LIMIT,
+            mixed_layers: if o.strict {
+                MixedLayers::Refuse
+            } else {
+                MixedLayers::PreferV1
+            },
+            limits: o.limits,
         }
     }
 }
@@ -69,25 +103,55 @@ pub fn read_model(data: Bytes) -> Result<Model> {
 /// Reads a `.caffemodel` with options.
 pub fn read_model_with(data: Bytes, opts: &CaffeReadOptions) -> Result<Model> {
     precheck(&data, opts)?;
-    raw::parse_net(&data, opts.mixed_layers)
+    raw::parse_net(&data, opts.mixed_layers, &mut Budget::new(opts.limits))
 }
 
-/// Reads a single BlobProto (a `.binaryproto` mean file).
+/// Reads a single BlobProto (a `.binaryproto` mean file) with the default options.
 pub fn read_blob_proto(data: Bytes) -> Result<RawBlob> {
-    precheck(&data, &CaffeReadOptions::default())?;
-    raw::parse_blob(&data, 0..data.len(), "BlobProto")
+    read_blob_proto_with(data, &CaffeReadOptions::default())
 }
 
-/// Reads a BlobProtoVector.
+/// Reads a single BlobProto with options.
+///
+/// ```
+/// use tensorfmt_caffe::{read_blob_proto_with, CaffeError, CaffeReadOptions};
+/// use tensorfmt_core::Limits;
+/// // Two unpacked floats (field 5, wire type 5) must be gathered into an owned buffer.
+/// let blob = [0x2d, 0, 0, 0x80, 0x3f, 0x2d, 0, 0, 0, 0x40];
+/// let tiny = CaffeReadOptions { limits: Limits { max_alloc: 4, ..Limits::default() }, ..Default::default() };
+/// let err = read_blob_proto_with(bytes::Bytes::copy_from_slice(&blob), &tiny).unwrap_err();
+/// assert!(matches!(err, CaffeError::Limit { what: "allocation", value: 8, limit: 4, .. }));
+/// ```
+pub fn read_blob_proto_with(data: Bytes, opts: &CaffeReadOptions) -> Result<RawBlob> {
+    precheck(&data, opts)?;
+    raw::parse_blob(
+        &data,
+        0..data.len(),
+        "BlobProto",
+        &mut Budget::new(opts.limits),
+    )
+}
+
+/// Reads a BlobProtoVector with the default options.
 pub fn read_blob_vector(data: Bytes) -> Result<Vec<RawBlob>> {
-    precheck(&data, &CaffeReadOptions::default())?;
-    raw::parse_blob_vector(&data)
+    read_blob_vector_with(data, &CaffeReadOptions::default())
 }
 
-/// Reads a `.solverstate`.
+/// Reads a BlobProtoVector with options.
+pub fn read_blob_vector_with(data: Bytes, opts: &CaffeReadOptions) -> Result<Vec<RawBlob>> {
+    precheck(&data, opts)?;
+    raw::parse_blob_vector(&data, &mut Budget::new(opts.limits))
+}
+
+/// Reads a `.solverstate` with the default options.
 pub fn read_solver_state(data: Bytes) -> Result<RawSolverState> {
-    precheck(&data, &CaffeReadOptions::default())?;
-    raw::parse_solver_state(&data)
+    read_solver_state_with(data, &CaffeReadOptions::default())
+}
+
+/// Reads a `.solverstate` with options.
+pub fn read_solver_state_with(data: Bytes, opts: &CaffeReadOptions) -> Result<RawSolverState> {
+    precheck(&data, opts)?;
+    raw::parse_solver_state(&data, &mut Budget::new(opts.limits))
 }
 
 /// Maps a file (see [`tensorfmt_core::io::map_file`]) after checking its size against
@@ -119,6 +183,25 @@ pub enum FileKind {
 }
 
 impl FileKind {
+    /// The kind named by a `ReadOptions::kind` / `WriteOptions::kind` string:
+    /// `caffemodel` (or `model`), `binaryproto` (or `mean`), `blobprotovector`,
+    /// `solverstate`.
+    ///
+    /// ```
+    /// use tensorfmt_caffe::FileKind;
+    /// assert_eq!(FileKind::from_name("mean"), Some(FileKind::Mean));
+    /// assert_eq!(FileKind::from_name("som"), None);
+    /// ```
+    pub fn from_name(name: &str) -> Option<FileKind> {
+        Some(match name {
+            "caffemodel" | "model" => FileKind::Model,
+            "binaryproto" | "mean" => FileKind::Mean,
+            "blobprotovector" => FileKind::BlobVector,
+            "solverstate" => FileKind::SolverState,
+            _ => return None,
+        })
+    }
+
     /// Name used by `WriteOptions::kind` and in `inspect`.
     pub fn name(self) -> &'static str {
         match self {
