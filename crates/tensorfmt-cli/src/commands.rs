@@ -1,5 +1,6 @@
-//! The four commands. Each returns `Err(Failure)` with one sentence; `main` prints it
-//! and picks the exit code.
+//! `inspect`, `convert`, `validate` and `render`, and the output helpers every command
+//! uses. Each returns `Err(Failure)` with one sentence; `main` prints it and picks the
+//! exit code.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -10,7 +11,7 @@ use tensorfmt::{
     DType, FieldValue, Format, ReadOptions, Stats, Target, TensorFile, TensorInfo, WriteOptions,
 };
 
-use crate::progress::{bytes_bar, count_bar, Tracked};
+use crate::progress::{bytes_bar, files_bar, Tracked};
 use crate::Failure;
 
 /// `println!` through [`emit`].
@@ -23,13 +24,13 @@ macro_rules! sayln {
 /// Lists longer than this are shortened in text output (JSON gets them whole).
 const TEXT_LIST_MAX: usize = 16;
 
-fn byte_len(info: &TensorInfo) -> u64 {
+pub(crate) fn byte_len(info: &TensorInfo) -> u64 {
     info.shape.byte_len(info.dtype.size()).unwrap_or(0) as u64
 }
 
 /// Statistics of every listed tensor, streamed piece by piece.
 fn all_stats(file: &dyn TensorFile, infos: &[TensorInfo]) -> Result<Vec<Stats>, Failure> {
-    let bar = bytes_bar(infos.iter().map(byte_len).sum(), "reading");
+    let bar = bytes_bar(infos.iter().map(byte_len).sum(), "reading", false);
     let tracked = Tracked {
         inner: file,
         bar: bar.clone(),
@@ -103,12 +104,32 @@ fn fmt_opt(x: Option<f64>) -> String {
     x.map_or_else(|| "-".to_string(), |v| format!("{v}"))
 }
 
-/// `tensorfmt inspect FILE [--json] [--stats]`.
-pub fn inspect(path: &Path, as_json: bool, with_stats: bool) -> Result<(), Failure> {
-    let file = tensorfmt::open(path, &ReadOptions::default())?;
+/// The JSON of a tensor listing: `{"name", "dtype", "shape"}`.
+pub(crate) fn info_json(info: &TensorInfo) -> Value {
+    json!({
+        "name": info.name,
+        "dtype": info.dtype.name(),
+        "shape": info.shape.dims(),
+    })
+}
+
+/// Prints a JSON document, pretty, on stdout.
+pub(crate) fn emit_json(doc: &Value) {
+    sayln!("{}", serde_json::to_string_pretty(doc).unwrap_or_default());
+}
+
+/// `tensorfmt inspect FILE [--json] [--stats] [--kind K] [--strict]`.
+pub fn inspect(
+    path: &Path,
+    read: &ReadOptions,
+    as_json: bool,
+    with_stats: bool,
+) -> Result<(), Failure> {
+    let file = tensorfmt::open(path, read)?;
+    let file: &dyn TensorFile = &*file;
     let infos = file.tensors();
     let stats = if with_stats {
-        Some(all_stats(file.as_ref(), &infos)?)
+        Some(all_stats(file, &infos)?)
     } else {
         None
     };
@@ -119,11 +140,7 @@ pub fn inspect(path: &Path, as_json: bool, with_stats: bool) -> Result<(), Failu
             .iter()
             .enumerate()
             .map(|(i, info)| {
-                let mut t = json!({
-                    "name": info.name,
-                    "dtype": info.dtype.name(),
-                    "shape": info.shape.dims(),
-                });
+                let mut t = info_json(info);
                 if let Some(s) = &stats {
                     t["stats"] = stats_json(&s[i]);
                 }
@@ -142,7 +159,7 @@ pub fn inspect(path: &Path, as_json: bool, with_stats: bool) -> Result<(), Failu
             "tensors": tensors,
             "warnings": warnings,
         });
-        sayln!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+        emit_json(&doc);
         return Ok(());
     }
     let mut out = String::new();
@@ -210,9 +227,13 @@ pub struct ConvertArgs {
     pub hex: bool,
     pub dtype: Option<DType>,
     pub settings: Vec<(String, String)>,
+    pub read: ReadOptions,
+    pub quiet: bool,
+    pub json: bool,
 }
 
-/// `tensorfmt convert IN OUT [...]`.
+/// `tensorfmt convert IN OUT [...]`. The output goes through a temporary file renamed
+/// into place, so the output name is never a half-written file.
 pub fn convert(a: ConvertArgs) -> Result<(), Failure> {
     let out = a.output.display().to_string();
     let target = match a.to {
@@ -237,12 +258,13 @@ pub fn convert(a: ConvertArgs) -> Result<(), Failure> {
     let read_options = ReadOptions {
         frames: a.frames,
         sparse_csr: a.sparse,
-        ..ReadOptions::default()
+        ..a.read.clone()
     };
     let src = match a.from {
         Some(f) => tensorfmt::open_as(&a.input, f, &read_options)?,
         None => tensorfmt::open(&a.input, &read_options)?,
     };
+    let src: &dyn TensorFile = &*src;
     let infos = src.tensors();
     let all: Vec<String> = infos.iter().map(|i| i.name.clone()).collect();
     let names = if let Some(t) = a.tensor {
@@ -264,10 +286,12 @@ pub fn convert(a: ConvertArgs) -> Result<(), Failure> {
             }
             [only] => vec![only.clone()],
             [first, ..] => {
-                eprintln!(
+                if !a.quiet {
+                    eprintln!(
                     "tensorfmt: note: {out} gets tensor {first:?}, the first of {}; choose another with --tensor",
                     all.len()
                 );
+                }
                 vec![first.clone()]
             }
         }
@@ -280,51 +304,101 @@ pub fn convert(a: ConvertArgs) -> Result<(), Failure> {
         dtype: a.dtype,
         extra: a.settings.into_iter().collect(),
     };
-    let total = infos
+    let total: u64 = infos
         .iter()
         .filter(|i| names.contains(&i.name))
         .map(byte_len)
         .sum();
-    let bar = bytes_bar(total, "converting");
+    let bar = bytes_bar(total, "converting", a.quiet || a.json);
     let tracked = Tracked {
-        inner: src.as_ref(),
+        inner: src,
         bar: bar.clone(),
     };
     tensorfmt::convert(&tracked, &names, &a.output, target.format, &write_options)?;
     bar.finish_and_clear();
-    let kind = target.kind.map(|k| format!(" ({k})")).unwrap_or_default();
-    sayln!(
-        "{out}: wrote {} tensor(s) as {}{kind}",
-        names.len(),
-        target.format
-    );
+    if a.json {
+        emit_json(&json!({
+            "input": a.input.display().to_string(),
+            "output": out,
+            "format": target.format.name(),
+            "kind": target.kind,
+            "tensors": names,
+            "bytes": total,
+        }));
+    } else if !a.quiet {
+        let kind = target.kind.map(|k| format!(" ({k})")).unwrap_or_default();
+        sayln!(
+            "{out}: wrote {} tensor(s) as {}{kind}",
+            names.len(),
+            target.format
+        );
+    }
     Ok(())
 }
 
-/// `tensorfmt validate FILE...`.
-pub fn validate(files: &[PathBuf]) -> Result<(), Failure> {
-    let bar = count_bar(files.len() as u64, "validating");
+/// `tensorfmt validate FILE... [--quiet | --json] [--kind K] [--strict]`.
+pub fn validate(
+    files: &[PathBuf],
+    read: &ReadOptions,
+    quiet: bool,
+    as_json: bool,
+) -> Result<(), Failure> {
+    let sizes: Vec<u64> = files
+        .iter()
+        .map(|f| std::fs::metadata(f).map_or(0, |m| m.len()))
+        .collect();
+    let bar = files_bar(
+        sizes.iter().sum(),
+        files.len(),
+        "validating",
+        quiet || as_json,
+    );
     let mut failed = false;
-    for f in files {
-        let result = tensorfmt::open(f, &ReadOptions::default()).and_then(|file| {
+    let mut results = Vec::new();
+    for (f, size) in files.iter().zip(sizes) {
+        let result = tensorfmt::open(f, read).and_then(|file| {
             file.validate()?;
-            Ok(file.warnings())
+            Ok((file.format(), file.kind(), file.warnings()))
         });
+        bar.inc(size);
+        failed |= result.is_err();
+        if as_json {
+            results.push(match result {
+                Ok((format, kind, warnings)) => json!({
+                    "file": f.display().to_string(),
+                    "ok": true,
+                    "format": format,
+                    "kind": kind,
+                    "error": null,
+                    "warnings": warnings,
+                }),
+                Err(e) => json!({
+                    "file": f.display().to_string(),
+                    "ok": false,
+                    "format": null,
+                    "kind": null,
+                    "error": e.to_string(),
+                    "warnings": [],
+                }),
+            });
+            continue;
+        }
         bar.suspend(|| match result {
-            Ok(warnings) => {
-                sayln!("{}: ok", f.display());
+            Ok((_, _, warnings)) => {
+                if !quiet {
+                    sayln!("{}: ok", f.display());
+                }
                 for w in warnings {
                     eprintln!("{}: warning: {w}", f.display());
                 }
             }
-            Err(e) => {
-                failed = true;
-                sayln!("{}: error: {e}", f.display());
-            }
+            Err(e) => sayln!("{}: error: {e}", f.display()),
         });
-        bar.inc(1);
     }
     bar.finish_and_clear();
+    if as_json {
+        emit_json(&json!({ "ok": !failed, "files": results }));
+    }
     if failed {
         Err(Failure::Reported)
     } else {
@@ -332,13 +406,15 @@ pub fn validate(files: &[PathBuf]) -> Result<(), Failure> {
     }
 }
 
-/// `tensorfmt render FILE OUT.png [--counts] [--frame K] [--layer NAME]`.
+/// `tensorfmt render FILE OUT.png [--counts] [--frame K] [--layer NAME] [--quiet | --json]`.
 pub fn render(
     file: &Path,
     output: &Path,
     counts: bool,
     frame: Option<usize>,
     layer: Option<String>,
+    quiet: bool,
+    as_json: bool,
 ) -> Result<(), Failure> {
     let options = RenderOptions {
         counts,
@@ -347,7 +423,16 @@ pub fn render(
     };
     let image = tensorfmt::render::render_path(file, &options)?;
     tensorfmt::render::write_png(&image, output)?;
-    sayln!("{}: {}x{} PNG", output.display(), image.width, image.height);
+    if as_json {
+        emit_json(&json!({
+            "file": file.display().to_string(),
+            "output": output.display().to_string(),
+            "width": image.width,
+            "height": image.height,
+        }));
+    } else if !quiet {
+        sayln!("{}: {}x{} PNG", output.display(), image.width, image.height);
+    }
     Ok(())
 }
 

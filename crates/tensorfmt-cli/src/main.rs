@@ -1,30 +1,84 @@
-//! The `tensorfmt` command-line tool: `inspect`, `convert`, `validate`, `render`.
+//! The `tensorfmt` command-line tool: `inspect`, `convert`, `validate`, `diff`,
+//! `render`, `formats` and `completions`. `docs/cli.md` describes every command and
+//! the JSON shape of each `--json` output.
 //!
-//! Exit codes: 0 success, 1 invalid or unreadable input, 2 usage error (including
-//! clap's own). Errors go to stderr as one sentence, `tensorfmt: error: ...`. Long
-//! operations show a progress bar when stderr is a terminal and nothing otherwise.
+//! # Exit codes
+//!
+//! | command | 0 | 1 | 2 |
+//! |---|---|---|---|
+//! | `diff` | the files hold the same tensors, equal within tolerance | they differ | trouble: a file is missing, unreadable or invalid, or the command line is wrong |
+//! | every other command | success | invalid or unreadable input (for `validate`: at least one file failed) | usage error (including clap's own, an existing output without `--force`, an unknown tensor) |
+//!
+//! `diff` follows GNU `diff` and `cmp` (0 same, 1 different, 2 trouble), so scripts can
+//! tell "the conversion changed something" from "the check could not run".
+//!
+//! Errors go to stderr as one sentence, `tensorfmt: error: ...`. Long operations
+//! (conversion, validation, `inspect --stats`, `diff`) show a progress bar when stderr
+//! is a terminal and the work is large, and nothing otherwise; `--quiet` and `--json`
+//! turn the bars off too.
 
 mod commands;
+mod diff_cmd;
+mod formats_cmd;
 mod progress;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
-use tensorfmt::{DType, Format, Target};
+use clap::{Args, CommandFactory, Parser, Subcommand};
+use tensorfmt::{DType, Format, ReadOptions, Target};
 
-/// Read, check and convert legacy ML tensor files (PVP, PINK SOM, primitiv, Caffe)
-/// and npy / npz / safetensors.
+const EXIT_CODES: &str = "\
+Exit codes: 0 success; 1 invalid or unreadable input; 2 usage error.
+`tensorfmt diff` exits 0 when the files are equal within tolerance, 1 when they differ,
+2 on trouble (missing or unreadable file, bad command line), as GNU diff does.";
+
+/// Read, check, compare and convert legacy ML tensor files (PVP, PINK SOM, primitiv,
+/// Caffe) and npy / npz / safetensors.
 #[derive(Debug, Parser)]
-#[command(name = "tensorfmt", version, about, long_about = None)]
+#[command(name = "tensorfmt", version, about, long_about = None, after_help = EXIT_CODES)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
 }
 
+/// `--kind` and `--strict`, for the commands that read files.
+#[derive(Debug, Clone, Default, Args)]
+struct ReadArgs {
+    /// File kind, for files whose kind cannot be told from their bytes alone
+    /// (legacy PINK: som-data, som, mapping, rotflip; Caffe: caffemodel, binaryproto,
+    /// blobprotovector, solverstate). Formats without such ambiguity ignore it.
+    #[arg(long, value_name = "KIND")]
+    kind: Option<String>,
+    /// Refuse what the original program refused (e.g. crash-truncated PVP frame counts,
+    /// lenient primitiv markers) instead of reading it with a warning.
+    #[arg(long)]
+    strict: bool,
+}
+
+impl ReadArgs {
+    fn options(&self) -> ReadOptions {
+        ReadOptions {
+            kind: self.kind.clone(),
+            strict: self.strict,
+            ..ReadOptions::default()
+        }
+    }
+}
+
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Show a file's format, kind, header fields and tensors.
+    #[command(after_help = "\
+Example:
+  $ tensorfmt inspect testdata/core/f32_2x3.npy
+  file:    testdata/core/f32_2x3.npy
+  format:  npy
+  kind:    array
+  ...
+  tensors: 1
+    f32_2x3  f32  [2, 3]
+  $ tensorfmt inspect --stats --json model.safetensors | jq '.tensors[].stats.max'")]
     Inspect {
         /// The file.
         file: PathBuf,
@@ -34,12 +88,21 @@ enum Command {
         /// Add min, max, mean, sum and non-zero counts per tensor (reads all data).
         #[arg(long)]
         stats: bool,
+        #[command(flatten)]
+        read: ReadArgs,
     },
     /// Convert a file to another format (formats from the extensions or the flags).
+    #[command(after_help = "\
+Example:
+  $ tensorfmt convert net.caffemodel net.safetensors
+  net.safetensors: wrote 4 tensor(s) as safetensors
+  $ tensorfmt convert net.safetensors back.caffemodel
+  $ tensorfmt diff net.caffemodel back.caffemodel && echo lossless
+  lossless")]
     Convert {
         /// Input file.
         input: PathBuf,
-        /// Output file (written through a temporary file and renamed).
+        /// Output file (written through a temporary file and renamed: never half written).
         output: PathBuf,
         /// Input format (default: detected from content, then extension).
         #[arg(long, value_name = "FORMAT")]
@@ -69,14 +132,86 @@ enum Command {
         /// A format-specific setting, `key=value` (repeatable).
         #[arg(long = "set", value_name = "KEY=VALUE", value_parser = parse_setting)]
         settings: Vec<(String, String)>,
+        #[command(flatten)]
+        read: ReadArgs,
+        /// Print nothing on success (errors still go to stderr).
+        #[arg(long, short, conflicts_with = "json")]
+        quiet: bool,
+        /// Print one JSON object describing what was written.
+        #[arg(long)]
+        json: bool,
     },
     /// Check files fully; prints `FILE: ok` or `FILE: error: ...` per file.
+    #[command(after_help = "\
+Example:
+  $ tensorfmt validate a.pvp cut.npy
+  a.pvp: ok
+  cut.npy: error: npy: at byte 128: data ...
+  $ echo $?
+  1")]
     Validate {
         /// The files.
         #[arg(required = true)]
         files: Vec<PathBuf>,
+        #[command(flatten)]
+        read: ReadArgs,
+        /// Print only the files that fail (like `sha256sum --check --quiet`).
+        #[arg(long, short, conflicts_with = "json")]
+        quiet: bool,
+        /// Print one JSON object with a result per file.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Compare two files tensor by tensor (exit 0 equal, 1 different, 2 trouble).
+    ///
+    /// Tensors are paired by name; a tensor only in one file, a dtype or shape
+    /// difference, or a value outside the tolerance is a difference. Values follow
+    /// numpy's allclose rule |a - b| <= atol + rtol * |b| (B is the reference), with NaN
+    /// equal to NaN and an infinity equal only to itself. The default tolerance is
+    /// exact (rtol = atol = 0), what checking a lossless conversion needs; numpy's own
+    /// defaults are --rtol 1e-5 --atol 1e-8. Both files are streamed piece by piece.
+    #[command(after_help = "\
+Example:
+  $ tensorfmt convert net.caffemodel net.safetensors
+  $ tensorfmt convert net.safetensors back.caffemodel
+  $ tensorfmt diff net.caffemodel back.caffemodel
+  equal: 4 tensor(s), exact
+  $ tensorfmt diff --rtol 1e-3 model.npz model_f16.safetensors --allow-dtype
+
+Exit codes: 0 equal within tolerance, 1 different, 2 trouble (missing or unreadable
+file, bad command line), as GNU diff does.")]
+    Diff {
+        /// File A.
+        a: PathBuf,
+        /// File B (the reference for the relative tolerance).
+        b: PathBuf,
+        /// Relative tolerance (times |b|).
+        #[arg(long, value_name = "R", default_value_t = 0.0, value_parser = parse_tolerance)]
+        rtol: f64,
+        /// Absolute tolerance.
+        #[arg(long, value_name = "T", default_value_t = 0.0, value_parser = parse_tolerance)]
+        atol: f64,
+        /// Differing elements to show per tensor (all are counted).
+        #[arg(long, value_name = "N", default_value_t = 10)]
+        max_diffs: usize,
+        /// Tensors whose values agree but whose dtypes differ count as equal.
+        #[arg(long)]
+        allow_dtype: bool,
+        #[command(flatten)]
+        read: ReadArgs,
+        /// Print nothing; the exit code says it all (like `cmp -s`).
+        #[arg(long, short, conflicts_with = "json")]
+        quiet: bool,
+        /// Print the whole comparison as one JSON object.
+        #[arg(long)]
+        json: bool,
     },
     /// Draw a file (SOM grid, mapping heat map, frame) as a PNG image.
+    #[command(after_help = "\
+Example:
+  $ tensorfmt render trained_som.bin som.png
+  som.png: 412x412 PNG
+  $ tensorfmt render mapping.bin counts.png --counts")]
     Render {
         /// The file.
         file: PathBuf,
@@ -91,6 +226,32 @@ enum Command {
         /// For models: which layer.
         #[arg(long, value_name = "NAME")]
         layer: Option<String>,
+        /// Print nothing on success.
+        #[arg(long, short, conflicts_with = "json")]
+        quiet: bool,
+        /// Print one JSON object describing the image.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List every format: what is read and written, its file kinds and extensions.
+    #[command(after_help = "\
+Example:
+  $ tensorfmt formats
+  $ tensorfmt formats --json | jq -r '.formats[] | select(.writes) | .name'")]
+    Formats {
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a shell completion script (bash, zsh, fish, powershell, elvish).
+    #[command(after_help = "\
+Example:
+  $ tensorfmt completions bash > ~/.local/share/bash-completion/completions/tensorfmt
+  $ tensorfmt completions zsh > ~/.zfunc/_tensorfmt
+  $ tensorfmt completions fish > ~/.config/fish/completions/tensorfmt.fish")]
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
     },
 }
 
@@ -117,10 +278,17 @@ fn parse_setting(s: &str) -> Result<(String, String), String> {
     }
 }
 
+fn parse_tolerance(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err(format!("expected a finite number >= 0, got {s:?}")),
+    }
+}
+
 /// Why a command failed, which decides the exit code.
 #[derive(Debug)]
 pub enum Failure {
-    /// Invalid or unreadable input (exit 1).
+    /// Invalid or unreadable input (exit 1; 2 for `diff`).
     Input(String),
     /// The command line asks for something impossible (exit 2).
     Usage(String),
@@ -134,44 +302,7 @@ impl From<tensorfmt::Error> for Failure {
     }
 }
 
-fn main() -> ExitCode {
-    let cli = Cli::parse();
-    let result = match cli.command {
-        Command::Inspect { file, json, stats } => commands::inspect(&file, json, stats),
-        Command::Convert {
-            input,
-            output,
-            from,
-            to,
-            tensor,
-            force,
-            sparse,
-            frames,
-            hex,
-            dtype,
-            settings,
-        } => commands::convert(commands::ConvertArgs {
-            input,
-            output,
-            from,
-            to,
-            tensor,
-            force,
-            sparse,
-            frames,
-            hex,
-            dtype,
-            settings,
-        }),
-        Command::Validate { files } => commands::validate(&files),
-        Command::Render {
-            file,
-            output,
-            counts,
-            frame,
-            layer,
-        } => commands::render(&file, &output, counts, frame, layer),
-    };
+fn report(result: Result<(), Failure>) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure::Reported) => ExitCode::from(1),
@@ -184,6 +315,99 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Inspect {
+            file,
+            json,
+            stats,
+            read,
+        } => commands::inspect(&file, &read.options(), json, stats),
+        Command::Convert {
+            input,
+            output,
+            from,
+            to,
+            tensor,
+            force,
+            sparse,
+            frames,
+            hex,
+            dtype,
+            settings,
+            read,
+            quiet,
+            json,
+        } => commands::convert(commands::ConvertArgs {
+            input,
+            output,
+            from,
+            to,
+            tensor,
+            force,
+            sparse,
+            frames,
+            hex,
+            dtype,
+            settings,
+            read: read.options(),
+            quiet,
+            json,
+        }),
+        Command::Validate {
+            files,
+            read,
+            quiet,
+            json,
+        } => commands::validate(&files, &read.options(), quiet, json),
+        Command::Diff {
+            a,
+            b,
+            rtol,
+            atol,
+            max_diffs,
+            allow_dtype,
+            read,
+            quiet,
+            json,
+        } => {
+            let options = tensorfmt::diff::DiffOptions {
+                tolerance: tensorfmt::diff::Tolerance { rtol, atol },
+                max_diffs,
+                allow_dtype,
+            };
+            // GNU diff: 0 same, 1 different, 2 trouble (whatever the trouble).
+            return match diff_cmd::diff(&a, &b, &read.options(), &options, quiet, json) {
+                Ok(true) => ExitCode::SUCCESS,
+                Ok(false) => ExitCode::from(1),
+                Err(Failure::Input(msg) | Failure::Usage(msg)) => {
+                    eprintln!("tensorfmt: error: {msg}");
+                    ExitCode::from(2)
+                }
+                Err(Failure::Reported) => ExitCode::from(2),
+            };
+        }
+        Command::Render {
+            file,
+            output,
+            counts,
+            frame,
+            layer,
+            quiet,
+            json,
+        } => commands::render(&file, &output, counts, frame, layer, quiet, json),
+        Command::Formats { json } => formats_cmd::formats(json),
+        Command::Completions { shell } => {
+            let mut out = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "tensorfmt", &mut out);
+            commands::emit(&String::from_utf8_lossy(&out));
+            Ok(())
+        }
+    };
+    report(result)
 }
 
 #[cfg(test)]
@@ -208,8 +432,41 @@ mod tests {
     }
 
     #[test]
+    fn tolerances() {
+        assert_eq!(parse_tolerance("1e-5"), Ok(1e-5));
+        assert_eq!(parse_tolerance("0"), Ok(0.0));
+        for bad in ["-1", "nan", "inf", "x", ""] {
+            assert!(parse_tolerance(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
     fn cli_definition_is_consistent() {
-        use clap::CommandFactory;
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn every_subcommand_has_an_example() {
+        for sub in Cli::command().get_subcommands() {
+            let help = sub
+                .get_after_help()
+                .map(|h| h.to_string())
+                .unwrap_or_default();
+            assert!(
+                help.contains("Example:") && help.contains("$ tensorfmt"),
+                "{} has no example",
+                sub.get_name()
+            );
+        }
+    }
+
+    #[test]
+    fn read_args_map_to_read_options() {
+        let r = ReadArgs {
+            kind: Some("som".into()),
+            strict: true,
+        };
+        let o = r.options();
+        assert_eq!((o.kind.as_deref(), o.strict), (Some("som"), true));
     }
 }

@@ -9,9 +9,10 @@ use tensorfmt::{Chunks, FieldValue, Result, Tensor, TensorFile, TensorInfo};
 /// Work below this many bytes gets no bar (it is over before one would help).
 const MIN_BYTES: u64 = 16 << 20;
 
-/// A bar counting bytes, drawn only when stderr is a terminal and the work is large.
-pub fn bytes_bar(total: u64, message: &str) -> ProgressBar {
-    if total < MIN_BYTES || !std::io::stderr().is_terminal() {
+/// A bar counting bytes, drawn only when stderr is a terminal, the work is large and
+/// the command is not `quiet` (`--quiet` or `--json`).
+pub fn bytes_bar(total: u64, message: &str, quiet: bool) -> ProgressBar {
+    if quiet || total < MIN_BYTES || !std::io::stderr().is_terminal() {
         return ProgressBar::hidden();
     }
     let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
@@ -22,16 +23,21 @@ pub fn bytes_bar(total: u64, message: &str) -> ProgressBar {
     bar
 }
 
-/// A bar counting items (files), drawn only on a terminal and for several items.
-pub fn count_bar(total: u64, message: &str) -> ProgressBar {
-    if total < 2 || !std::io::stderr().is_terminal() {
+/// A bar over files of `total` bytes, advanced by each file's size when it is done;
+/// it ticks on its own (elapsed time) so that one large file does not look stuck.
+/// Drawn only when stderr is a terminal, the work is large and not `quiet`.
+pub fn files_bar(total: u64, files: usize, message: &str, quiet: bool) -> ProgressBar {
+    if quiet || total < MIN_BYTES || !std::io::stderr().is_terminal() {
         return ProgressBar::hidden();
     }
     let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
-    let style = ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len}")
-        .unwrap_or_else(|_| ProgressStyle::default_bar());
+    let style = ProgressStyle::with_template(&format!(
+        "{{spinner}} {{msg}} [{{bar:40}}] {{bytes}}/{{total_bytes}} of {files} file(s) ({{elapsed}})"
+    ))
+    .unwrap_or_else(|_| ProgressStyle::default_bar());
     bar.set_style(style);
     bar.set_message(message.to_string());
+    bar.enable_steady_tick(std::time::Duration::from_millis(200));
     bar
 }
 

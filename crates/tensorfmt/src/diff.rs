@@ -25,6 +25,10 @@
 //!   values are compared either way.
 //! - **A shape difference is a difference**, and the values of such a pair are not
 //!   compared (no broadcasting, no flat comparison of `[6]` against `[2, 3]`).
+//! - **An `.npy` file's array has no name** (readers name it after the file stem): when
+//!   either file is an npy file and both hold exactly one tensor, the two tensors are
+//!   paired whatever their names ([`TensorDiff::name_b`] keeps B's), so
+//!   `diff weights.npy back.npy` compares the arrays.
 //!
 //! # Memory
 //!
@@ -202,8 +206,10 @@ pub struct ValueDiff {
 /// The comparison of one tensor present in both files.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TensorDiff {
-    /// The tensor's name.
+    /// The tensor's name (in A).
     pub name: String,
+    /// Its name in B: the same, except for single arrays paired with an npy file.
+    pub name_b: String,
     /// Its dtype in A.
     pub dtype_a: DType,
     /// Its dtype in B.
@@ -301,6 +307,14 @@ pub fn compare(
     let infos_b = unique(b.tensors());
     let names_a: HashSet<&str> = infos_a.iter().map(|i| i.name.as_str()).collect();
     let names_b: HashSet<&str> = infos_b.iter().map(|i| i.name.as_str()).collect();
+    if (a.format() == "npy" || b.format() == "npy") && infos_a.len() == 1 && infos_b.len() == 1 {
+        return Ok(DiffReport {
+            tensors: vec![compare_infos(a, b, &infos_a[0], &infos_b[0], options)?],
+            only_in_a: Vec::new(),
+            only_in_b: Vec::new(),
+            options: *options,
+        });
+    }
     let mut tensors = Vec::new();
     let mut only_in_a = Vec::new();
     for ia in &infos_a {
@@ -369,6 +383,7 @@ fn compare_infos(
 ) -> Result<TensorDiff> {
     let mut d = TensorDiff {
         name: ia.name.clone(),
+        name_b: ib.name.clone(),
         dtype_a: ia.dtype,
         dtype_b: ib.dtype,
         shape_a: ia.shape.clone(),
@@ -846,6 +861,60 @@ mod tests {
         assert_eq!(r.only_in_b[0].name, "b_only");
         assert_eq!(r.differing(), 1);
         assert!(!r.is_equal());
+    }
+
+    /// A [`Chunked`] file that claims to be npy.
+    struct Npy(Chunked);
+
+    impl TensorFile for Npy {
+        fn format(&self) -> &'static str {
+            "npy"
+        }
+        fn kind(&self) -> String {
+            self.0.kind()
+        }
+        fn header(&self) -> Vec<(String, FieldValue)> {
+            self.0.header()
+        }
+        fn tensors(&self) -> Vec<TensorInfo> {
+            self.0.tensors()
+        }
+        fn read_tensor(&self, name: &str) -> Result<Tensor> {
+            self.0.read_tensor(name)
+        }
+        fn read_chunks<'a>(&'a self, name: &str) -> Result<Chunks<'a>> {
+            self.0.read_chunks(name)
+        }
+    }
+
+    #[test]
+    fn single_npy_arrays_pair_whatever_their_names() {
+        let x = Npy(Chunked::new(
+            vec![("weights", f32s(vec![1.0, 2.0], &[2]))],
+            1,
+        ));
+        let y = Chunked::new(vec![("back", f32s(vec![1.0, 3.0], &[2]))], 2);
+        let r = compare(&x, &y, &DiffOptions::default()).unwrap();
+        assert!(r.only_in_a.is_empty() && r.only_in_b.is_empty());
+        let t = &r.tensors[0];
+        assert_eq!((t.name.as_str(), t.name_b.as_str()), ("weights", "back"));
+        assert_eq!(t.mismatched, 1);
+        let r = compare(&y, &x, &DiffOptions::default()).unwrap();
+        assert_eq!(r.tensors[0].name, "back");
+        // Without an npy side, names must match.
+        let z = Chunked::new(vec![("weights", f32s(vec![1.0, 2.0], &[2]))], 1);
+        let r = compare(&z, &y, &DiffOptions::default()).unwrap();
+        assert!(r.tensors.is_empty() && r.only_in_a.len() == 1 && r.only_in_b.len() == 1);
+        // Nor with more than one tensor on a side.
+        let two = Chunked::new(
+            vec![
+                ("back", f32s(vec![1.0], &[1])),
+                ("c", f32s(vec![1.0], &[1])),
+            ],
+            1,
+        );
+        let r = compare(&x, &two, &DiffOptions::default()).unwrap();
+        assert_eq!(r.only_in_a.len(), 1);
     }
 
     #[test]

@@ -1,0 +1,205 @@
+//! `tensorfmt diff A B`: the report of [`tensorfmt::diff::compare`] as text or JSON.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use serde_json::{json, Value};
+use tensorfmt::diff::{compare, DiffOptions, DiffReport, Scalar, TensorDiff};
+use tensorfmt::{ReadOptions, TensorFile, TensorInfo};
+
+use crate::commands::{byte_len, emit, emit_json, info_json};
+use crate::progress::{bytes_bar, Tracked};
+use crate::Failure;
+
+/// Compares two files; `Ok(true)` when equal within tolerance.
+pub fn diff(
+    a: &Path,
+    b: &Path,
+    read: &ReadOptions,
+    options: &DiffOptions,
+    quiet: bool,
+    as_json: bool,
+) -> Result<bool, Failure> {
+    let open = |p: &Path| tensorfmt::open(p, read).map_err(|e| Failure::Input(e.to_string()));
+    let fa = open(a)?;
+    let fb = open(b)?;
+    let (fa, fb): (&dyn TensorFile, &dyn TensorFile) = (&*fa, &*fb);
+    // The bar counts the bytes of both sides of every pair whose values are compared.
+    let infos_b = fb.tensors();
+    let total: u64 = fa
+        .tensors()
+        .iter()
+        .filter_map(|ia| {
+            let ib = infos_b.iter().find(|ib| ib.name == ia.name)?;
+            (ia.shape.dims() == ib.shape.dims()).then(|| byte_len(ia) + byte_len(ib))
+        })
+        .sum();
+    let bar = bytes_bar(total, "comparing", quiet || as_json);
+    let ta = Tracked {
+        inner: fa,
+        bar: bar.clone(),
+    };
+    let tb = Tracked {
+        inner: fb,
+        bar: bar.clone(),
+    };
+    let report = compare(&ta, &tb, options)?;
+    bar.finish_and_clear();
+    if as_json {
+        emit_json(&report_json(a, b, &report));
+    } else if !quiet {
+        emit(&report_text(&report));
+    }
+    Ok(report.is_equal())
+}
+
+/// A value as JSON: a number, or `"NaN"`, `"inf"`, `"-inf"`.
+fn scalar_json(v: Scalar) -> Value {
+    match v {
+        Scalar::Float(x) => float_json(x),
+        Scalar::Int(i) => {
+            if let Ok(x) = i64::try_from(i) {
+                json!(x)
+            } else if let Ok(x) = u64::try_from(i) {
+                json!(x)
+            } else {
+                json!(i.to_string())
+            }
+        }
+    }
+}
+
+fn float_json(x: f64) -> Value {
+    if x.is_finite() {
+        json!(x)
+    } else if x.is_nan() {
+        json!("NaN")
+    } else if x > 0.0 {
+        json!("inf")
+    } else {
+        json!("-inf")
+    }
+}
+
+fn tensor_json(t: &TensorDiff) -> Value {
+    json!({
+        "name": t.name,
+        "name_b": t.name_b,
+        "equal": t.equal,
+        "dtype_a": t.dtype_a.name(),
+        "dtype_b": t.dtype_b.name(),
+        "shape_a": t.shape_a.dims(),
+        "shape_b": t.shape_b.dims(),
+        "values_compared": t.values_compared,
+        "count": t.count,
+        "mismatched": t.mismatched,
+        "max_abs_error": float_json(t.max_abs_error),
+        "max_rel_error": float_json(t.max_rel_error),
+        "diffs": t.first_diffs.iter().map(|d| json!({
+            "index": d.index,
+            "multi_index": d.multi_index,
+            "a": scalar_json(d.a),
+            "b": scalar_json(d.b),
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// The JSON document of `diff --json` (documented in `docs/cli.md`).
+fn report_json(a: &Path, b: &Path, r: &DiffReport) -> Value {
+    let infos = |v: &[TensorInfo]| v.iter().map(info_json).collect::<Vec<_>>();
+    json!({
+        "a": a.display().to_string(),
+        "b": b.display().to_string(),
+        "equal": r.is_equal(),
+        "rtol": r.options.tolerance.rtol,
+        "atol": r.options.tolerance.atol,
+        "allow_dtype": r.options.allow_dtype,
+        "only_in_a": infos(&r.only_in_a),
+        "only_in_b": infos(&r.only_in_b),
+        "tensors": r.tensors.iter().map(tensor_json).collect::<Vec<_>>(),
+    })
+}
+
+fn tolerance_text(r: &DiffReport) -> String {
+    let t = r.options.tolerance;
+    if t.rtol == 0.0 && t.atol == 0.0 {
+        "exact".to_string()
+    } else {
+        format!("rtol {}, atol {}", t.rtol, t.atol)
+    }
+}
+
+/// The text of `diff`: one block per differing tensor, then a summary line.
+fn report_text(r: &DiffReport) -> String {
+    let mut out = String::new();
+    for (side, list) in [("A", &r.only_in_a), ("B", &r.only_in_b)] {
+        for i in list.iter() {
+            let _ = writeln!(out, "only in {side}: {} ({} {})", i.name, i.dtype, i.shape);
+        }
+    }
+    for t in &r.tensors {
+        let label = if t.name == t.name_b {
+            t.name.clone()
+        } else {
+            format!("{} (B: {})", t.name, t.name_b)
+        };
+        let t = &TensorDiff {
+            name: label,
+            ..t.clone()
+        };
+        if t.equal {
+            // Equal within a tolerance but not identical: say by how much.
+            if t.max_abs_error > 0.0 {
+                let _ = writeln!(
+                    out,
+                    "{}: equal within tolerance (max abs error {}, max rel error {})",
+                    t.name, t.max_abs_error, t.max_rel_error
+                );
+            }
+            continue;
+        }
+        if t.shape_differs() {
+            let _ = writeln!(
+                out,
+                "{}: shape {} vs {} (values not compared)",
+                t.name, t.shape_a, t.shape_b
+            );
+            continue;
+        }
+        if t.dtype_differs() {
+            let _ = writeln!(out, "{}: dtype {} vs {}", t.name, t.dtype_a, t.dtype_b);
+        }
+        if t.mismatched > 0 {
+            let _ = writeln!(
+                out,
+                "{}: {} of {} values differ (max abs error {}, max rel error {})",
+                t.name, t.mismatched, t.count, t.max_abs_error, t.max_rel_error
+            );
+            for d in &t.first_diffs {
+                let _ = writeln!(
+                    out,
+                    "  {:?} (flat {}): a = {}, b = {}",
+                    d.multi_index, d.index, d.a, d.b
+                );
+            }
+            let more = t.mismatched - t.first_diffs.len() as u64;
+            if more > 0 {
+                let _ = writeln!(out, "  ... and {more} more");
+            }
+        }
+    }
+    let tol = tolerance_text(r);
+    if r.is_equal() {
+        let _ = writeln!(out, "equal: {} tensor(s), {tol}", r.tensors.len());
+    } else {
+        let _ = writeln!(
+            out,
+            "different: {} of {} common tensor(s) differ, {} only in A, {} only in B ({tol})",
+            r.differing(),
+            r.tensors.len(),
+            r.only_in_a.len(),
+            r.only_in_b.len()
+        );
+    }
+    out
+}
