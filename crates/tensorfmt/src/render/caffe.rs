@@ -14,14 +14,15 @@
 //! - **Mean file** (`.binaryproto`): the mean image, `3 x H x W` as RGB, one channel
 //!   in viridis, other channel counts as a grid of channel maps.
 //! - Solver states and blob vectors have no picture.
+//!
+//! Pictures are enlarged by [`super::tableau::tableau_scale`].
 
 use bytes::Bytes;
 use tensorfmt_caffe::{detect_kind, read_blob_proto, read_model, FileKind, Model, RawLayer};
 use tensorfmt_core::DType;
 
-use super::canvas::auto_scale;
 use super::colormap::Colormap;
-use super::tableau::{tableau, Block};
+use super::tableau::{enlarge, tableau, Block};
 use super::{Image, RenderOptions};
 use crate::{Error, Result};
 
@@ -127,7 +128,7 @@ pub fn filters_picture(model: &Model, name: Option<&str>) -> Result<Image> {
     let blocks = (0..n)
         .map(|i| Block::chw(&values, i * per, c, h, w))
         .collect::<Result<Vec<_>>>()?;
-    finish(tableau(&blocks, Colormap::Viridis)?)
+    enlarge(tableau(&blocks, Colormap::Viridis)?, h.min(w))
 }
 
 /// A mean image: leading unit axes dropped, then `[H, W]` or `[C, H, W]`.
@@ -155,9 +156,5 @@ pub fn mean_picture(t: &tensorfmt_core::Tensor) -> Result<Image> {
             .map(|i| whole.channel(i))
             .collect::<Result<Vec<_>>>()?
     };
-    finish(tableau(&blocks, Colormap::Viridis)?)
-}
-
-fn finish(img: Image) -> Result<Image> {
-    img.upscale(auto_scale(img.width as usize, img.height as usize))
+    enlarge(tableau(&blocks, Colormap::Viridis)?, h.min(w))
 }

@@ -71,7 +71,8 @@ pub struct Image {
 /// - Caffe models: the filters of conv layer `layer` (required; the error lists the
 ///   candidates); mean files: the mean image. See [`caffe`].
 ///
-/// Small pictures are enlarged by an integer factor up to 8 ([`canvas::auto_scale`]).
+/// Small pictures are enlarged by an integer factor up to 8 ([`canvas::auto_scale`];
+/// PVP and Caffe tableaus also enlarge tiny tiles, [`tableau::tableau_scale`]).
 /// Other files, and options that do not apply (`counts` outside SOM mappings, `frame`
 /// on Caffe files, `layer` on activity files), are errors.
 pub fn render_path(path: &Path, options: &RenderOptions) -> Result<Image> {

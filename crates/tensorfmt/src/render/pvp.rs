@@ -15,15 +15,14 @@
 //!   grid of feature maps, each scaled to its own min..max.
 //!
 //! Random-number state files (16-byte records) have no picture. Pictures are enlarged
-//! by [`auto_scale`].
+//! by [`super::tableau::tableau_scale`].
 
 use bytes::Bytes;
 use tensorfmt_core::DType;
 use tensorfmt_pvp::{DenseElement, DenseReader, PvpFile, SparseReader, WeightReader};
 
-use super::canvas::auto_scale;
 use super::colormap::Colormap;
-use super::tableau::{tableau, Block, PANEL_GAP};
+use super::tableau::{enlarge, tableau, Block, PANEL_GAP};
 use super::{Image, RenderOptions};
 use crate::{Error, Result};
 
@@ -111,7 +110,7 @@ pub fn weights_picture(r: &WeightReader, frame: usize, arbor: Option<usize>) -> 
             .collect::<Result<Vec<_>>>()?;
         panels.push(tableau(&blocks, Colormap::Viridis)?);
     }
-    finish(Image::side_by_side(&panels, PANEL_GAP)?)
+    enlarge(Image::side_by_side(&panels, PANEL_GAP)?, l.nxp.min(l.nyp))
 }
 
 /// An `ny x nx x nf` activity frame (HWC values): RGB for `nf = 3`, viridis for
@@ -125,7 +124,7 @@ pub fn activity_picture(values: &[f32], ny: usize, nx: usize, nf: usize) -> Resu
             .map(|f| whole.channel(f))
             .collect::<Result<Vec<_>>>()?
     };
-    finish(tableau(&blocks, Colormap::Viridis)?)
+    enlarge(tableau(&blocks, Colormap::Viridis)?, nx.min(ny))
 }
 
 fn dense_picture(r: &DenseReader, k: usize) -> Result<Image> {
@@ -152,8 +151,4 @@ fn sparse_picture(r: &SparseReader, k: usize) -> Result<Image> {
     let (ny, nx, nf) = (l.ny, l.nx, l.nf);
     let values = r.frame_dense(k)?.cast(DType::F32)?.to_vec::<f32>()?;
     activity_picture(&values, ny, nx, nf)
-}
-
-fn finish(img: Image) -> Result<Image> {
-    img.upscale(auto_scale(img.width as usize, img.height as usize))
 }

@@ -10,7 +10,7 @@
 //! the number of columns that makes the canvas closest to square ([`grid_columns`]),
 //! [`GAP`] background pixels around and between them.
 
-use super::canvas::normalize;
+use super::canvas::{auto_scale, normalize};
 use super::colormap::{Colormap, BACKGROUND, NAN_COLOR};
 use super::Image;
 use crate::{Error, Result};
@@ -23,6 +23,36 @@ pub const INNER_GAP: usize = 1;
 
 /// Background pixels between side-by-side panels (e.g. one per PVP arbor).
 pub const PANEL_GAP: usize = 6;
+
+/// Enlargement aims to make the shorter side of a tile at least this many pixels.
+pub const MIN_TILE_PX: usize = 12;
+
+/// Enlargement never makes the longest side of a picture exceed this (unless
+/// [`auto_scale`] alone does).
+pub const MAX_SIDE_PX: usize = 2000;
+
+/// The integer enlargement of a tableau of `width x height` pixels whose tiles have
+/// `tile` pixels on their shorter side: [`auto_scale`], or more (up to 8) so tiles get
+/// [`MIN_TILE_PX`] pixels, as long as the picture stays within [`MAX_SIDE_PX`].
+///
+/// ```
+/// use tensorfmt::render::tableau::tableau_scale;
+/// assert_eq!(tableau_scale(244, 177, 5), 3); // 50 rows of 20 lenet conv2 filters
+/// assert_eq!(tableau_scale(37, 30, 5), 8); // small pictures: auto_scale wins
+/// assert_eq!(tableau_scale(770, 770, 1), 2); // capped by MAX_SIDE_PX
+/// assert_eq!(tableau_scale(3000, 10, 1), 1);
+/// ```
+pub fn tableau_scale(width: usize, height: usize, tile: usize) -> usize {
+    let auto = auto_scale(width, height);
+    let for_tiles = MIN_TILE_PX.div_ceil(tile.max(1)).min(8);
+    let room = (MAX_SIDE_PX / width.max(height).max(1)).max(1);
+    auto.max(for_tiles.min(room))
+}
+
+/// `img` enlarged by [`tableau_scale`].
+pub fn enlarge(img: Image, tile: usize) -> Result<Image> {
+    img.upscale(tableau_scale(img.width as usize, img.height as usize, tile))
+}
 
 /// A strided `height x width x channels` view: value `(y, x, c)` is
 /// `values[offset + y * sy + x * sx + c * sc]`.

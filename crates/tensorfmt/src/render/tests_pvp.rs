@@ -304,8 +304,8 @@ fn corpus_pvp_files_render() {
             Some("2"),
             (56, 56),
         ),
-        // 400 non-shared 5x5 patches: 20x20 cells, 142 px, enlarged 2x.
-        ("InitWeightsFileTest/weights.pvp", None, None, (284, 284)),
+        // 400 non-shared 5x5 patches: 20x20 cells, 142 px, enlarged 3x (15-px tiles).
+        ("InitWeightsFileTest/weights.pvp", None, None, (426, 426)),
         // 32 non-shared 4x4x3 patches (RGB): 6 x 6 cells -> 38 x 38 px, 8x.
         (
             "develop/BroadcastPreLayerTest/BroadcastLayerToOutput.pvp",
