@@ -23,7 +23,14 @@
 //! [`Limits`](tensorfmt_core::Limits). Declared lengths are checked against the bytes
 //! present before anything is allocated. [`Mode::Pedantic`] also rejects trailing
 //! bytes, duplicate and non-UTF-8 keys; [`Mode::Lenient`] also accepts the integer and
-//! float encodings of generic MessagePack libraries.
+//! float encodings of generic MessagePack libraries (with a warning).
+//!
+//! **Limits and options:** every declared length is checked against the bytes present
+//! before use; [`Limits`](tensorfmt_core::Limits) caps declared counts (`max_items`,
+//! each and in total), ranks (`max_rank`, below primitiv's 8) and allocations
+//! (`max_alloc`: keys, row-major copies). Through [`open_tensor_file`] (the facade),
+//! `ReadOptions::strict` selects [`Mode::Primitiv`] and its absence [`Mode::Lenient`];
+//! `ReadOptions::kind` is ignored (the file names its data type).
 //!
 //! **Writes** ([`encode`], [`to_bytes`], [`write_file`]): primitiv's exact forms (uint32
 //! always `ce`, float always `ca`, smallest str/bin/array/map headers), normalised
@@ -104,7 +111,12 @@ pub fn sniff(head: &[u8], file_len: u64) -> bool {
 }
 
 /// Opens a whole file (any data type) as named tensors: see [`PrimitivFile`] for the
-/// export names. `options.limits` caps declared counts and the row-major copies.
+/// export names. `options.limits` caps declared counts, ranks and the row-major copies.
+///
+/// `options.strict` reads exactly what primitiv reads ([`Mode::Primitiv`]); without it
+/// ([`Mode::Lenient`]) the integer and float encodings of generic MessagePack libraries
+/// are also accepted, with a warning saying primitiv would refuse the file.
+/// `options.kind` is ignored: a primitiv file names its own data type.
 ///
 /// ```
 /// use tensorfmt_core::{ReadOptions, TensorFile};
@@ -120,7 +132,11 @@ pub fn open_tensor_file(
     options: &ReadOptions,
 ) -> Result<Box<dyn TensorFile>, PrimitivError> {
     let ro = ReaderOptions {
-        mode: Mode::Primitiv,
+        mode: if options.strict {
+            Mode::Primitiv
+        } else {
+            Mode::Lenient
+        },
         limits: options.limits,
     };
     let decoded = read_file(data, &ro)?;

@@ -41,7 +41,10 @@ pub struct ReaderOptions {
     /// Strictness.
     pub mode: Mode,
     /// Caps: `max_items` bounds every declared count (model entries, stats, map sizes,
-    /// key path length) before any allocation.
+    /// key path length), each alone and all together, before any allocation;
+    /// `max_rank` lowers primitiv's 8-dim cap; `max_alloc` bounds every key copied and
+    /// (in [`crate::PrimitivFile`]) the row-major copy of a tensor. Tensor data itself is
+    /// never copied on read.
     pub limits: Limits,
 }
 
@@ -89,6 +92,9 @@ fn read_inner(data: Bytes, expected: Option<DataType>, options: &ReaderOptions) 
         pos: 0,
         options,
         warnings: Vec::new(),
+        items: 0,
+        lenient: 0,
+        lenient_first: 0,
     };
     let major = r.u32("ver_major")?;
     let minor = r.u32("ver_minor")?;
@@ -121,6 +127,16 @@ fn read_inner(data: Bytes, expected: Option<DataType>, options: &ReaderOptions) 
         DataType::Model => PrimitivData::Model(r.model()?),
         DataType::Optimizer => PrimitivData::Optimizer(r.optimizer()?),
     };
+    if r.lenient > 0 {
+        let (n, first) = (r.lenient, r.lenient_first);
+        r.warn(
+            first,
+            format!(
+                "{n} value(s) in a generic MessagePack encoding (not `ce` uint32 / `ca` float); \
+                 primitiv refuses this file (strict mode would too)"
+            ),
+        );
+    }
     let rest = data.len() - r.pos;
     if rest > 0 {
         if options.mode == Mode::Pedantic {
@@ -163,6 +179,11 @@ struct Reader<'a> {
     pos: usize,
     options: &'a ReaderOptions,
     warnings: Vec<String>,
+    /// Declared counts so far (entries, stats, configs, key parts), against `max_items`.
+    items: u64,
+    /// Values accepted only by [`Mode::Lenient`], and the offset of the first one.
+    lenient: u64,
+    lenient_first: usize,
 }
 
 impl<'a> Reader<'a> {
@@ -234,8 +255,18 @@ impl<'a> Reader<'a> {
         self.decode(field, "ce", decode::read_u32)
     }
 
+    fn note_lenient(&mut self, offset: usize) {
+        if self.lenient == 0 {
+            self.lenient_first = offset;
+        }
+        self.lenient += 1;
+    }
+
     fn u32_lenient(&mut self, field: &'static str) -> Result<u32> {
         let start = self.pos;
+        if self.data.get(start).is_some_and(|&b| b != 0xce) {
+            self.note_lenient(start);
+        }
         let v: u64 = self.decode(field, "ce", |rd| {
             let m = decode::read_marker(rd).map_err(|e| ValueReadError::InvalidMarkerRead(e.0))?;
             let mut fixed = |n: usize| -> std::result::Result<u64, ValueReadError<io::Error>> {
@@ -262,6 +293,7 @@ impl<'a> Reader<'a> {
     fn f32(&mut self, field: &'static str) -> Result<f32> {
         if self.options.mode == Mode::Lenient && self.data.get(self.pos) == Some(&0xcb) {
             let start = self.pos;
+            self.note_lenient(start);
             let v = self.decode(field, "ca", decode::read_f64)?;
             let f = v as f32;
             if f64::from(f) == v || v.is_nan() {
@@ -281,6 +313,15 @@ impl<'a> Reader<'a> {
         let start = self.pos;
         let len = self.decode(field, "str", decode::read_str_len)?;
         let bytes = self.take(u64::from(len), start, field)?;
+        let limit = self.options.limits.max_alloc;
+        if u64::from(len) > limit {
+            return Err(PrimitivError::Limit {
+                offset: start as u64,
+                field,
+                value: u64::from(len),
+                limit,
+            });
+        }
         let key = Key::new(bytes.to_vec());
         if key.as_str().is_none() {
             if self.options.mode == Mode::Pedantic {
@@ -299,18 +340,20 @@ impl<'a> Reader<'a> {
     /// limits, and the reservation is bounded by what the bytes left can hold (the
     /// loop that follows fails on the first missing object, as primitiv does).
     fn capacity(
-        &self,
+        &mut self,
         n: u32,
         min_each: usize,
         offset: usize,
         field: &'static str,
     ) -> Result<usize> {
         let limit = self.options.limits.max_items;
-        if u64::from(n) > limit {
+        // Each declared count alone, and all of them together, within `max_items`.
+        self.items = self.items.saturating_add(u64::from(n));
+        if self.items > limit {
             return Err(PrimitivError::Limit {
                 offset: offset as u64,
                 field,
-                value: u64::from(n),
+                value: self.items,
                 limit,
             });
         }
@@ -330,6 +373,16 @@ impl<'a> Reader<'a> {
             }
         }
         let batch = self.u32("batch")?;
+        // primitiv's own cap (8 dims) first; `max_rank` can only lower it.
+        let max_rank = self.options.limits.max_rank as u64;
+        if n as usize <= MAX_DEPTH && u64::from(n) > max_rank {
+            return Err(PrimitivError::Limit {
+                offset: start as u64,
+                field,
+                value: u64::from(n),
+                limit: max_rank,
+            });
+        }
         if n as usize > MAX_DEPTH {
             return Err(PrimitivError::TooManyDims {
                 offset: start as u64,
