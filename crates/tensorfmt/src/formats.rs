@@ -14,6 +14,7 @@ use std::str::FromStr;
 use bytes::Bytes;
 use tensorfmt_core::{Error, ReadOptions, Result, Tensor, TensorFile, WriteOptions};
 
+use crate::document::Document;
 use crate::interop::{self, MemoryFile};
 
 /// How many leading bytes [`detect`] reads.
@@ -95,6 +96,30 @@ impl Format {
         }
     }
 
+    /// The file kinds [`save`] can write in this format (the `kind` of a [`Target`],
+    /// `WriteOptions::kind`), the default choice first; empty when the format has one
+    /// kind only. Without a kind, the format chooses from the tensor names.
+    ///
+    /// ```
+    /// use tensorfmt::Format;
+    /// assert_eq!(Format::Pvp.write_kinds(), &["dense", "sparse", "weights"]);
+    /// assert!(Format::Npz.write_kinds().is_empty());
+    /// ```
+    pub const fn write_kinds(self) -> &'static [&'static str] {
+        match self {
+            Format::Npy | Format::Npz | Format::Safetensors => &[],
+            Format::Pvp => &["dense", "sparse", "weights"],
+            Format::Som => &["som-data", "som", "som-mapping", "som-rotflip"],
+            Format::Primitiv => &["model", "parameter", "tensor"],
+            Format::Caffe => &[
+                "caffemodel",
+                "binaryproto",
+                "blobprotovector",
+                "solverstate",
+            ],
+        }
+    }
+
     /// The format an extension belongs to.
     pub fn from_path(path: &Path) -> Option<Format> {
         let ext = path.extension()?.to_str()?.to_ascii_lowercase();
@@ -172,6 +197,19 @@ pub struct Target {
 }
 
 impl Target {
+    /// A format with the kind left to the writer.
+    pub fn new(format: Format) -> Target {
+        Target { format, kind: None }
+    }
+
+    /// The same format with a fixed file kind (see [`Format::write_kinds`]).
+    pub fn with_kind(self, kind: impl Into<String>) -> Target {
+        Target {
+            kind: Some(kind.into()),
+            ..self
+        }
+    }
+
     /// The target implied by a path's extension.
     pub fn from_path(path: &Path) -> Option<Target> {
         let format = Format::from_path(path)?;
@@ -184,23 +222,67 @@ impl Target {
     }
 }
 
+impl From<Format> for Target {
+    fn from(format: Format) -> Target {
+        Target::new(format)
+    }
+}
+
+impl fmt::Display for Target {
+    /// `format` or `format:kind`, which [`FromStr`] reads back.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.kind {
+            Some(k) => write!(f, "{}:{k}", self.format),
+            None => write!(f, "{}", self.format),
+        }
+    }
+}
+
 impl FromStr for Target {
     type Err = Error;
-    /// Accepts format names and the kinds `som-data`, `caffemodel`, `binaryproto`.
+    /// Accepts a format name or extension (`npz`, `pvp`, `caffemodel`, ...), a
+    /// `format:kind` pair (`pvp:sparse`, `primitiv:parameter`, `som:som-mapping`; kinds
+    /// from [`Format::write_kinds`]), and the kinds that name their format alone:
+    /// `som-data`, `som-mapping`, `som-rotflip`, `caffemodel`, `binaryproto`,
+    /// `blobprotovector`, `solverstate`.
+    ///
+    /// ```
+    /// use tensorfmt::{Format, Target};
+    /// assert_eq!("pvp:sparse".parse::<Target>()?, Target::new(Format::Pvp).with_kind("sparse"));
+    /// assert_eq!("solverstate".parse::<Target>()?.kind.as_deref(), Some("solverstate"));
+    /// assert!("pvp:som-data".parse::<Target>().is_err());
+    /// assert_eq!(Target::new(Format::Som).with_kind("som").to_string(), "som:som");
+    /// # Ok::<(), tensorfmt::Error>(())
+    /// ```
     fn from_str(s: &str) -> Result<Target> {
-        let kind = |format, kind: &str| Target {
-            format,
-            kind: Some(kind.to_string()),
-        };
-        Ok(match s.to_ascii_lowercase().as_str() {
-            "som-data" => kind(Format::Som, "som-data"),
-            "caffemodel" => kind(Format::Caffe, "caffemodel"),
-            "binaryproto" => kind(Format::Caffe, "binaryproto"),
-            other => Target {
-                format: other.parse()?,
-                kind: None,
-            },
-        })
+        let s = s.to_ascii_lowercase();
+        if let Some((format, kind)) = s.split_once(':') {
+            let format: Format = format.parse()?;
+            if !format.write_kinds().contains(&kind) {
+                return Err(Error::Invalid(format!(
+                    "{format} has no file kind {kind:?} (kinds: {})",
+                    if format.write_kinds().is_empty() {
+                        "none, it has one kind only".to_string()
+                    } else {
+                        format.write_kinds().join(", ")
+                    }
+                )));
+            }
+            return Ok(Target::new(format).with_kind(kind));
+        }
+        const BARE_KINDS: [(&str, Format); 7] = [
+            ("som-data", Format::Som),
+            ("som-mapping", Format::Som),
+            ("som-rotflip", Format::Som),
+            ("caffemodel", Format::Caffe),
+            ("binaryproto", Format::Caffe),
+            ("blobprotovector", Format::Caffe),
+            ("solverstate", Format::Caffe),
+        ];
+        if let Some((kind, format)) = BARE_KINDS.iter().find(|(k, _)| *k == s) {
+            return Ok(Target::new(*format).with_kind(*kind));
+        }
+        Ok(Target::new(s.parse()?))
     }
 }
 
@@ -270,16 +352,29 @@ pub fn open_bytes(
     })
 }
 
-/// Opens a file in a given format (mapped, zero copy where the format allows).
-pub fn open_as(path: &Path, format: Format, options: &ReadOptions) -> Result<Box<dyn TensorFile>> {
+/// Opens a file in a given format (mapped, zero copy where the format allows), as a
+/// [`Document`].
+///
+/// ```
+/// use tensorfmt::Format;
+/// let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/caffe/v2_tiny.caffemodel");
+/// let doc = tensorfmt::open_as(&path, Format::Caffe, &Default::default())?;
+/// assert_eq!(doc.file_format(), Format::Caffe);
+/// // The wrong format is an error, not a misreading.
+/// assert!(tensorfmt::open_as(&path, Format::Npy, &Default::default()).is_err());
+/// # Ok::<(), tensorfmt::Error>(())
+/// ```
+pub fn open_as(path: &Path, format: Format, options: &ReadOptions) -> Result<Document> {
     if !format.is_enabled() {
         return Err(format.not_enabled());
     }
     let data = tensorfmt_core::io::map_file(path)?;
-    open_bytes(data, format, Some(path), options)
+    let file = open_bytes(data, format, Some(path), options)?;
+    Ok(Document::new(format, path, file))
 }
 
-/// Opens a file, detecting its format.
+/// Opens a file, detecting its format (content first, extension second), as a
+/// [`Document`]: nothing but the header is decoded until a tensor is asked for.
 ///
 /// ```
 /// use tensorfmt::{Order, Tensor};
@@ -288,11 +383,12 @@ pub fn open_as(path: &Path, format: Format, options: &ReadOptions) -> Result<Box
 /// let t = Tensor::from_vec(vec![1u8, 2], [2], Order::RowMajor)?;
 /// tensorfmt::save(&p, tensorfmt::Format::Safetensors, &[("t".into(), t.clone())], &Default::default())?;
 /// let f = tensorfmt::open(&p, &Default::default())?;
-/// assert_eq!(f.format(), "safetensors");
+/// assert_eq!(f.file_format(), tensorfmt::Format::Safetensors);
 /// assert_eq!(f.read_tensor("t")?, t);
+/// assert_eq!(f.entry("t")?.read()?, t);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub fn open(path: &Path, options: &ReadOptions) -> Result<Box<dyn TensorFile>> {
+pub fn open(path: &Path, options: &ReadOptions) -> Result<Document> {
     let format = detect(path)?;
     open_as(path, format, options)
 }
@@ -324,6 +420,35 @@ pub fn save(
         Format::Caffe => Ok(tensorfmt_caffe::save_tensors(path, tensors, options)?),
         #[allow(unreachable_patterns)]
         other => Err(other.not_enabled()),
+    }
+}
+
+/// Saves named tensors as a [`Target`]: its format, and its file kind when it has one
+/// (overriding `options.kind`).
+///
+/// ```
+/// use tensorfmt::{Order, Target, Tensor};
+/// let dir = tempfile::tempdir()?;
+/// let p = dir.path().join("sparse.pvp");
+/// let v = Tensor::from_vec(vec![0f32, 1.0, 0.0, 2.0], [2, 1, 2, 1], Order::RowMajor)?;
+/// tensorfmt::save_to(&p, &"pvp:sparse".parse::<Target>()?, &[("values".into(), v)], &Default::default())?;
+/// assert!(tensorfmt::open(&p, &Default::default())?.kind().starts_with("sparse"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn save_to(
+    path: &Path,
+    target: &Target,
+    tensors: &[(String, Tensor)],
+    options: &WriteOptions,
+) -> Result<()> {
+    if target.kind.is_some() {
+        let options = WriteOptions {
+            kind: target.kind.clone(),
+            ..options.clone()
+        };
+        save(path, target.format, tensors, &options)
+    } else {
+        save(path, target.format, tensors, options)
     }
 }
 

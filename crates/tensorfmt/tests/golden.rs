@@ -14,7 +14,9 @@ fn sample(name: &str) -> PathBuf {
 }
 
 fn open(name: &str) -> Box<dyn TensorFile> {
-    tensorfmt::open(&sample(name), &ReadOptions::default()).unwrap()
+    tensorfmt::open(&sample(name), &ReadOptions::default())
+        .unwrap()
+        .into()
 }
 
 fn f64s(t: &Tensor) -> Vec<f64> {

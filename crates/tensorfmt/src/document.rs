@@ -1,0 +1,530 @@
+//! [`Document`]: an opened file as a user meets it: its detected [`Format`], its path,
+//! and lazy access to its named tensors through [`Entry`] values.
+//!
+//! Opening maps the file and parses its header; listing the entries decodes nothing.
+//! A tensor is decoded when you call [`Entry::read`] (whole) or [`Entry::chunks`]
+//! (piece by piece along axis 0, bounded memory).
+//!
+//! A `Document` dereferences to [`dyn TensorFile`](TensorFile) (and implements the
+//! trait itself), so everything written against `TensorFile` takes it as it is.
+//!
+//! ```
+//! use tensorfmt::{Document, Format, Order, Tensor};
+//! let dir = tempfile::tempdir()?;
+//! let p = dir.path().join("pair.npz");
+//! let a = Tensor::from_vec(vec![1f32, 2.0, 3.0, 4.0], [2, 2], Order::RowMajor)?;
+//! let b = Tensor::from_vec(vec![7i64], [1], Order::RowMajor)?;
+//! tensorfmt::save(&p, Format::Npz, &[("a".into(), a.clone()), ("b".into(), b)], &Default::default())?;
+//!
+//! let doc = Document::open(&p)?;
+//! assert_eq!(doc.file_format(), Format::Npz);
+//! for entry in &doc {
+//!     println!("{} {} {}", entry.name(), entry.dtype(), entry.shape()); // nothing decoded yet
+//! }
+//! assert_eq!(doc.entry("a")?.read()?, a);
+//! assert_eq!(doc.entry("a")?.stats()?.sum, 10.0);
+//!
+//! // Convert everything to safetensors in one call.
+//! let st = dir.path().join("pair.safetensors");
+//! doc.convert_to(&st, Format::Safetensors)?;
+//! assert_eq!(Document::open(&st)?.entry("a")?.read()?, a);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::fmt;
+use std::ops::Deref;
+use std::path::{Path, PathBuf};
+
+use tensorfmt_core::{
+    Chunks, DType, Error, FieldValue, ReadOptions, Result, Shape, Stats, Tensor, TensorFile,
+    TensorInfo, WriteOptions,
+};
+
+use crate::formats::{self, Format, Target};
+
+/// An opened tensor file: detected format, path, header, warnings and named tensors.
+///
+/// Returned by [`open`](crate::open) and [`open_as`](crate::open_as). The header,
+/// kind, warnings and the plain [`TensorFile`] calls come through `Deref`; the
+/// methods here add what a user of one file wants: [`entries`](Document::entries),
+/// [`entry`](Document::entry), [`read_all`](Document::read_all) and
+/// [`convert_to`](Document::convert_to).
+///
+/// ```
+/// use tensorfmt::{Document, Format};
+/// let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/core/model.safetensors");
+/// let doc = Document::open(&path)?;
+/// assert_eq!(doc.file_format(), Format::Safetensors);
+/// assert_eq!(doc.format(), "safetensors"); // the TensorFile view
+/// assert!(doc.warnings().is_empty());
+/// assert_eq!(doc.entries().len(), doc.tensors().len());
+/// # Ok::<(), tensorfmt::Error>(())
+/// ```
+pub struct Document {
+    format: Format,
+    path: PathBuf,
+    file: Box<dyn TensorFile>,
+}
+
+impl Document {
+    /// Opens a file with default [`ReadOptions`], detecting its format (content first,
+    /// extension second).
+    pub fn open(path: impl AsRef<Path>) -> Result<Document> {
+        formats::open(path.as_ref(), &ReadOptions::default())
+    }
+
+    /// Opens a file with options (frame range, sparse CSR export, limits, ...).
+    ///
+    /// ```
+    /// use tensorfmt::{Document, ReadOptions};
+    /// let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/pvp/dense_f32.pvp");
+    /// let all = Document::open(&path)?;
+    /// let frames = all.entry("values")?.shape().dims()[0];
+    /// let first = Document::open_with(&path, &ReadOptions { frames: Some((0, Some(1))), ..Default::default() })?;
+    /// assert_eq!(first.entry("values")?.shape().dims()[0], 1);
+    /// assert!(frames >= 1);
+    /// # Ok::<(), tensorfmt::Error>(())
+    /// ```
+    pub fn open_with(path: impl AsRef<Path>, options: &ReadOptions) -> Result<Document> {
+        formats::open(path.as_ref(), options)
+    }
+
+    /// Wraps an already opened [`TensorFile`] (e.g. from [`open_bytes`](crate::open_bytes)).
+    ///
+    /// ```
+    /// use tensorfmt::{interop::MemoryFile, Document, Format, Order, Tensor};
+    /// let t = Tensor::from_vec(vec![1u8, 2], [2], Order::RowMajor)?;
+    /// let doc = Document::new(Format::Npz, "in-memory", Box::new(MemoryFile::new(vec![("t".into(), t)])));
+    /// assert_eq!(doc.path(), std::path::Path::new("in-memory"));
+    /// assert_eq!(doc.entry("t")?.shape().dims(), &[2]);
+    /// # Ok::<(), tensorfmt::Error>(())
+    /// ```
+    pub fn new(format: Format, path: impl Into<PathBuf>, file: Box<dyn TensorFile>) -> Document {
+        Document {
+            format,
+            path: path.into(),
+            file,
+        }
+    }
+
+    /// The detected (or requested) format.
+    pub fn file_format(&self) -> Format {
+        self.format
+    }
+
+    /// The path the document was opened from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The underlying [`TensorFile`].
+    pub fn file(&self) -> &dyn TensorFile {
+        &*self.file
+    }
+
+    /// Gives up the wrapper and returns the underlying [`TensorFile`].
+    pub fn into_inner(self) -> Box<dyn TensorFile> {
+        self.file
+    }
+
+    /// Every tensor's name, in file order.
+    pub fn names(&self) -> Vec<String> {
+        self.file.tensors().into_iter().map(|i| i.name).collect()
+    }
+
+    /// The named tensors, lazily: each [`Entry`] knows its name, dtype and shape and
+    /// decodes only when asked. `&Document` iterates the same way.
+    pub fn entries(&self) -> Entries<'_> {
+        Entries {
+            file: &*self.file,
+            infos: self.file.tensors().into_iter(),
+        }
+    }
+
+    /// The entry of one tensor, or [`Error::NoSuchTensor`].
+    ///
+    /// ```
+    /// let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/core/f32_2x3.npy");
+    /// let doc = tensorfmt::Document::open(&path)?;
+    /// assert_eq!(doc.entry("f32_2x3")?.shape().dims(), &[2, 3]); // npy: named after the file stem
+    /// assert!(matches!(doc.entry("nope"), Err(tensorfmt::Error::NoSuchTensor(_))));
+    /// # Ok::<(), tensorfmt::Error>(())
+    /// ```
+    pub fn entry(&self, name: &str) -> Result<Entry<'_>> {
+        self.file
+            .tensors()
+            .into_iter()
+            .find(|i| i.name == name)
+            .map(|info| Entry {
+                file: &*self.file,
+                info,
+            })
+            .ok_or_else(|| Error::NoSuchTensor(name.to_string()))
+    }
+
+    /// Decodes every tensor (for files small enough to hold at once), in file order.
+    pub fn read_all(&self) -> Result<Vec<(String, Tensor)>> {
+        self.entries()
+            .map(|e| Ok((e.name().to_string(), e.read()?)))
+            .collect()
+    }
+
+    /// Writes every tensor to `path` as `target` (a [`Format`], or a [`Target`] with a
+    /// file kind such as `"som-data".parse()?`), with default [`WriteOptions`].
+    /// npy takes exactly one tensor; npy, npz and safetensors outputs are streamed.
+    pub fn convert_to(&self, path: impl AsRef<Path>, target: impl Into<Target>) -> Result<()> {
+        self.convert_to_with(path, target, None, &WriteOptions::default())
+    }
+
+    /// [`convert_to`](Document::convert_to) with a selection of tensors (`None`: all)
+    /// and write options; a kind in `target` overrides `options.kind`.
+    ///
+    /// ```
+    /// use tensorfmt::{Document, Target, WriteOptions};
+    /// let dir = tempfile::tempdir()?;
+    /// let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/core/mixed.npz");
+    /// let doc = Document::open(&path)?;
+    /// let first = doc.names()[0].clone();
+    /// let out = dir.path().join("one.npy");
+    /// doc.convert_to_with(&out, Target::from(tensorfmt::Format::Npy), Some(&[first.clone()]), &WriteOptions::default())?;
+    /// assert_eq!(Document::open(&out)?.entry("one")?.read()?, doc.entry(&first)?.read()?);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn convert_to_with(
+        &self,
+        path: impl AsRef<Path>,
+        target: impl Into<Target>,
+        names: Option<&[String]>,
+        options: &WriteOptions,
+    ) -> Result<()> {
+        let target = target.into();
+        let all;
+        let names = match names {
+            Some(n) => n,
+            None => {
+                all = self.names();
+                &all
+            }
+        };
+        let mut options = options.clone();
+        if target.kind.is_some() {
+            options.kind = target.kind.clone();
+        }
+        formats::convert(&*self.file, names, path.as_ref(), target.format, &options)
+    }
+}
+
+impl fmt::Debug for Document {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Document")
+            .field("format", &self.format)
+            .field("path", &self.path)
+            .field("kind", &self.file.kind())
+            .field("tensors", &self.file.tensors().len())
+            .finish()
+    }
+}
+
+impl Deref for Document {
+    type Target = dyn TensorFile;
+    fn deref(&self) -> &(dyn TensorFile + 'static) {
+        &*self.file
+    }
+}
+
+impl AsRef<dyn TensorFile> for Document {
+    fn as_ref(&self) -> &(dyn TensorFile + 'static) {
+        &*self.file
+    }
+}
+
+impl From<Document> for Box<dyn TensorFile> {
+    fn from(d: Document) -> Box<dyn TensorFile> {
+        d.file
+    }
+}
+
+/// Delegates to the underlying file, so a `&Document` is a `&dyn TensorFile`.
+impl TensorFile for Document {
+    fn format(&self) -> &'static str {
+        self.file.format()
+    }
+    fn kind(&self) -> String {
+        self.file.kind()
+    }
+    fn header(&self) -> Vec<(String, FieldValue)> {
+        self.file.header()
+    }
+    fn tensors(&self) -> Vec<TensorInfo> {
+        self.file.tensors()
+    }
+    fn read_tensor(&self, name: &str) -> Result<Tensor> {
+        self.file.read_tensor(name)
+    }
+    fn read_chunks<'a>(&'a self, name: &str) -> Result<Chunks<'a>> {
+        self.file.read_chunks(name)
+    }
+    fn warnings(&self) -> Vec<String> {
+        self.file.warnings()
+    }
+    fn validate(&self) -> Result<()> {
+        self.file.validate()
+    }
+}
+
+impl<'a> IntoIterator for &'a Document {
+    type Item = Entry<'a>;
+    type IntoIter = Entries<'a>;
+    fn into_iter(self) -> Entries<'a> {
+        self.entries()
+    }
+}
+
+/// The iterator of [`Document::entries`].
+pub struct Entries<'a> {
+    file: &'a dyn TensorFile,
+    infos: std::vec::IntoIter<TensorInfo>,
+}
+
+impl<'a> Iterator for Entries<'a> {
+    type Item = Entry<'a>;
+    fn next(&mut self) -> Option<Entry<'a>> {
+        let info = self.infos.next()?;
+        Some(Entry {
+            file: self.file,
+            info,
+        })
+    }
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.infos.size_hint()
+    }
+}
+
+impl ExactSizeIterator for Entries<'_> {}
+
+impl DoubleEndedIterator for Entries<'_> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        let info = self.infos.next_back()?;
+        Some(Entry {
+            file: self.file,
+            info,
+        })
+    }
+}
+
+impl fmt::Debug for Entries<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.infos.as_slice()).finish()
+    }
+}
+
+/// One named tensor of a [`Document`], not decoded until asked.
+///
+/// ```
+/// let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/core/f32_2x3.npy");
+/// let doc = tensorfmt::Document::open(&path)?;
+/// let e = doc.entries().next().unwrap();
+/// assert_eq!((e.name(), e.dtype(), e.byte_len()?), ("f32_2x3", tensorfmt::DType::F32, 24));
+/// let pieces: Vec<_> = e.chunks()?.collect::<Result<_, _>>()?;
+/// assert_eq!(pieces.iter().map(|t| t.dims()[0]).sum::<usize>(), 2);
+/// assert_eq!(e.read()?.to_vec::<f32>()?, vec![0.5, -1.25, 2.0, 3.75, -0.0, 100.0]);
+/// # Ok::<(), tensorfmt::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct Entry<'a> {
+    file: &'a dyn TensorFile,
+    info: TensorInfo,
+}
+
+impl<'a> Entry<'a> {
+    /// The tensor's export name.
+    pub fn name(&self) -> &str {
+        &self.info.name
+    }
+
+    /// The element type of the decoded tensor.
+    pub fn dtype(&self) -> DType {
+        self.info.dtype
+    }
+
+    /// The row-major shape of the decoded tensor.
+    pub fn shape(&self) -> &Shape {
+        &self.info.shape
+    }
+
+    /// Name, dtype and shape together.
+    pub fn info(&self) -> &TensorInfo {
+        &self.info
+    }
+
+    /// Size of the decoded tensor in bytes (errors when it overflows `usize`).
+    pub fn byte_len(&self) -> Result<usize> {
+        self.info.shape.byte_len(self.info.dtype.size())
+    }
+
+    /// Decodes the whole tensor (row-major, zero copy where the format allows).
+    pub fn read(&self) -> Result<Tensor> {
+        self.file.read_tensor(&self.info.name)
+    }
+
+    /// Decodes the tensor piece by piece along axis 0 (frames, entries, ...); the
+    /// pieces concatenate to [`read`](Entry::read)'s tensor, memory stays bounded.
+    pub fn chunks(&self) -> Result<Chunks<'a>> {
+        self.file.read_chunks(&self.info.name)
+    }
+
+    /// Summary statistics, streamed over [`chunks`](Entry::chunks).
+    pub fn stats(&self) -> Result<Stats> {
+        let mut acc: Option<Stats> = None;
+        for chunk in self.chunks()? {
+            let s = chunk?.stats();
+            acc = Some(match acc {
+                Some(a) => a.merge(&s),
+                None => s,
+            });
+        }
+        Ok(acc.unwrap_or_default())
+    }
+
+    /// Decodes the tensor into an owned row-major `ndarray::ArrayD<T>`, cast to `T`
+    /// first when the stored dtype differs (feature `ndarray`).
+    ///
+    /// ```
+    /// let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/core/i16_fortran_2x3.npy");
+    /// let doc = tensorfmt::Document::open(&path)?;
+    /// let a = doc.entries().next().unwrap().to_ndarray::<f64>()?;
+    /// assert_eq!(a.shape(), &[2, 3]);
+    /// # Ok::<(), tensorfmt::Error>(())
+    /// ```
+    #[cfg(feature = "ndarray")]
+    pub fn to_ndarray<T: tensorfmt_core::Element>(&self) -> Result<ndarray::ArrayD<T>> {
+        let t = self.read()?;
+        let t = if t.dtype() == T::DTYPE {
+            t
+        } else {
+            t.cast(T::DTYPE)?
+        };
+        t.to_order(tensorfmt_core::Order::RowMajor)?
+            .to_ndarray::<T>()
+    }
+}
+
+impl fmt::Debug for Entry<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Entry")
+            .field("name", &self.info.name)
+            .field("dtype", &self.info.dtype)
+            .field("shape", &self.info.shape)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tensorfmt_core::Order;
+
+    fn sample_doc(dir: &Path) -> (Document, Tensor, Tensor) {
+        let a =
+            Tensor::from_vec((0..12).map(|v| v as f32).collect(), [3, 4], Order::RowMajor).unwrap();
+        let b = Tensor::from_vec(vec![-1i32, 0, 5], [3], Order::RowMajor).unwrap();
+        let p = dir.join("s.safetensors");
+        formats::save(
+            &p,
+            Format::Safetensors,
+            &[("a".into(), a.clone()), ("b".into(), b.clone())],
+            &WriteOptions::default(),
+        )
+        .unwrap();
+        (Document::open(&p).unwrap(), a, b)
+    }
+
+    #[test]
+    fn entries_are_lazy_views_with_the_listed_metadata() {
+        let dir = tempfile::tempdir().unwrap();
+        let (doc, a, b) = sample_doc(dir.path());
+        assert_eq!(doc.file_format(), Format::Safetensors);
+        assert_eq!(doc.path(), dir.path().join("s.safetensors"));
+        let entries: Vec<_> = doc.entries().collect();
+        assert_eq!(entries.len(), 2);
+        let names: Vec<&str> = entries.iter().map(|e| e.name()).collect();
+        assert_eq!(names, doc.names());
+        let ea = doc.entry("a").unwrap();
+        assert_eq!(
+            (ea.dtype(), ea.shape().dims()),
+            (DType::F32, &[3usize, 4][..])
+        );
+        assert_eq!(ea.byte_len().unwrap(), 48);
+        assert_eq!(ea.read().unwrap(), a);
+        assert_eq!(doc.entry("b").unwrap().read().unwrap(), b);
+        let s = ea.stats().unwrap();
+        assert_eq!((s.sum, s.nonzero, s.max), (66.0, 11, Some(11.0)));
+        assert_eq!(doc.entries().next_back().unwrap().name(), "b");
+        assert!(matches!(doc.entry("c"), Err(Error::NoSuchTensor(n)) if n == "c"));
+        assert_eq!(
+            doc.read_all().unwrap(),
+            vec![("a".into(), a), ("b".into(), b)]
+        );
+        assert!(format!("{doc:?}").contains("Safetensors"));
+    }
+
+    #[test]
+    fn document_is_a_tensor_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let (doc, a, _) = sample_doc(dir.path());
+        let as_trait: &dyn TensorFile = &doc;
+        assert_eq!(as_trait.read_tensor("a").unwrap(), a);
+        assert_eq!(doc.as_ref().tensors(), doc.tensors());
+        assert_eq!(doc.format(), "safetensors");
+        let boxed: Box<dyn TensorFile> = doc.into();
+        assert_eq!(boxed.read_tensor("a").unwrap(), a);
+    }
+
+    #[test]
+    fn convert_to_targets_and_kinds() {
+        let dir = tempfile::tempdir().unwrap();
+        let (doc, _, b) = sample_doc(dir.path());
+        let npz = dir.path().join("o.npz");
+        doc.convert_to(&npz, Format::Npz).unwrap();
+        assert_eq!(Document::open(&npz).unwrap().read_all().unwrap().len(), 2);
+        // npy takes one tensor: all of them is an error, a selection works.
+        let npy = dir.path().join("o.npy");
+        assert!(doc.convert_to(&npy, Format::Npy).is_err());
+        doc.convert_to_with(
+            &npy,
+            Format::Npy,
+            Some(&["b".into()]),
+            &WriteOptions::default(),
+        )
+        .unwrap();
+        assert_eq!(
+            Document::open(&npy)
+                .unwrap()
+                .entry("o")
+                .unwrap()
+                .read()
+                .unwrap(),
+            b
+        );
+    }
+
+    #[cfg(feature = "som")]
+    #[test]
+    fn convert_to_a_target_kind() {
+        let dir = tempfile::tempdir().unwrap();
+        let (doc, a, _) = sample_doc(dir.path());
+        // A kind from the target: a PINK data file of the 3 x 4 tensor.
+        let data = dir.path().join("d.bin");
+        doc.convert_to_with(
+            &data,
+            "som-data".parse::<Target>().unwrap(),
+            Some(&["a".into()]),
+            &WriteOptions::default(),
+        )
+        .unwrap();
+        let back = Document::open(&data).unwrap();
+        assert_eq!(back.file_format(), Format::Som);
+        let t = back.entries().next().unwrap().read().unwrap();
+        assert_eq!(t.to_vec::<f32>().unwrap(), a.to_vec::<f32>().unwrap());
+    }
+}
