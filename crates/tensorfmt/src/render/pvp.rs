@@ -5,7 +5,8 @@
 //!   order (kernel or pre-synaptic neuron index: feature fastest, then x, then y),
 //!   `nxp` wide and `nyp` high. `nfp = 3`: the patch's features are its red, green and
 //!   blue (scaled jointly to the patch's min..max). Otherwise each patch is a row of
-//!   `nfp` feature tiles, each scaled to its own min..max, in viridis. Cells are laid
+//!   `nfp` feature tiles, each scaled to its own min..max, in viridis (1x1 patches:
+//!   jointly over the whole frame, or they would all look alike). Cells are laid
 //!   out near-square ([`super::tableau`]). **Arbors:** every arbor is drawn as its own
 //!   panel, panels side by side from arbor 0 on the left; `layer` set to `N` (or
 //!   `arbor N`) draws arbor `N` alone.

@@ -6,7 +6,9 @@
 //! *cell*: a 3-channel block is one RGB tile (the three channels scaled jointly to the
 //! tile's min..max, channel 0 red); any other block is a row of single-channel tiles,
 //! one per channel, each scaled to its own min..max through a [`Colormap`], separated
-//! by [`INNER_GAP`] background pixels. Cells are arranged row by row (reading order) in
+//! by [`INNER_GAP`] background pixels (tiles of a single value, e.g. 1x1 weight
+//! patches, are instead scaled jointly over the whole tableau, or they would all get
+//! one colour). Cells are arranged row by row (reading order) in
 //! the number of columns that makes the canvas closest to square ([`grid_columns`]),
 //! [`GAP`] background pixels around and between them.
 
@@ -264,6 +266,19 @@ pub fn tableau(blocks: &[Block<'_>], cmap: Colormap) -> Result<Image> {
             "tableau blocks differ in size or channels".into(),
         ));
     }
+    // Single-value tiles would all get one colour under per-tile scaling: scale them
+    // jointly over the whole tableau instead.
+    let joint = if h * w == 1 && c != 3 {
+        Some(
+            blocks
+                .iter()
+                .filter_map(|b| b.range(0..c))
+                .reduce(|a, b| (a.0.min(b.0), a.1.max(b.1)))
+                .unwrap_or((0.0, 0.0)),
+        )
+    } else {
+        None
+    };
     let (cw, ch) = first.cell_size();
     let cols = grid_columns(blocks.len(), cw, ch, GAP);
     let rows = blocks.len().div_ceil(cols);
@@ -275,14 +290,22 @@ pub fn tableau(blocks: &[Block<'_>], cmap: Colormap) -> Result<Image> {
     let mut img = Image::filled(size(cols, cw)?, size(rows, ch)?, BACKGROUND)?;
     for (i, b) in blocks.iter().enumerate() {
         let (x0, y0) = cell_origin(i, cols, cw, ch);
-        draw_cell(&mut img, x0, y0, b, cmap);
+        draw_cell(&mut img, x0, y0, b, cmap, joint);
     }
     Ok(img)
 }
 
 /// Draws one block at `(x0, y0)`: RGB when it has 3 channels, else a row of colormapped
 /// channel tiles.
-fn draw_cell(img: &mut Image, x0: usize, y0: usize, b: &Block<'_>, cmap: Colormap) {
+/// `joint`: one range for every single-channel tile instead of each tile's own.
+fn draw_cell(
+    img: &mut Image,
+    x0: usize,
+    y0: usize,
+    b: &Block<'_>,
+    cmap: Colormap,
+    joint: Option<(f32, f32)>,
+) {
     if b.channels == 3 {
         let range = b.range(0..3).unwrap_or((0.0, 0.0));
         for y in 0..b.height {
@@ -294,7 +317,7 @@ fn draw_cell(img: &mut Image, x0: usize, y0: usize, b: &Block<'_>, cmap: Colorma
         return;
     }
     for c in 0..b.channels {
-        let range = b.range(c..c + 1).unwrap_or((0.0, 0.0));
+        let range = joint.or_else(|| b.range(c..c + 1)).unwrap_or((0.0, 0.0));
         let xc = x0 + c * (b.width + INNER_GAP);
         for y in 0..b.height {
             for x in 0..b.width {

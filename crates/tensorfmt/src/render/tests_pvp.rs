@@ -149,6 +149,26 @@ fn feature_rows_for_other_nfp_and_non_shared_weights() {
 }
 
 #[test]
+fn single_value_patches_are_scaled_jointly() {
+    let dir = tempfile::tempdir().unwrap();
+    // 3 kernels of 1x1x1: per-tile scaling would paint all three alike.
+    let g = WeightGeometry::kernel(1, 1, 3, 1, 1, 1, 1);
+    let p = weights_file(dir.path(), "one.pvp", g, &[vec![0.0, 5.0, 10.0]]);
+    let img = render_path(&p, &RenderOptions::default()).unwrap();
+    // 3 cells of 1x1 in 2 columns: 8 x 8, enlarged 8x.
+    assert_eq!((img.width, img.height), (64, 64));
+    assert_eq!(px(&img, 8, 2, 2), viridis(0.0));
+    assert_eq!(px(&img, 8, 5, 2), viridis(0.5));
+    assert_eq!(px(&img, 8, 2, 5), viridis(1.0));
+    // 1x1x2 patches: a row of two 1x1 feature tiles, all scaled jointly.
+    let g = WeightGeometry::kernel(1, 1, 2, 1, 1, 2, 1);
+    let p = weights_file(dir.path(), "two.pvp", g, &[vec![0.0, 1.0, 2.0, 4.0]]);
+    let img = render_path(&p, &RenderOptions::default()).unwrap();
+    assert_eq!(px(&img, 8, 2, 2), viridis(0.0));
+    assert_eq!(px(&img, 8, 4, 2), viridis(0.25));
+}
+
+#[test]
 fn arbors_are_panels_or_selected_and_frames_are_checked() {
     let dir = tempfile::tempdir().unwrap();
     // 2 arbors x 1 kernel of 1x2 (nyp 2); arbor 0 ramps down, arbor 1 up; 2 frames.
@@ -380,4 +400,30 @@ fn corpus_pvp_files_render() {
     }
     let e = err(&dir.join("GPULCATest/correct.pvp"), &opts(Some(40), None));
     assert!(e.contains("frame 40") && e.contains("40 frames"), "{e}");
+}
+
+#[test]
+fn every_corpus_pvp_file_renders_its_first_frame() {
+    let Some(dir) = tensorfmt_core::testing::corpus_dir(env!("CARGO_MANIFEST_DIR"), "pvp") else {
+        return;
+    };
+    let mut stack = vec![dir.clone()];
+    let mut n = 0;
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "pvp") {
+                let img = render_path(&p, &RenderOptions::default())
+                    .unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+                assert!(img.width >= 40 && img.height >= 40, "{}", p.display());
+                assert!(img.width <= 4000 && img.height <= 4000, "{}", p.display());
+                let rel = p.strip_prefix(&dir).unwrap().display().to_string();
+                save(&img, &format!("all_{rel}"));
+                n += 1;
+            }
+        }
+    }
+    assert!(n >= 30, "only {n} corpus PVP files");
 }
