@@ -167,5 +167,11 @@ impl From<CaffeError> for tensorfmt_core::Error {
     }
 }
 
+impl From<std::io::Error> for CaffeError {
+    fn from(e: std::io::Error) -> Self {
+        CaffeError::Core(e.into())
+    }
+}
+
 /// Result alias of this crate.
 pub type Result<T, E = CaffeError> = std::result::Result<T, E>;

@@ -81,7 +81,10 @@ pub use read::{
     read_solver_state_with, sniff, transpose, CaffeReadOptions, FileKind, LayerMatch,
     CAFFE_READ_LIMIT, HDF5_SIGNATURE,
 };
-pub use write::{blob_from_tensor, encode_weights_model, mean_blob_from_tensor, WeightsLayer};
+pub use write::{
+    blob_from_tensor, encode_weights_model, mean_blob_from_tensor, write_weights_model,
+    WeightsLayer,
+};
 
 /// Opens a whole Caffe file (model, mean file, BlobProtoVector or solver state, told
 /// apart by their field structure) as named tensors: `<layer>/<i>`, `mean`,
@@ -153,29 +156,77 @@ pub fn save_tensors(
     tensors: &[(String, Tensor)],
     options: &WriteOptions,
 ) -> Result<()> {
-    let kind = match options.kind.as_deref() {
-        Some("caffemodel" | "model") => FileKind::Model,
-        Some("binaryproto" | "mean") => FileKind::Mean,
-        Some("blobprotovector") => FileKind::BlobVector,
-        Some("solverstate") => FileKind::SolverState,
-        Some(other) => {
-            return Err(CaffeError::Write(format!(
-            "unknown caffe kind {other:?} (caffemodel, binaryproto, blobprotovector, solverstate)"
-        )))
+    let ext = path.extension().and_then(|e| e.to_str());
+    let prepared = prepare(tensors, options, ext)?;
+    write::write_path(path, |w| prepared.write(w))
+}
+
+/// [`save_tensors`] into any writer (the kind from `options.kind`, else from the
+/// tensor names alone). Blob payloads are written straight from the tensors' bytes.
+///
+/// ```
+/// use tensorfmt_core::{Order, Tensor, WriteOptions};
+/// use tensorfmt_core::testing::FailAfter;
+/// let t = Tensor::from_vec(vec![1f32, 2.0], [2], Order::RowMajor)?;
+/// let named = [("fc/0".to_string(), t)];
+/// let mut out = Vec::new();
+/// tensorfmt_caffe::write_tensors(&mut out, &named, &WriteOptions::default())?;
+/// assert_eq!(tensorfmt_caffe::read_model(out.into())?.layers[0].name, "fc");
+/// // A writer failing part-way is an error, never a panic.
+/// assert!(tensorfmt_caffe::write_tensors(&mut FailAfter::new(3), &named, &WriteOptions::default()).is_err());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn write_tensors(
+    w: &mut dyn std::io::Write,
+    tensors: &[(String, Tensor)],
+    options: &WriteOptions,
+) -> Result<()> {
+    prepare(tensors, options, None)?.write(w)
+}
+
+/// A file's contents built from tensors (and checked) before anything is written.
+enum Prepared {
+    Mean(RawBlob),
+    Vector(Vec<RawBlob>),
+    State(RawSolverState),
+    Model(Option<String>, Vec<WeightsLayer>),
+}
+
+impl Prepared {
+    fn write(&self, w: &mut dyn std::io::Write) -> Result<()> {
+        match self {
+            Prepared::Mean(b) => b.write_to(w),
+            Prepared::Vector(v) => Ok(write::write_blob_vector(v, &mut { w })?),
+            Prepared::State(s) => s.write_to(w),
+            Prepared::Model(name, layers) => {
+                Ok(write_weights_model(&mut { w }, name.as_deref(), layers)?)
+            }
         }
+    }
+}
+
+fn prepare(
+    tensors: &[(String, Tensor)],
+    options: &WriteOptions,
+    ext: Option<&str>,
+) -> Result<Prepared> {
+    let kind = match options.kind.as_deref() {
+        Some(name) => FileKind::from_name(name).ok_or_else(|| {
+            CaffeError::Write(format!(
+                "unknown caffe kind {name:?} (caffemodel, binaryproto, blobprotovector, solverstate)"
+            ))
+        })?,
         None => {
-            let by_ext = path.extension().and_then(|e| e.to_str());
-            if by_ext == Some("binaryproto") || (tensors.len() == 1 && !tensors[0].0.contains('/'))
-            {
+            if ext == Some("binaryproto") || (tensors.len() == 1 && !tensors[0].0.contains('/')) {
                 FileKind::Mean
-            } else if by_ext == Some("solverstate") {
+            } else if ext == Some("solverstate") {
                 FileKind::SolverState
             } else {
                 FileKind::Model
             }
         }
     };
-    let bytes = match kind {
+    Ok(match kind {
         FileKind::Mean => {
             let [(_, t)] = tensors else {
                 return Err(CaffeError::Write(format!(
@@ -183,15 +234,14 @@ pub fn save_tensors(
                     tensors.len()
                 )));
             };
-            mean_blob_from_tensor(t)?.to_bytes()
+            Prepared::Mean(mean_blob_from_tensor(t)?)
         }
-        FileKind::BlobVector => {
-            let blobs = tensors
+        FileKind::BlobVector => Prepared::Vector(
+            tensors
                 .iter()
                 .map(|(_, t)| blob_from_tensor(t))
-                .collect::<Result<Vec<_>>>()?;
-            write::encode_blob_vector(&blobs)
-        }
+                .collect::<Result<Vec<_>>>()?,
+        ),
         FileKind::SolverState => {
             let history = indexed(tensors, |n| {
                 n.strip_prefix("history/").and_then(|i| i.parse().ok())
@@ -206,20 +256,18 @@ pub fn save_tensors(
                     })
                     .transpose()
             };
-            RawSolverState {
+            Prepared::State(RawSolverState {
                 iter: Some(int("iter")?.unwrap_or(0)),
                 learned_net: options.extra.get("learned_net").cloned(),
                 history,
                 current_step: Some(int("current_step")?.unwrap_or(0)),
-            }
-            .to_bytes()
+            })
         }
-        FileKind::Model => encode_weights_model(
-            options.extra.get("name").map(String::as_str),
-            &weights_layers(tensors, options)?,
+        FileKind::Model => Prepared::Model(
+            options.extra.get("name").cloned(),
+            weights_layers(tensors, options)?,
         ),
-    };
-    write::write_bytes(path, &bytes)
+    })
 }
 
 /// Blobs from tensors named by an index (`history/<i>`): indices must be `0..n`.

@@ -408,6 +408,11 @@ impl RawBlob {
         out
     }
 
+    /// [`RawBlob::to_bytes`] into any writer, the value arrays straight from their bytes.
+    pub fn write_to(&self, w: &mut dyn std::io::Write) -> Result<()> {
+        Ok(crate::write::write_blob(self, &mut { w })?)
+    }
+
     /// The length of [`RawBlob::to_bytes`].
     pub fn encoded_len(&self) -> usize {
         crate::write::blob_len(self)

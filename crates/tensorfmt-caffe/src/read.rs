@@ -436,9 +436,30 @@ impl Model {
         crate::write::encode_net(self)
     }
 
-    /// Writes [`Model::to_bytes`] atomically.
+    /// Writes [`Model::to_bytes`] to any writer, one layer at a time: blob payloads go
+    /// straight from their bytes, so memory does not grow with the model.
+    ///
+    /// ```
+    /// use tensorfmt_caffe::{encode_weights_model, read_model, RawBlob, WeightsLayer};
+    /// use tensorfmt_core::testing::FailAfter;
+    /// let bytes = encode_weights_model(None, &[WeightsLayer {
+    ///     name: "a".into(), type_name: None, blobs: vec![RawBlob::from_f32(&[1], &[1.0])] }]);
+    /// let model = read_model(bytes.clone().into())?;
+    /// let mut out = Vec::new();
+    /// model.write_to(&mut out)?;
+    /// assert_eq!(out, bytes);
+    /// assert!(model.write_to(&mut FailAfter::new(5)).is_err());
+    /// # Ok::<(), tensorfmt_caffe::CaffeError>(())
+    /// ```
+    pub fn write_to(&self, w: &mut dyn std::io::Write) -> Result<()> {
+        Ok(crate::write::write_net(self, &mut { w })?)
+    }
+
+    /// Writes the model atomically (temporary file, then rename): a failure part-way
+    /// leaves the old file, or none, under `path`. Rewriting the file the model was
+    /// read from (mapped) is safe: the old file is replaced, not overwritten.
     pub fn save(&self, path: &Path) -> Result<()> {
-        crate::write::write_bytes(path, &self.to_bytes())
+        crate::write::write_path(path, |w| self.write_to(w))
     }
 
     /// The original file bytes.
@@ -531,6 +552,11 @@ impl RawSolverState {
     /// Serializes the solver state (fields 1-4 in number order).
     pub fn to_bytes(&self) -> Vec<u8> {
         crate::write::encode_solver_state(self)
+    }
+
+    /// [`RawSolverState::to_bytes`] into any writer.
+    pub fn write_to(&self, w: &mut dyn std::io::Write) -> Result<()> {
+        Ok(crate::write::write_solver_state(self, &mut { w })?)
     }
 }
 

@@ -3,10 +3,9 @@
 //! weights-only caffemodels built from tensors, mean files, BlobProtoVector and
 //! SolverState.
 
-use std::io::Write;
+use std::io::{self, Write};
 use std::path::Path;
 
-use tensorfmt_core::io::AtomicFile;
 use tensorfmt_core::{DType, Order, Tensor};
 
 use crate::error::{CaffeError, Result};
@@ -58,67 +57,101 @@ pub(crate) fn blob_len(b: &RawBlob) -> usize {
     n
 }
 
-fn put_bytes_field(out: &mut Vec<u8>, field: u32, bytes: &[u8]) {
-    put_key(out, field, LEN);
-    put_varint(out, bytes.len() as u64);
-    out.extend_from_slice(bytes);
+/// A key and a length, written in one call.
+fn write_len_header<W: Write>(w: &mut W, field: u32, len: u64) -> io::Result<()> {
+    let mut h = Vec::with_capacity(16);
+    put_key(&mut h, field, LEN);
+    put_varint(&mut h, len);
+    w.write_all(&h)
 }
 
-/// Appends a BlobProto's fields (no outer key): 1-4, 5, 6, 7, 8, 9, 10, 12.
-pub(crate) fn encode_blob(b: &RawBlob, out: &mut Vec<u8>) {
+/// A length-delimited field whose contents are written as they are (payloads are
+/// never copied into an intermediate buffer).
+fn write_bytes_field<W: Write>(w: &mut W, field: u32, bytes: &[u8]) -> io::Result<()> {
+    write_len_header(w, field, bytes.len() as u64)?;
+    w.write_all(bytes)
+}
+
+/// A writer that only counts: the length of a message before it is written.
+struct Counter(u64);
+
+impl Write for Counter {
+    fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+        self.0 += b.len() as u64;
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Writes a BlobProto's fields (no outer key): 1-4, 5, 6, 7, 8, 9, 10, 12. The value
+/// arrays go to `w` straight from their (usually mapped) bytes.
+pub(crate) fn write_blob<W: Write>(b: &RawBlob, w: &mut W) -> io::Result<()> {
+    let mut small = Vec::new();
     for (field, v) in [(1, b.num), (2, b.channels), (3, b.height), (4, b.width)] {
         if let Some(v) = v {
-            put_key(out, field, VARINT);
-            put_varint(out, int32_varint(v));
+            put_key(&mut small, field, VARINT);
+            put_varint(&mut small, int32_varint(v));
         }
     }
+    w.write_all(&small)?;
     for (field, bytes) in [(5, &b.data), (6, &b.diff)] {
         if !bytes.is_empty() {
-            put_bytes_field(out, field, bytes);
+            write_bytes_field(w, field, bytes)?;
         }
     }
     if let Some(dims) = &b.shape {
-        put_key(out, 7, LEN);
-        put_varint(out, shape_content_len(dims) as u64);
+        let mut shape = Vec::new();
+        put_key(&mut shape, 7, LEN);
+        put_varint(&mut shape, shape_content_len(dims) as u64);
         if !dims.is_empty() {
             let packed: usize = dims.iter().map(|&d| varint_len(d as u64)).sum();
-            put_key(out, 1, LEN);
-            put_varint(out, packed as u64);
+            put_key(&mut shape, 1, LEN);
+            put_varint(&mut shape, packed as u64);
             for &d in dims {
-                put_varint(out, d as u64);
+                put_varint(&mut shape, d as u64);
             }
         }
+        w.write_all(&shape)?;
     }
     for (field, bytes) in [(8, &b.double_data), (9, &b.double_diff)] {
         if !bytes.is_empty() {
-            put_bytes_field(out, field, bytes);
+            write_bytes_field(w, field, bytes)?;
         }
     }
     if let Some(t) = b.raw_data_type {
-        put_key(out, 10, VARINT);
-        put_varint(out, int32_varint(t));
+        let mut small = Vec::new();
+        put_key(&mut small, 10, VARINT);
+        put_varint(&mut small, int32_varint(t));
+        w.write_all(&small)?;
     }
     if let Some(r) = &b.raw_data {
-        put_bytes_field(out, 12, r);
+        write_bytes_field(w, 12, r)?;
     }
+    Ok(())
 }
 
-fn put_blob_field(out: &mut Vec<u8>, field: u32, b: &RawBlob) {
-    put_key(out, field, LEN);
-    put_varint(out, blob_len(b) as u64);
-    encode_blob(b, out);
+/// Appends a BlobProto's fields to a buffer.
+pub(crate) fn encode_blob(b: &RawBlob, out: &mut Vec<u8>) {
+    write_blob(b, out).expect("writing to a Vec cannot fail");
+}
+
+fn write_blob_field<W: Write>(w: &mut W, field: u32, b: &RawBlob) -> io::Result<()> {
+    write_len_header(w, field, blob_len(b) as u64)?;
+    write_blob(b, w)
 }
 
 /// Emits a message's pieces with `blobs` in place of its Blob pieces. Blobs beyond the
 /// original count follow the last original blob (or go where `blob_field` belongs in
 /// field-number order); missing ones are dropped.
-fn emit_pieces(
+fn emit_pieces<W: Write>(
     file: &[u8],
     pieces: &[Piece],
     blobs: &[RawBlob],
     blob_field: u32,
-    out: &mut Vec<u8>,
-) {
+    out: &mut W,
+) -> io::Result<()> {
     let originals = pieces
         .iter()
         .filter(|p| matches!(p, Piece::Blob { .. }))
@@ -133,66 +166,72 @@ fn emit_pieces(
         match p {
             Piece::Raw { field, range } => {
                 if !extra_done && originals == 0 && *field > blob_field {
-                    extra
-                        .iter()
-                        .for_each(|b| put_blob_field(out, blob_field, b));
+                    for b in extra {
+                        write_blob_field(out, blob_field, b)?;
+                    }
                     extra_done = true;
                 }
-                out.extend_from_slice(&file[range.clone()]);
+                out.write_all(&file[range.clone()])?;
             }
             Piece::Blob { field, index } => {
                 if let Some(b) = own_blobs.get(*index) {
-                    put_blob_field(out, *field, b);
+                    write_blob_field(out, *field, b)?;
                 }
                 seen += 1;
                 if seen == originals && !extra_done {
-                    extra.iter().for_each(|b| put_blob_field(out, *field, b));
+                    for b in extra {
+                        write_blob_field(out, *field, b)?;
+                    }
                     extra_done = true;
                 }
             }
             Piece::Nested { field, pieces } => {
-                let mut inner = Vec::new();
-                emit_pieces(file, pieces, blobs, 50, &mut inner);
-                put_bytes_field(out, *field, &inner);
+                let mut len = Counter(0);
+                emit_pieces(file, pieces, blobs, 50, &mut len)?;
+                write_len_header(out, *field, len.0)?;
+                emit_pieces(file, pieces, blobs, 50, out)?;
             }
         }
     }
     if !extra_done {
-        extra
-            .iter()
-            .for_each(|b| put_blob_field(out, blob_field, b));
+        for b in extra {
+            write_blob_field(out, blob_field, b)?;
+        }
     }
+    Ok(())
 }
 
-/// A layer's message bytes (no outer key) with its current blobs.
-pub(crate) fn encode_layer(file: &[u8], layer: &RawLayer) -> Vec<u8> {
-    let mut out = Vec::new();
-    match layer.version {
-        NetVersion::V2 => emit_pieces(file, &layer.pieces, &layer.blobs, 7, &mut out),
-        NetVersion::V1 => emit_pieces(file, &layer.pieces, &layer.blobs, 6, &mut out),
-        // The blobs live in the nested V0 layer (field 50); emit_pieces hands them down.
-        NetVersion::V0 => emit_pieces(file, &layer.pieces, &layer.blobs, 6, &mut out),
-    }
-    out
+/// Writes a layer's message (no outer key) with its current blobs.
+fn write_layer<W: Write>(file: &[u8], layer: &RawLayer, out: &mut W) -> io::Result<()> {
+    // V0: the blobs live in the nested V0 layer (field 50); emit_pieces hands them down.
+    let blob_field = if layer.version == NetVersion::V2 {
+        7
+    } else {
+        6
+    };
+    emit_pieces(file, &layer.pieces, &layer.blobs, blob_field, out)
 }
 
-/// Serializes a net: every non-layer field and every non-blob layer field verbatim,
-/// blobs re-encoded from [`RawLayer::blobs`]. Layers appended to `net.layers` after
-/// reading are written at the end.
-pub(crate) fn encode_net(net: &Model) -> Vec<u8> {
+/// Writes a net: every non-layer field and every non-blob layer field verbatim, blobs
+/// re-encoded from [`RawLayer::blobs`]. Layers appended to `net.layers` after reading
+/// are written at the end. Each layer's length is counted first, so nothing is
+/// buffered: memory stays flat whatever the model's size.
+pub(crate) fn write_net<W: Write>(net: &Model, out: &mut W) -> io::Result<()> {
     let file: &[u8] = &net.file;
-    let mut out = Vec::with_capacity(file.len());
     let mut written = vec![false; net.layers.len()];
-    let put_layer = |i: usize, out: &mut Vec<u8>| {
+    let put_layer = |i: usize, out: &mut W| -> io::Result<()> {
         let l = &net.layers[i];
         let field = if l.version == NetVersion::V2 { 100 } else { 2 };
-        put_bytes_field(out, field, &encode_layer(file, l));
+        let mut len = Counter(0);
+        write_layer(file, l, &mut len)?;
+        write_len_header(out, field, len.0)?;
+        write_layer(file, l, out)
     };
     for p in &net.pieces {
         match p {
-            NetPiece::Raw(r) => out.extend_from_slice(&file[r.clone()]),
+            NetPiece::Raw(r) => out.write_all(&file[r.clone()])?,
             NetPiece::Layer(i) if *i < net.layers.len() => {
-                put_layer(*i, &mut out);
+                put_layer(*i, out)?;
                 written[*i] = true;
             }
             NetPiece::Layer(_) => {}
@@ -200,39 +239,55 @@ pub(crate) fn encode_net(net: &Model) -> Vec<u8> {
     }
     for (i, done) in written.iter().enumerate() {
         if !done {
-            put_layer(i, &mut out);
+            put_layer(i, out)?;
         }
     }
+    Ok(())
+}
+
+/// Serializes a net into a buffer (see [`write_net`]).
+pub(crate) fn encode_net(net: &Model) -> Vec<u8> {
+    let mut out = Vec::with_capacity(net.file.len());
+    write_net(net, &mut out).expect("writing to a Vec cannot fail");
     out
 }
 
-/// Serializes a SolverState (fields 1-4 in number order).
-pub(crate) fn encode_solver_state(s: &RawSolverState) -> Vec<u8> {
-    let mut out = Vec::new();
+/// Writes a SolverState (fields 1-4 in number order).
+pub(crate) fn write_solver_state<W: Write>(s: &RawSolverState, w: &mut W) -> io::Result<()> {
     if let Some(v) = s.iter {
-        put_key(&mut out, 1, VARINT);
-        put_varint(&mut out, int32_varint(v));
+        let mut small = Vec::new();
+        put_key(&mut small, 1, VARINT);
+        put_varint(&mut small, int32_varint(v));
+        w.write_all(&small)?;
     }
     if let Some(n) = &s.learned_net {
-        put_bytes_field(&mut out, 2, n.as_bytes());
+        write_bytes_field(w, 2, n.as_bytes())?;
     }
     for b in &s.history {
-        put_blob_field(&mut out, 3, b);
+        write_blob_field(w, 3, b)?;
     }
     if let Some(v) = s.current_step {
-        put_key(&mut out, 4, VARINT);
-        put_varint(&mut out, int32_varint(v));
+        let mut small = Vec::new();
+        put_key(&mut small, 4, VARINT);
+        put_varint(&mut small, int32_varint(v));
+        w.write_all(&small)?;
     }
+    Ok(())
+}
+
+/// Serializes a SolverState into a buffer.
+pub(crate) fn encode_solver_state(s: &RawSolverState) -> Vec<u8> {
+    let mut out = Vec::new();
+    write_solver_state(s, &mut out).expect("writing to a Vec cannot fail");
     out
 }
 
-/// Serializes a BlobProtoVector.
-pub(crate) fn encode_blob_vector(blobs: &[RawBlob]) -> Vec<u8> {
-    let mut out = Vec::new();
+/// Writes a BlobProtoVector.
+pub(crate) fn write_blob_vector<W: Write>(blobs: &[RawBlob], w: &mut W) -> io::Result<()> {
     for b in blobs {
-        put_blob_field(&mut out, 1, b);
+        write_blob_field(w, 1, b)?;
     }
-    out
+    Ok(())
 }
 
 /// One layer of a weights-only caffemodel.
@@ -263,21 +318,48 @@ pub struct WeightsLayer {
 /// ```
 pub fn encode_weights_model(name: Option<&str>, layers: &[WeightsLayer]) -> Vec<u8> {
     let mut out = Vec::new();
+    write_weights_model(&mut out, name, layers).expect("writing to a Vec cannot fail");
+    out
+}
+
+/// [`encode_weights_model`] into any writer, blob payloads written straight from their
+/// bytes (no intermediate buffer of the file).
+///
+/// ```
+/// use tensorfmt_caffe::{encode_weights_model, write_weights_model, RawBlob, WeightsLayer};
+/// let layers = [WeightsLayer { name: "ip".into(), type_name: None,
+///                              blobs: vec![RawBlob::from_f32(&[2], &[1.0, 2.0])] }];
+/// let mut out = Vec::new();
+/// write_weights_model(&mut out, Some("n"), &layers)?;
+/// assert_eq!(out, encode_weights_model(Some("n"), &layers));
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn write_weights_model<W: Write>(
+    w: &mut W,
+    name: Option<&str>,
+    layers: &[WeightsLayer],
+) -> io::Result<()> {
     if let Some(n) = name {
-        put_bytes_field(&mut out, 1, n.as_bytes());
+        write_bytes_field(w, 1, n.as_bytes())?;
     }
-    for l in layers {
-        let mut body = Vec::new();
-        put_bytes_field(&mut body, 1, l.name.as_bytes());
+    let body = |l: &WeightsLayer, w: &mut dyn Write| -> io::Result<()> {
+        let mut w = w;
+        write_bytes_field(&mut w, 1, l.name.as_bytes())?;
         if let Some(t) = &l.type_name {
-            put_bytes_field(&mut body, 2, t.as_bytes());
+            write_bytes_field(&mut w, 2, t.as_bytes())?;
         }
         for b in &l.blobs {
-            put_blob_field(&mut body, 7, b);
+            write_blob_field(&mut w, 7, b)?;
         }
-        put_bytes_field(&mut out, 100, &body);
+        Ok(())
+    };
+    for l in layers {
+        let mut len = Counter(0);
+        body(l, &mut len)?;
+        write_len_header(w, 100, len.0)?;
+        body(l, w)?;
     }
-    out
+    Ok(())
 }
 
 /// A new-style blob from a tensor, as Caffe's ToProto writes it: `shape` (absent for a
@@ -331,11 +413,72 @@ pub fn mean_blob_from_tensor(t: &Tensor) -> Result<RawBlob> {
     Ok(b)
 }
 
-/// Writes bytes atomically.
-pub(crate) fn write_bytes(path: &Path, bytes: &[u8]) -> Result<()> {
-    let mut f = AtomicFile::create(path)?;
-    f.write_all(bytes)
-        .map_err(|e| tensorfmt_core::Error::io(path, e))?;
-    f.commit()?;
-    Ok(())
+/// Writes a file atomically: `write` fills a temporary file that replaces `path` only
+/// when it succeeds; on any failure the old file (or none) stays under `path`.
+pub(crate) fn write_path(
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> Result<()>,
+) -> Result<()> {
+    tensorfmt_core::io::write_atomic(path, |f| write(f))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Passes `left` bytes through to `inner`, then fails: a disk filling up part-way.
+    struct Cap<'a> {
+        inner: &'a mut dyn Write,
+        left: usize,
+    }
+
+    impl Write for Cap<'_> {
+        fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+            if self.left == 0 {
+                return Err(io::Error::other("injected failure"));
+            }
+            let n = self.left.min(b.len());
+            let n = self.inner.write(&b[..n])?;
+            self.left -= n;
+            Ok(n)
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            self.inner.flush()
+        }
+    }
+
+    /// The path-level writers (`Model::save`, `save_tensors`) are `write_path` around a
+    /// streaming writer: a failure after any number of bytes keeps the old file and
+    /// leaves no temporary file; with no old file, none appears.
+    #[test]
+    fn failing_path_writes_keep_the_old_file() {
+        let layers = [WeightsLayer {
+            name: "conv".into(),
+            type_name: Some("Convolution".into()),
+            blobs: vec![
+                RawBlob::from_f32(&[4, 3], &[0.5; 12]),
+                RawBlob::from_f32(&[4], &[1.0; 4]),
+            ],
+        }];
+        let bytes = encode_weights_model(Some("net"), &layers);
+        let model = crate::read_model(bytes.clone().into()).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("m.caffemodel");
+        let fresh = dir.path().join("new.caffemodel");
+        std::fs::write(&p, b"old contents").unwrap();
+        for n in 0..bytes.len() {
+            let r = write_path(&p, |w| model.write_to(&mut Cap { inner: w, left: n }));
+            assert!(r.is_err(), "{n}");
+            assert_eq!(std::fs::read(&p).unwrap(), b"old contents", "{n}");
+            let r = write_path(&fresh, |w| {
+                write_weights_model(&mut Cap { inner: w, left: n }, Some("net"), &layers)?;
+                Ok(())
+            });
+            assert!(r.is_err(), "{n}");
+            assert!(!fresh.exists(), "{n}");
+            assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "{n}");
+        }
+        model.save(&p).unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), bytes);
+    }
 }
