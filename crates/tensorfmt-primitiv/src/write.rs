@@ -163,8 +163,59 @@ pub fn write_file(path: impl AsRef<Path>, data: &PrimitivData) -> Result<()> {
 #[cfg(test)]
 mod tests {
     //! primitiv's generic MessagePack writer vectors (spec §10, from upstream's
-    //! `test/msgpack_writer_test.cc`) through this writer's encoders.
+    //! `test/msgpack_writer_test.cc`) through this writer's encoders, and path-level
+    //! writes failing part-way.
     use super::*;
+
+    /// Passes `left` bytes through to `inner`, then fails: a disk filling up part-way.
+    struct Cap<'a> {
+        inner: &'a mut dyn Write,
+        left: usize,
+    }
+
+    impl Write for Cap<'_> {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            if self.left == 0 {
+                return Err(std::io::Error::other("injected failure"));
+            }
+            let n = self.inner.write(&b[..self.left.min(b.len())])?;
+            self.left -= n;
+            Ok(n)
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            self.inner.flush()
+        }
+    }
+
+    /// `write_file` is `write_atomic` around `encode`: the same pair failing after any
+    /// number of bytes keeps the old file and leaves no temporary file; with no old
+    /// file, none appears.
+    #[test]
+    fn failing_path_writes_keep_the_old_file() {
+        let t =
+            PrimitivTensor::from_f32(PrimitivShape::new([3, 2], 1).unwrap(), &[1.0; 6]).unwrap();
+        let mut p = Parameter::new(t.clone()).unwrap();
+        p.set_stat("Adam.m1", t);
+        let data = PrimitivData::Parameter(p);
+        let full = to_bytes(&data).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("p.data");
+        let fresh = dir.path().join("new.data");
+        std::fs::write(&target, b"old contents").unwrap();
+        for n in 0..full.len() {
+            for path in [&target, &fresh] {
+                let r = tensorfmt_core::io::write_atomic(path, |f| {
+                    encode(&mut Cap { inner: f, left: n }, &data)
+                });
+                assert!(r.is_err(), "{n}");
+            }
+            assert_eq!(std::fs::read(&target).unwrap(), b"old contents", "{n}");
+            assert!(!fresh.exists(), "{n}");
+            assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "{n}");
+        }
+        write_file(&target, &data).unwrap();
+        assert_eq!(std::fs::read(&target).unwrap(), full);
+    }
 
     fn hex(b: &[u8]) -> String {
         b.iter().map(|x| format!("{x:02x}")).collect()

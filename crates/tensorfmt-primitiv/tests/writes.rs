@@ -1,0 +1,136 @@
+//! Writes that lose nothing: the writer, fed a sink that fails after N bytes, returns an
+//! error (never a panic) with exactly the first N bytes of the right output written;
+//! a writer process killed part-way leaves the old file under the target name.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use tensorfmt_core::testing::{corpus_dir, prefix_lengths, FailAfter};
+use tensorfmt_core::{Order, Tensor, WriteOptions};
+use tensorfmt_primitiv::{encode, read_file, PrimitivData, ReaderOptions};
+
+fn data_files(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "data"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Every failure point below the output's length (a sample above 4 KiB).
+fn sweep(what: &str, data: &PrimitivData, full: &[u8]) -> usize {
+    let ns = prefix_lengths(full.len(), &[]);
+    for &n in &ns {
+        let mut w = FailAfter::new(n);
+        assert!(
+            encode(&mut w, data).is_err(),
+            "{what}: failing after {n} bytes succeeded"
+        );
+        assert_eq!(
+            w.written(),
+            &full[..n],
+            "{what}: bytes before the failure at {n}"
+        );
+    }
+    let mut w = FailAfter::new(full.len());
+    encode(&mut w, data).unwrap();
+    assert_eq!(w.written(), full, "{what}");
+    ns.len()
+}
+
+#[test]
+fn writer_fails_cleanly_at_every_point() {
+    let mut dirs = vec![Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/primitiv")];
+    if let Some(c) = corpus_dir(env!("CARGO_MANIFEST_DIR"), "primitiv") {
+        dirs.push(c.join("golden"));
+        dirs.push(c.join("synthesized"));
+    }
+    let (mut files, mut runs) = (0, 0);
+    let t = Instant::now();
+    for dir in dirs {
+        for p in data_files(&dir) {
+            let bytes: Bytes = std::fs::read(&p).unwrap().into();
+            let d = read_file(bytes.clone(), &ReaderOptions::default()).unwrap();
+            // Files written by primitiv (and our fixtures) re-encode byte for byte.
+            runs += sweep(&p.display().to_string(), &d.data, &bytes);
+            files += 1;
+        }
+    }
+    assert!(files >= 6);
+    eprintln!(
+        "primitiv writer: {files} files, {runs} failing writes in {:?}",
+        t.elapsed()
+    );
+}
+
+/// The child side of `killed_writer_leaves_the_old_file`: rewrites a big parameter
+/// over and over until killed. Does nothing unless the parent set the variable.
+#[test]
+fn child_writer_loop() {
+    let Ok(target) = std::env::var("TENSORFMT_PRIMITIV_KILL_TARGET") else {
+        return;
+    };
+    let big = Tensor::from_vec(vec![0.25f32; 16 << 20], [4096, 4096], Order::ColumnMajor).unwrap();
+    let named = [("value".to_string(), big)];
+    loop {
+        tensorfmt_primitiv::save_tensors(Path::new(&target), &named, &WriteOptions::default())
+            .unwrap();
+    }
+}
+
+#[test]
+fn killed_writer_leaves_the_old_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("p.data");
+    let small = Tensor::from_vec(vec![1f32, 2.0], [2], Order::ColumnMajor).unwrap();
+    tensorfmt_primitiv::save_tensors(
+        &target,
+        &[("value".into(), small)],
+        &WriteOptions::default(),
+    )
+    .unwrap();
+    let old = std::fs::read(&target).unwrap();
+    for delay_ms in [0u64, 30, 120] {
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "child_writer_loop",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env("TENSORFMT_PRIMITIV_KILL_TARGET", &target)
+            .spawn()
+            .unwrap();
+        let t = Instant::now();
+        while std::fs::read_dir(dir.path()).unwrap().count() < 2 {
+            assert!(
+                t.elapsed() < Duration::from_secs(60),
+                "the child never started writing"
+            );
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        // Either the old file or a complete new one, never a half file.
+        let now = std::fs::read(&target).unwrap();
+        if now != old {
+            let d = read_file(now.into(), &ReaderOptions::default()).unwrap();
+            let PrimitivData::Parameter(p) = d.data else {
+                panic!("not a parameter")
+            };
+            assert_eq!(p.value().data().len(), 64 << 20);
+        }
+        for e in std::fs::read_dir(dir.path()).unwrap() {
+            let p = e.unwrap().path();
+            if p != target {
+                std::fs::remove_file(p).unwrap();
+            }
+        }
+        std::fs::write(&target, &old).unwrap();
+    }
+}
