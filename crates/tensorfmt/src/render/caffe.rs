@@ -94,7 +94,7 @@ pub fn filter_layers(model: &Model) -> String {
 pub fn filters_picture(model: &Model, name: Option<&str>) -> Result<Image> {
     let Some(name) = name else {
         return Err(Error::Invalid(format!(
-            "choose a layer to draw (layer NAME); layers with 4-d weights: {}",
+            "choose a conv layer to draw (--layer NAME); layers with 4-d weights: {}",
             filter_layers(model)
         )));
     };
