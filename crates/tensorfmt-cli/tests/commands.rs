@@ -1,0 +1,430 @@
+//! `formats`, `completions`, `render`, the `--help` examples, and `--quiet` / `--json`
+//! / `--kind` / `--strict` on `inspect`, `convert` and `validate`.
+
+mod common;
+
+use common::{json, testdata, tf};
+
+#[test]
+fn formats_text_and_json() {
+    let (code, out, err) = tf(["formats"]);
+    assert_eq!(code, 0, "{err}");
+    for needle in [
+        "npy ",
+        "npz ",
+        "safetensors ",
+        "pvp ",
+        "som ",
+        "primitiv ",
+        "caffe ",
+        "(.caffemodel, .binaryproto, .solverstate)",
+        "[--to pvp:sparse]",
+        "[--to som-data]",
+    ] {
+        assert!(out.contains(needle), "{needle:?} missing from:\n{out}");
+    }
+    let (code, out, _) = tf(["formats", "--json"]);
+    assert_eq!(code, 0);
+    let v = json(&out);
+    let formats = v["formats"].as_array().unwrap();
+    let names: Vec<&str> = formats
+        .iter()
+        .map(|f| f["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "npy",
+            "npz",
+            "safetensors",
+            "pvp",
+            "som",
+            "primitiv",
+            "caffe"
+        ]
+    );
+    for f in formats {
+        assert_eq!(f["enabled"], true, "{f}");
+        assert_eq!(f["reads"], true);
+        assert_eq!(f["writes"], true);
+        assert!(!f["extensions"].as_array().unwrap().is_empty());
+        assert!(!f["description"].as_str().unwrap().is_empty());
+        for k in f["write_kinds"].as_array().unwrap() {
+            assert!(k["to"].is_string() && k["name"].is_string() && k["description"].is_string());
+        }
+        for k in f["read_kinds"].as_array().unwrap() {
+            assert!(k.get("to").is_none());
+        }
+    }
+    let caffe = &formats[6];
+    assert_eq!(
+        caffe["extensions"],
+        serde_json::json!(["caffemodel", "binaryproto", "solverstate"])
+    );
+    let kinds: Vec<&str> = caffe["write_kinds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["name"].as_str().unwrap())
+        .collect();
+    assert!(kinds.contains(&"caffemodel") && kinds.contains(&"binaryproto"));
+}
+
+#[test]
+fn completions_for_every_shell() {
+    for (shell, needle) in [
+        ("bash", "_tensorfmt()"),
+        ("zsh", "#compdef tensorfmt"),
+        ("fish", "complete -c tensorfmt"),
+        ("powershell", "Register-ArgumentCompleter"),
+        ("elvish", "edit:completion:arg-completer[tensorfmt]"),
+    ] {
+        let (code, out, err) = tf(["completions", shell]);
+        assert_eq!(code, 0, "{shell}: {err}");
+        assert!(
+            out.contains(needle),
+            "{shell}: {}",
+            &out[..out.len().min(300)]
+        );
+        // Subcommands are completed.
+        assert!(out.contains("diff") && out.contains("convert"), "{shell}");
+    }
+    let (code, _, _) = tf(["completions", "tcsh"]);
+    assert_eq!(code, 2);
+    let (code, _, _) = tf(["completions"]);
+    assert_eq!(code, 2);
+}
+
+#[test]
+fn every_help_has_an_example() {
+    for sub in [
+        "inspect",
+        "convert",
+        "validate",
+        "diff",
+        "render",
+        "formats",
+        "completions",
+    ] {
+        for flag in ["--help", "-h"] {
+            let (code, out, _) = tf([sub, flag]);
+            assert_eq!(code, 0, "{sub}");
+            assert!(
+                out.contains("Example:") && out.contains(&format!("$ tensorfmt {sub}")),
+                "{sub} {flag}:\n{out}"
+            );
+        }
+    }
+    let (_, out, _) = tf(["diff", "--help"]);
+    assert!(
+        out.contains("0 equal within tolerance, 1 different, 2 trouble"),
+        "{out}"
+    );
+    let (_, out, _) = tf(["--help"]);
+    assert!(out.contains("Exit codes:"), "{out}");
+    for sub in ["diff", "formats", "completions", "render"] {
+        assert!(out.contains(sub), "{out}");
+    }
+}
+
+#[test]
+fn convert_quiet_and_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_path = dir.path().join("m.npz");
+    let (code, out, err) = tf(args![
+        "convert",
+        "-q",
+        testdata("core", "mixed.npz"),
+        dir.path().join("w.npy")
+    ]);
+    assert_eq!(
+        (code, out.as_str(), err.as_str()),
+        (0, "", ""),
+        "no note either when quiet"
+    );
+    let (code, out, err) = tf(args![
+        "convert",
+        "--json",
+        testdata("core", "model.safetensors"),
+        out_path
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let v = json(&out);
+    assert_eq!(v["format"], "npz");
+    assert_eq!(v["kind"], serde_json::Value::Null);
+    assert_eq!(
+        v["tensors"],
+        serde_json::json!(["layer.bias", "embed.weight", "mask"])
+    );
+    assert!(v["output"].as_str().unwrap().ends_with("m.npz"));
+    assert!(v["input"].as_str().unwrap().ends_with("model.safetensors"));
+    assert_eq!(v["bytes"], 3 * 4 + 4 * 2 + 2);
+    let (code, out, _) = tf(args![
+        "convert",
+        "--json",
+        testdata("caffe", "mean_legacy.binaryproto"),
+        dir.path().join("mean.out"),
+        "--to",
+        "binaryproto"
+    ]);
+    assert_eq!(code, 0);
+    assert_eq!(json(&out)["kind"], "binaryproto");
+    // --json and --quiet together: usage error.
+    let (code, _, _) = tf(args![
+        "convert",
+        "--json",
+        "-q",
+        testdata("core", "mixed.npz"),
+        dir.path().join("x.npz")
+    ]);
+    assert_eq!(code, 2);
+    // Overwrite refusal holds with --json too, and nothing is printed on stdout.
+    let (code, out, err) = tf(args![
+        "convert",
+        "--json",
+        testdata("core", "mixed.npz"),
+        out_path
+    ]);
+    assert_eq!(code, 2);
+    assert!(out.is_empty() && err.contains("--force"), "{err}");
+}
+
+#[test]
+fn validate_quiet_and_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = testdata("core", "f32_2x3.npy");
+    let bytes = std::fs::read(&good).unwrap();
+    let bad = dir.path().join("cut.npy");
+    std::fs::write(&bad, &bytes[..bytes.len() - 3]).unwrap();
+    let missing = dir.path().join("missing.pvp");
+    // Quiet: only failures.
+    let (code, out, _) = tf(args![
+        "validate",
+        "-q",
+        good,
+        testdata("pvp", "dense_f32.pvp")
+    ]);
+    assert_eq!((code, out.as_str()), (0, ""));
+    let (code, out, _) = tf(args!["validate", "--quiet", good, bad]);
+    assert_eq!(code, 1);
+    assert_eq!(out.lines().count(), 1);
+    assert!(out.contains("cut.npy: error: "), "{out}");
+    // JSON: one result per file, in order.
+    let (code, out, _) = tf(args![
+        "validate",
+        "--json",
+        good,
+        bad,
+        missing,
+        testdata("caffe", "v2_tiny.caffemodel")
+    ]);
+    assert_eq!(code, 1);
+    let v = json(&out);
+    assert_eq!(v["ok"], false);
+    let files = v["files"].as_array().unwrap();
+    assert_eq!(files.len(), 4);
+    assert_eq!(files[0]["ok"], true);
+    assert_eq!(files[0]["format"], "npy");
+    assert_eq!(files[0]["kind"], "array");
+    assert_eq!(files[0]["error"], serde_json::Value::Null);
+    assert_eq!(files[0]["warnings"], serde_json::json!([]));
+    assert_eq!(files[1]["ok"], false);
+    assert!(
+        files[1]["error"]
+            .as_str()
+            .unwrap()
+            .contains("npy: at byte 128"),
+        "{}",
+        files[1]
+    );
+    assert_eq!(files[1]["format"], serde_json::Value::Null);
+    assert!(files[2]["error"].as_str().unwrap().contains("missing.pvp"));
+    assert_eq!(files[3]["format"], "caffe");
+    let (code, out, _) = tf(args!["validate", "--json", good]);
+    assert_eq!(code, 0);
+    assert_eq!(json(&out)["ok"], true);
+}
+
+#[test]
+fn inspect_kind_and_strict() {
+    // --kind reaches the Caffe reader: a kind hint that does not fit is an error.
+    let model = testdata("caffe", "v2_tiny.caffemodel");
+    let (code, out, err) = tf(args!["inspect", "--json", "--kind", "caffemodel", model]);
+    assert_eq!(code, 0, "{err}");
+    assert!(json(&out)["kind"].as_str().unwrap().starts_with("model"));
+    let (code, _, err) = tf(args!["inspect", "--kind", "nonsense", model]);
+    assert_eq!(code, 1);
+    assert!(err.contains("nonsense"), "{err}");
+    // --strict: Caffe refuses nets with both `layer` and `layers`; so does strict mode.
+    let mixed = testdata("caffe", "mixed_layers.caffemodel");
+    let (code, _, err) = tf(args!["inspect", mixed]);
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = tf(args!["inspect", "--strict", mixed]);
+    assert_eq!(code, 1, "{err}");
+    let (code, _, _) = tf(args!["validate", "--strict", mixed]);
+    assert_eq!(code, 1);
+    let (code, _, _) = tf(args!["validate", mixed]);
+    assert_eq!(code, 0);
+}
+
+fn png_size(path: &std::path::Path) -> (u32, u32) {
+    let b = std::fs::read(path).unwrap();
+    assert_eq!(&b[..8], b"\x89PNG\r\n\x1a\n");
+    let be = |o: usize| u32::from_be_bytes(b[o..o + 4].try_into().unwrap());
+    (be(16), be(20))
+}
+
+#[test]
+fn render_som_quiet_and_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let png = dir.path().join("som.png");
+    let (code, out, err) = tf(args!["render", testdata("som", "som_cart_3x2.bin"), png]);
+    assert_eq!(code, 0, "{err}");
+    let (w, h) = png_size(&png);
+    assert_eq!(out, format!("{}: {w}x{h} PNG\n", png.display()));
+    let png2 = dir.path().join("counts.png");
+    let (code, out, _) = tf(args![
+        "render",
+        "-q",
+        testdata("som", "map_cart_2x3.bin"),
+        png2,
+        "--counts"
+    ]);
+    assert_eq!((code, out.as_str()), (0, ""));
+    assert!(png2.exists());
+    let png3 = dir.path().join("j.png");
+    let (code, out, _) = tf(args![
+        "render",
+        "--json",
+        testdata("som", "som_hex3.bin"),
+        png3
+    ]);
+    assert_eq!(code, 0);
+    let v = json(&out);
+    assert_eq!(
+        (
+            v["width"].as_u64().unwrap() as u32,
+            v["height"].as_u64().unwrap() as u32
+        ),
+        png_size(&png3)
+    );
+    assert!(v["file"].as_str().unwrap().ends_with("som_hex3.bin"));
+    assert!(v["output"].as_str().unwrap().ends_with("j.png"));
+    // Not renderable: 1, and no file.
+    let bad = dir.path().join("bad.png");
+    let (code, _, err) = tf(args!["render", testdata("core", "mixed.npz"), bad]);
+    assert_eq!(code, 1);
+    assert!(err.starts_with("tensorfmt: error: "), "{err}");
+    assert!(!bad.exists());
+}
+
+#[test]
+fn render_pvp_weights_and_frames() {
+    let dir = tempfile::tempdir().unwrap();
+    for f in ["kernel_f32.pvp", "nonshared_f32.pvp", "kernel_byte.pvp"] {
+        let png = dir.path().join(format!("{f}.png"));
+        let (code, _, err) = tf(args!["render", testdata("pvp", f), png]);
+        assert_eq!(code, 0, "{f}: {err}");
+        let (w, h) = png_size(&png);
+        assert!(w > 0 && h > 0);
+    }
+    // Activity frames: each frame is its own picture; out of range is an error.
+    let frame = |k: &str| {
+        let png = dir.path().join(format!("frame{k}.png"));
+        let r = tf(args![
+            "render",
+            testdata("pvp", "dense_f32.pvp"),
+            png,
+            "--frame",
+            k
+        ]);
+        (r, png)
+    };
+    let ((code, _, err), f0) = frame("0");
+    assert_eq!(code, 0, "{err}");
+    let ((code, _, _), f1) = frame("1");
+    assert_eq!(code, 0);
+    // The fixture's frames differ by an offset only: per-frame scaling draws them alike.
+    assert_eq!(std::fs::read(&f0).unwrap(), std::fs::read(&f1).unwrap());
+    // A file whose frame 1 is frame 0 reversed draws two different pictures.
+    let ramp: Vec<f32> = (0..12)
+        .map(|i| i as f32)
+        .chain((0..12).rev().map(|i| i as f32))
+        .collect();
+    let values =
+        tensorfmt::Tensor::from_vec(ramp, [2, 2, 3, 2], tensorfmt::Order::RowMajor).unwrap();
+    let pvp = dir.path().join("two.pvp");
+    tensorfmt::save(
+        &pvp,
+        tensorfmt::Format::Pvp,
+        &[("values".into(), values)],
+        &Default::default(),
+    )
+    .unwrap();
+    let (a, b) = (dir.path().join("a.png"), dir.path().join("b.png"));
+    assert_eq!(tf(args!["render", pvp, a, "--frame", "0"]).0, 0);
+    assert_eq!(tf(args!["render", pvp, b, "--frame", "1"]).0, 0);
+    assert_eq!(png_size(&a), png_size(&b));
+    assert_ne!(
+        std::fs::read(&a).unwrap(),
+        std::fs::read(&b).unwrap(),
+        "frames differ"
+    );
+    let ((code, _, err), f99) = frame("99");
+    assert_eq!(code, 1);
+    assert!(err.contains("99"), "{err}");
+    assert!(!f99.exists());
+    let sparse = dir.path().join("sparse.png");
+    assert_eq!(
+        tf(args![
+            "render",
+            testdata("pvp", "sparse_values_dt4.pvp"),
+            sparse,
+            "--frame",
+            "0"
+        ])
+        .0,
+        0
+    );
+}
+
+#[test]
+fn render_caffe_filters() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = testdata("caffe", "v2_tiny.caffemodel");
+    let png = dir.path().join("conv1.png");
+    let (code, out, err) = tf(args!["render", "--json", model, png, "--layer", "conv1"]);
+    assert_eq!(code, 0, "{err}");
+    let v = json(&out);
+    assert_eq!(
+        (
+            v["width"].as_u64().unwrap() as u32,
+            v["height"].as_u64().unwrap() as u32
+        ),
+        png_size(&png)
+    );
+    // Without --layer the error names the candidates.
+    let (code, _, err) = tf(args!["render", model, dir.path().join("x.png")]);
+    assert_eq!(code, 1);
+    assert!(err.contains("conv1"), "{err}");
+    let (code, _, err) = tf(args![
+        "render",
+        model,
+        dir.path().join("y.png"),
+        "--layer",
+        "nope"
+    ]);
+    assert_eq!(code, 1);
+    assert!(err.contains("nope") || err.contains("conv1"), "{err}");
+    // A mean file renders as an image.
+    let mean = dir.path().join("mean.png");
+    assert_eq!(
+        tf(args![
+            "render",
+            testdata("caffe", "mean_legacy.binaryproto"),
+            mean
+        ])
+        .0,
+        0
+    );
+}
