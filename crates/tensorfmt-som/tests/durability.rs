@@ -35,7 +35,7 @@ fn every_writer_reports_a_failing_sink_at_every_byte() {
             let mut d = DataWriter::new(w, &[4, 5], &cfg())?;
             let t = images();
             d.append(&t)?;
-            d.append_bytes(&vec![0u8; 4 * 4 * 5])?;
+            d.append_bytes(&[0u8; 4 * 4 * 5])?;
             d.finish().map(drop)
         }),
         ("som cartesian", |w| {
