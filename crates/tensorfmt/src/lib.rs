@@ -120,10 +120,10 @@ pub use tensorfmt_pvp as pvp;
 #[cfg(feature = "som")]
 pub use tensorfmt_som as som;
 
-#[cfg(feature = "caffe")]
-pub use tensorfmt_caffe::{CaffeError, CaffeFile};
 #[cfg(feature = "ndarray")]
 pub use ndarray;
+#[cfg(feature = "caffe")]
+pub use tensorfmt_caffe::{CaffeError, CaffeFile};
 #[cfg(feature = "primitiv")]
 pub use tensorfmt_primitiv::{PrimitivData, PrimitivError, PrimitivFile};
 #[cfg(feature = "pvp")]
