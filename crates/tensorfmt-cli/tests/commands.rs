@@ -428,3 +428,108 @@ fn render_caffe_filters() {
         0
     );
 }
+
+/// Every key of a JSON value, recursively.
+fn keys(v: &serde_json::Value, out: &mut std::collections::BTreeSet<String>) {
+    match v {
+        serde_json::Value::Object(m) => {
+            for (k, x) in m {
+                out.insert(k.clone());
+                keys(x, out);
+            }
+        }
+        serde_json::Value::Array(a) => a.iter().for_each(|x| keys(x, out)),
+        _ => {}
+    }
+}
+
+#[test]
+fn docs_describe_every_json_field() {
+    let doc = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/cli.md"),
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mixed = testdata("core", "mixed.npz");
+    let outputs = [
+        args![
+            "inspect",
+            "--json",
+            "--stats",
+            testdata("core", "f32_2x3.npy")
+        ],
+        args!["convert", "--json", mixed, dir.path().join("o.safetensors")],
+        args!["validate", "--json", mixed],
+        args![
+            "diff",
+            "--json",
+            mixed,
+            testdata("core", "model.safetensors")
+        ],
+        args!["diff", "--json", mixed, mixed],
+        args![
+            "render",
+            "--json",
+            testdata("som", "som_hex3.bin"),
+            dir.path().join("r.png")
+        ],
+        args!["formats", "--json"],
+    ];
+    let mut all = std::collections::BTreeSet::new();
+    for a in &outputs {
+        let (code, out, err) = tf(a);
+        assert!(code == 0 || (a[0] == "diff" && code == 1), "{a:?}: {err}");
+        let mut k = std::collections::BTreeSet::new();
+        // The raw header fields of `inspect` are the file's, not ours.
+        let mut v = json(&out);
+        if let Some(h) = v.get_mut("header") {
+            *h = serde_json::json!({});
+            k.insert("header".to_string());
+        }
+        keys(&v, &mut k);
+        all.extend(k);
+    }
+    for k in &all {
+        assert!(
+            doc.contains(&format!("`{k}`")),
+            "docs/cli.md does not describe the JSON field {k:?}"
+        );
+    }
+    for sub in [
+        "inspect",
+        "convert",
+        "validate",
+        "diff",
+        "render",
+        "formats",
+        "completions",
+    ] {
+        assert!(doc.contains(&format!("## `{sub}`")), "{sub}");
+    }
+}
+
+#[test]
+fn no_progress_bar_when_piped() {
+    // 24 MiB: above the bar threshold, but stderr is a pipe here.
+    let dir = tempfile::tempdir().unwrap();
+    let big = dir.path().join("big.npy");
+    let t = tensorfmt::Tensor::zeros(tensorfmt::DType::F32, [6 << 20], tensorfmt::Order::RowMajor)
+        .unwrap();
+    tensorfmt::save(
+        &big,
+        tensorfmt::Format::Npy,
+        &[("big".into(), t)],
+        &Default::default(),
+    )
+    .unwrap();
+    let st = dir.path().join("big.safetensors");
+    for a in [
+        args!["convert", big, st],
+        args!["validate", big, st],
+        args!["diff", big, st],
+        args!["inspect", "--stats", big],
+    ] {
+        let (code, _, err) = tf(&a);
+        assert_eq!((code, err.as_str()), (0, ""), "{a:?}");
+    }
+}
