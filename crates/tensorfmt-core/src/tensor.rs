@@ -537,6 +537,33 @@ fn strided_copy_typed<T: Element + Default>(
             sbase += idx[j] * strides[a];
             obase += idx[j] * out_strides[a];
         }
+        if dl < B {
+            // Few output columns (e.g. bc01 -> b01c, channels last): each column is a
+            // contiguous source run, scattered down the output at stride `ok`.
+            for j in 0..dl {
+                let start = (sbase + j * sl) * size;
+                let run = src[start..start + dk * size].chunks_exact(size);
+                for (dst, e) in out[obase + j..].iter_mut().step_by(ok).zip(run) {
+                    *dst = bytemuck::pod_read_unaligned(e);
+                }
+            }
+            odometer(&mut idx, &outer_dims);
+            continue;
+        }
+        if dk < B {
+            // Few source rows (e.g. b01c -> bc01): each output row gathers one element
+            // of every `sl`-element source group, from a region that stays in cache.
+            for a in 0..dk {
+                let o = obase + a * ok;
+                let from = &src[(sbase + a) * size..];
+                let picks = from.chunks(size).step_by(sl);
+                for (dst, e) in out[o..o + dl].iter_mut().zip(picks) {
+                    *dst = bytemuck::pod_read_unaligned(e);
+                }
+            }
+            odometer(&mut idx, &outer_dims);
+            continue;
+        }
         for a0 in (0..dk).step_by(TILE) {
             let a1 = (a0 + TILE).min(dk);
             for b0 in (0..dl).step_by(TILE) {
@@ -784,6 +811,48 @@ mod tests {
                     "{rows}x{cols}+{shift}"
                 );
             }
+        }
+    }
+
+    /// Every permutation of a rank-4 tensor with small and large axes (the spaces'
+    /// channel moves hit the few-rows and few-columns paths), against `get`.
+    #[test]
+    fn permute_all_axis_orders_against_get() {
+        let dims = [11usize, 3, 9, 20];
+        let n: usize = dims.iter().product();
+        for order in [Order::RowMajor, Order::ColumnMajor] {
+            let t = Tensor::from_vec((0..n as u32).collect::<Vec<_>>(), dims, order).unwrap();
+            let mut axes = [0usize, 1, 2, 3];
+            let mut perms = Vec::new();
+            permutations(&mut axes, 0, &mut perms);
+            assert_eq!(perms.len(), 24);
+            for p in perms {
+                let q = t.permute(&p).unwrap();
+                let mut idx = vec![0usize; 4];
+                for _ in 0..n {
+                    let src: Vec<usize> = (0..4)
+                        .map(|a| idx[p.iter().position(|&x| x == a).unwrap()])
+                        .collect();
+                    assert_eq!(
+                        q.get::<u32>(&idx).unwrap(),
+                        t.get::<u32>(&src).unwrap(),
+                        "{p:?} {idx:?} {order:?}"
+                    );
+                    odometer(&mut idx, q.dims());
+                }
+            }
+        }
+    }
+
+    fn permutations(a: &mut [usize; 4], k: usize, out: &mut Vec<[usize; 4]>) {
+        if k == a.len() {
+            out.push(*a);
+            return;
+        }
+        for i in k..a.len() {
+            a.swap(k, i);
+            permutations(a, k + 1, out);
+            a.swap(k, i);
         }
     }
 
