@@ -192,6 +192,18 @@ fn prepare(chunk: Result<Tensor>, info: &TensorInfo, dtype: DType) -> Result<Ten
     chunk.to_order(Order::RowMajor)?.cast(dtype)
 }
 
+/// Reads one byte per 4 KiB page of a piece, so that the page faults of a piece that
+/// is a slice of a mapped input happen on the decoding thread, not in the writer's
+/// copy.
+fn prefault(piece: &Tensor) {
+    let sum = piece
+        .bytes()
+        .iter()
+        .step_by(4096)
+        .fold(0u8, |a, &b| a.wrapping_add(b));
+    std::hint::black_box(sum);
+}
+
 /// Writes one prepared piece, keeping the running total within `expected`.
 fn put(
     w: &mut dyn Write,
@@ -255,7 +267,7 @@ pub(crate) fn write_chunks(
                     }
                 };
                 for chunk in chunks {
-                    let piece = prepare(chunk, info, dtype);
+                    let piece = prepare(chunk, info, dtype).inspect(prefault);
                     let failed = piece.is_err();
                     if tx.send(piece).is_err() || failed {
                         return;
