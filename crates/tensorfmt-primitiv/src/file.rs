@@ -237,7 +237,45 @@ pub fn save_named(path: &Path, tensors: &[(String, Tensor)], options: &WriteOpti
 }
 
 /// [`save_named`] without the file: the primitiv data the tensors describe.
+///
+/// primitiv stores f32 only: f32 is kept, f16/bf16 are widened exactly, and other
+/// dtypes are refused unless `options.dtype = Some(DType::F32)` asks for the (lossy)
+/// narrowing of f64 and integer tensors; any other requested dtype is an error.
+///
+/// ```
+/// use tensorfmt_core::{DType, Order, Tensor, WriteOptions};
+/// use tensorfmt_primitiv::{build, PrimitivData};
+/// let t = Tensor::from_vec(vec![1f64, 2.5], [2], Order::RowMajor)?;
+/// let named = [("value".to_string(), t)];
+/// assert!(build(&named, &WriteOptions::default()).is_err());
+/// let narrow = WriteOptions { dtype: Some(DType::F32), ..WriteOptions::default() };
+/// let PrimitivData::Parameter(p) = build(&named, &narrow)? else { panic!() };
+/// assert_eq!(p.value().to_f32_vec(), vec![1.0, 2.5]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn build(tensors: &[(String, Tensor)], options: &WriteOptions) -> Result<PrimitivData> {
+    let narrowed: Vec<(String, Tensor)>;
+    let tensors = match options.dtype {
+        None => tensors,
+        Some(DType::F32) => {
+            narrowed = tensors
+                .iter()
+                .map(|(n, t)| {
+                    let t = match t.dtype() {
+                        DType::F32 | DType::F16 | DType::BF16 => t.clone(),
+                        _ => t.cast(DType::F32)?,
+                    };
+                    Ok((n.clone(), t))
+                })
+                .collect::<Result<_>>()?;
+            &narrowed[..]
+        }
+        Some(other) => {
+            return Err(PrimitivError::Unwritable(format!(
+                "primitiv stores f32 only; cannot store {other} (use dtype f32 to narrow)"
+            )))
+        }
+    };
     let batch_axis = flag(options, "batch_axis");
     let kind = match options.kind.as_deref() {
         Some(k) => k,

@@ -134,3 +134,36 @@ fn killed_writer_leaves_the_old_file() {
         std::fs::write(&target, &old).unwrap();
     }
 }
+
+#[test]
+fn save_tensors_narrows_to_f32_only_when_asked() {
+    use tensorfmt_core::{DType, ReadOptions};
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("m.data");
+    let ints = Tensor::from_vec(vec![1i32, -2, 3, 1 << 24], [2, 2], Order::RowMajor).unwrap();
+    let wide = Tensor::from_vec(vec![0.1f64, 1e300], [2], Order::RowMajor).unwrap();
+    let named = [("enc.w".to_string(), ints), ("enc.b".to_string(), wide)];
+    // Refused by default, and for any other requested dtype; nothing is written.
+    assert!(tensorfmt_primitiv::save_tensors(&p, &named, &WriteOptions::default()).is_err());
+    let f64_opts = WriteOptions {
+        dtype: Some(DType::F64),
+        ..WriteOptions::default()
+    };
+    assert!(tensorfmt_primitiv::save_tensors(&p, &named, &f64_opts).is_err());
+    assert!(!p.exists());
+    let opts = WriteOptions {
+        dtype: Some(DType::F32),
+        ..WriteOptions::default()
+    };
+    tensorfmt_primitiv::save_tensors(&p, &named, &opts).unwrap();
+    let f = tensorfmt_primitiv::open_tensor_file(
+        tensorfmt_core::io::read_file(&p).unwrap(),
+        &ReadOptions::default(),
+    )
+    .unwrap();
+    let w = f.read_tensor("enc.w").unwrap();
+    assert_eq!((w.dtype(), w.dims()), (DType::F32, &[2usize, 2][..]));
+    assert_eq!(w.to_vec::<f32>().unwrap(), [1.0, -2.0, 3.0, 16777216.0]);
+    let b = f.read_tensor("enc.b").unwrap().to_vec::<f32>().unwrap();
+    assert_eq!(b, [0.1f32, f32::INFINITY]); // f64 -> f32 rounding, as a cast does
+}
