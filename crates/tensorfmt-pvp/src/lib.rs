@@ -92,7 +92,11 @@ pub fn sniff(head: &[u8], file_len: u64) -> bool {
 /// dense `values` + `time`, or with `options.sparse_csr` as `indptr` (i64),
 /// `indices` (u32), `data` (f32), `time` and `shape` (i64 `[frames, nx*ny*nf]`);
 /// weights `weights` `[frames, arbors, patches, nyp, nxp, nfp]` f32 + `time`.
-/// `options.frames` selects a frame range.
+/// `options.frames` selects a frame range. `options.limits` caps frames, entries per
+/// frame, patches per frame, allocations and rank. `options.strict` refuses what the
+/// original reader refused (a trailing partial frame, an `nbands` that disagrees with
+/// the real frame count, duplicate sparse indices, bad patch headers); without it a
+/// file cut by a crashed writer reads as its whole frames, with a warning.
 ///
 /// ```
 /// use tensorfmt_core::{ReadOptions, TensorFile};

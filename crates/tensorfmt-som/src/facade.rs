@@ -57,7 +57,10 @@ pub fn sniff(head: &[u8], file_len: u64) -> bool {
 /// | mapping | `distances` `[entries, *som_dims]` (`[entries, neurons]` when hexagonal) |
 /// | rotation/flip | `flip` u8 and `angle` f32, each `[entries, neurons]` |
 ///
-/// `options.frames` selects an entry range of data, mapping and rotation/flip files.
+/// `options.frames` selects an entry range of data, mapping and rotation/flip files;
+/// `options.kind` names the kind of an ambiguous legacy file ([`parse_kind_hint`]);
+/// `options.strict` is [`ReadConfig::strict`]; `options.limits` caps entry and neuron
+/// counts, ranks and copies.
 ///
 /// ```
 /// let mut b = Vec::new();
