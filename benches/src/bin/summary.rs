@@ -17,7 +17,7 @@
 //!   against `memcpy` and against `std::fs::write` of the same bytes (the floor for
 //!   writing a file: the kernel copies every byte into the page cache).
 //!
-//! `cargo run --release -p tensorfmt-benches --bin summary -- [REPS]`
+//! `cargo run --release -p tensorfmt-benches --bin summary -- [REPS] [FORMAT]`
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
@@ -321,6 +321,8 @@ fn main() -> Res<()> {
         .map(|s| s.parse())
         .transpose()?
         .unwrap_or(7);
+    // An optional second argument limits the run to one format (for profiling).
+    let only = std::env::args().nth(2);
     let dir = tempfile::tempdir()?;
     let gbs = |bytes: usize, d: Duration| bytes as f64 / 1e9 / d.as_secs_f64();
     let pct = |base: Duration, d: Duration| 100.0 * base.as_secs_f64() / d.as_secs_f64();
@@ -339,6 +341,9 @@ fn main() -> Res<()> {
         Format::Npz,
         Format::Safetensors,
     ] {
+        if only.as_ref().is_some_and(|o| *o != format.to_string()) {
+            continue;
+        }
         let r = measure(format, dir.path(), reps)?;
         let p = r.payload;
         let zc = format!(
