@@ -1,10 +1,12 @@
-//! File access shared by every format: mapping a file into [`Bytes`] and writing
-//! through a temporary file that is renamed into place ([`AtomicFile`]).
+//! File access shared by every format: mapping a file into [`Bytes`], giving the pages
+//! of a streamed map back to the kernel ([`release_pages`]), and writing through a
+//! temporary file that is renamed into place ([`AtomicFile`]).
 
 use std::fs::File;
 use std::io::{self, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 
 use bytes::Bytes;
 
@@ -37,7 +39,80 @@ pub fn map_file(path: impl AsRef<Path>) -> Result<Bytes> {
     // precondition (the same contract as every mmap-based reader). Tested by
     // `tests::map_file_reads_contents`.
     let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(path, e))?;
-    Ok(Bytes::from_owner(map))
+    let map = Arc::new(map);
+    {
+        let mut live = MAPS.lock().unwrap_or_else(|p| p.into_inner());
+        live.retain(|w| w.strong_count() > 0);
+        live.push(Arc::downgrade(&map));
+    }
+    Ok(Bytes::from_owner(SharedMap(map)))
+}
+
+/// Every mapping made by [`map_file`] that is still alive, so [`release_pages`] can tell
+/// a mapped slice from heap memory (where dropping pages would destroy data).
+static MAPS: Mutex<Vec<Weak<memmap2::Mmap>>> = Mutex::new(Vec::new());
+
+struct SharedMap(Arc<memmap2::Mmap>);
+
+impl AsRef<[u8]> for SharedMap {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+/// Tells the kernel that the pages under `data` (a slice of a file mapped by
+/// [`map_file`]) are not needed for now, and returns how many bytes were advised;
+/// for memory that is not such a mapping it does nothing and returns 0.
+///
+/// Streaming conversions call it after writing each piece: a mapped page that was
+/// read stays in the resident set until the kernel reclaims it, so without this,
+/// converting a 2 GiB file would show 2 GiB resident although the program holds a few
+/// MiB. Contents are unaffected: a later access reads the page from the file again.
+///
+/// ```
+/// let dir = tempfile::tempdir()?;
+/// let p = dir.path().join("x.bin");
+/// std::fs::write(&p, vec![7u8; 1 << 16])?;
+/// let b = tensorfmt_core::io::map_file(&p)?;
+/// assert_eq!(tensorfmt_core::io::release_pages(&b), 1 << 16);
+/// assert!(b.iter().all(|&x| x == 7)); // still readable, same bytes
+/// assert_eq!(tensorfmt_core::io::release_pages(&vec![1u8; 8192]), 0); // heap: untouched
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn release_pages(data: &[u8]) -> usize {
+    if data.is_empty() {
+        return 0;
+    }
+    let start = data.as_ptr() as usize;
+    let live = MAPS.lock().unwrap_or_else(|p| p.into_inner());
+    for map in live.iter().filter_map(Weak::upgrade) {
+        let base = map.as_ptr() as usize;
+        if start < base || start - base + data.len() > map.len() {
+            continue;
+        }
+        #[cfg(unix)]
+        {
+            // SAFETY: the range lies inside a live read-only *shared file* mapping (checked
+            // against the registry above, so never heap or anonymous memory). For such a
+            // mapping MADV_DONTNEED only drops the process's page-table entries; the next
+            // access faults the page in again from the file with the same contents (the
+            // file is not modified while mapped: `map_file`'s precondition), so no
+            // reference into the map ever observes different bytes. memmap2 widens the
+            // range to page boundaries, which is harmless for the same reason. Tested by
+            // `tests::released_pages_read_back_the_same`.
+            let advised = unsafe {
+                map.unchecked_advise_range(
+                    memmap2::UncheckedAdvice::DontNeed,
+                    start - base,
+                    data.len(),
+                )
+            };
+            return if advised.is_ok() { data.len() } else { 0 };
+        }
+        #[cfg(not(unix))]
+        return 0;
+    }
+    0
 }
 
 /// Reads a whole file into memory (for inputs that cannot be mapped, e.g. pipes).
@@ -119,13 +194,20 @@ impl AtomicFile {
     pub fn commit(mut self) -> Result<()> {
         let target = self.target.clone();
         let w = self.file.take().expect("file present until commit");
-        let f = w
-            .into_inner()
-            .map_err(|e| Error::io(&self.tmp, e.into_error()))?;
-        f.sync_all().map_err(|e| Error::io(&self.tmp, e))?;
-        drop(f);
-        std::fs::rename(&self.tmp, &target).map_err(|e| Error::io(&target, e))?;
-        Ok(())
+        let finish = || -> Result<()> {
+            let f = w
+                .into_inner()
+                .map_err(|e| Error::io(&self.tmp, e.into_error()))?;
+            f.sync_all().map_err(|e| Error::io(&self.tmp, e))?;
+            drop(f);
+            std::fs::rename(&self.tmp, &target).map_err(|e| Error::io(&target, e))
+        };
+        let result = finish();
+        if result.is_err() {
+            // Drop no longer sees the file (it was taken above), so clean up here.
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+        result
     }
 }
 
@@ -228,7 +310,9 @@ mod tests {
         for fail_at in [0, 1, 4096, 1 << 20, (1 << 20) + 1, new.len()] {
             let r: Result<()> = write_atomic(&p, |f| {
                 f.write_all(&new[..fail_at]).map_err(|e| Error::io(&p, e))?;
-                Err(Error::Invalid(format!("injected failure after {fail_at} bytes")))
+                Err(Error::Invalid(format!(
+                    "injected failure after {fail_at} bytes"
+                )))
             });
             assert!(r.is_err());
             assert_eq!(std::fs::read(&p).unwrap(), b"old contents");
@@ -237,5 +321,41 @@ mod tests {
         write_atomic(&p, |f| f.write_all(&new).map_err(|e| Error::io(&p, e))).unwrap();
         assert_eq!(std::fs::read(&p).unwrap(), new);
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn failed_commit_removes_the_temporary_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("a_directory");
+        std::fs::create_dir(&target).unwrap();
+        std::fs::write(target.join("keep"), b"k").unwrap();
+        let mut f = AtomicFile::create(&target).unwrap();
+        f.write_all(b"data").unwrap();
+        assert!(f.commit().is_err()); // renaming a file over a non-empty directory fails
+        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("a_directory")]);
+    }
+
+    #[test]
+    fn released_pages_read_back_the_same() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("r.bin");
+        let data: Vec<u8> = (0..(3 << 20)).map(|i| (i * 7 % 251) as u8).collect();
+        std::fs::write(&p, &data).unwrap();
+        let b = map_file(&p).unwrap();
+        assert_eq!(&b[..], &data[..]);
+        // Unaligned sub-ranges, the whole map, and twice in a row.
+        for (a, z) in [(1, 5000), (4096, 3 << 20), (0, 3 << 20), (12345, 2_000_000)] {
+            assert_eq!(release_pages(&b[a..z]), z - a);
+            assert_eq!(&b[..], &data[..]);
+        }
+        let owned = data.clone();
+        assert_eq!(release_pages(&owned), 0);
+        assert_eq!(owned, data);
+        // A slice that outlives every other handle of its map keeps working.
+        let tail = b.slice(1 << 20..);
+        drop(b);
+        assert_eq!(release_pages(&tail), 2 << 20);
+        assert_eq!(&tail[..], &data[1 << 20..]);
     }
 }

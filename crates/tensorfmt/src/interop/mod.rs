@@ -189,7 +189,12 @@ fn prepare(chunk: Result<Tensor>, info: &TensorInfo, dtype: DType) -> Result<Ten
             info.dtype
         )));
     }
-    chunk.to_order(Order::RowMajor)?.cast(dtype)
+    let piece = chunk.to_order(Order::RowMajor)?.cast(dtype)?;
+    if piece.bytes().as_ptr() != chunk.bytes().as_ptr() {
+        // Converted into a fresh buffer: the source's mapped pages are done with.
+        tensorfmt_core::io::release_pages(chunk.bytes());
+    }
+    Ok(piece)
 }
 
 /// Reads one byte per 4 KiB page of a piece, so that the page faults of a piece that
@@ -222,7 +227,11 @@ fn put(
                 info.name, info.shape
             ))
         })?;
-    Ok(w.write_all(bytes)?)
+    w.write_all(bytes)?;
+    // The piece is written: give its pages back if it is a slice of a mapped input, so
+    // a streamed conversion's resident set stays at a few pieces (see `release_pages`).
+    tensorfmt_core::io::release_pages(bytes);
+    Ok(())
 }
 
 /// Streams one tensor's pieces into `w` as row-major little-endian bytes of `dtype`,

@@ -127,7 +127,10 @@ fn layer_errors_list_the_filter_layers() {
     let p = tiny_model(dir.path());
     let listing = "conv1 (3x1x2x2), rgb (2x3x1x2), conv2 (1x2x2x1)";
     let e = err(&p, &RenderOptions::default());
-    assert!(e.contains("choose a conv layer") && e.contains(listing), "{e}");
+    assert!(
+        e.contains("choose a conv layer") && e.contains(listing),
+        "{e}"
+    );
     let e = err(&p, &layer_opt("conv9"));
     assert!(
         e.contains("no layer \"conv9\"") && e.contains(listing),
