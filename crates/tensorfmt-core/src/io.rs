@@ -332,7 +332,10 @@ mod tests {
         let mut f = AtomicFile::create(&target).unwrap();
         f.write_all(b"data").unwrap();
         assert!(f.commit().is_err()); // renaming a file over a non-empty directory fails
-        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
         assert_eq!(names, vec![std::ffi::OsString::from("a_directory")]);
     }
 
