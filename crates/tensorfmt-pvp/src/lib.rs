@@ -17,7 +17,7 @@
 //! Frame access errors when out of range; counting from the end and upstream's modulo
 //! wrap are separate, explicit calls.
 //!
-//! **Writes** (module [`write`]) dense, sparse binary, sparse values and weight files
+//! **Writes** (module [`write`](mod@write)) dense, sparse binary, sparse values and weight files
 //! with the modern header conventions, patching `nbands` after every frame, and can
 //! append to an existing file. [`save_tensors`] writes through an atomic temporary file.
 //!
