@@ -295,6 +295,14 @@ pub fn convert(a: ConvertArgs) -> Result<(), Failure> {
                 vec![first.clone()]
             }
         }
+    } else if all.is_empty() {
+        // An empty archive would be a valid file, but some formats cannot say "empty"
+        // (an empty caffemodel is a 0-byte file), and a user converting a file with no
+        // tensors (a primitiv optimizer state, a net without weights) wants to know.
+        return Err(Failure::Input(format!(
+            "{} holds no tensors, so there is nothing to convert",
+            a.input.display()
+        )));
     } else {
         all
     };

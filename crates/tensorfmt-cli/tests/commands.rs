@@ -533,3 +533,19 @@ fn no_progress_bar_when_piped() {
         assert_eq!((code, err.as_str()), (0, ""), "{a:?}");
     }
 }
+
+#[test]
+fn converting_a_file_without_tensors_is_an_error_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    for out in ["empty.caffemodel", "empty.npz"] {
+        let target = dir.path().join(out);
+        let (code, _, err) = tf([
+            "convert".as_ref(),
+            testdata("caffe", "mixed_layers.caffemodel").as_os_str(),
+            target.as_os_str(),
+        ]);
+        assert_eq!(code, 1, "{err}");
+        assert!(err.contains("holds no tensors"), "{err}");
+        assert!(!target.exists());
+    }
+}
