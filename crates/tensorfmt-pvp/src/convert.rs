@@ -213,7 +213,9 @@ fn write_dense(f: &mut AtomicFile, tensors: &[(String, Tensor)]) -> Result<()> {
     let t = need(tensors, "values", "dense")?;
     let (frames, ny, nx, nf) = dense_dims(t)?;
     let time = times(tensors, frames)?;
-    let vals = typed::<f32>(t, DType::F32)?;
+    // Borrowed when the tensor already is aligned row-major f32 (no whole-tensor copy).
+    let t = t.cast(DType::F32)?.to_order(Order::RowMajor)?;
+    let vals = t.typed::<f32>()?;
     let mut w = DenseWriter::new(f, nx, ny, nf)?;
     let n = nx * ny * nf;
     for (k, frame) in vals.chunks_exact(n).enumerate() {

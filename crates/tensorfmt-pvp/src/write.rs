@@ -30,10 +30,9 @@ fn neurons(nx: usize, ny: usize, nf: usize) -> Result<usize> {
 }
 
 fn f32_bytes(values: &[f32], buf: &mut Vec<u8>) {
-    buf.reserve(values.len() * 4);
-    for v in values {
-        buf.extend_from_slice(&v.to_le_bytes());
-    }
+    // One bulk copy: the host is little-endian (tensorfmt-core refuses to build
+    // otherwise), so the in-memory bytes are the file's bytes.
+    buf.extend_from_slice(bytemuck::cast_slice(values));
 }
 
 /// State shared by the activity writers: the header and the frame count.
