@@ -3,8 +3,7 @@
 //! output; a writer process killed part-way leaves the old file under the target name.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use bytes::Bytes;
 use tensorfmt_caffe::{
@@ -171,43 +170,16 @@ fn killed_writer_leaves_the_old_file() {
             blobs: vec![RawBlob::from_f32(&[2], &[1.0, 2.0])],
         }],
     );
-    std::fs::write(&target, &old).unwrap();
-    for delay_ms in [0u64, 30, 120] {
-        let mut child = Command::new(std::env::current_exe().unwrap())
-            .args([
-                "--exact",
-                "child_writer_loop",
-                "--nocapture",
-                "--test-threads=1",
-            ])
-            .env("TENSORFMT_CAFFE_KILL_TARGET", &target)
-            .spawn()
-            .unwrap();
-        // Wait until the child's temporary file exists: it is writing.
-        let t = Instant::now();
-        while std::fs::read_dir(dir.path()).unwrap().count() < 2 {
-            assert!(
-                t.elapsed() < Duration::from_secs(60),
-                "the child never started writing"
-            );
-            std::thread::sleep(Duration::from_millis(2));
-        }
-        std::thread::sleep(Duration::from_millis(delay_ms));
-        child.kill().unwrap();
-        child.wait().unwrap();
-        // The target is either the old file or a complete new one, never a half file.
-        let now = std::fs::read(&target).unwrap();
-        if now != old {
-            let m = read_model(now.into()).unwrap();
+    // The target is either the old file or a complete new one, never a half file.
+    tensorfmt_core::testing::kill_rewriting_child(
+        "child_writer_loop",
+        "TENSORFMT_CAFFE_KILL_TARGET",
+        &target,
+        &old,
+        &[0, 30, 120],
+        |now| {
+            let m = read_model(now.to_vec().into()).unwrap();
             assert_eq!(m.layers[0].blobs[0].data.len(), 64 << 20);
-        }
-        // Leftover temporary files (the child was killed) are removed for the next run.
-        for e in std::fs::read_dir(dir.path()).unwrap() {
-            let p = e.unwrap().path();
-            if p != target {
-                std::fs::remove_file(p).unwrap();
-            }
-        }
-        std::fs::write(&target, &old).unwrap();
-    }
+        },
+    );
 }

@@ -146,3 +146,62 @@ pub fn prefix_lengths(len: usize, boundaries: &[usize]) -> Vec<usize> {
     v.dedup();
     v
 }
+
+/// The killed-writer check every format's durability tests share: re-runs the current
+/// test binary as a child that executes only the test `child_test` with `env_var` set
+/// to `target` (that test rewrites `target` in a loop until killed, and does nothing
+/// when the variable is unset), kills it `delays_ms[i]` milliseconds after its
+/// temporary file appears, and checks that `target` then holds either `old` or a
+/// complete new file (`check_new` gets its bytes and asserts), never a half file.
+/// Leftover temporary files of the killed child are removed between rounds.
+///
+/// ```no_run
+/// # let (target, old) = (std::path::PathBuf::from("m.bin"), vec![0u8]);
+/// tensorfmt_core::testing::kill_rewriting_child(
+///     "child_writer_loop", "MY_CRATE_KILL_TARGET", &target, &old, &[0, 30, 120],
+///     |new| assert_eq!(new.len(), 64 << 20),
+/// );
+/// ```
+pub fn kill_rewriting_child(
+    child_test: &str,
+    env_var: &str,
+    target: &Path,
+    old: &[u8],
+    delays_ms: &[u64],
+    check_new: impl Fn(&[u8]),
+) {
+    use std::time::{Duration, Instant};
+    let dir = target.parent().expect("the target has a directory");
+    let exe = std::env::current_exe().expect("the test binary's path");
+    std::fs::write(target, old).expect("writing the old file");
+    for &delay in delays_ms {
+        let mut child = std::process::Command::new(&exe)
+            .args(["--exact", child_test, "--nocapture", "--test-threads=1"])
+            .env(env_var, target)
+            .spawn()
+            .expect("spawning the child");
+        // Wait until the child's temporary file exists: it is writing.
+        let t = Instant::now();
+        while std::fs::read_dir(dir).map(|d| d.count()).unwrap_or(0) < 2 {
+            assert!(
+                t.elapsed() < Duration::from_secs(60),
+                "the child never started writing"
+            );
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        std::thread::sleep(Duration::from_millis(delay));
+        child.kill().expect("killing the child");
+        child.wait().expect("reaping the child");
+        let now = std::fs::read(target).expect("the target still exists");
+        if now != old {
+            check_new(&now);
+        }
+        for e in std::fs::read_dir(dir).expect("listing the directory") {
+            let p = e.expect("a directory entry").path();
+            if p != target {
+                std::fs::remove_file(p).expect("removing a leftover");
+            }
+        }
+        std::fs::write(target, old).expect("restoring the old file");
+    }
+}

@@ -3,8 +3,7 @@
 //! a writer process killed part-way leaves the old file under the target name.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use bytes::Bytes;
 use tensorfmt_core::testing::{corpus_dir, prefix_lengths, FailAfter};
@@ -94,45 +93,21 @@ fn killed_writer_leaves_the_old_file() {
     )
     .unwrap();
     let old = std::fs::read(&target).unwrap();
-    for delay_ms in [0u64, 30, 120] {
-        let mut child = Command::new(std::env::current_exe().unwrap())
-            .args([
-                "--exact",
-                "child_writer_loop",
-                "--nocapture",
-                "--test-threads=1",
-            ])
-            .env("TENSORFMT_PRIMITIV_KILL_TARGET", &target)
-            .spawn()
-            .unwrap();
-        let t = Instant::now();
-        while std::fs::read_dir(dir.path()).unwrap().count() < 2 {
-            assert!(
-                t.elapsed() < Duration::from_secs(60),
-                "the child never started writing"
-            );
-            std::thread::sleep(Duration::from_millis(2));
-        }
-        std::thread::sleep(Duration::from_millis(delay_ms));
-        child.kill().unwrap();
-        child.wait().unwrap();
-        // Either the old file or a complete new one, never a half file.
-        let now = std::fs::read(&target).unwrap();
-        if now != old {
-            let d = read_file(now.into(), &ReaderOptions::default()).unwrap();
+    // Either the old file or a complete new one, never a half file.
+    tensorfmt_core::testing::kill_rewriting_child(
+        "child_writer_loop",
+        "TENSORFMT_PRIMITIV_KILL_TARGET",
+        &target,
+        &old,
+        &[0, 30, 120],
+        |now| {
+            let d = read_file(now.to_vec().into(), &ReaderOptions::default()).unwrap();
             let PrimitivData::Parameter(p) = d.data else {
                 panic!("not a parameter")
             };
             assert_eq!(p.value().data().len(), 64 << 20);
-        }
-        for e in std::fs::read_dir(dir.path()).unwrap() {
-            let p = e.unwrap().path();
-            if p != target {
-                std::fs::remove_file(p).unwrap();
-            }
-        }
-        std::fs::write(&target, &old).unwrap();
-    }
+        },
+    );
 }
 
 #[test]
