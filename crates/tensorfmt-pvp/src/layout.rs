@@ -492,6 +492,33 @@ impl WeightLayout {
             "patch size",
         )?;
         let h = &w.base;
+        // The layout with `size / fs` whole frames of `fs` bytes (any rest is a
+        // crash-truncated last frame).
+        let layout =
+            |arbors: usize, arbor_source: ArborSource, patch_header_bytes: usize, fs: u64| {
+                let frames = size / fs;
+                if frames > opts.limits.max_items {
+                    return Err(PvpError::LimitExceeded {
+                        what: "frame count",
+                        value: frames,
+                        limit: opts.limits.max_items,
+                    });
+                }
+                Ok(WeightLayout {
+                    shared: h.filetype == ft::SHARED_WEIGHTS,
+                    nxp: to_usize(nxp, "nxp")?,
+                    nyp: to_usize(nyp, "nyp")?,
+                    nfp: to_usize(nfp, "nfp")?,
+                    numpatches: to_usize(numpatches, "numpatches")?,
+                    arbors,
+                    arbor_source,
+                    patch_header_bytes,
+                    bytes: h.datatype == dt::BYTE,
+                    frame_bytes: fs,
+                    frames: to_usize(frames, "frame count")?,
+                    truncated_bytes: size % fs,
+                })
+            };
         let candidates = [
             (h.nbands, ArborSource::Nbands),
             (h.numrecords, ArborSource::Numrecords),
@@ -540,28 +567,7 @@ impl WeightLayout {
                     && size % fs == 0
                     && (primary || file.is_none_or(|b| b.len() as u64 == size && plausible(b)))
                 {
-                    let frames = size / fs;
-                    if frames > opts.limits.max_items {
-                        return Err(PvpError::LimitExceeded {
-                            what: "frame count",
-                            value: frames,
-                            limit: opts.limits.max_items,
-                        });
-                    }
-                    return Ok(WeightLayout {
-                        shared: h.filetype == ft::SHARED_WEIGHTS,
-                        nxp: to_usize(nxp, "nxp")?,
-                        nyp: to_usize(nyp, "nyp")?,
-                        nfp: to_usize(nfp, "nfp")?,
-                        numpatches: to_usize(numpatches, "numpatches")?,
-                        arbors: arbors as usize,
-                        arbor_source: source,
-                        patch_header_bytes: ph as usize,
-                        bytes: h.datatype == dt::BYTE,
-                        frame_bytes: fs,
-                        frames: to_usize(frames, "frame count")?,
-                        truncated_bytes: 0,
-                    });
+                    return layout(arbors as usize, source, ph as usize, fs);
                 }
             }
         }
@@ -572,28 +578,7 @@ impl WeightLayout {
                 .and_then(|ap| ap.checked_mul(8 + values))
                 .and_then(|d| d.checked_add(WEIGHT_HEADER_SIZE as u64));
             if let Some(fs) = fs.filter(|&fs| size >= fs) {
-                let frames = size / fs;
-                if frames > opts.limits.max_items {
-                    return Err(PvpError::LimitExceeded {
-                        what: "frame count",
-                        value: frames,
-                        limit: opts.limits.max_items,
-                    });
-                }
-                return Ok(WeightLayout {
-                    shared: h.filetype == ft::SHARED_WEIGHTS,
-                    nxp: to_usize(nxp, "nxp")?,
-                    nyp: to_usize(nyp, "nyp")?,
-                    nfp: to_usize(nfp, "nfp")?,
-                    numpatches: to_usize(numpatches, "numpatches")?,
-                    arbors: h.nbands as usize,
-                    arbor_source: ArborSource::Nbands,
-                    patch_header_bytes: 8,
-                    bytes: h.datatype == dt::BYTE,
-                    frame_bytes: fs,
-                    frames: to_usize(frames, "frame count")?,
-                    truncated_bytes: size % fs,
-                });
+                return layout(h.nbands as usize, ArborSource::Nbands, 8, fs);
             }
         }
         Err(PvpError::BadSize {
