@@ -425,27 +425,7 @@ pub(crate) fn write_path(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Passes `left` bytes through to `inner`, then fails: a disk filling up part-way.
-    struct Cap<'a> {
-        inner: &'a mut dyn Write,
-        left: usize,
-    }
-
-    impl Write for Cap<'_> {
-        fn write(&mut self, b: &[u8]) -> io::Result<usize> {
-            if self.left == 0 {
-                return Err(io::Error::other("injected failure"));
-            }
-            let n = self.left.min(b.len());
-            let n = self.inner.write(&b[..n])?;
-            self.left -= n;
-            Ok(n)
-        }
-        fn flush(&mut self) -> io::Result<()> {
-            self.inner.flush()
-        }
-    }
+    use tensorfmt_core::testing::PassThenFail;
 
     /// The path-level writers (`Model::save`, `save_tensors`) are `write_path` around a
     /// streaming writer: a failure after any number of bytes keeps the old file and
@@ -467,11 +447,11 @@ mod tests {
         let fresh = dir.path().join("new.caffemodel");
         std::fs::write(&p, b"old contents").unwrap();
         for n in 0..bytes.len() {
-            let r = write_path(&p, |w| model.write_to(&mut Cap { inner: w, left: n }));
+            let r = write_path(&p, |w| model.write_to(&mut PassThenFail::new(w, n)));
             assert!(r.is_err(), "{n}");
             assert_eq!(std::fs::read(&p).unwrap(), b"old contents", "{n}");
             let r = write_path(&fresh, |w| {
-                write_weights_model(&mut Cap { inner: w, left: n }, Some("net"), &layers)?;
+                write_weights_model(&mut PassThenFail::new(w, n), Some("net"), &layers)?;
                 Ok(())
             });
             assert!(r.is_err(), "{n}");

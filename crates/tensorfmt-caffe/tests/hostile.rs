@@ -5,13 +5,12 @@
 // `expect_err` needs `T: Debug`, which `Box<dyn TensorFile>` is not.
 #![allow(clippy::err_expect)]
 
-use std::time::{Duration, Instant};
-
 use bytes::Bytes;
 use tensorfmt_caffe::{
     open_tensor_file, read_blob_proto_with, read_blob_vector_with, read_model_with,
     read_solver_state_with, CaffeError, CaffeReadOptions, FileKind,
 };
+use tensorfmt_core::testing::assert_fast as fast;
 use tensorfmt_core::{Limits, ReadOptions};
 
 fn varint(out: &mut Vec<u8>, mut v: u64) {
@@ -68,17 +67,6 @@ fn facade(limits: Limits) -> ReadOptions {
         limits,
         ..ReadOptions::default()
     }
-}
-
-fn fast<T>(what: &str, f: impl FnOnce() -> T) -> T {
-    let t = Instant::now();
-    let r = f();
-    assert!(
-        t.elapsed() < Duration::from_secs(2),
-        "{what} took {:?}",
-        t.elapsed()
-    );
-    r
 }
 
 #[test]

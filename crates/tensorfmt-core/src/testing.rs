@@ -205,3 +205,151 @@ pub fn kill_rewriting_child(
         std::fs::write(target, old).expect("restoring the old file");
     }
 }
+
+/// [`prefix_lengths`] thinned to about `budget` points, for files whose every prefix
+/// costs a full decode: the points near a `boundary` (within 4 bytes) are kept first
+/// (a spread of them when they alone exceed half the budget), then an even sample of
+/// the others. Sorted, distinct, all below `len`.
+///
+/// ```
+/// use tensorfmt_core::testing::prefix_lengths_within;
+/// assert_eq!(prefix_lengths_within(3, &[], 10), vec![0, 1, 2]);
+/// let v = prefix_lengths_within(1 << 20, &[5000], 64);
+/// assert!(v.contains(&5000) && v.len() <= 128);
+/// ```
+pub fn prefix_lengths_within(len: usize, boundaries: &[usize], budget: usize) -> Vec<usize> {
+    let all = prefix_lengths(len, boundaries);
+    if all.len() <= budget {
+        return all;
+    }
+    let near = |x: usize| boundaries.iter().any(|&b| x.abs_diff(b) <= 4);
+    let (mut must, rest): (Vec<usize>, Vec<usize>) = all.into_iter().partition(|&x| near(x));
+    if must.len() > budget / 2 {
+        // Many small structures (e.g. hundreds of tiny frames): a spread of them.
+        let step = must.len().div_ceil((budget / 2).max(1));
+        must = must.into_iter().step_by(step).collect();
+    }
+    let step = (rest.len() / budget.saturating_sub(must.len()).max(16)).max(1);
+    let mut v: Vec<usize> = must
+        .into_iter()
+        .chain(rest.into_iter().step_by(step))
+        .collect();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// Reads everything a file lists: each tensor whole (whose shape must match the
+/// listing, else this panics: a reader contradicting itself is a bug, not bad input),
+/// each tensor's pieces, then `validate`. The first error is returned.
+///
+/// ```
+/// use tensorfmt_core::{testing::read_fully, Order, Tensor};
+/// # struct One(Tensor);
+/// # impl tensorfmt_core::TensorFile for One {
+/// #     fn format(&self) -> &'static str { "demo" }
+/// #     fn kind(&self) -> String { String::new() }
+/// #     fn header(&self) -> Vec<(String, tensorfmt_core::FieldValue)> { Vec::new() }
+/// #     fn tensors(&self) -> Vec<tensorfmt_core::TensorInfo> {
+/// #         vec![tensorfmt_core::TensorInfo::new("x", self.0.dtype(), self.0.shape().clone())]
+/// #     }
+/// #     fn read_tensor(&self, _: &str) -> tensorfmt_core::Result<Tensor> { Ok(self.0.clone()) }
+/// # }
+/// read_fully(&One(Tensor::from_vec(vec![1u8, 2], [2], Order::RowMajor)?))?;
+/// # Ok::<(), tensorfmt_core::Error>(())
+/// ```
+pub fn read_fully(f: &dyn crate::TensorFile) -> crate::Result<()> {
+    for t in f.tensors() {
+        let x = f.read_tensor(&t.name)?;
+        assert_eq!(x.dims(), t.shape.dims(), "tensor {:?}", t.name);
+        for piece in f.read_chunks(&t.name)? {
+            piece?;
+        }
+    }
+    f.validate()
+}
+
+/// Runs `f` and asserts it finished within 2 seconds: a hostile size was refused
+/// before any big allocation or scan.
+///
+/// ```
+/// assert_eq!(tensorfmt_core::testing::assert_fast("adding", || 1 + 1), 2);
+/// ```
+pub fn assert_fast<T>(what: &str, f: impl FnOnce() -> T) -> T {
+    let t = std::time::Instant::now();
+    let r = f();
+    assert!(
+        t.elapsed() < std::time::Duration::from_secs(2),
+        "{what} took {:?}",
+        t.elapsed()
+    );
+    r
+}
+
+/// The format crate's error `E` inside a core [`Error::Format`](crate::Error::Format);
+/// panics when `e` is anything else (for tests asserting which error a reader gave).
+///
+/// ```
+/// use tensorfmt_core::{testing::format_error, Error};
+/// #[derive(Debug, thiserror::Error)]
+/// #[error("bad")]
+/// struct Bad;
+/// let e = Error::format("demo", Bad);
+/// let _: &Bad = format_error::<Bad>(&e);
+/// ```
+pub fn format_error<E: std::error::Error + 'static>(e: &crate::Error) -> &E {
+    match e {
+        crate::Error::Format { source, .. } => source
+            .downcast_ref::<E>()
+            .unwrap_or_else(|| panic!("not a {} error: {e}", std::any::type_name::<E>())),
+        other => panic!("not a format error: {other}"),
+    }
+}
+
+/// Passes the first `limit` bytes through to `inner`, then fails every write: a disk
+/// filling up part-way under a real writer (e.g. an [`AtomicFile`](crate::io::AtomicFile),
+/// to check that the old file survives). Seeks go to `inner` when it can seek.
+///
+/// ```
+/// use std::io::Write;
+/// use tensorfmt_core::testing::PassThenFail;
+/// let mut out = Vec::new();
+/// let mut w = PassThenFail::new(&mut out, 2);
+/// assert!(w.write_all(b"abc").is_err());
+/// assert_eq!(out, b"ab");
+/// ```
+#[derive(Debug)]
+pub struct PassThenFail<W> {
+    inner: W,
+    left: usize,
+}
+
+impl<W> PassThenFail<W> {
+    /// A writer passing `limit` bytes to `inner`, then failing.
+    pub fn new(inner: W, limit: usize) -> PassThenFail<W> {
+        PassThenFail { inner, left: limit }
+    }
+}
+
+impl<W: Write> Write for PassThenFail<W> {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        if data.is_empty() {
+            return Ok(0);
+        }
+        if self.left == 0 {
+            return Err(io::Error::other("PassThenFail: disk full (simulated)"));
+        }
+        let n = self.inner.write(&data[..data.len().min(self.left)])?;
+        self.left -= n;
+        Ok(n)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+impl<W: Seek> Seek for PassThenFail<W> {
+    fn seek(&mut self, pos: SeekFrom) -> io::Result<u64> {
+        self.inner.seek(pos)
+    }
+}

@@ -166,26 +166,7 @@ mod tests {
     //! `test/msgpack_writer_test.cc`) through this writer's encoders, and path-level
     //! writes failing part-way.
     use super::*;
-
-    /// Passes `left` bytes through to `inner`, then fails: a disk filling up part-way.
-    struct Cap<'a> {
-        inner: &'a mut dyn Write,
-        left: usize,
-    }
-
-    impl Write for Cap<'_> {
-        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-            if self.left == 0 {
-                return Err(std::io::Error::other("injected failure"));
-            }
-            let n = self.inner.write(&b[..self.left.min(b.len())])?;
-            self.left -= n;
-            Ok(n)
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            self.inner.flush()
-        }
-    }
+    use tensorfmt_core::testing::PassThenFail;
 
     /// `write_file` is `write_atomic` around `encode`: the same pair failing after any
     /// number of bytes keeps the old file and leaves no temporary file; with no old
@@ -205,7 +186,7 @@ mod tests {
         for n in 0..full.len() {
             for path in [&target, &fresh] {
                 let r = tensorfmt_core::io::write_atomic(path, |f| {
-                    encode(&mut Cap { inner: f, left: n }, &data)
+                    encode(&mut PassThenFail::new(f, n), &data)
                 });
                 assert!(r.is_err(), "{n}");
             }

@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use bytes::Bytes;
-use tensorfmt_core::testing::FailAfter;
+use tensorfmt_core::testing::{FailAfter, PassThenFail};
 use tensorfmt_core::{Order, ReadOptions, Tensor, WriteOptions};
 use tensorfmt_pvp::write::{DenseWriter, SparseWriter, WeightGeometry, WeightWriter};
 use tensorfmt_pvp::{open_tensor_file, save_tensors, PvpError};
@@ -150,52 +150,11 @@ fn a_failed_save_leaves_the_old_file_or_none() {
     );
     // A write through the atomic file failing part-way (the sink gives out).
     let r = tensorfmt_core::io::write_atomic(&p, |f| -> Result<(), PvpError> {
-        let mut cut = Partial {
-            inner: f,
-            left: 200,
-        };
-        write_dense(std::io::BufWriter::new(SeekOk(&mut cut)))
+        write_dense(std::io::BufWriter::new(PassThenFail::new(f, 200)))
     });
     assert!(r.is_err());
     assert_eq!(std::fs::read(&p).unwrap(), before);
     assert!(leftovers(dir.path()).is_empty());
-}
-
-/// Passes `left` bytes to `inner`, then fails.
-struct Partial<'a> {
-    inner: &'a mut tensorfmt_core::io::AtomicFile,
-    left: usize,
-}
-
-impl Write for Partial<'_> {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        if self.left == 0 {
-            return Err(std::io::Error::other("disk full (simulated)"));
-        }
-        let n = b.len().min(self.left);
-        self.left -= n;
-        self.inner.write(&b[..n])
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.inner.flush()
-    }
-}
-
-struct SeekOk<'a, 'b>(&'a mut Partial<'b>);
-
-impl Write for SeekOk<'_, '_> {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        self.0.write(b)
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.0.flush()
-    }
-}
-
-impl std::io::Seek for SeekOk<'_, '_> {
-    fn seek(&mut self, pos: std::io::SeekFrom) -> std::io::Result<u64> {
-        self.0.inner.seek(pos)
-    }
 }
 
 const CHILD_ENV: &str = "TENSORFMT_PVP_APPEND_CHILD";

@@ -2,9 +2,8 @@
 //! every declared size beyond the bytes present or beyond a limit is a typed error,
 //! returned fast and before any allocation sized from the file.
 
-use std::time::{Duration, Instant};
-
 use bytes::Bytes;
+use tensorfmt_core::testing::{assert_fast as fast, format_error, read_fully};
 use tensorfmt_core::{Limits, ReadOptions, TensorFile};
 use tensorfmt_pvp::{
     datatype, filetype, open_tensor_file, Header, OpenOptions, PvpError, PvpFile, WeightExtra,
@@ -45,33 +44,13 @@ fn opts(strict: bool) -> ReadOptions {
 /// Opens through the facade and reads every tensor, then validates; the first error.
 fn full_read(b: &[u8], o: &ReadOptions) -> Result<Box<dyn TensorFile>, tensorfmt_core::Error> {
     let f = open_tensor_file(Bytes::copy_from_slice(b), o)?;
-    for t in f.tensors() {
-        f.read_tensor(&t.name)?;
-    }
-    f.validate()?;
+    read_fully(f.as_ref())?;
     Ok(f)
 }
 
 /// The PVP error inside a facade error.
 fn pvp(e: &tensorfmt_core::Error) -> &PvpError {
-    match e {
-        tensorfmt_core::Error::Format { source, .. } => source
-            .downcast_ref::<PvpError>()
-            .unwrap_or_else(|| panic!("not a PVP error: {e}")),
-        other => panic!("not a format error: {other}"),
-    }
-}
-
-/// Runs `f` and checks it finished quickly (no big allocation or scan).
-fn fast<T>(what: &str, f: impl FnOnce() -> T) -> T {
-    let t = Instant::now();
-    let r = f();
-    assert!(
-        t.elapsed() < Duration::from_secs(2),
-        "{what} took {:?}",
-        t.elapsed()
-    );
-    r
+    format_error::<PvpError>(e)
 }
 
 fn dense(nx: i32, ny: i32, nf: i32, frames: usize) -> Vec<u8> {

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use bytes::Bytes;
-use tensorfmt_core::testing::prefix_lengths;
-use tensorfmt_core::{DType, ReadOptions, TensorFile};
+use tensorfmt_core::testing::{prefix_lengths_within, read_fully};
+use tensorfmt_core::{ReadOptions, TensorFile};
 use tensorfmt_pvp::{open_tensor_file, ArborSource, OpenOptions, PvpFile};
 
 fn files() -> Vec<PathBuf> {
@@ -119,40 +119,8 @@ fn original(b: &Bytes) -> Original {
 
 fn full_read(b: &Bytes, o: &ReadOptions) -> Result<Box<dyn TensorFile>, tensorfmt_core::Error> {
     let f = open_tensor_file(b.clone(), o)?;
-    for t in f.tensors() {
-        let x = f.read_tensor(&t.name)?;
-        assert_eq!(x.dims(), t.shape.dims(), "{}", t.name);
-        if x.dtype() == DType::F32 && x.numel() < 1 << 16 {
-            x.to_vec::<f32>()?;
-        }
-    }
-    f.validate()?;
+    read_fully(f.as_ref())?;
     Ok(f)
-}
-
-/// Prefix lengths: every length for small files; for larger ones the structure
-/// boundaries (and neighbours) plus `prefix_lengths`' even sample, thinned to about
-/// `budget` points so the sweep stays fast in debug builds.
-fn cuts(len: usize, boundaries: &[usize], budget: usize) -> Vec<usize> {
-    let all = prefix_lengths(len, boundaries);
-    if all.len() <= budget {
-        return all;
-    }
-    let near = |x: usize| boundaries.iter().any(|&b| x.abs_diff(b) <= 4);
-    let (mut must, rest): (Vec<usize>, Vec<usize>) = all.into_iter().partition(|&x| near(x));
-    if must.len() > budget / 2 {
-        // Many small structures (e.g. hundreds of tiny frames): a spread of them.
-        let step = must.len().div_ceil(budget / 2);
-        must = must.into_iter().step_by(step).collect();
-    }
-    let step = (rest.len() / budget.saturating_sub(must.len()).max(16)).max(1);
-    let mut v: Vec<usize> = must
-        .into_iter()
-        .chain(rest.into_iter().step_by(step))
-        .collect();
-    v.sort_unstable();
-    v.dedup();
-    v
 }
 
 #[test]
@@ -177,7 +145,7 @@ fn every_prefix_of_every_file() {
             .map(|t| t.shape.dims().iter().product::<usize>() * t.dtype.size())
             .sum();
         let budget = ((100usize << 20) / decoded.max(1)).clamp(48, 4096);
-        let cs = cuts(whole.len(), &o.boundaries, budget);
+        let cs = prefix_lengths_within(whole.len(), &o.boundaries, budget);
         n_files += 1;
         n_cuts += cs.len();
         let file_start = Instant::now();

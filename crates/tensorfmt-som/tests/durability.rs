@@ -2,11 +2,10 @@
 //! an error (never a panic), and path-level writes that fail part-way leave the old
 //! file (or none) under the target name.
 
-use std::io::Write;
 use std::path::Path;
 
 use bytes::Bytes;
-use tensorfmt_core::testing::FailAfter;
+use tensorfmt_core::testing::{FailAfter, PassThenFail};
 use tensorfmt_core::{Order, ReadOptions, Tensor, WriteOptions};
 use tensorfmt_som::{
     save_tensors, save_with, write_data, write_mapping, write_rotflip, write_som, DataWriter,
@@ -94,33 +93,13 @@ fn leftovers(dir: &Path) -> Vec<String> {
         .collect()
 }
 
-/// Passes `left` bytes on, then fails (a disk filling up).
-struct Partial<W> {
-    inner: W,
-    left: usize,
-}
-
-impl<W: Write> Write for Partial<W> {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        if self.left == 0 {
-            return Err(std::io::Error::other("disk full (simulated)"));
-        }
-        let n = b.len().min(self.left);
-        self.left -= n;
-        self.inner.write(&b[..n])
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.inner.flush()
-    }
-}
-
 #[test]
 fn a_failed_save_leaves_the_old_file_or_none() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("data.bin");
     let fail = |left: usize| {
         save_with(&p, |f| {
-            write_data(Partial { inner: f, left }, &images(), &cfg())
+            write_data(PassThenFail::new(f, left), &images(), &cfg())
         })
     };
     // No old file: none afterwards, whatever the point of failure.

@@ -2,9 +2,8 @@
 //! hint, strict): every declared size beyond the bytes present or beyond a limit is a
 //! typed error naming the field, returned fast and before any allocation.
 
-use std::time::{Duration, Instant};
-
 use bytes::Bytes;
+use tensorfmt_core::testing::{assert_fast as fast, format_error, read_fully};
 use tensorfmt_core::{Limits, ReadOptions, TensorFile};
 use tensorfmt_som::{open_tensor_file, ReadConfig, SomError, SomFile};
 
@@ -38,34 +37,12 @@ fn ints(v: &[i32]) -> Vec<u8> {
 
 fn full_read(b: &[u8], o: &ReadOptions) -> Result<Box<dyn TensorFile>, tensorfmt_core::Error> {
     let f = open_tensor_file(Bytes::copy_from_slice(b), o)?;
-    for t in f.tensors() {
-        f.read_tensor(&t.name)?;
-        for c in f.read_chunks(&t.name)? {
-            c?;
-        }
-    }
-    f.validate()?;
+    read_fully(f.as_ref())?;
     Ok(f)
 }
 
 fn som_err(e: &tensorfmt_core::Error) -> &SomError {
-    match e {
-        tensorfmt_core::Error::Format { source, .. } => source
-            .downcast_ref::<SomError>()
-            .unwrap_or_else(|| panic!("not a SOM error: {e}")),
-        other => panic!("not a format error: {other}"),
-    }
-}
-
-fn fast<T>(what: &str, f: impl FnOnce() -> T) -> T {
-    let t = Instant::now();
-    let r = f();
-    assert!(
-        t.elapsed() < Duration::from_secs(2),
-        "{what} took {:?}",
-        t.elapsed()
-    );
-    r
+    format_error::<SomError>(e)
 }
 
 #[test]

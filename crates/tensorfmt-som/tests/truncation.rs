@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use bytes::Bytes;
-use tensorfmt_core::testing::prefix_lengths;
+use tensorfmt_core::testing::{prefix_lengths_within, read_fully};
 use tensorfmt_core::{ReadOptions, TensorFile};
 use tensorfmt_som::{ReadConfig, SomFile};
 
@@ -42,14 +42,7 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
 
 fn full_read(b: &Bytes, o: &ReadOptions) -> Result<Box<dyn TensorFile>, tensorfmt_core::Error> {
     let f = tensorfmt_som::open_tensor_file(b.clone(), o)?;
-    for t in f.tensors() {
-        let x = f.read_tensor(&t.name)?;
-        assert_eq!(x.dims(), t.shape.dims(), "{}", t.name);
-        for c in f.read_chunks(&t.name)? {
-            c?;
-        }
-    }
-    f.validate()?;
+    read_fully(f.as_ref())?;
     Ok(f)
 }
 
@@ -68,27 +61,6 @@ fn boundaries(f: &SomFile) -> Vec<usize> {
         v.extend((0..units.min(64)).map(|k| p + k * unit));
         v.extend((units.saturating_sub(4)..=units).map(|k| p + k * unit));
     }
-    v
-}
-
-fn cuts(len: usize, boundaries: &[usize], budget: usize) -> Vec<usize> {
-    let all = prefix_lengths(len, boundaries);
-    if all.len() <= budget {
-        return all;
-    }
-    let near = |x: usize| boundaries.iter().any(|&b| x.abs_diff(b) <= 4);
-    let (mut must, rest): (Vec<usize>, Vec<usize>) = all.into_iter().partition(|&x| near(x));
-    if must.len() > budget / 2 {
-        let step = must.len().div_ceil(budget / 2);
-        must = must.into_iter().step_by(step).collect();
-    }
-    let step = (rest.len() / budget.saturating_sub(must.len()).max(16)).max(1);
-    let mut v: Vec<usize> = must
-        .into_iter()
-        .chain(rest.into_iter().step_by(step))
-        .collect();
-    v.sort_unstable();
-    v.dedup();
     v
 }
 
@@ -123,7 +95,7 @@ fn every_prefix_of_every_file() {
         let bounds = opened.as_ref().map(boundaries).unwrap_or_default();
         // About 1 GB of reading per file (most reads are zero-copy).
         let budget = ((1usize << 30) / whole.len().max(1)).clamp(64, 4096);
-        let cs = cuts(whole.len(), &bounds, budget);
+        let cs = prefix_lengths_within(whole.len(), &bounds, budget);
         n_files += 1;
         n_cuts += cs.len();
         for cut in cs {
