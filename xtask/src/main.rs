@@ -6,18 +6,22 @@
 //!   from tiny byte-level builders that do not use our own writers (an independent
 //!   oracle: a bug shared by our reader and writer cannot pass unnoticed).
 //!
+//! - `cargo xtask test [--python-only] [PYTEST ARGS]`: every test, Rust (`cargo test
+//!   --workspace`) and Python (the package built into `target/py-venv`, then pytest).
+//!
 //! `--check` changes nothing and fails when a file is stale; `cargo test` runs both
 //! checks (see the tests at the bottom of `codegen.rs` and `fixtures/mod.rs`), and the
 //! tidy rules in `tidy.rs`.
 
 mod codegen;
 mod fixtures;
+mod test;
 mod tidy;
 mod util;
 
 use std::process::ExitCode;
 
-const HELP: &str = "usage: cargo xtask <codegen|fixtures> [--check]";
+const HELP: &str = "usage: cargo xtask <codegen|fixtures> [--check] | cargo xtask test [--python-only] [PYTEST ARGS]";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -25,6 +29,7 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("codegen") => codegen::run(check),
         Some("fixtures") => fixtures::run(check),
+        Some("test") => test::run(&args[1..]),
         _ => {
             eprintln!("{HELP}");
             return ExitCode::from(2);

@@ -1,0 +1,75 @@
+"""tensorfmt: the tensor files of older ML systems as zero-copy numpy arrays.
+
+Reads and writes PetaVision PVP files, PINK self-organising-map binaries, primitiv
+model files and Caffe models / mean files / solver states, plus npy, npz and
+safetensors::
+
+    import tensorfmt
+    doc = tensorfmt.open("run/a1_V1.pvp")     # lazy, mapped; a Mapping of arrays
+    frames = doc["values"]                    # [frames, ny, nx, nf], a view of the file
+    tensorfmt.save("v1.safetensors", {"values": frames})
+    tensorfmt.convert("net.caffemodel", "net.npz")
+
+See :func:`open`, :func:`load`, :func:`save`, :func:`convert`, :func:`diff`,
+:func:`validate`, the per-format modules :mod:`tensorfmt.pvp`, and the optional
+:mod:`tensorfmt.dask` (``pip install tensorfmt[dask]``).
+"""
+
+from . import _native, pvp
+from ._api import (
+    DiffResult,
+    Document,
+    TensorDiff,
+    TensorInfo,
+    ValidationReport,
+    convert,
+    detect,
+    diff,
+    formats,
+    load,
+    open,
+    save,
+    validate,
+)
+from ._errors import (
+    ClosedError,
+    FormatError,
+    InputChangedError,
+    InvalidArgumentError,
+    LimitError,
+    TensorfmtError,
+    TensorfmtFileExistsError,
+    TensorfmtFileNotFoundError,
+    TensorfmtIOError,
+    TensorNotFoundError,
+    UnsupportedError,
+)
+
+__version__ = _native.__version__
+
+__all__ = [
+    "open",
+    "load",
+    "save",
+    "convert",
+    "diff",
+    "validate",
+    "formats",
+    "detect",
+    "Document",
+    "TensorInfo",
+    "DiffResult",
+    "TensorDiff",
+    "ValidationReport",
+    "TensorfmtError",
+    "FormatError",
+    "LimitError",
+    "UnsupportedError",
+    "InvalidArgumentError",
+    "TensorNotFoundError",
+    "ClosedError",
+    "TensorfmtIOError",
+    "TensorfmtFileNotFoundError",
+    "TensorfmtFileExistsError",
+    "InputChangedError",
+]

@@ -1,0 +1,550 @@
+"""Reading, writing, converting, comparing and checking files (the public functions of
+:mod:`tensorfmt`)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from . import _native
+from ._errors import InvalidArgumentError, TensorfmtFileExistsError, UnsupportedError
+
+PathLike = Union[str, "os.PathLike[str]"]
+Frames = Union[None, int, slice, Tuple[int, Optional[int]]]
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    """What a file says about one tensor, known without decoding it.
+
+    ``dtype`` is the numpy dtype of the array you get; ``stored_dtype`` the element type
+    in the file (they differ only for ``bf16``, which numpy lacks and is widened to
+    float32).
+    """
+
+    name: str
+    dtype: np.dtype
+    shape: Tuple[int, ...]
+    stored_dtype: str
+
+    @property
+    def nbytes(self) -> int:
+        """Size of the array in memory."""
+        return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
+
+
+_NUMPY_DTYPES = {
+    "f16": np.float16,
+    "bf16": np.float32,
+    "f32": np.float32,
+    "f64": np.float64,
+    "i8": np.int8,
+    "i16": np.int16,
+    "i32": np.int32,
+    "i64": np.int64,
+    "u8": np.uint8,
+    "u16": np.uint16,
+    "u32": np.uint32,
+    "u64": np.uint64,
+    "bool": np.bool_,
+}
+
+
+def _frames(frames: Frames) -> Optional[Tuple[int, Optional[int]]]:
+    if frames is None:
+        return None
+    if isinstance(frames, (int, np.integer)):
+        k = int(frames)
+        return (k, k + 1)
+    if isinstance(frames, slice):
+        if frames.step not in (None, 1):
+            raise InvalidArgumentError("frames= takes a slice with step 1")
+        return (frames.start or 0, frames.stop)
+    start, stop = frames
+    return (int(start), None if stop is None else int(stop))
+
+
+class Document(Mapping[str, np.ndarray]):
+    """An open file: a read-only mapping of tensor names to numpy arrays.
+
+    Nothing is decoded until a tensor is asked for; then the array is a read-only view
+    of the mapped file wherever the layout allows (dense PVP frames, PINK payloads,
+    npy/npz/safetensors data, primitiv tensors...), and one bulk copy otherwise. An
+    array stays valid after the document is closed: it keeps the mapping alive.
+
+    >>> import tensorfmt
+    >>> with tensorfmt.open("testdata/pvp/dense_f32.pvp") as doc:   # doctest: +SKIP
+    ...     print(doc.format, doc.kind, list(doc))
+    ...     frames = doc["values"]          # [frames, ny, nx, nf], no copy
+    """
+
+    def __init__(
+        self,
+        native: "_native.File",
+        frames: Optional[Tuple[int, Optional[int]]] = None,
+        sparse: bool = False,
+    ) -> None:
+        self._file = native
+        self._infos: Optional[Dict[str, TensorInfo]] = None
+        self._frames = frames
+        self._sparse = sparse
+        self._pvp_file: Any = None
+
+    # -- what the file is -------------------------------------------------------------
+    @property
+    def path(self) -> str:
+        """The path given to :func:`open`."""
+        return os.fspath(self._file.path)
+
+    @property
+    def format(self) -> str:
+        """Format name: ``pvp``, ``som``, ``primitiv``, ``caffe``, ``npy``, ``npz`` or ``safetensors``."""
+        return self._file.format
+
+    @property
+    def kind(self) -> str:
+        """File kind within the format (``dense``, ``sparse``, ``weights``, ``data``, ``model``...)."""
+        return self._file.kind
+
+    @property
+    def header(self) -> Dict[str, Any]:
+        """The header fields as a plain dict (nested dicts and lists where the format nests)."""
+        return self._file.header
+
+    @property
+    def warnings(self) -> List[str]:
+        """What the lenient reader accepted that the original program would refuse."""
+        return list(self._file.warnings)
+
+    # -- tensors ----------------------------------------------------------------------
+    def _info_map(self) -> Dict[str, TensorInfo]:
+        if self._infos is None:
+            infos: Dict[str, TensorInfo] = {}
+            for name, dtype, shape in self._file.tensors():
+                infos[name] = TensorInfo(name, np.dtype(_NUMPY_DTYPES[dtype]), tuple(shape), dtype)
+            self._infos = infos
+        return self._infos
+
+    def info(self, name: str) -> TensorInfo:
+        """dtype and shape of one tensor, without decoding it."""
+        try:
+            return self._info_map()[name]
+        except KeyError:
+            from ._errors import TensorNotFoundError
+
+            err = TensorNotFoundError(
+                f"{self.path}: no tensor named {name!r} (it has: {', '.join(self) or 'none'})"
+            )
+            err.name = name
+            raise err from None
+
+    @property
+    def tensors(self) -> List[TensorInfo]:
+        """Every tensor's :class:`TensorInfo`, in file order."""
+        return list(self._info_map().values())
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        info = self.info(name)  # a clear KeyError for unknown names
+        if name == "values" and self.format == "pvp" and not self._sparse and self.kind.startswith("dense"):
+            # Frames are separated by their timestamps: a strided view instead of a copy.
+            arr = self._pvp_movie()
+            if arr is not None and arr.shape == info.shape and arr.dtype == info.dtype:
+                return arr
+        return np.asarray(self._file.read(name))
+
+    def _pvp_movie(self) -> Optional[np.ndarray]:
+        from . import pvp
+
+        if self._pvp_file is None:
+            self._pvp_file = pvp.open(self.path)
+        f = self._pvp_file
+        if f.kind != "dense":
+            return None
+        start, stop = self._frames if self._frames is not None else (0, None)
+        return f.movie(start, len(f) if stop is None else stop)
+
+    def get_tensor(self, name: str) -> np.ndarray:
+        """The same as ``doc[name]`` (the name safetensors' ``safe_open`` uses)."""
+        return self[name]
+
+    def keys(self):  # type: ignore[override]
+        """Tensor names in file order."""
+        return self._info_map().keys()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._info_map())
+
+    def __len__(self) -> int:
+        return len(self._info_map())
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._info_map()
+
+    def stats(self, name: str) -> Dict[str, Any]:
+        """Streaming statistics of one tensor: count, min, max, mean, sum, nonzero, nan."""
+        self.info(name)
+        return self._file.stats(name)
+
+    def to_dict(self) -> Dict[str, np.ndarray]:
+        """Every tensor as a plain dict of arrays."""
+        return {name: self[name] for name in self}
+
+    def validate(self) -> "ValidationReport":
+        """Checks the whole file (every frame, checksums); see :func:`validate`."""
+        try:
+            self._file.validate()
+            error = None
+        except Exception as e:  # noqa: BLE001 - reported, not raised
+            if not isinstance(e, _errors_base()):
+                raise
+            error = e
+        return ValidationReport(self.path, error is None, self.format, self.kind, self.warnings, error)
+
+    def convert(self, path: PathLike, **kwargs: Any) -> List[str]:
+        """Writes this document's tensors to ``path``; the keywords of :func:`convert`."""
+        return _convert_open(self, path, **kwargs)
+
+    # -- lifetime ---------------------------------------------------------------------
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._file.closed
+
+    def close(self) -> None:
+        """Releases the file. Arrays already returned stay valid."""
+        self._file.close()
+        self._pvp_file = None
+
+    def __enter__(self) -> "Document":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        if self.closed:
+            return f"<tensorfmt.Document {self._file.path!s} (closed)>"
+        names = ", ".join(f"{i.name}: {i.stored_dtype}{list(i.shape)}" for i in self.tensors[:6])
+        more = ", ..." if len(self) > 6 else ""
+        return f"<tensorfmt.Document {self.format}:{self.kind} {self.path} {{{names}{more}}}>"
+
+
+def _errors_base():
+    from ._errors import TensorfmtError
+
+    return TensorfmtError
+
+
+def open(  # noqa: A001 - the name users expect, like io.open / safetensors.safe_open
+    path: PathLike,
+    *,
+    format: Optional[str] = None,
+    kind: Optional[str] = None,
+    strict: bool = False,
+    frames: Frames = None,
+    sparse: bool = False,
+) -> Document:
+    """Opens a tensor file and returns a lazy :class:`Document`.
+
+    ``format`` forces a format instead of detecting it (content first, extension
+    second); ``kind`` resolves legacy PINK files that fit several readings (``som``,
+    ``som-data``, ``mapping``, ``rotflip``); ``strict`` refuses what the original
+    program refuses (crash-truncated PVP, generic MessagePack in primitiv...) instead of
+    reading it with a warning; ``frames`` selects PVP frames / PINK entries (an int, a
+    ``slice`` or ``(start, stop)``); ``sparse`` exports sparse PVP files as CSR
+    (``indptr``, ``indices``, ``data``) instead of dense.
+
+    >>> import tensorfmt, numpy as np
+    >>> tensorfmt.save("/tmp/w.npz", {"w": np.eye(2, dtype=np.float32)}, overwrite=True)
+    >>> with tensorfmt.open("/tmp/w.npz") as doc:
+    ...     doc["w"].sum()
+    np.float32(2.0)
+    """
+    selected = _frames(frames)
+    native = _native.open_file(os.fspath(path), format, kind, strict, selected, sparse)
+    return Document(native, selected, sparse)
+
+
+def load(path: PathLike, **options: Any) -> Dict[str, np.ndarray]:
+    """Every tensor of a file as a dict of arrays (the keywords of :func:`open`).
+
+    >>> import tensorfmt
+    >>> arrays = tensorfmt.load("/tmp/w.npz")
+    >>> sorted(arrays)
+    ['w']
+    """
+    with open(path, **options) as doc:
+        return doc.to_dict()
+
+
+def _as_array(name: str, value: Any) -> Tuple[np.ndarray, str]:
+    """A native byte-order contiguous numpy array and its tensorfmt dtype name."""
+    module = type(value).__module__
+    if module.startswith("torch"):
+        import torch
+
+        t = value.detach()
+        if t.device.type != "cpu":
+            t = t.cpu()
+        if t.dtype == torch.bfloat16:
+            # numpy has no bfloat16: hand over the raw bits and say what they are.
+            return np.ascontiguousarray(t.contiguous().view(torch.int16).numpy()).view(np.uint16), "bf16"
+        value = t.numpy()
+    a = np.asarray(value)
+    if a.dtype.kind not in "biuf" or a.dtype.itemsize > 8 or (a.dtype.kind == "f" and a.dtype.itemsize < 2):
+        raise UnsupportedError(f"tensor {name!r}: dtype {a.dtype} cannot be stored (numbers and bools only)")
+    if not a.dtype.isnative:
+        a = a.astype(a.dtype.newbyteorder("="))
+    if not (a.flags.c_contiguous or (a.ndim > 1 and a.flags.f_contiguous)):
+        a = np.ascontiguousarray(a)
+    return a, a.dtype.str
+
+
+def save(
+    path: PathLike,
+    arrays: Union[Mapping[str, Any], Any],
+    *,
+    to: Optional[str] = None,
+    dtype: Optional[str] = None,
+    settings: Optional[Mapping[str, Any]] = None,
+    overwrite: bool = False,
+    hex: bool = False,
+) -> None:
+    """Writes arrays to ``path`` in any writable format, atomically.
+
+    ``arrays`` is a dict of anything ``numpy.asarray`` accepts (numpy arrays of any
+    strides and byte order, CPU torch tensors, lists), or one array. ``to`` names the
+    format and file kind (``"pvp:sparse"``, ``"som-data"``, ``"caffe:binaryproto"``,
+    ``"primitiv:parameter"``, ``"safetensors"``...; default: from the extension);
+    ``dtype`` the stored element type where the format offers a choice; ``settings``
+    format-specific keys (the CLI's ``--set``); ``hex`` a hexagonal PINK layout. An
+    existing file is replaced only with ``overwrite=True``.
+
+    >>> import tensorfmt, numpy as np
+    >>> frames = np.zeros((3, 4, 5, 1), dtype=np.float32)        # [frames, ny, nx, nf]
+    >>> tensorfmt.save("/tmp/act.pvp", {"values": frames}, overwrite=True)
+    >>> tensorfmt.open("/tmp/act.pvp").kind
+    'dense'
+    """
+    p = os.fspath(path)
+    if not overwrite and os.path.exists(p):
+        raise TensorfmtFileExistsError(f"{p} exists; pass overwrite=True to replace it")
+    if not isinstance(arrays, Mapping):
+        arrays = {"arr_0": arrays}
+    items = []
+    for name, value in arrays.items():
+        if not isinstance(name, str):
+            raise InvalidArgumentError(f"tensor names must be strings, got {name!r}")
+        a, descr = _as_array(name, value)
+        items.append(
+            {
+                "name": name,
+                "owner": a,
+                "address": a.__array_interface__["data"][0] if a.nbytes else 0,
+                "nbytes": int(a.nbytes),
+                "dtype": descr,
+                "shape": list(a.shape),
+                "fortran": bool(a.ndim > 1 and not a.flags.c_contiguous),
+            }
+        )
+    extra = {str(k): str(v) for k, v in (settings or {}).items()}
+    _native.save(p, items, to, dtype, hex, extra)
+
+
+def _convert_open(
+    doc: Document,
+    path: PathLike,
+    *,
+    to: Optional[str] = None,
+    tensors: Optional[Sequence[str]] = None,
+    dtype: Optional[str] = None,
+    settings: Optional[Mapping[str, Any]] = None,
+    overwrite: bool = False,
+    hex: bool = False,
+) -> List[str]:
+    p = os.fspath(path)
+    if not overwrite and os.path.exists(p):
+        raise TensorfmtFileExistsError(f"{p} exists; pass overwrite=True to replace it")
+    names = None if tensors is None else [str(t) for t in tensors]
+    if names is not None:
+        for n in names:
+            doc.info(n)
+    extra = {str(k): str(v) for k, v in (settings or {}).items()}
+    return list(doc._file.convert(p, names, to, dtype, hex, extra))
+
+
+def convert(
+    src: PathLike,
+    dst: PathLike,
+    *,
+    to: Optional[str] = None,
+    tensors: Optional[Sequence[str]] = None,
+    dtype: Optional[str] = None,
+    settings: Optional[Mapping[str, Any]] = None,
+    overwrite: bool = False,
+    hex: bool = False,
+    format: Optional[str] = None,
+    kind: Optional[str] = None,
+    strict: bool = False,
+    frames: Frames = None,
+    sparse: bool = False,
+) -> List[str]:
+    """Converts ``src`` to ``dst`` without going through Python objects (streamed for
+    npy, npz and safetensors outputs); returns the names of the tensors written.
+
+    Write keywords as in :func:`save` (``tensors`` picks some), read keywords as in
+    :func:`open`.
+
+    >>> import tensorfmt
+    >>> tensorfmt.convert("/tmp/act.pvp", "/tmp/act.safetensors", overwrite=True)
+    ['values']
+    """
+    with open(src, format=format, kind=kind, strict=strict, frames=frames, sparse=sparse) as doc:
+        return _convert_open(
+            doc, dst, to=to, tensors=tensors, dtype=dtype, settings=settings, overwrite=overwrite, hex=hex
+        )
+
+
+@dataclass(frozen=True)
+class TensorDiff:
+    """How one tensor differs between two files."""
+
+    name: str
+    name_b: str
+    dtype_a: str
+    dtype_b: str
+    shape_a: Tuple[int, ...]
+    shape_b: Tuple[int, ...]
+    values_compared: bool
+    count: int
+    mismatched: int
+    max_abs_error: float
+    max_rel_error: float
+    equal: bool
+    first_diffs: List[Tuple[Tuple[int, ...], float, float]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class DiffResult:
+    """The result of :func:`diff`: per-tensor differences and names present on one side only.
+
+    ``bool(result)`` is true when the files hold equal tensors.
+    """
+
+    tensors: List[TensorDiff]
+    only_in_a: List[str]
+    only_in_b: List[str]
+
+    @property
+    def equal(self) -> bool:
+        """Same tensor names, and every tensor equal within the tolerance."""
+        return not self.only_in_a and not self.only_in_b and all(t.equal for t in self.tensors)
+
+    def __bool__(self) -> bool:
+        return self.equal
+
+    def __getitem__(self, name: str) -> TensorDiff:
+        for t in self.tensors:
+            if t.name == name:
+                return t
+        raise KeyError(name)
+
+    @property
+    def max_abs_error(self) -> float:
+        """The largest absolute error over every compared tensor."""
+        return max((t.max_abs_error for t in self.tensors), default=0.0)
+
+
+def diff(
+    a: PathLike,
+    b: PathLike,
+    *,
+    rtol: float = 0.0,
+    atol: float = 0.0,
+    max_diffs: int = 10,
+    allow_dtype: bool = False,
+) -> DiffResult:
+    """Compares two files tensor by tensor (streamed; any two formats).
+
+    Values are equal when ``|a - b| <= atol + rtol * |b|`` (numpy's ``isclose``; the
+    default is exact). ``allow_dtype`` compares values of tensors whose dtypes differ.
+
+    >>> import tensorfmt
+    >>> tensorfmt.diff("/tmp/act.pvp", "/tmp/act.safetensors").equal
+    True
+    """
+    raw = _native.diff(os.fspath(a), os.fspath(b), float(rtol), float(atol), int(max_diffs), bool(allow_dtype))
+    tensors = [
+        TensorDiff(
+            name=t["name"],
+            name_b=t["name_b"],
+            dtype_a=t["dtype_a"],
+            dtype_b=t["dtype_b"],
+            shape_a=tuple(t["shape_a"]),
+            shape_b=tuple(t["shape_b"]),
+            values_compared=t["values_compared"],
+            count=t["count"],
+            mismatched=t["mismatched"],
+            max_abs_error=t["max_abs_error"],
+            max_rel_error=t["max_rel_error"],
+            equal=t["equal"],
+            first_diffs=[(tuple(i), va, vb) for i, va, vb in t["first_diffs"]],
+        )
+        for t in raw["tensors"]
+    ]
+    return DiffResult(tensors, list(raw["only_in_a"]), list(raw["only_in_b"]))
+
+
+@dataclass(frozen=True)
+class ValidationReport:
+    """The result of :func:`validate`. ``bool(report)`` is ``report.ok``.
+
+    ``error`` is the :class:`TensorfmtError` that made the file invalid (``None`` when
+    it is valid); ``warnings`` what the lenient reader accepted.
+    """
+
+    path: str
+    ok: bool
+    format: Optional[str]
+    kind: Optional[str]
+    warnings: List[str]
+    error: Optional[BaseException]
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+
+def validate(path: PathLike, *, strict: bool = False, format: Optional[str] = None) -> ValidationReport:
+    """Checks a whole file (every frame, CRCs, sizes) and reports instead of raising.
+
+    ``strict`` also fails files that only the lenient reader accepts.
+
+    >>> import tensorfmt
+    >>> tensorfmt.validate("/tmp/act.pvp").ok
+    True
+    """
+    from ._errors import TensorfmtError
+
+    p = os.fspath(path)
+    try:
+        doc = open(p, strict=strict, format=format)
+    except TensorfmtError as e:
+        return ValidationReport(p, False, None, None, [], e)
+    with doc:
+        return doc.validate()
+
+
+def formats() -> List[Dict[str, Any]]:
+    """What is read and written: name, extensions and writable file kinds of every format."""
+    return [
+        {"name": n, "extensions": list(ext), "write_kinds": list(kinds), "enabled": enabled}
+        for n, ext, kinds, enabled in _native.formats()
+    ]
+
+
+def detect(path: PathLike) -> str:
+    """The format of a file (from its content first, its extension second)."""
+    return _native.detect(os.fspath(path))

@@ -1,0 +1,88 @@
+"""The exception hierarchy of tensorfmt.
+
+Every error raised by tensorfmt is a :class:`TensorfmtError`. The subclasses also derive
+from the builtin exception a Python user would catch for the same problem, so existing
+``except OSError`` / ``except ValueError`` code keeps working::
+
+    >>> import tensorfmt
+    >>> try:
+    ...     tensorfmt.open("no/such/file.pvp")
+    ... except FileNotFoundError as e:
+    ...     print(type(e).__name__)
+    TensorfmtFileNotFoundError
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+
+class TensorfmtError(Exception):
+    """Base class of every tensorfmt error.
+
+    ``offset`` (byte offset in the file) and ``field`` (the header field or structure
+    involved) are set when the error concerns a file's content, else ``None``.
+    """
+
+    offset: Optional[int] = None
+    field: Optional[str] = None
+
+
+class FormatError(TensorfmtError, ValueError):
+    """A file's bytes contradict its format (truncated, bad header field, bad index...)."""
+
+
+class LimitError(TensorfmtError, ValueError):
+    """A declared size or count exceeds the reader's limits (an allocation bomb)."""
+
+
+class UnsupportedError(TensorfmtError, ValueError):
+    """A valid file or request that tensorfmt does not handle (e.g. an unsupported dtype)."""
+
+
+class InvalidArgumentError(TensorfmtError, ValueError):
+    """An argument does not make sense (unknown format, wrong tensor count for .npy...)."""
+
+
+class TensorNotFoundError(TensorfmtError, KeyError):
+    """A tensor name that the file does not hold; ``.name`` is the name asked for."""
+
+    name: Optional[str] = None
+
+    def __str__(self) -> str:  # KeyError would print the repr of the message
+        return str(self.args[0]) if self.args else ""
+
+
+class ClosedError(TensorfmtError, ValueError):
+    """An operation on a document after ``close()``."""
+
+
+class TensorfmtIOError(TensorfmtError, OSError):
+    """An I/O error; the message names the path and the operation."""
+
+
+class TensorfmtFileNotFoundError(TensorfmtIOError, FileNotFoundError):
+    """The input file does not exist."""
+
+
+class TensorfmtFileExistsError(TensorfmtIOError, FileExistsError):
+    """The output exists and ``overwrite=True`` was not given."""
+
+
+class InputChangedError(TensorfmtIOError):
+    """An input file was truncated or rewritten by another process while being read."""
+
+
+__all__ = [
+    "TensorfmtError",
+    "FormatError",
+    "LimitError",
+    "UnsupportedError",
+    "InvalidArgumentError",
+    "TensorNotFoundError",
+    "ClosedError",
+    "TensorfmtIOError",
+    "TensorfmtFileNotFoundError",
+    "TensorfmtFileExistsError",
+    "InputChangedError",
+]

@@ -1,0 +1,179 @@
+//! [`File`]: an open document (the facade's `Document`) as seen from Python.
+
+use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
+
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyTuple};
+use tensorfmt::{Document, Error};
+
+use crate::array::Array;
+use crate::errors::{raise, run};
+use crate::values::{fields_to_dict, parse_format, read_options};
+
+/// An open file: its format, header and lazy tensors. `close()` drops the document
+/// (and its mapping, once no array made from it is alive).
+#[pyclass(frozen, module = "tensorfmt._native")]
+pub struct File {
+    doc: RwLock<Option<Arc<Document>>>,
+    path: PathBuf,
+}
+
+impl File {
+    fn doc(&self, py: Python<'_>) -> PyResult<Arc<Document>> {
+        let guard = self.doc.read().unwrap_or_else(|e| e.into_inner());
+        guard.clone().ok_or_else(|| {
+            raise(
+                py,
+                "ClosedError",
+                &format!("{} is closed", self.path.display()),
+                None,
+                None,
+            )
+        })
+    }
+}
+
+/// Opens a file (format from its content, else its extension, unless `format` is given).
+#[pyfunction]
+#[pyo3(signature = (path, format=None, kind=None, strict=false, frames=None, sparse=false))]
+pub fn open_file(
+    py: Python<'_>,
+    path: PathBuf,
+    format: Option<String>,
+    kind: Option<String>,
+    strict: bool,
+    frames: Option<(usize, Option<usize>)>,
+    sparse: bool,
+) -> PyResult<File> {
+    let options = read_options(kind, strict, frames, sparse);
+    let p = path.clone();
+    let doc = run(py, move || match format {
+        Some(f) => tensorfmt::open_as(&p, parse_format(&f)?, &options),
+        None => tensorfmt::open(&p, &options),
+    })?;
+    Ok(File {
+        doc: RwLock::new(Some(Arc::new(doc))),
+        path,
+    })
+}
+
+#[pymethods]
+impl File {
+    /// Format name (`pvp`, `som`, `primitiv`, `caffe`, `npy`, `npz`, `safetensors`).
+    #[getter]
+    fn format(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(self.doc(py)?.file_format().to_string())
+    }
+
+    /// File kind within the format (`dense`, `sparse`, `model`, `data`, ...).
+    #[getter]
+    fn kind(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(self.doc(py)?.kind())
+    }
+
+    /// The path given to `open`.
+    #[getter]
+    fn path(&self) -> PathBuf {
+        self.path.clone()
+    }
+
+    /// Header fields as a plain dict.
+    #[getter]
+    fn header<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        fields_to_dict(py, &self.doc(py)?.header())
+    }
+
+    /// What the lenient reader accepted that the original program would not.
+    #[getter]
+    fn warnings(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+        Ok(self.doc(py)?.warnings())
+    }
+
+    /// `[(name, dtype, shape), ...]` in file order, without decoding anything.
+    fn tensors<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let list = PyList::empty(py);
+        for info in self.doc(py)?.tensors() {
+            let shape = PyTuple::new(py, info.shape.dims())?;
+            list.append((info.name, info.dtype.to_string(), shape))?;
+        }
+        Ok(list)
+    }
+
+    /// Decodes one tensor: a view of the mapped file where the layout allows.
+    fn read(&self, py: Python<'_>, name: String) -> PyResult<Array> {
+        let doc = self.doc(py)?;
+        run(py, move || Array::from_tensor(doc.read_tensor(&name)?))
+    }
+
+    /// Statistics of one tensor, streamed (min, max, mean, sum, nonzero, nan, count).
+    fn stats<'py>(&self, py: Python<'py>, name: String) -> PyResult<Bound<'py, PyDict>> {
+        let doc = self.doc(py)?;
+        let s = run(py, move || doc.entry(&name)?.stats())?;
+        let d = PyDict::new(py);
+        d.set_item("count", s.count)?;
+        d.set_item("min", s.min)?;
+        d.set_item("max", s.max)?;
+        d.set_item("mean", s.mean)?;
+        d.set_item("sum", s.sum)?;
+        d.set_item("nonzero", s.nonzero)?;
+        d.set_item("nan", s.nan)?;
+        Ok(d)
+    }
+
+    /// Checks the whole file (checksums, every frame); raises on the first problem.
+    fn validate(&self, py: Python<'_>) -> PyResult<()> {
+        let doc = self.doc(py)?;
+        run(py, move || doc.validate())
+    }
+
+    /// Writes the named tensors (all when `names` is None) to `path` as `to` (or the
+    /// path's extension), streamed for npy, npz and safetensors.
+    #[pyo3(signature = (path, names=None, to=None, dtype=None, hex=false, settings=None))]
+    #[allow(clippy::too_many_arguments)] // Python keyword arguments
+    fn convert(
+        &self,
+        py: Python<'_>,
+        path: PathBuf,
+        names: Option<Vec<String>>,
+        to: Option<String>,
+        dtype: Option<String>,
+        hex: bool,
+        settings: Option<std::collections::BTreeMap<String, String>>,
+    ) -> PyResult<Vec<String>> {
+        let doc = self.doc(py)?;
+        run(py, move || {
+            let target = crate::values::target(&path, to.as_deref())?;
+            let options = crate::values::write_options(
+                &target,
+                dtype.as_deref(),
+                hex,
+                settings.unwrap_or_default(),
+            )?;
+            let names = match names {
+                Some(n) => n,
+                None => doc.names(),
+            };
+            if names.is_empty() {
+                return Err(Error::Invalid(format!(
+                    "{} holds no tensors, so there is nothing to convert",
+                    doc.path().display()
+                )));
+            }
+            tensorfmt::convert(doc.file(), &names, &path, target.format, &options)?;
+            Ok(names)
+        })
+    }
+
+    /// Drops the document. Arrays already returned stay valid (they own their bytes).
+    fn close(&self) {
+        let mut guard = self.doc.write().unwrap_or_else(|e| e.into_inner());
+        *guard = None;
+    }
+
+    /// Whether `close()` was called.
+    #[getter]
+    fn closed(&self) -> bool {
+        self.doc.read().unwrap_or_else(|e| e.into_inner()).is_none()
+    }
+}

@@ -1,0 +1,139 @@
+//! From Rust errors and panics to the Python exception hierarchy defined in
+//! `python/tensorfmt/_errors.py`.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+use tensorfmt::Error;
+
+/// Runs `work` without the GIL, turning a panic into an error instead of unwinding into
+/// Python, and a [`tensorfmt::Error`] into the matching `TensorfmtError` subclass.
+pub fn run<T, F>(py: Python<'_>, work: F) -> PyResult<T>
+where
+    T: Send,
+    F: FnOnce() -> Result<T, Error> + Send,
+{
+    let outcome = py.detach(|| catch_unwind(AssertUnwindSafe(work)));
+    match outcome {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(e)) => Err(to_py(py, &e)),
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            Err(raise(
+                py,
+                "TensorfmtError",
+                &format!("internal error (please report it): {what}"),
+                None,
+                None,
+            ))
+        }
+    }
+}
+
+/// A `TensorfmtError` subclass named `class` from `tensorfmt._errors`, with `.offset`
+/// and `.field` set when known.
+pub fn raise(
+    py: Python<'_>,
+    class: &str,
+    message: &str,
+    offset: Option<u64>,
+    field: Option<String>,
+) -> PyErr {
+    let build = || -> PyResult<PyErr> {
+        let module = py.import("tensorfmt._errors")?;
+        let cls = module.getattr(class)?;
+        let instance = cls.call1(PyTuple::new(py, [message])?)?;
+        instance.setattr("offset", offset)?;
+        instance.setattr("field", field)?;
+        Ok(PyErr::from_value(instance))
+    };
+    build().unwrap_or_else(|e| e)
+}
+
+/// Maps an error to the exception class a Python user expects.
+pub fn to_py(py: Python<'_>, e: &Error) -> PyErr {
+    let message = e.to_string();
+    match e {
+        Error::Io { source, .. } => {
+            let class = match source.kind() {
+                std::io::ErrorKind::NotFound => "TensorfmtFileNotFoundError",
+                std::io::ErrorKind::AlreadyExists => "TensorfmtFileExistsError",
+                _ => "TensorfmtIOError",
+            };
+            let err = raise(py, class, &message, None, None);
+            if let Some(code) = source.raw_os_error() {
+                let _ = err.value(py).setattr("errno", code);
+            }
+            err
+        }
+        Error::LimitExceeded { .. } | Error::Overflow { .. } => {
+            raise(py, "LimitError", &message, None, None)
+        }
+        Error::UnsupportedDType { .. } => raise(py, "UnsupportedError", &message, None, None),
+        Error::NoSuchTensor(name) => {
+            let err = raise(py, "TensorNotFoundError", &message, None, None);
+            let _ = err.value(py).setattr("name", name);
+            err
+        }
+        Error::Format { source, .. } => {
+            // Every format crate's error enum names its variants alike (`LimitExceeded`,
+            // `Io`, `Unsupported...`) and its content variants carry `offset` and `field`
+            // fields; reading them from the Debug form keeps this layer independent of
+            // the four error types.
+            let debug = format!("{source:?}");
+            let class = if debug.starts_with("LimitExceeded") || debug.contains("LimitExceeded {") {
+                "LimitError"
+            } else if debug.starts_with("Io(") {
+                "TensorfmtIOError"
+            } else if debug.starts_with("Unsupported") {
+                "UnsupportedError"
+            } else {
+                "FormatError"
+            };
+            raise(
+                py,
+                class,
+                &message,
+                field_u64(&debug, "offset: "),
+                field_str(&debug),
+            )
+        }
+        Error::Invalid(_) => raise(py, "InvalidArgumentError", &message, None, None),
+        _ => raise(py, "FormatError", &message, None, None),
+    }
+}
+
+/// The first `name<digits>` number in a Debug string.
+fn field_u64(debug: &str, name: &str) -> Option<u64> {
+    let start = debug.find(name)? + name.len();
+    let digits: String = debug[start..]
+        .chars()
+        .take_while(|c| c.is_ascii_digit())
+        .collect();
+    digits.parse().ok()
+}
+
+/// The first `field: "..."` string in a Debug string.
+fn field_str(debug: &str) -> Option<String> {
+    let start = debug.find("field: \"")? + "field: \"".len();
+    let end = debug[start..].find('"')?;
+    Some(debug[start..start + end].to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_fields_are_found() {
+        let d = r#"BadField { offset: 12, field: "nx", value: -1, reason: "x" }"#;
+        assert_eq!(field_u64(d, "offset: "), Some(12));
+        assert_eq!(field_str(d).as_deref(), Some("nx"));
+        assert_eq!(field_u64("Truncated { what: 1 }", "offset: "), None);
+    }
+}

@@ -1,0 +1,39 @@
+//! The native half of the `tensorfmt` Python package (`tensorfmt._native`).
+//!
+//! This layer is thin on purpose: it opens files, reads tensors and writes them through
+//! the facade, and hands numpy the bytes. Everything Pythonic (the `Mapping` document,
+//! keyword defaults, torch and dask adapters) lives in `python/tensorfmt/`.
+//!
+//! Two rules hold for every function here:
+//! - **No panic reaches Python and no decode holds the GIL**: every call goes through
+//!   [`errors::run`], which releases the GIL, catches panics and maps errors to the
+//!   `tensorfmt.TensorfmtError` hierarchy.
+//! - **Zero copy**: a tensor becomes an [`array::Array`] holding its `bytes::Bytes`
+//!   (usually a slice of the mapped file) and exposing it through numpy's
+//!   `__array_interface__`, so `numpy.asarray` views the mapping and keeps the `Array`
+//!   (and with it the mapping) alive as the array's base.
+
+use pyo3::prelude::*;
+
+mod array;
+mod document;
+mod errors;
+mod ops;
+mod pvp;
+mod values;
+
+/// The extension module `tensorfmt._native`.
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<array::Array>()?;
+    m.add_class::<document::File>()?;
+    m.add_function(wrap_pyfunction!(document::open_file, m)?)?;
+    m.add_class::<pvp::Pvp>()?;
+    m.add_function(wrap_pyfunction!(pvp::open_pvp, m)?)?;
+    m.add_function(wrap_pyfunction!(ops::save, m)?)?;
+    m.add_function(wrap_pyfunction!(ops::diff, m)?)?;
+    m.add_function(wrap_pyfunction!(ops::formats, m)?)?;
+    m.add_function(wrap_pyfunction!(ops::detect, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

@@ -1,0 +1,37 @@
+"""Shared locations for the Python tests: the repo's fixtures and the shared corpus."""
+
+import os
+import pathlib
+
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[3]
+TESTDATA = REPO / "testdata"
+
+
+def corpus_dir() -> pathlib.Path:
+    """The shared corpus (`$TENSORFMT_CORPUS` or `../shared/corpus` beside the repo)."""
+    env = os.environ.get("TENSORFMT_CORPUS")
+    return pathlib.Path(env) if env else REPO.parent / "shared" / "corpus"
+
+
+def require_corpus(sub: str) -> pathlib.Path:
+    """The corpus folder `sub`; absent, a loud skip (a failure when `CI=true`)."""
+    d = corpus_dir() / sub
+    if not d.is_dir():
+        msg = f"SKIPPING: corpus folder {d} is absent (set TENSORFMT_CORPUS)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(msg + " and CI=true requires it")
+        print(msg)
+        pytest.skip(msg)
+    return d
+
+
+def fixtures():
+    """Every golden fixture of testdata/ (the files with a .dump beside them)."""
+    return sorted(p for p in TESTDATA.rglob("*") if p.is_file() and p.with_name(p.name + ".dump").exists())
+
+
+@pytest.fixture
+def tmp(tmp_path):
+    return tmp_path

@@ -1,0 +1,223 @@
+"""The public API: open / load / save / convert / diff / validate, zero copy and lifetimes."""
+
+import gc
+import os
+import threading
+
+import numpy as np
+import pytest
+
+import tensorfmt
+from conftest import TESTDATA, fixtures
+
+DENSE = TESTDATA / "pvp" / "dense_f32.pvp"
+
+
+def test_document_is_a_lazy_read_only_mapping():
+    with tensorfmt.open(DENSE) as doc:
+        assert doc.format == "pvp"
+        assert doc.kind.startswith("dense")
+        assert "values" in doc and len(doc) == len(list(doc))
+        info = doc.info("values")
+        assert info.dtype == np.float32 and len(info.shape) == 4
+        arr = doc["values"]
+        assert arr.shape == info.shape and arr.dtype == info.dtype
+        assert isinstance(doc.header, dict) and doc.header
+        assert isinstance(doc.warnings, list)
+        with pytest.raises(KeyError):
+            doc["nope"]
+        with pytest.raises(tensorfmt.TensorNotFoundError):
+            doc["nope"]
+        with pytest.raises(TypeError):
+            doc["values"] = arr  # a read-only Mapping
+    assert doc.closed
+    with pytest.raises(tensorfmt.ClosedError):
+        doc["values"]
+
+
+def test_arrays_are_zero_copy_views_of_the_mapping():
+    doc = tensorfmt.open(DENSE)
+    a = doc["values"]
+    b = doc["values"]
+    assert np.shares_memory(a, b)
+    assert not a.flags.writeable
+    with pytest.raises(ValueError):
+        a[...] = 0
+    # The base chain ends in the native buffer that owns the mapped bytes.
+    base = a
+    while isinstance(base, np.ndarray):
+        base = base.base
+    assert type(base).__name__ == "Array" and type(base).__module__ == "tensorfmt._native"
+    doc.close()
+
+
+def test_array_outlives_its_document():
+    doc = tensorfmt.open(DENSE)
+    expected = np.array(doc["values"])  # a copy, for reference
+    view = doc["values"]
+    doc.close()
+    del doc
+    gc.collect()
+    np.testing.assert_array_equal(view, expected)
+    assert float(view.sum()) == float(expected.sum())
+
+
+def test_every_fixture_opens_and_reads(tmp_path):
+    for path in fixtures():
+        dump = path.with_name(path.name + ".dump").read_text()
+        if dump.startswith("error:"):
+            # A fixture of a file the original refuses: refused in strict mode, with the
+            # reason the golden dump gives.
+            with pytest.raises(tensorfmt.FormatError):
+                tensorfmt.load(path, strict=True)
+            continue
+        with tensorfmt.open(path) as doc:
+            assert len(doc) > 0 or doc.kind in ("optimizer", "shape"), path
+            for name in doc:
+                arr = doc[name]
+                assert arr.shape == doc.info(name).shape, (path, name)
+
+
+def test_load_returns_a_plain_dict():
+    arrays = tensorfmt.load(TESTDATA / "core" / "mixed.npz")
+    assert isinstance(arrays, dict) and arrays
+    assert all(isinstance(v, np.ndarray) for v in arrays.values())
+
+
+def test_fortran_and_big_endian_npy_read_right():
+    f = tensorfmt.load(TESTDATA / "core" / "i16_fortran_2x3.npy")
+    (arr,) = f.values()
+    np.testing.assert_array_equal(arr, np.load(TESTDATA / "core" / "i16_fortran_2x3.npy"))
+    g = tensorfmt.load(TESTDATA / "core" / "f64_be_3.npy")
+    (arr,) = g.values()
+    np.testing.assert_array_equal(arr, np.load(TESTDATA / "core" / "f64_be_3.npy"))
+
+
+def test_bf16_is_widened_exactly():
+    with tensorfmt.open(TESTDATA / "core" / "bf16_4.npy") as doc:
+        (name,) = list(doc)
+        assert doc.info(name).stored_dtype == "bf16"
+        assert doc[name].dtype == np.float32
+
+
+@pytest.mark.parametrize(
+    "suffix,to",
+    [("npy", None), ("npz", None), ("safetensors", None)],
+)
+def test_interop_round_trips_are_exact(tmp_path, suffix, to):
+    rng = np.random.default_rng(1)
+    dtypes = [np.float16, np.float32, np.float64, np.int8, np.int16, np.int32, np.int64,
+              np.uint8, np.uint16, np.uint32, np.uint64, np.bool_]
+    for dt in dtypes:
+        a = (rng.standard_normal((3, 4, 5)) * 50).astype(dt)
+        p = tmp_path / f"x_{np.dtype(dt).name}.{suffix}"
+        tensorfmt.save(p, {"x": a}, to=to)
+        back = tensorfmt.load(p)
+        (got,) = back.values()
+        assert got.dtype == a.dtype
+        np.testing.assert_array_equal(got, a)
+
+
+def test_any_strides_and_byte_order_are_saved_right(tmp_path):
+    base = np.arange(60, dtype=np.float64).reshape(3, 4, 5)
+    cases = {
+        "fortran": np.asfortranarray(base),
+        "strided": base[:, ::2, 1:],
+        "transposed": base.transpose(2, 0, 1),
+        "big_endian": base.astype(">f8"),
+        "list": base.tolist(),
+    }
+    for name, value in cases.items():
+        p = tmp_path / f"{name}.safetensors"
+        tensorfmt.save(p, {name: value})
+        np.testing.assert_array_equal(tensorfmt.load(p)[name], np.asarray(value, dtype=np.float64))
+
+
+def test_legacy_kinds_round_trip_exactly(tmp_path):
+    rng = np.random.default_rng(2)
+    frames = rng.standard_normal((3, 4, 5, 2)).astype(np.float32)
+    cases = [
+        ("dense.pvp", None, {"values": frames}),
+        ("sparse.pvp", "pvp:sparse", {"values": np.where(frames > 0.5, frames, 0).astype(np.float32)}),
+        ("images.bin", "som-data", {"images": rng.standard_normal((4, 3, 3)).astype(np.float32)}),
+        ("mean.binaryproto", "caffe:binaryproto", {"mean": rng.standard_normal((3, 4, 4)).astype(np.float32)}),
+        ("param.data", "primitiv:parameter", {"value": rng.standard_normal((2, 3)).astype(np.float32)}),
+    ]
+    for fname, to, arrays in cases:
+        p = tmp_path / fname
+        tensorfmt.save(p, arrays, to=to)
+        with tensorfmt.open(p) as doc:
+            (want,) = arrays.values()
+            got = doc[list(doc)[0]]
+            np.testing.assert_array_equal(got.reshape(want.shape), want, err_msg=fname)
+
+
+def test_save_refuses_to_overwrite_without_overwrite(tmp_path):
+    p = tmp_path / "a.npz"
+    tensorfmt.save(p, {"a": np.zeros(2)})
+    with pytest.raises(FileExistsError):
+        tensorfmt.save(p, {"a": np.ones(2)})
+    tensorfmt.save(p, {"a": np.ones(2)}, overwrite=True)
+    np.testing.assert_array_equal(tensorfmt.load(p)["a"], np.ones(2))
+    assert [f for f in os.listdir(tmp_path) if f != "a.npz"] == []
+
+
+def test_convert_diff_validate(tmp_path):
+    out = tmp_path / "dense.safetensors"
+    assert tensorfmt.convert(DENSE, out) == ["values", "time"]
+    d = tensorfmt.diff(DENSE, out)
+    assert d.equal and bool(d) and d["values"].max_abs_error == 0.0
+    changed = tmp_path / "changed.safetensors"
+    arrays = tensorfmt.load(out)
+    arr = arrays["values"].copy()
+    arr.flat[3] += 0.5
+    tensorfmt.save(changed, {**arrays, "values": arr})
+    d2 = tensorfmt.diff(out, changed)
+    assert not d2.equal
+    assert d2["values"].mismatched == 1 and d2["values"].max_abs_error == pytest.approx(0.5)
+    assert tensorfmt.diff(out, changed, atol=0.6).equal
+    report = tensorfmt.validate(out)
+    assert report.ok and report.format == "safetensors" and report.error is None
+    bad = tmp_path / "bad.safetensors"
+    bad.write_bytes(out.read_bytes()[:-3])
+    report = tensorfmt.validate(bad)
+    assert not report and isinstance(report.error, tensorfmt.TensorfmtError)
+
+
+def test_errors_are_tensorfmt_errors_with_builtin_bases(tmp_path):
+    with pytest.raises(tensorfmt.TensorfmtFileNotFoundError) as e:
+        tensorfmt.open(tmp_path / "missing.pvp")
+    assert isinstance(e.value, FileNotFoundError) and isinstance(e.value, tensorfmt.TensorfmtError)
+    assert "missing.pvp" in str(e.value)
+    junk = tmp_path / "junk.pvp"
+    junk.write_bytes(DENSE.read_bytes()[:50])
+    with pytest.raises(tensorfmt.FormatError) as e:
+        tensorfmt.load(junk, format="pvp")
+    assert isinstance(e.value, ValueError)
+    assert e.value.offset is not None
+    with pytest.raises(tensorfmt.InvalidArgumentError):
+        tensorfmt.save(tmp_path / "x.unknownext", {"a": np.zeros(1)})
+    with pytest.raises(tensorfmt.UnsupportedError):
+        tensorfmt.save(tmp_path / "o.npz", {"a": np.array(["text"])})
+
+
+def test_decoding_releases_the_gil():
+    # Several threads reading at once must all finish (and agree).
+    results = []
+
+    def work():
+        with tensorfmt.open(DENSE) as doc:
+            results.append(float(np.asarray(doc["values"], dtype=np.float64).sum()))
+
+    threads = [threading.Thread(target=work) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert len(results) == 8 and len(set(results)) == 1
+
+
+def test_formats_lists_every_format():
+    names = {f["name"] for f in tensorfmt.formats()}
+    assert {"pvp", "som", "primitiv", "caffe", "npy", "npz", "safetensors"} <= names
+    assert tensorfmt.detect(DENSE) == "pvp"

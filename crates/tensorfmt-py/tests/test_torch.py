@@ -1,0 +1,59 @@
+"""torch interop: torch.from_numpy on returned arrays, tensorfmt.save of torch tensors."""
+
+import os
+
+import numpy as np
+import pytest
+
+import tensorfmt
+from conftest import TESTDATA
+
+try:
+    import torch
+except ImportError:  # pragma: no cover - depends on the environment
+    torch = None
+
+
+@pytest.fixture(autouse=True)
+def need_torch():
+    if torch is None:
+        msg = "SKIPPING torch tests: torch is not installed (cargo xtask test installs it from PyPI)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(msg + " and CI=true requires it")
+        print(msg)
+        pytest.skip(msg)
+
+
+def test_from_numpy_on_a_returned_array():
+    with tensorfmt.open(TESTDATA / "core" / "model.safetensors") as doc:
+        for name in doc:
+            arr = doc[name]
+            # Read-only arrays: torch warns about writability but shares the memory.
+            with pytest.warns(UserWarning):
+                t = torch.from_numpy(arr)
+            assert t.shape == arr.shape
+            assert t.data_ptr() == arr.__array_interface__["data"][0]
+            np.testing.assert_array_equal(t.numpy(), arr)
+
+
+def test_save_a_dict_of_torch_tensors(tmp_path):
+    tensors = {
+        "w": torch.arange(12, dtype=torch.float32).reshape(3, 4),
+        "t": torch.arange(12, dtype=torch.float64).reshape(3, 4).t(),  # non-contiguous
+        "g": torch.ones(2, 2, requires_grad=True),
+        "h": torch.tensor([1.5, -2.25], dtype=torch.bfloat16),
+        "i": torch.tensor([1, 2, 3], dtype=torch.int64),
+    }
+    p = tmp_path / "t.safetensors"
+    tensorfmt.save(p, tensors)
+    back = tensorfmt.load(p)
+    for name, t in tensors.items():
+        want = t.detach().float().numpy() if t.dtype == torch.bfloat16 else t.detach().numpy()
+        np.testing.assert_array_equal(back[name], want)
+    with tensorfmt.open(p) as doc:
+        assert doc.info("h").stored_dtype == "bf16"
+    # And the file is what safetensors' own torch loader expects.
+    st = pytest.importorskip("safetensors.torch")
+    loaded = st.load_file(str(p))
+    assert loaded["h"].dtype == torch.bfloat16
+    assert torch.equal(loaded["t"], tensors["t"].contiguous())
