@@ -56,10 +56,18 @@ pub fn run(args: &[String]) -> Result<(), String> {
         let base = std::env::var("TENSORFMT_PYTHON").unwrap_or_else(|_| "python3".into());
         status(Command::new(base).args(["-m", "venv"]).arg(&venv))?;
     }
+    // maturin (a build without isolation) and pytest's subprocesses find the venv first.
+    let path = format!(
+        "{}:{}",
+        venv.join("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
     let pip = |extra: &[&str]| -> Result<(), String> {
         status(
             Command::new(&python)
                 .current_dir(&root)
+                .env("PATH", &path)
+                .env("VIRTUAL_ENV", &venv)
                 .args([
                     "-m",
                     "pip",
@@ -85,6 +93,8 @@ pub fn run(args: &[String]) -> Result<(), String> {
     status(
         Command::new(&python)
             .current_dir(&root)
+            .env("PATH", &path)
+            .env("VIRTUAL_ENV", &venv)
             .args(["-m", "pytest", "-ra", "-p", "no:cacheprovider"])
             .arg(&tests)
             .args(pytest_args),

@@ -36,7 +36,8 @@ impl File {
 
 /// Opens a file (format from its content, else its extension, unless `format` is given).
 #[pyfunction]
-#[pyo3(signature = (path, format=None, kind=None, strict=false, frames=None, sparse=false))]
+#[pyo3(signature = (path, format=None, kind=None, strict=false, frames=None, sparse=false, max_alloc=None))]
+#[allow(clippy::too_many_arguments)] // Python keyword arguments
 pub fn open_file(
     py: Python<'_>,
     path: PathBuf,
@@ -45,8 +46,12 @@ pub fn open_file(
     strict: bool,
     frames: Option<(usize, Option<usize>)>,
     sparse: bool,
+    max_alloc: Option<u64>,
 ) -> PyResult<File> {
-    let options = read_options(kind, strict, frames, sparse);
+    let mut options = read_options(kind, strict, frames, sparse);
+    if let Some(m) = max_alloc {
+        options.limits.max_alloc = m;
+    }
     let p = path.clone();
     let doc = run(py, move || match format {
         Some(f) => tensorfmt::open_as(&p, parse_format(&f)?, &options),

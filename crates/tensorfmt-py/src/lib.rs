@@ -6,9 +6,9 @@
 //!
 //! Two rules hold for every function here:
 //! - **No panic reaches Python and no decode holds the GIL**: every call goes through
-//!   [`errors::run`], which releases the GIL, catches panics and maps errors to the
+//!   `errors::run`, which releases the GIL, catches panics and maps errors to the
 //!   `tensorfmt.TensorfmtError` hierarchy.
-//! - **Zero copy**: a tensor becomes an [`array::Array`] holding its `bytes::Bytes`
+//! - **Zero copy**: a tensor becomes an `array::Array` holding its `bytes::Bytes`
 //!   (usually a slice of the mapped file) and exposing it through numpy's
 //!   `__array_interface__`, so `numpy.asarray` views the mapping and keeps the `Array`
 //!   (and with it the mapping) alive as the array's base.

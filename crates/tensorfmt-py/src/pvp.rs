@@ -135,7 +135,7 @@ impl Pvp {
         enum Frame {
             Dense(f64, Tensor),
             Sparse(f64, Vec<u32>, Vec<f32>),
-            Weights(f64, Tensor, Vec<u16>, Vec<u16>, Vec<u32>),
+            Weights(f64, [f32; 2], Tensor, Vec<u16>, Vec<u16>, Vec<u32>),
         }
         let f = self.file.clone();
         let frame = run(py, move || {
@@ -154,7 +154,7 @@ impl Pvp {
                     let nx = fr.patches.iter().map(|p| p.nx).collect();
                     let ny = fr.patches.iter().map(|p| p.ny).collect();
                     let off = fr.patches.iter().map(|p| p.offset.unwrap_or(0)).collect();
-                    Frame::Weights(time, fr.weights, nx, ny, off)
+                    Frame::Weights(time, [fr.wmin(), fr.wmax()], fr.weights, nx, ny, off)
                 }
             })
         })?;
@@ -177,8 +177,10 @@ impl Pvp {
                 d.set_item("indices", vec_array(idx)?)?;
                 d.set_item("values", vec_array(vals)?)?;
             }
-            Frame::Weights(t, w, nx, ny, off) => {
+            Frame::Weights(t, [wmin, wmax], w, nx, ny, off) => {
                 d.set_item("time", t)?;
+                d.set_item("wmin", wmin)?;
+                d.set_item("wmax", wmax)?;
                 d.set_item("weights", vec_array(w)?)?;
                 let n = nx.len();
                 let u16s = |v: Vec<u16>| Tensor::from_vec(v, [n], Order::RowMajor);
@@ -241,12 +243,21 @@ impl Pvp {
         })
     }
 
-    /// Weight files: `(shared, nxp, nyp, nfp, numpatches, arbors)`.
-    fn weight_geometry(&self) -> PyResult<(bool, usize, usize, usize, usize, usize)> {
+    /// Weight files: `(shared, nxp, nyp, nfp, numpatches, arbors, patch_header_bytes)`.
+    #[allow(clippy::type_complexity)]
+    fn weight_geometry(&self) -> PyResult<(bool, usize, usize, usize, usize, usize, usize)> {
         match &*self.file {
             PvpFile::Weights(r) => {
                 let l = r.layout();
-                Ok((l.shared, l.nxp, l.nyp, l.nfp, l.numpatches, l.arbors))
+                Ok((
+                    l.shared,
+                    l.nxp,
+                    l.nyp,
+                    l.nfp,
+                    l.numpatches,
+                    l.arbors,
+                    l.patch_header_bytes,
+                ))
             }
             _ => Err(pyo3::exceptions::PyValueError::new_err("not a weight file")),
         }

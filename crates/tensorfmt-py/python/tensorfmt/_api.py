@@ -246,6 +246,7 @@ def open(  # noqa: A001 - the name users expect, like io.open / safetensors.safe
     strict: bool = False,
     frames: Frames = None,
     sparse: bool = False,
+    max_alloc: Optional[int] = None,
 ) -> Document:
     """Opens a tensor file and returns a lazy :class:`Document`.
 
@@ -264,7 +265,7 @@ def open(  # noqa: A001 - the name users expect, like io.open / safetensors.safe
     np.float32(2.0)
     """
     selected = _frames(frames)
-    native = _native.open_file(os.fspath(path), format, kind, strict, selected, sparse)
+    native = _native.open_file(os.fspath(path), format, kind, strict, selected, sparse, max_alloc)
     return Document(native, selected, sparse)
 
 

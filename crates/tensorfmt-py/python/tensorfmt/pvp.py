@@ -55,10 +55,13 @@ class Frame:
 class WeightFrame:
     """One frame of a weight file: ``weights`` ``[arbors, patches, nyp, nxp, nfp]`` (the
     shape the file declares), and per patch its active ``patch_nx``, ``patch_ny`` and
-    ``patch_offset`` (elements from the patch start to the first active value)."""
+    ``patch_offset`` (elements from the patch start to the first active value); ``wmin``
+    and ``wmax`` from the frame's header."""
 
     index: int
     time: float
+    wmin: float
+    wmax: float
     weights: np.ndarray
     patch_nx: np.ndarray
     patch_ny: np.ndarray
@@ -108,6 +111,8 @@ class PvpFile:
             return WeightFrame(
                 k,
                 d["time"],
+                d["wmin"],
+                d["wmax"],
                 np.asarray(d["weights"]),
                 np.asarray(d["patch_nx"]),
                 np.asarray(d["patch_ny"]),
@@ -157,9 +162,12 @@ class PvpFile:
 
     @property
     def weight_geometry(self) -> Dict[str, Any]:
-        """Weight files: ``shared``, ``nxp``, ``nyp``, ``nfp``, ``numpatches``, ``arbors``."""
-        shared, nxp, nyp, nfp, numpatches, arbors = self._f.weight_geometry()
-        return dict(shared=shared, nxp=nxp, nyp=nyp, nfp=nfp, numpatches=numpatches, arbors=arbors)
+        """Weight files: ``shared``, ``nxp``, ``nyp``, ``nfp``, ``numpatches``, ``arbors``,
+        ``patch_header_bytes`` (8, or 4 in legacy files)."""
+        shared, nxp, nyp, nfp, numpatches, arbors, phb = self._f.weight_geometry()
+        return dict(
+            shared=shared, nxp=nxp, nyp=nyp, nfp=nfp, numpatches=numpatches, arbors=arbors, patch_header_bytes=phb
+        )
 
     def __repr__(self) -> str:
         return f"<tensorfmt.pvp.PvpFile {self.kind} {self.path} frames={len(self)} shape={self.shape}>"
