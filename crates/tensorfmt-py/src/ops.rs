@@ -47,14 +47,11 @@ fn borrow_tensor(item: &Borrowed) -> Result<Tensor, Error> {
     let bytes = if item.nbytes == 0 {
         Bytes::new()
     } else {
-        // SAFETY: `address` and `nbytes` are the data pointer and size of a contiguous
-        // numpy array (read by `tensorfmt.save` from `__array_interface__`); `save`
-        // holds a strong reference to that array (`Item::owner`) until the write has
-        // finished, so the memory stays allocated while the tensor exists. The tensor
-        // never leaves `save`: the writers read it and drop it before `save` returns,
-        // so the `'static` lifetime is never observed past the owner's life. A
-        // concurrent write from another Python thread races exactly as it would with
-        // any numpy C extension.
+        // SAFETY: `address`/`nbytes` are the data pointer and size of a contiguous numpy
+        // array (from its `__array_interface__`) that `save` holds (`Item::owner`) until
+        // the write has finished; the tensor never leaves `save` (the writers drop it
+        // before `save` returns), so the `'static` borrow never outlives the array. A
+        // concurrent write from another Python thread races as with any numpy C extension.
         let slice: &'static [u8] =
             unsafe { std::slice::from_raw_parts(item.address as *const u8, item.nbytes) };
         Bytes::from_static(slice)

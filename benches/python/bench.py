@@ -1,0 +1,198 @@
+"""Python benchmarks of tensorfmt, each printed as a ratio against a floor measured in the
+same run (quote the ratios, not the times: machines are noisy).
+
+    target/py-venv/bin/python benches/python/bench.py [--size-mib 512] [--repeat 5]
+
+(after `cargo xtask test`, or any environment with tensorfmt, numpy, safetensors and
+protobuf; the Caffe row also needs grpcio-tools to compile caffe.proto and is skipped
+without it.)
+
+Rows and targets (issue 13):
+1. open + first array of a dense PVP file: constant time, target <= 1 ms
+   (floor: np.load(mmap_mode="r") of the same bytes as .npy).
+2. .sum() over the whole movie vs np.load(mmap_mode="r").sum() (target >= 90 %).
+3. sparse PVP: open + frame k (target <= 1 ms).
+4. a 200 MB caffemodel to a dict of arrays vs python protobuf + np.array(blob.data)
+   (target >= 3x faster).
+5. save to safetensors vs safetensors.numpy.save_file (target >= 100 %).
+"""
+
+import argparse
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+import tensorfmt
+import tensorfmt.pvp
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def best(fn, repeat):
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return min(times)
+
+
+def drop_cache(path):
+    """Evicts a file's pages where the OS lets us (so a 'cold' row is cold)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        os.close(fd)
+    except (AttributeError, OSError):
+        pass
+
+
+def row(name, ours, floor, target):
+    ratio = floor / ours if ours > 0 else float("inf")
+    print(f"{name:<58} ours {ours * 1e3:9.3f} ms  floor {floor * 1e3:9.3f} ms  ratio {ratio:7.2f}  ({target})")
+    return ratio
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--size-mib", type=int, default=512)
+    ap.add_argument("--caffe-mib", type=int, default=200)
+    ap.add_argument("--repeat", type=int, default=5)
+    args = ap.parse_args()
+    tmp = pathlib.Path(tempfile.mkdtemp(prefix="tensorfmt-bench-"))
+    print(f"tensorfmt {tensorfmt.__version__}, numpy {np.__version__}, python {sys.version.split()[0]}; files in {tmp}")
+    print("ratio = floor time / our time (> 1: faster than the floor)\n")
+
+    # 1, 2: a dense PVP movie and the same values as .npy.
+    ny, nx, nf = 256, 256, 8
+    frame_bytes = ny * nx * nf * 4
+    frames = max(1, args.size_mib * (1 << 20) // frame_bytes)
+    movie = np.random.default_rng(0).standard_normal((frames, ny, nx, nf), dtype=np.float32)
+    pvp = tmp / "movie.pvp"
+    npy = tmp / "movie.npy"
+    tensorfmt.save(pvp, {"values": movie})
+    np.save(npy, movie)
+    del movie
+
+    def ours_open():
+        with tensorfmt.open(pvp) as doc:
+            doc["values"][0, 0, 0, 0]
+
+    def floor_open():
+        np.load(npy, mmap_mode="r")[0, 0, 0, 0]
+
+    ours_open(), floor_open()
+    t_ours = best(ours_open, args.repeat)
+    t_floor = best(floor_open, args.repeat)
+    row(f"open + first array, {args.size_mib} MiB dense PVP", t_ours, t_floor, f"target <= 1 ms; ours {t_ours * 1e3:.3f} ms")
+
+    doc = tensorfmt.open(pvp)
+    values = doc["values"]
+    mm = np.load(npy, mmap_mode="r")
+    values.sum(dtype=np.float64), mm.sum(dtype=np.float64)  # warm the page cache
+    t_ours = best(lambda: values.sum(dtype=np.float64), args.repeat)
+    t_floor = best(lambda: mm.sum(dtype=np.float64), args.repeat)
+    row(".sum() over the whole movie vs np.load(mmap_mode='r')", t_ours, t_floor, "target >= 0.90")
+    doc.close()
+    del values, mm
+
+    # 3: sparse frame k after open.
+    rng = np.random.default_rng(1)
+    sp_frames, sp_side = 400, 128
+    dense = np.zeros((sp_frames, sp_side, sp_side, 4), dtype=np.float32)
+    mask = rng.random(dense.shape) < 0.02
+    dense[mask] = rng.random(int(mask.sum()), dtype=np.float32) + 0.5
+    sparse = tmp / "sparse.pvp"
+    tensorfmt.save(sparse, {"values": dense}, to="pvp:sparse")
+    k = sp_frames * 3 // 4
+    expected = int(mask[k].sum())
+    del dense, mask
+
+    def ours_sparse():
+        f = tensorfmt.pvp.open(sparse)
+        assert len(f[k].indices) == expected
+
+    def floor_sparse():
+        np.load(npy, mmap_mode="r")[k % frames]
+
+    ours_sparse()
+    t_ours = best(ours_sparse, args.repeat)
+    t_floor = best(floor_sparse, args.repeat)
+    row(f"sparse PVP: open + frame {k} of {sp_frames}", t_ours, t_floor, f"target <= 1 ms; ours {t_ours * 1e3:.3f} ms")
+
+    # 4: a large caffemodel to a dict of arrays vs python protobuf.
+    caffe_pb2 = compile_caffe_proto(tmp)
+    if caffe_pb2 is None:
+        print("caffemodel row: SKIPPED (pip install grpcio-tools protobuf to compile caffe.proto)")
+    else:
+        layers = {}
+        per = args.caffe_mib * (1 << 20) // 4 // 8
+        for i in range(8):
+            layers[f"fc{i}/0"] = rng.standard_normal((per // 1024, 1024), dtype=np.float32)
+        model = tmp / "big.caffemodel"
+        tensorfmt.save(model, layers, to="caffe:caffemodel")
+        raw = model.read_bytes()
+
+        def ours_caffe():
+            arrays = tensorfmt.load(model)
+            assert len(arrays) == 8
+
+        def floor_caffe():
+            net = caffe_pb2.NetParameter()
+            net.ParseFromString(model.read_bytes())
+            out = {}
+            for layer in list(net.layer) + list(net.layers):
+                for j, blob in enumerate(layer.blobs):
+                    out[f"{layer.name}/{j}"] = np.array(blob.data, dtype=np.float32)
+            assert len(out) == 8
+
+        ours_caffe()
+        t_ours = best(ours_caffe, max(2, args.repeat // 2))
+        t_floor = best(floor_caffe, max(2, args.repeat // 2))
+        row(f"{len(raw) >> 20} MB caffemodel -> dict of arrays vs protobuf", t_ours, t_floor, "target >= 3")
+        del layers
+
+    # 5: save to safetensors.
+    try:
+        from safetensors.numpy import save_file
+    except ImportError:
+        print("safetensors row: SKIPPED (pip install safetensors)")
+    else:
+        arrays = {f"w{i}": np.random.default_rng(i).standard_normal((1024, 4096), dtype=np.float32) for i in range(16)}
+        out_ours = tmp / "ours.safetensors"
+        out_floor = tmp / "theirs.safetensors"
+        t_ours = best(lambda: tensorfmt.save(out_ours, arrays, overwrite=True), args.repeat)
+        t_floor = best(lambda: save_file(arrays, str(out_floor)), args.repeat)
+        row("save 256 MiB to safetensors vs safetensors.numpy.save_file", t_ours, t_floor, "target >= 1.00")
+        same = out_ours.read_bytes() == out_floor.read_bytes()
+        print(f"    (byte-identical to safetensors' own file: {same})")
+    for p in tmp.iterdir():
+        p.unlink()
+    tmp.rmdir()
+
+
+def compile_caffe_proto(tmp):
+    try:
+        from grpc_tools import protoc  # noqa: F401
+    except ImportError:
+        return None
+    out = tmp / "pb"
+    out.mkdir()
+    rc = subprocess.call(
+        [sys.executable, "-m", "grpc_tools.protoc", f"-I{ROOT / 'proto'}", f"--python_out={out}", str(ROOT / "proto" / "caffe.proto")]
+    )
+    if rc != 0:
+        return None
+    sys.path.insert(0, str(out))
+    import caffe_pb2
+
+    return caffe_pb2
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,163 @@
+"""tensorfmt on dask: lazy arrays over files larger than memory, and whole collections
+converted on a cluster (``pip install tensorfmt[dask]``).
+
+:func:`from_file` gives a lazy ``dask.array`` over a file's frames (dense or sparse PVP
+activity, PINK data entries, or any tensor whose first axis is frames), read a chunk of
+frames at a time; :func:`convert_many` converts many files on whatever cluster the user
+has (a ``distributed.Client``; the local threaded scheduler otherwise) and returns one
+result per file, errors included::
+
+    import tensorfmt.dask
+    movie = tensorfmt.dask.from_file("run/a1_V1.pvp", chunk_frames=256)
+    movie.mean(axis=0).compute()
+
+    from distributed import Client
+    client = Client()                                   # or Client("scheduler:8786")
+    results = tensorfmt.dask.convert_many(paths, "out/", to="safetensors", client=client)
+    failed = [r for r in results if r["status"] == "failed"]
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
+
+import numpy as np
+
+import tensorfmt
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+try:  # pragma: no cover - import guard
+    import dask
+    import dask.array as da
+except ImportError as e:  # pragma: no cover - depends on the environment
+    raise ImportError("tensorfmt.dask needs dask: pip install 'tensorfmt[dask]'") from e
+
+
+def _default_name(doc: "tensorfmt.Document") -> str:
+    for candidate in ("values", "data"):
+        if candidate in doc:
+            return candidate
+    names = list(doc)
+    if not names:
+        raise tensorfmt.InvalidArgumentError(f"{doc.path} holds no tensors")
+    return names[0]
+
+
+def _read_frames(path: str, name: str, start: int, stop: int, options: Dict[str, Any]) -> np.ndarray:
+    with tensorfmt.open(path, frames=(start, stop), **options) as doc:
+        return doc[name]
+
+
+def from_file(
+    path: PathLike,
+    name: Optional[str] = None,
+    *,
+    chunk_frames: int = 64,
+    **options: Any,
+) -> "da.Array":
+    """A lazy ``dask.array`` over tensor ``name`` (default ``values`` or ``data``) of a
+    file, chunked along its first axis (frames / entries) ``chunk_frames`` at a time.
+
+    Each chunk opens the file with ``frames=(start, stop)``, so a task reads only its
+    frames (dense PVP chunks are views of the mapping; sparse PVP frames are expanded
+    chunk by chunk). ``options`` are :func:`tensorfmt.open`'s keywords (``strict``,
+    ``kind``, ``format``...).
+
+    >>> import tensorfmt, tensorfmt.dask, numpy as np
+    >>> tensorfmt.save("/tmp/m.pvp", {"values": np.ones((10, 4, 4, 1), np.float32)}, overwrite=True)
+    >>> tensorfmt.dask.from_file("/tmp/m.pvp", chunk_frames=3).sum().compute()
+    np.float32(160.0)
+    """
+    if chunk_frames < 1:
+        raise tensorfmt.InvalidArgumentError("chunk_frames must be at least 1")
+    p = os.fspath(path)
+    for forbidden in ("frames", "sparse"):
+        if forbidden in options:
+            raise tensorfmt.InvalidArgumentError(f"from_file chunks by frames itself; {forbidden}= is not accepted")
+    with tensorfmt.open(p, **options) as doc:
+        name = name or _default_name(doc)
+        info = doc.info(name)
+    if not info.shape:
+        raise tensorfmt.InvalidArgumentError(f"{p}: {name} has no frame axis")
+    frames, rest = info.shape[0], info.shape[1:]
+    token = dask.base.tokenize(p, os.stat(p).st_mtime_ns, name, chunk_frames, sorted(options.items()))
+    blocks = []
+    for start in range(0, frames, chunk_frames):
+        stop = min(start + chunk_frames, frames)
+        task = dask.delayed(_read_frames, pure=True, name=f"tensorfmt-{token}-{start}")
+        blocks.append(da.from_delayed(task(p, name, start, stop, dict(options)), (stop - start,) + rest, info.dtype))
+    if not blocks:
+        return da.zeros((0,) + rest, dtype=info.dtype)
+    return da.concatenate(blocks, axis=0)
+
+
+def _extension(to: str) -> str:
+    fmt = to.split(":", 1)[0]
+    aliases = {"som-data": "som", "som-mapping": "som", "som-rotflip": "som"}
+    fmt = aliases.get(fmt, fmt)
+    for f in tensorfmt.formats():
+        if f["name"] == fmt or fmt in f["write_kinds"]:
+            return f["extensions"][0]
+    raise tensorfmt.InvalidArgumentError(f"unknown output format {to!r}")
+
+
+def _convert_one(src: str, dst: str, to: str, overwrite: bool, options: Dict[str, Any]) -> Dict[str, Any]:
+    start = time.monotonic()
+    result: Dict[str, Any] = {"path": src, "output": dst, "status": "ok", "tensors": [], "bytes": 0, "error": None}
+    try:
+        if not overwrite and os.path.exists(dst) and os.path.getmtime(dst) >= os.path.getmtime(src):
+            result["status"] = "skipped"
+        else:
+            os.makedirs(os.path.dirname(dst) or ".", exist_ok=True)
+            result["tensors"] = tensorfmt.convert(src, dst, to=to, overwrite=True, **options)
+            result["bytes"] = os.path.getsize(dst)
+    except Exception as e:  # noqa: BLE001 - one bad file never stops the run
+        result["status"] = "failed"
+        result["error"] = f"{type(e).__name__}: {e}"
+    result["seconds"] = time.monotonic() - start
+    return result
+
+
+def convert_many(
+    paths: Iterable[PathLike],
+    out_dir: PathLike,
+    *,
+    to: str = "safetensors",
+    client: Any = None,
+    overwrite: bool = False,
+    **options: Any,
+) -> List[Dict[str, Any]]:
+    """Converts every file of ``paths`` into ``out_dir`` (mirroring their tree below
+    their common parent, with the extension of ``to``), one task per file, on
+    ``client`` (a ``distributed.Client``; default: the current client if there is one,
+    else dask's local scheduler).
+
+    Returns one dict per input, in input order: ``path``, ``output``, ``status``
+    (``ok``, ``skipped``: output newer than input, or ``failed``), ``tensors``,
+    ``bytes``, ``seconds`` and ``error``. A bad file is reported, never raised, so a
+    run over thousands of files finishes; rerunning it skips what is done.
+    """
+    srcs = [os.path.abspath(os.fspath(p)) for p in paths]
+    if not srcs:
+        return []
+    root = os.path.commonpath([os.path.dirname(s) for s in srcs])
+    ext = _extension(to)
+    jobs: List[Tuple[str, str]] = []
+    for s in srcs:
+        rel = os.path.relpath(s, root)
+        jobs.append((s, os.path.join(os.fspath(out_dir), os.path.splitext(rel)[0] + "." + ext)))
+    if client is None:
+        try:
+            from distributed import get_client
+
+            client = get_client()
+        except (ImportError, ValueError):
+            client = None
+    if client is not None:
+        futures = [client.submit(_convert_one, s, d, to, overwrite, options, pure=False) for s, d in jobs]
+        return client.gather(futures)
+    tasks = [dask.delayed(_convert_one, pure=False)(s, d, to, overwrite, options) for s, d in jobs]
+    return list(dask.compute(*tasks))

@@ -1,0 +1,90 @@
+"""tensorfmt.dask: lazy arrays over frames, and convert_many on a LocalCluster with
+several worker processes."""
+
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+import tensorfmt
+from conftest import TESTDATA
+
+dask = pytest.importorskip("dask", reason="SKIPPING dask tests: pip install 'tensorfmt[dask]'")
+import tensorfmt.dask as tdask  # noqa: E402
+
+
+def test_from_file_dense_pvp_is_lazy_and_exact(tmp_path):
+    rng = np.random.default_rng(3)
+    movie = rng.standard_normal((23, 5, 6, 2)).astype(np.float32)
+    p = tmp_path / "movie.pvp"
+    tensorfmt.save(p, {"values": movie})
+    arr = tdask.from_file(p, chunk_frames=5)
+    assert arr.shape == movie.shape and arr.dtype == movie.dtype
+    assert arr.chunks[0] == (5, 5, 5, 5, 3)
+    np.testing.assert_array_equal(arr.compute(), movie)
+    np.testing.assert_allclose(arr.mean(axis=0).compute(), movie.mean(axis=0), rtol=1e-6)
+    np.testing.assert_array_equal(arr[7:12].compute(), movie[7:12])
+
+
+def test_from_file_sparse_pvp_and_pink_data(tmp_path):
+    rng = np.random.default_rng(4)
+    dense = rng.standard_normal((9, 4, 4, 3)).astype(np.float32)
+    dense[dense < 0.8] = 0
+    sp = tmp_path / "sparse.pvp"
+    tensorfmt.save(sp, {"values": dense}, to="pvp:sparse")
+    np.testing.assert_array_equal(tdask.from_file(sp, chunk_frames=4).compute(), dense)
+    images = rng.standard_normal((7, 3, 3)).astype(np.float32)
+    pink = tmp_path / "images.bin"
+    tensorfmt.save(pink, {"images": images}, to="som-data")
+    got = tdask.from_file(pink, chunk_frames=2)
+    assert got.chunks[0] == (2, 2, 2, 1)
+    np.testing.assert_array_equal(got.compute(), images)
+
+
+def test_from_file_rejects_bad_chunks():
+    with pytest.raises(tensorfmt.InvalidArgumentError):
+        tdask.from_file(TESTDATA / "pvp" / "dense_f32.pvp", chunk_frames=0)
+
+
+@pytest.fixture(scope="module")
+def client():
+    distributed = pytest.importorskip("distributed", reason="SKIPPING: pip install 'tensorfmt[dask]'")
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+    c = distributed.Client(cluster)
+    yield c
+    c.close()
+    cluster.close()
+
+
+def test_convert_many_on_a_local_cluster(tmp_path, client):
+    src = tmp_path / "in"
+    (src / "sub").mkdir(parents=True)
+    shutil.copy(TESTDATA / "pvp" / "dense_f32.pvp", src / "a.pvp")
+    shutil.copy(TESTDATA / "caffe" / "v2_tiny.caffemodel", src / "sub" / "net.caffemodel")
+    shutil.copy(TESTDATA / "som" / "data_f32_2x3.bin", src / "sub" / "data.bin")
+    (src / "broken.pvp").write_bytes((TESTDATA / "pvp" / "dense_f32.pvp").read_bytes()[:50])
+    paths = sorted(str(p) for p in src.rglob("*") if p.is_file())
+    out = tmp_path / "out"
+    results = tdask.convert_many(paths, out, to="safetensors", client=client)
+    assert [r["path"] for r in results] == paths
+    by_name = {os.path.basename(r["path"]): r for r in results}
+    assert by_name["broken.pvp"]["status"] == "failed" and "FormatError" in by_name["broken.pvp"]["error"]
+    for name in ("a.pvp", "net.caffemodel", "data.bin"):
+        r = by_name[name]
+        assert r["status"] == "ok", r
+        assert r["output"].endswith(".safetensors") and os.path.exists(r["output"])
+        assert tensorfmt.diff(r["path"], r["output"]).equal
+    assert os.path.exists(out / "sub" / "net.safetensors")
+    # Work ran on the cluster's worker processes, not here.
+    assert len(client.scheduler_info()["workers"]) == 2
+    # A rerun converts nothing new.
+    again = tdask.convert_many(paths, out, to="safetensors", client=client)
+    assert sorted(r["status"] for r in again) == ["failed", "skipped", "skipped", "skipped"]
+
+
+def test_convert_many_without_a_cluster(tmp_path):
+    out = tmp_path / "out"
+    results = tdask.convert_many([TESTDATA / "core" / "mixed.npz"], out, to="safetensors")
+    assert results[0]["status"] == "ok"
+    assert tensorfmt.diff(TESTDATA / "core" / "mixed.npz", results[0]["output"]).equal
