@@ -20,6 +20,7 @@ mod document;
 mod errors;
 mod ops;
 mod pvp;
+mod spaces;
 mod values;
 
 /// The extension module `tensorfmt._native`.
@@ -33,6 +34,19 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ops::save, m)?)?;
     m.add_function(wrap_pyfunction!(ops::diff, m)?)?;
     m.add_function(wrap_pyfunction!(ops::formats, m)?)?;
+    for f in [
+        wrap_pyfunction!(spaces::space_validate, m)?,
+        wrap_pyfunction!(spaces::space_format_as, m)?,
+        wrap_pyfunction!(spaces::space_total_dimension, m)?,
+        wrap_pyfunction!(spaces::space_batch_size, m)?,
+        wrap_pyfunction!(spaces::space_origin_batch, m)?,
+        wrap_pyfunction!(spaces::space_str, m)?,
+        wrap_pyfunction!(spaces::specs_flatten, m)?,
+        wrap_pyfunction!(spaces::specs_nest, m)?,
+        wrap_pyfunction!(spaces::specs_n_unique, m)?,
+    ] {
+        m.add_function(f)?;
+    }
     m.add_function(wrap_pyfunction!(ops::detect, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

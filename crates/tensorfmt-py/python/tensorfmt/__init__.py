@@ -11,11 +11,12 @@ safetensors::
     tensorfmt.convert("net.caffemodel", "net.npz")
 
 See :func:`open`, :func:`load`, :func:`save`, :func:`convert`, :func:`diff`,
-:func:`validate`, the per-format modules :mod:`tensorfmt.pvp`, and the optional
+:func:`validate`, the per-format module :mod:`tensorfmt.pvp`, Pylearn2 spaces in
+:mod:`tensorfmt.spaces`, and the optional
 :mod:`tensorfmt.dask` (``pip install tensorfmt[dask]``).
 """
 
-from . import _native, pvp
+from . import _native, pvp, spaces
 from ._api import (
     DiffResult,
     Document,
