@@ -311,6 +311,7 @@ pub fn convert(a: ConvertArgs) -> Result<(), Failure> {
         hex: a.hex,
         dtype: a.dtype,
         extra: a.settings.into_iter().collect(),
+        ..WriteOptions::default()
     };
     let total: u64 = infos
         .iter()

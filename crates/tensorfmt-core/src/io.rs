@@ -148,6 +148,7 @@ pub struct AtomicFile {
     file: Option<io::BufWriter<File>>,
     tmp: PathBuf,
     target: PathBuf,
+    sync: bool,
 }
 
 impl AtomicFile {
@@ -171,12 +172,30 @@ impl AtomicFile {
                         file: Some(io::BufWriter::with_capacity(1 << 20, f)),
                         tmp,
                         target,
+                        sync: true,
                     })
                 }
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
                 Err(e) => return Err(Error::io(&tmp, e)),
             }
         }
+    }
+
+    /// Whether `commit` syncs the data to disk before the rename (the default). Without
+    /// it the rename is still atomic, but a power failure may lose the new file.
+    ///
+    /// ```
+    /// let dir = tempfile::tempdir()?;
+    /// let p = dir.path().join("scratch.bin");
+    /// let mut f = tensorfmt_core::io::AtomicFile::create(&p)?.sync(false);
+    /// std::io::Write::write_all(&mut f, b"data")?;
+    /// f.commit()?;
+    /// assert_eq!(std::fs::read(&p)?, b"data");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn sync(mut self, sync: bool) -> AtomicFile {
+        self.sync = sync;
+        self
     }
 
     /// The final path.
@@ -190,7 +209,8 @@ impl AtomicFile {
             .ok_or_else(|| io::Error::other("atomic file already committed"))
     }
 
-    /// Flushes, syncs and renames the temporary file over the target.
+    /// Flushes, syncs (unless [`AtomicFile::sync`] turned it off) and renames the
+    /// temporary file over the target.
     pub fn commit(mut self) -> Result<()> {
         let target = self.target.clone();
         let w = self.file.take().expect("file present until commit");
@@ -198,7 +218,9 @@ impl AtomicFile {
             let f = w
                 .into_inner()
                 .map_err(|e| Error::io(&self.tmp, e.into_error()))?;
-            f.sync_all().map_err(|e| Error::io(&self.tmp, e))?;
+            if self.sync {
+                f.sync_all().map_err(|e| Error::io(&self.tmp, e))?;
+            }
             drop(f);
             std::fs::rename(&self.tmp, &target).map_err(|e| Error::io(&target, e))
         };

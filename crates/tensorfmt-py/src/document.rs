@@ -134,7 +134,7 @@ impl File {
 
     /// Writes the named tensors (all when `names` is None) to `path` as `to` (or the
     /// path's extension), streamed for npy, npz and safetensors.
-    #[pyo3(signature = (path, names=None, to=None, dtype=None, hex=false, settings=None))]
+    #[pyo3(signature = (path, names=None, to=None, dtype=None, hex=false, settings=None, fsync=true))]
     #[allow(clippy::too_many_arguments)] // Python keyword arguments
     fn convert(
         &self,
@@ -145,6 +145,7 @@ impl File {
         dtype: Option<String>,
         hex: bool,
         settings: Option<std::collections::BTreeMap<String, String>>,
+        fsync: bool,
     ) -> PyResult<Vec<String>> {
         let doc = self.doc(py)?;
         run(py, move || {
@@ -154,6 +155,7 @@ impl File {
                 dtype.as_deref(),
                 hex,
                 settings.unwrap_or_default(),
+                fsync,
             )?;
             let names = match names {
                 Some(n) => n,

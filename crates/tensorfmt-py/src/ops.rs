@@ -66,7 +66,8 @@ fn borrow_tensor(item: &Borrowed) -> Result<Tensor, Error> {
 
 /// Writes named arrays to `path` (atomically: a temporary file renamed into place).
 #[pyfunction]
-#[pyo3(signature = (path, items, to=None, dtype=None, hex=false, settings=None))]
+#[pyo3(signature = (path, items, to=None, dtype=None, hex=false, settings=None, fsync=true))]
+#[allow(clippy::too_many_arguments)] // Python keyword arguments
 pub fn save(
     py: Python<'_>,
     path: PathBuf,
@@ -75,6 +76,7 @@ pub fn save(
     dtype: Option<String>,
     hex: bool,
     settings: Option<BTreeMap<String, String>>,
+    fsync: bool,
 ) -> PyResult<()> {
     let borrowed: Vec<Borrowed> = items
         .iter()
@@ -89,7 +91,13 @@ pub fn save(
         .collect();
     let result = run(py, move || {
         let target = target(&path, to.as_deref())?;
-        let options = write_options(&target, dtype.as_deref(), hex, settings.unwrap_or_default())?;
+        let options = write_options(
+            &target,
+            dtype.as_deref(),
+            hex,
+            settings.unwrap_or_default(),
+            fsync,
+        )?;
         let mut tensors = Vec::with_capacity(borrowed.len());
         for b in &borrowed {
             tensors.push((b.name.clone(), borrow_tensor(b)?));

@@ -79,6 +79,7 @@ pub fn write_options(
     dtype: Option<&str>,
     hex: bool,
     settings: BTreeMap<String, String>,
+    fsync: bool,
 ) -> Result<WriteOptions, Error> {
     // New fields of WriteOptions keep their defaults until Python exposes them.
     #[allow(clippy::needless_update)]
@@ -87,6 +88,7 @@ pub fn write_options(
         hex,
         dtype: dtype.map(|d| d.parse::<DType>()).transpose()?,
         extra: settings,
+        skip_fsync: !fsync,
         ..WriteOptions::default()
     })
 }

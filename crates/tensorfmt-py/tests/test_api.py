@@ -221,3 +221,13 @@ def test_formats_lists_every_format():
     names = {f["name"] for f in tensorfmt.formats()}
     assert {"pvp", "som", "primitiv", "caffe", "npy", "npz", "safetensors"} <= names
     assert tensorfmt.detect(DENSE) == "pvp"
+
+
+def test_save_without_fsync_is_still_atomic_and_exact(tmp_path):
+    a = np.arange(1000, dtype=np.float32)
+    for suffix in ("npy", "npz", "safetensors"):
+        p = tmp_path / f"scratch.{suffix}"
+        tensorfmt.save(p, {"a": a}, fsync=False)
+        (got,) = tensorfmt.load(p).values()
+        np.testing.assert_array_equal(got, a)
+    assert sorted(os.listdir(tmp_path)) == ["scratch.npy", "scratch.npz", "scratch.safetensors"]

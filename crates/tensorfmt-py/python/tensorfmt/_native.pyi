@@ -44,6 +44,7 @@ class File:
         dtype: Optional[str] = None,
         hex: bool = False,
         settings: Optional[Dict[str, str]] = None,
+        fsync: bool = True,
     ) -> List[str]: ...
     def close(self) -> None: ...
 
@@ -78,6 +79,7 @@ def save(
     dtype: Optional[str] = None,
     hex: bool = False,
     settings: Optional[Dict[str, str]] = None,
+    fsync: bool = True,
 ) -> None: ...
 def diff(
     a: _Path, b: _Path, rtol: float = 0.0, atol: float = 0.0, max_diffs: int = 10, allow_dtype: bool = False

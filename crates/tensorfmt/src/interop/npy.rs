@@ -544,7 +544,7 @@ pub fn write_from(
     let info = info_of(file, name)?;
     let dtype = stored_dtype(&info, options);
     let n_threads = threads(options)?;
-    let mut out = AtomicFile::create(path)?;
+    let mut out = AtomicFile::create(path)?.sync(!options.skip_fsync);
     write_header(&mut out, dtype, &info.shape)?;
     write_chunks(&mut out, file, &info, dtype, n_threads)?;
     out.commit()

@@ -343,7 +343,7 @@ pub fn write_from(
         }
     };
     let n_threads = threads(options)?;
-    let mut zip = ZipWriter::new(AtomicFile::create(path)?);
+    let mut zip = ZipWriter::new(AtomicFile::create(path)?.sync(!options.skip_fsync));
     for (i, name) in names.iter().enumerate() {
         if names[..i].contains(name) {
             return Err(Error::Invalid(format!(

@@ -272,7 +272,7 @@ pub fn write_from(
     let mut text = serde_json::to_vec(&meta)
         .map_err(|e| Error::Invalid(format!("safetensors header: {e}")))?;
     text.resize(text.len().next_multiple_of(8), b' ');
-    let mut out = AtomicFile::create(path)?;
+    let mut out = AtomicFile::create(path)?.sync(!options.skip_fsync);
     out.write_all(&(text.len() as u64).to_le_bytes())?;
     out.write_all(&text)?;
     for (_, info, dtype) in &list {
