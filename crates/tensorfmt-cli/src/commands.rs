@@ -323,8 +323,13 @@ pub fn convert(a: ConvertArgs) -> Result<(), Failure> {
         inner: src,
         bar: bar.clone(),
     };
-    tensorfmt::convert(&tracked, &names, &a.output, target.format, &write_options)?;
+    let report = tensorfmt::convert(&tracked, &names, &a.output, target.format, &write_options)?;
     bar.finish_and_clear();
+    if !a.json {
+        for w in &report.warnings {
+            eprintln!("tensorfmt: warning: {out}: {w}");
+        }
+    }
     if a.json {
         emit_json(&json!({
             "input": a.input.display().to_string(),
@@ -332,13 +337,20 @@ pub fn convert(a: ConvertArgs) -> Result<(), Failure> {
             "format": target.format.name(),
             "kind": target.kind,
             "tensors": names,
+            "written": report.written,
+            "warnings": report.warnings,
             "bytes": total,
         }));
     } else if !a.quiet {
         let kind = target.kind.map(|k| format!(" ({k})")).unwrap_or_default();
+        let held = if report.dropped_some() {
+            format!(" (the file holds: {})", report.written.join(", "))
+        } else {
+            String::new()
+        };
         sayln!(
-            "{out}: wrote {} tensor(s) as {}{kind}",
-            names.len(),
+            "{out}: {} as {}{kind}{held}",
+            report.summary(),
             target.format
         );
     }
@@ -416,15 +428,23 @@ pub fn validate(
 }
 
 /// `tensorfmt render FILE OUT.png [--counts] [--frame K] [--layer NAME] [--quiet | --json]`.
+#[allow(clippy::too_many_arguments)]
 pub fn render(
     file: &Path,
     output: &Path,
     counts: bool,
     frame: Option<usize>,
     layer: Option<String>,
+    force: bool,
     quiet: bool,
     as_json: bool,
 ) -> Result<(), Failure> {
+    if output.exists() && !force {
+        return Err(Failure::Usage(format!(
+            "{} exists; use --force to overwrite it",
+            output.display()
+        )));
+    }
     let options = RenderOptions {
         counts,
         frame,

@@ -95,7 +95,7 @@ Example:
     #[command(after_help = "\
 Example:
   $ tensorfmt convert net.caffemodel net.safetensors
-  net.safetensors: wrote 4 tensor(s) as safetensors
+  net.safetensors: wrote 4 tensors as safetensors
   $ tensorfmt convert net.safetensors back.caffemodel
   $ tensorfmt diff net.caffemodel back.caffemodel && echo lossless
   lossless")]
@@ -226,6 +226,9 @@ Example:
         /// For models: which layer.
         #[arg(long, value_name = "NAME")]
         layer: Option<String>,
+        /// Overwrite the PNG if it exists.
+        #[arg(long)]
+        force: bool,
         /// Print nothing on success.
         #[arg(long, short, conflicts_with = "json")]
         quiet: bool,
@@ -396,9 +399,10 @@ fn main() -> ExitCode {
             counts,
             frame,
             layer,
+            force,
             quiet,
             json,
-        } => commands::render(&file, &output, counts, frame, layer, quiet, json),
+        } => commands::render(&file, &output, counts, frame, layer, force, quiet, json),
         Command::Formats { json } => formats_cmd::formats(json),
         Command::Completions { shell } => {
             let mut out = Vec::new();

@@ -133,7 +133,8 @@ impl File {
     }
 
     /// Writes the named tensors (all when `names` is None) to `path` as `to` (or the
-    /// path's extension), streamed for npy, npz and safetensors.
+    /// path's extension), streamed for npy, npz and safetensors; returns `(offered,
+    /// written names, warnings)` read back from the file.
     #[pyo3(signature = (path, names=None, to=None, dtype=None, hex=false, settings=None, fsync=true))]
     #[allow(clippy::too_many_arguments)] // Python keyword arguments
     fn convert(
@@ -146,7 +147,7 @@ impl File {
         hex: bool,
         settings: Option<std::collections::BTreeMap<String, String>>,
         fsync: bool,
-    ) -> PyResult<Vec<String>> {
+    ) -> PyResult<(usize, Vec<String>, Vec<String>)> {
         let doc = self.doc(py)?;
         run(py, move || {
             let target = crate::values::target(&path, to.as_deref())?;
@@ -167,8 +168,8 @@ impl File {
                     doc.path().display()
                 )));
             }
-            tensorfmt::convert(doc.file(), &names, &path, target.format, &options)?;
-            Ok(names)
+            let report = tensorfmt::convert(doc.file(), &names, &path, target.format, &options)?;
+            Ok((report.offered, report.written, report.warnings))
         })
     }
 

@@ -64,7 +64,8 @@ fn borrow_tensor(item: &Borrowed) -> Result<Tensor, Error> {
     Tensor::from_bytes(dtype, item.shape.clone(), order, bytes)
 }
 
-/// Writes named arrays to `path` (atomically: a temporary file renamed into place).
+/// Writes named arrays to `path` (atomically: a temporary file renamed into place);
+/// returns `(offered, written names, warnings)` read back from the file.
 #[pyfunction]
 #[pyo3(signature = (path, items, to=None, dtype=None, hex=false, settings=None, fsync=true))]
 #[allow(clippy::too_many_arguments)] // Python keyword arguments
@@ -77,7 +78,7 @@ pub fn save(
     hex: bool,
     settings: Option<BTreeMap<String, String>>,
     fsync: bool,
-) -> PyResult<()> {
+) -> PyResult<(usize, Vec<String>, Vec<String>)> {
     let borrowed: Vec<Borrowed> = items
         .iter()
         .map(|i| Borrowed {
@@ -106,7 +107,8 @@ pub fn save(
     });
     // Every borrowed tensor was dropped inside the closure; only now may the arrays go.
     drop(items);
-    result
+    let report = result?;
+    Ok((report.offered, report.written, report.warnings))
 }
 
 /// Compares two files tensor by tensor; returns a plain dict the Python `DiffResult`

@@ -164,7 +164,7 @@ def test_save_refuses_to_overwrite_without_overwrite(tmp_path):
 
 def test_convert_diff_validate(tmp_path):
     out = tmp_path / "dense.safetensors"
-    assert tensorfmt.convert(DENSE, out) == ["values", "time"]
+    assert sorted(tensorfmt.convert(DENSE, out)) == ["time", "values"]
     d = tensorfmt.diff(DENSE, out)
     assert d.equal and bool(d) and d["values"].max_abs_error == 0.0
     changed = tmp_path / "changed.safetensors"
@@ -231,3 +231,18 @@ def test_save_without_fsync_is_still_atomic_and_exact(tmp_path):
         (got,) = tensorfmt.load(p).values()
         np.testing.assert_array_equal(got, a)
     assert sorted(os.listdir(tmp_path)) == ["scratch.npy", "scratch.npz", "scratch.safetensors"]
+
+
+def test_writes_warn_where_the_original_program_will_not_read_them(tmp_path):
+    images = np.ones((2, 3, 3), np.float32)
+    with pytest.warns(tensorfmt.TensorfmtWarning, match="PINK 2.5 reads f32 payloads only"):
+        tensorfmt.save(tmp_path / "u8.bin", {"data": images}, to="som-data", dtype="u8")
+    assert tensorfmt.open(tmp_path / "u8.bin").info("data").stored_dtype == "u8"
+    with pytest.warns(tensorfmt.TensorfmtWarning, match="wrote 1 of 2 tensors"):
+        tensorfmt.save(tmp_path / "two.bin", {"data": images, "labels": np.arange(2.0)}, to="som-data")
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tensorfmt.save(tmp_path / "f32.bin", {"data": images}, to="som-data")
+        assert tensorfmt.convert(tmp_path / "f32.bin", tmp_path / "f32.npz") == ["data"]

@@ -321,6 +321,26 @@ fn hex_grid_for(neurons: usize) -> Result<HexGrid> {
     HexGrid::new(d)
 }
 
+/// What PINK 2.5 will refuse in a file written with `options`: it reads and writes
+/// data type 0 (f32) only, so any other `dtype` gives a file that pyink and tensorfmt
+/// read but the PINK program does not.
+///
+/// ```
+/// use tensorfmt_core::{DType, WriteOptions};
+/// assert!(tensorfmt_som::write_warnings(&WriteOptions::default()).is_empty());
+/// let u8s = WriteOptions { dtype: Some(DType::U8), ..WriteOptions::default() };
+/// assert!(tensorfmt_som::write_warnings(&u8s)[0].contains("PINK 2.5"));
+/// ```
+pub fn write_warnings(options: &WriteOptions) -> Vec<String> {
+    match options.dtype {
+        Some(d) if d != tensorfmt_core::DType::F32 => vec![format!(
+            "PINK 2.5 reads f32 payloads only (data type 0); this file stores {d} (data type {}), which pyink and tensorfmt read but the PINK program refuses",
+            DataType::from_dtype(d).map_or(-1, DataType::code)
+        )],
+        _ => Vec::new(),
+    }
+}
+
 /// Saves named tensors as a PINK file (`convert --to som-data|som`).
 ///
 /// `options.kind`: `som-data` (one tensor `[entries, *image_dims]`, named `data` or

@@ -40,7 +40,7 @@ use tensorfmt_core::{
     TensorInfo, WriteOptions,
 };
 
-use crate::formats::{self, Format, Target};
+use crate::formats::{self, Format, Target, WriteReport};
 
 /// An opened tensor file: detected format, path, header, warnings and named tensors.
 ///
@@ -172,7 +172,11 @@ impl Document {
     /// Writes every tensor to `path` as `target` (a [`Format`], or a [`Target`] with a
     /// file kind such as `"som-data".parse()?`), with default [`WriteOptions`].
     /// npy takes exactly one tensor; npy, npz and safetensors outputs are streamed.
-    pub fn convert_to(&self, path: impl AsRef<Path>, target: impl Into<Target>) -> Result<()> {
+    pub fn convert_to(
+        &self,
+        path: impl AsRef<Path>,
+        target: impl Into<Target>,
+    ) -> Result<WriteReport> {
         self.convert_to_with(path, target, None, &WriteOptions::default())
     }
 
@@ -196,7 +200,7 @@ impl Document {
         target: impl Into<Target>,
         names: Option<&[String]>,
         options: &WriteOptions,
-    ) -> Result<()> {
+    ) -> Result<WriteReport> {
         let target = target.into();
         let all;
         let names = match names {

@@ -393,8 +393,107 @@ pub fn open(path: &Path, options: &ReadOptions) -> Result<Document> {
     open_as(path, format, options)
 }
 
+/// What a write produced, read back from the file itself: how many tensors were
+/// offered, which ones the written file holds (as a reader lists them), and what the
+/// original program will not accept about it.
+///
+/// ```
+/// use tensorfmt::{Format, Order, Tensor, WriteOptions};
+/// let dir = tempfile::tempdir()?;
+/// let img = Tensor::from_vec(vec![1u8; 2 * 3 * 3], [2, 3, 3], Order::RowMajor)?;
+/// let opts = WriteOptions { dtype: Some(tensorfmt::DType::U8), ..WriteOptions::default() };
+/// let report = tensorfmt::save(&dir.path().join("x.bin"), Format::Som, &[("images".into(), img)], &opts)?;
+/// assert_eq!(report.written, ["data"]);
+/// assert!(report.warnings[0].contains("PINK")); // PINK 2.5 reads f32 data only
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct WriteReport {
+    /// Number of tensors handed to the writer.
+    pub offered: usize,
+    /// Names of the tensors in the written file, as its reader lists them (which may
+    /// include tensors the format derives, such as a PVP file's `time`).
+    pub written: Vec<String>,
+    /// What the original program refuses in this file, or what was not written.
+    pub warnings: Vec<String>,
+}
+
+impl WriteReport {
+    /// Whether the file holds fewer tensors than were given (some were not written).
+    pub fn dropped_some(&self) -> bool {
+        self.written.len() < self.offered
+    }
+
+    /// "wrote 2 tensors" or, when the file holds fewer than given, "wrote 1 of 2 tensors".
+    pub fn summary(&self) -> String {
+        let noun = if self.offered == 1 {
+            "tensor"
+        } else {
+            "tensors"
+        };
+        if self.dropped_some() {
+            format!("wrote {} of {} {noun}", self.written.len(), self.offered)
+        } else {
+            format!("wrote {} {noun}", self.offered)
+        }
+    }
+}
+
+/// Reads back what a writer produced (a header-level open: the listing, not the data).
+fn report(
+    path: &Path,
+    format: Format,
+    offered: usize,
+    options: &WriteOptions,
+) -> Result<WriteReport> {
+    let read = ReadOptions {
+        kind: match (format, options.kind.as_deref()) {
+            // Our PINK output is unambiguous, but say what was written anyway.
+            (Format::Som, Some(k)) => Some(k.to_string()),
+            _ => None,
+        },
+        ..ReadOptions::default()
+    };
+    let back = open_as(path, format, &read).map_err(|e| {
+        Error::Invalid(format!(
+            "{} was written but cannot be read back ({e}); please report this",
+            path.display()
+        ))
+    })?;
+    let mut warnings = write_warnings(format, options);
+    warnings.extend(back.warnings());
+    Ok(WriteReport {
+        offered,
+        written: back.names(),
+        warnings,
+    })
+}
+
+/// What a format's original program will refuse in a file written with `options`.
+fn write_warnings(format: Format, options: &WriteOptions) -> Vec<String> {
+    match format {
+        #[cfg(feature = "som")]
+        Format::Som => tensorfmt_som::write_warnings(options),
+        _ => {
+            let _ = options;
+            Vec::new()
+        }
+    }
+}
+
 /// Saves named tensors in a format (atomically). For `.npy`, exactly one tensor.
+/// Returns what the written file holds (read back from it) and any warnings.
 pub fn save(
+    path: &Path,
+    format: Format,
+    tensors: &[(String, Tensor)],
+    options: &WriteOptions,
+) -> Result<WriteReport> {
+    save_only(path, format, tensors, options)?;
+    report(path, format, tensors.len(), options)
+}
+
+fn save_only(
     path: &Path,
     format: Format,
     tensors: &[(String, Tensor)],
@@ -440,7 +539,7 @@ pub fn save_to(
     target: &Target,
     tensors: &[(String, Tensor)],
     options: &WriteOptions,
-) -> Result<()> {
+) -> Result<WriteReport> {
     if target.kind.is_some() {
         let options = WriteOptions {
             kind: target.kind.clone(),
@@ -471,6 +570,17 @@ pub fn convert(
     path: &Path,
     format: Format,
     options: &WriteOptions,
+) -> Result<WriteReport> {
+    convert_only(source, names, path, format, options)?;
+    report(path, format, names.len(), options)
+}
+
+fn convert_only(
+    source: &dyn TensorFile,
+    names: &[String],
+    path: &Path,
+    format: Format,
+    options: &WriteOptions,
 ) -> Result<()> {
     match format {
         Format::Npy => match names {
@@ -487,7 +597,7 @@ pub fn convert(
             for n in names {
                 tensors.push((n.clone(), source.read_tensor(n)?));
             }
-            save(path, other, &tensors, options)
+            save_only(path, other, &tensors, options)
         }
     }
 }

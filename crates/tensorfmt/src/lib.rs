@@ -140,5 +140,6 @@ pub mod render;
 pub use document::{Document, Entries, Entry};
 pub use formats::{
     convert, detect, detect_bytes, open, open_as, open_bytes, save, save_to, Format, Target,
+    WriteReport,
 };
 pub use interop::{InteropError, MemoryFile};

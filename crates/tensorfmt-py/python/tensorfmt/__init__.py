@@ -43,6 +43,7 @@ from ._errors import (
     TensorfmtFileNotFoundError,
     TensorfmtIOError,
     TensorNotFoundError,
+    TensorfmtWarning,
     UnsupportedError,
 )
 
@@ -73,4 +74,5 @@ __all__ = [
     "TensorfmtFileNotFoundError",
     "TensorfmtFileExistsError",
     "InputChangedError",
+    "TensorfmtWarning",
 ]

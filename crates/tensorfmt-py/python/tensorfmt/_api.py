@@ -356,7 +356,25 @@ def save(
             }
         )
     extra = {str(k): str(v) for k, v in (settings or {}).items()}
-    _native.save(p, items, to, dtype, hex, extra, fsync)
+    _report(p, *_native.save(p, items, to, dtype, hex, extra, fsync))
+
+
+def _report(path: str, offered: int, written: List[str], warnings: List[str]) -> List[str]:
+    """Emits a write's warnings as :class:`TensorfmtWarning` and returns the names written."""
+    import warnings as _warnings
+
+    from ._errors import TensorfmtWarning
+
+    if len(written) < offered:
+        noun = "tensor" if offered == 1 else "tensors"
+        _warnings.warn(
+            f"{path}: wrote {len(written)} of {offered} {noun} (the file holds: {', '.join(written) or 'none'})",
+            TensorfmtWarning,
+            stacklevel=3,
+        )
+    for w in warnings:
+        _warnings.warn(f"{path}: {w}", TensorfmtWarning, stacklevel=3)
+    return list(written)
 
 
 def _convert_open(
@@ -379,7 +397,7 @@ def _convert_open(
         for n in names:
             doc.info(n)
     extra = {str(k): str(v) for k, v in (settings or {}).items()}
-    return list(doc._file.convert(p, names, to, dtype, hex, extra, fsync))
+    return _report(p, *doc._file.convert(p, names, to, dtype, hex, extra, fsync))
 
 
 def convert(
@@ -400,7 +418,9 @@ def convert(
     sparse: bool = False,
 ) -> List[str]:
     """Converts ``src`` to ``dst`` without going through Python objects (streamed for
-    npy, npz and safetensors outputs); returns the names of the tensors written.
+    npy, npz and safetensors outputs); returns the names of the tensors the written file
+    holds (a :class:`TensorfmtWarning` says when that is fewer than given, or when the
+    original program will not read the file).
 
     Write keywords as in :func:`save` (``tensors`` picks some), read keywords as in
     :func:`open`.

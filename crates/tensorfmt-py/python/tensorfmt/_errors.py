@@ -73,7 +73,14 @@ class InputChangedError(TensorfmtIOError):
     """An input file was truncated or rewritten by another process while being read."""
 
 
+class TensorfmtWarning(UserWarning):
+    """A file was written, but the original program will not read all of it (e.g. a
+    PINK file with a data type other than f32), or fewer tensors were written than
+    given (the format holds fewer)."""
+
+
 __all__ = [
+    "TensorfmtWarning",
     "TensorfmtError",
     "FormatError",
     "LimitError",

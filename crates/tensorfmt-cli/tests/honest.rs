@@ -1,0 +1,94 @@
+//! What we write, the original reads — or we say so (issue 16, item 6): `convert` counts
+//! the tensors the written file holds, warns where the original program will refuse the
+//! file, and `render` refuses to overwrite without `--force`, like `convert`.
+
+mod common;
+
+use common::{json, testdata, tf};
+use tensorfmt::{Format, Order, Tensor};
+
+fn npz_with(dir: &std::path::Path, tensors: &[(&str, Tensor)]) -> std::path::PathBuf {
+    let p = dir.join("in.npz");
+    let list: Vec<(String, Tensor)> = tensors
+        .iter()
+        .map(|(n, t)| (n.to_string(), t.clone()))
+        .collect();
+    tensorfmt::save(&p, Format::Npz, &list, &Default::default()).unwrap();
+    p
+}
+
+fn images() -> Tensor {
+    Tensor::from_vec(vec![0.5f32; 2 * 3 * 3], [2, 3, 3], Order::RowMajor).unwrap()
+}
+
+#[test]
+fn convert_counts_what_the_file_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    let extra = Tensor::from_vec(vec![1f32, 2.0], [2], Order::RowMajor).unwrap();
+    let input = npz_with(dir.path(), &[("data", images()), ("labels", extra)]);
+    let out = dir.path().join("data.bin");
+    let (code, stdout, err) = tf(args!["convert", &input, &out, "--to", "som-data"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        stdout.contains("wrote 1 of 2 tensors as som (som-data) (the file holds: data)"),
+        "{stdout}"
+    );
+    let out2 = dir.path().join("all.safetensors");
+    let (code, stdout, _) = tf(args!["convert", &input, &out2]);
+    assert_eq!(code, 0);
+    assert!(
+        stdout.contains(": wrote 2 tensors as safetensors"),
+        "{stdout}"
+    );
+    let out3 = dir.path().join("j.safetensors");
+    let (code, stdout, _) = tf(args!["convert", &input, &out3, "--json"]);
+    assert_eq!(code, 0);
+    let v = json(&stdout);
+    assert_eq!(v["written"], serde_json::json!(["data", "labels"]));
+    assert_eq!(v["warnings"], serde_json::json!([]));
+}
+
+#[test]
+fn pink_data_other_than_f32_is_written_with_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = npz_with(dir.path(), &[("data", images())]);
+    let out = dir.path().join("u8.bin");
+    let (code, stdout, err) = tf(args!["convert", &input, &out, "--dtype", "u8"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("warning")
+            && err.contains("PINK 2.5 reads f32 payloads only")
+            && err.contains("u8"),
+        "{err}"
+    );
+    assert!(stdout.contains("wrote 1 tensor as som"), "{stdout}");
+    // The file is what was asked for (u8), and f32 output has no warning.
+    let doc = tensorfmt::Document::open(&out).unwrap();
+    assert_eq!(doc.entry("data").unwrap().dtype(), tensorfmt::DType::U8);
+    let f32_out = dir.path().join("f32.bin");
+    let (code, _, err) = tf(args!["convert", &input, &f32_out]);
+    assert_eq!(code, 0);
+    assert!(!err.contains("warning"), "{err}");
+    // --json carries the warning instead of printing it.
+    let j = dir.path().join("u8j.bin");
+    let (code, stdout, err) = tf(args!["convert", &input, &j, "--dtype", "u8", "--json"]);
+    assert_eq!(code, 0);
+    assert!(!err.contains("warning"), "{err}");
+    let w = json(&stdout)["warnings"][0].as_str().unwrap().to_string();
+    assert!(w.contains("PINK 2.5"), "{w}");
+}
+
+#[test]
+fn render_refuses_to_overwrite_without_force() {
+    let dir = tempfile::tempdir().unwrap();
+    let png = dir.path().join("som.png");
+    std::fs::write(&png, b"precious").unwrap();
+    let som = testdata("som", "som_cart_3x2.bin");
+    let (code, _, err) = tf(args!["render", &som, &png]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("exists; use --force"), "{err}");
+    assert_eq!(std::fs::read(&png).unwrap(), b"precious");
+    let (code, _, err) = tf(args!["render", &som, &png, "--force"]);
+    assert_eq!(code, 0, "{err}");
+    assert_ne!(std::fs::read(&png).unwrap(), b"precious");
+}
