@@ -28,7 +28,8 @@ pub(crate) fn byte_len(info: &TensorInfo) -> u64 {
     info.shape.byte_len(info.dtype.size()).unwrap_or(0) as u64
 }
 
-/// Statistics of every listed tensor, streamed piece by piece.
+/// Statistics of every listed tensor: streamed piece by piece, or from the entries of
+/// a sparse tensor (`TensorFile::stats`).
 fn all_stats(file: &dyn TensorFile, infos: &[TensorInfo]) -> Result<Vec<Stats>, Failure> {
     let bar = bytes_bar(infos.iter().map(byte_len).sum(), "reading", false);
     let tracked = Tracked {
@@ -37,11 +38,7 @@ fn all_stats(file: &dyn TensorFile, infos: &[TensorInfo]) -> Result<Vec<Stats>, 
     };
     let mut out = Vec::new();
     for info in infos {
-        let mut s = Stats::default();
-        for chunk in tracked.read_chunks(&info.name)? {
-            s = s.merge(&chunk?.stats());
-        }
-        out.push(s);
+        out.push(tracked.stats(&info.name)?);
     }
     bar.finish_and_clear();
     Ok(out)

@@ -4,7 +4,7 @@
 use std::io::IsTerminal;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use tensorfmt::{Chunks, FieldValue, Result, Tensor, TensorFile, TensorInfo};
+use tensorfmt::{Chunks, FieldValue, Result, Stats, Tensor, TensorFile, TensorInfo};
 
 /// Work below this many bytes gets no bar (it is over before one would help).
 const MIN_BYTES: u64 = 16 << 20;
@@ -74,6 +74,16 @@ impl TensorFile for Tracked<'_> {
                 bar.inc(t.bytes().len() as u64);
             }
         })))
+    }
+    fn stats(&self, name: &str) -> Result<Stats> {
+        // The inner file's own statistics (from the entries for sparse tensors, which a
+        // tracked chunk stream would densify); the bar advances per tensor.
+        let s = self.inner.stats(name)?;
+        if let Some(info) = self.inner.tensors().into_iter().find(|i| i.name == name) {
+            let bytes = info.shape.byte_len(info.dtype.size()).unwrap_or(0);
+            self.bar.inc(bytes as u64);
+        }
+        Ok(s)
     }
     fn warnings(&self) -> Vec<String> {
         self.inner.warnings()

@@ -92,3 +92,66 @@ fn render_refuses_to_overwrite_without_force() {
     assert_eq!(code, 0, "{err}");
     assert_ne!(std::fs::read(&png).unwrap(), b"precious");
 }
+
+/// Sparse stays sparse (item 7): statistics of a sparse PVP movie come from its entries.
+#[test]
+fn inspect_stats_of_a_huge_sparse_movie_is_computed_from_the_entries() {
+    use std::time::Instant;
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("huge.pvp");
+    let (nx, ny, nf) = (20_000usize, 20_000usize, 1usize); // 4e8 neurons per frame
+    let f = std::fs::File::create(&p).unwrap();
+    let mut w = tensorfmt::pvp::write::SparseWriter::values(f, nx, ny, nf).unwrap();
+    let frames: [(&[u32], &[f32]); 5] = [
+        (&[0, 7, 399_999_999], &[1.5, -2.0, 4.0]),
+        (&[], &[]),
+        (&[12], &[0.25]),
+        (&[3, 4], &[1.0, 1.0]),
+        (&[100_000_000], &[-8.0]),
+    ];
+    for (k, (idx, vals)) in frames.iter().enumerate() {
+        w.write_frame(k as f64, idx, vals).unwrap();
+    }
+    w.finish().unwrap();
+    let start = Instant::now();
+    let (code, out, err) = tf(args!["inspect", &p, "--stats", "--json"]);
+    let elapsed = start.elapsed();
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        elapsed.as_secs_f64() < 1.0,
+        "inspect --stats took {elapsed:?}"
+    );
+    let v = json(&out);
+    let values = v["tensors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "values")
+        .unwrap();
+    let s = &values["stats"];
+    assert_eq!(s["count"], serde_json::json!(5u64 * 400_000_000));
+    assert_eq!(s["nonzero"], serde_json::json!(7));
+    assert_eq!(
+        s["sum"].as_f64().unwrap(),
+        1.5 - 2.0 + 4.0 + 0.25 + 2.0 - 8.0
+    );
+    assert_eq!(s["min"].as_f64().unwrap(), -8.0);
+    assert_eq!(s["max"].as_f64().unwrap(), 4.0);
+    // The same numbers as a dense pass over a small sparse file.
+    let small = dir.path().join("small.pvp");
+    let dense = Tensor::from_vec(
+        vec![0f32, 1.0, 0.0, -3.0, 0.0, 0.0, 2.5, 0.0],
+        [2, 2, 2, 1],
+        Order::RowMajor,
+    )
+    .unwrap();
+    tensorfmt::save_to(
+        &small,
+        &"pvp:sparse".parse().unwrap(),
+        &[("values".into(), dense.clone())],
+        &Default::default(),
+    )
+    .unwrap();
+    let doc = tensorfmt::Document::open(&small).unwrap();
+    assert_eq!(doc.entry("values").unwrap().stats().unwrap(), dense.stats());
+}

@@ -167,6 +167,15 @@ pub trait TensorFile: Send + Sync {
         Ok(Box::new(std::iter::once(Ok(t))))
     }
 
+    /// Summary statistics of one tensor. The default streams
+    /// [`read_chunks`](TensorFile::read_chunks); formats that store a tensor sparsely
+    /// override it to compute the same numbers from the stored entries, never from a
+    /// densified copy (a sparse PVP movie of 4e8 neurons per frame answers in
+    /// microseconds).
+    fn stats(&self, name: &str) -> Result<crate::Stats> {
+        streamed_stats(self, name)
+    }
+
     /// Warnings found while opening (e.g. a header count contradicted by the file size).
     fn warnings(&self) -> Vec<String> {
         Vec::new()
@@ -181,4 +190,34 @@ pub trait TensorFile: Send + Sync {
         }
         Ok(())
     }
+}
+
+/// The statistics of a tensor streamed over its [`TensorFile::read_chunks`] pieces (the
+/// default of [`TensorFile::stats`], for overrides to fall back on).
+///
+/// ```
+/// use tensorfmt_core::{streamed_stats, Order, Tensor, TensorFile};
+/// # struct One(Tensor);
+/// # impl TensorFile for One {
+/// #     fn format(&self) -> &'static str { "demo" }
+/// #     fn kind(&self) -> String { String::new() }
+/// #     fn header(&self) -> Vec<(String, tensorfmt_core::FieldValue)> { Vec::new() }
+/// #     fn tensors(&self) -> Vec<tensorfmt_core::TensorInfo> { Vec::new() }
+/// #     fn read_tensor(&self, _: &str) -> tensorfmt_core::Result<Tensor> { Ok(self.0.clone()) }
+/// # }
+/// let f = One(Tensor::from_vec(vec![1f32, -2.0, 0.0], [3], Order::RowMajor)?);
+/// let s = streamed_stats(&f, "x")?;
+/// assert_eq!((s.count, s.nonzero, s.sum), (3, 2, -1.0));
+/// # Ok::<(), tensorfmt_core::Error>(())
+/// ```
+pub fn streamed_stats<F: TensorFile + ?Sized>(file: &F, name: &str) -> Result<crate::Stats> {
+    let mut acc: Option<crate::Stats> = None;
+    for chunk in file.read_chunks(name)? {
+        let s = chunk?.stats();
+        acc = Some(match acc {
+            Some(a) => a.merge(&s),
+            None => s,
+        });
+    }
+    Ok(acc.unwrap_or_default())
 }

@@ -49,6 +49,27 @@ impl Stats {
         st.finish(values.len())
     }
 
+    /// The statistics of `count` zeros (the implicit elements of a sparse tensor).
+    ///
+    /// ```
+    /// use tensorfmt_core::Stats;
+    /// let s = Stats::of(&[2f32, 0.0, 4.0]).merge(&Stats::zeros(7));
+    /// assert_eq!((s.count, s.nonzero, s.sum, s.min, s.max), (10, 2, 6.0, Some(0.0), Some(4.0)));
+    /// assert_eq!(s, Stats::of(&[2f32, 0.0, 4.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]));
+    /// ```
+    pub fn zeros(count: usize) -> Stats {
+        let any = count > 0;
+        Stats {
+            count,
+            min: any.then_some(0.0),
+            max: any.then_some(0.0),
+            mean: any.then_some(0.0),
+            sum: 0.0,
+            nonzero: 0,
+            nan: 0,
+        }
+    }
+
     /// Merges the statistics of two disjoint parts (for streaming over frames).
     pub fn merge(&self, other: &Stats) -> Stats {
         let valid_a = self.count - self.nan;

@@ -6,7 +6,7 @@ use std::ops::Range;
 
 use bytes::Bytes;
 use tensorfmt_core::{
-    Chunks, DType, Error, FieldValue, Order, ReadOptions, Tensor, TensorFile, TensorInfo,
+    Chunks, DType, Error, FieldValue, Order, ReadOptions, Stats, Tensor, TensorFile, TensorInfo,
 };
 
 use crate::error::{PvpError, Result};
@@ -274,6 +274,23 @@ impl TensorFile for PvpTensorFile {
                 Box::new(std::iter::once(Ok(t)))
             }
         })
+    }
+
+    fn stats(&self, name: &str) -> tensorfmt_core::Result<Stats> {
+        match (&self.file, name) {
+            // From the entries: each frame is its stored values plus implicit zeros.
+            (PvpFile::Sparse(s), "values") if !self.csr => {
+                let neurons = s.layout().neurons();
+                let mut acc = Stats::default();
+                for k in self.range.clone() {
+                    let f = s.frame(k)?;
+                    let zeros = neurons.saturating_sub(f.values.len());
+                    acc = acc.merge(&Stats::of(&f.values).merge(&Stats::zeros(zeros)));
+                }
+                Ok(acc)
+            }
+            _ => tensorfmt_core::streamed_stats(self, name),
+        }
     }
 
     fn warnings(&self) -> Vec<String> {

@@ -268,6 +268,9 @@ impl TensorFile for Document {
     fn read_chunks<'a>(&'a self, name: &str) -> Result<Chunks<'a>> {
         self.file.read_chunks(name)
     }
+    fn stats(&self, name: &str) -> Result<Stats> {
+        self.file.stats(name)
+    }
     fn warnings(&self) -> Vec<String> {
         self.file.warnings()
     }
@@ -377,17 +380,10 @@ impl<'a> Entry<'a> {
         self.file.read_chunks(&self.info.name)
     }
 
-    /// Summary statistics, streamed over [`chunks`](Entry::chunks).
+    /// Summary statistics, streamed over [`chunks`](Entry::chunks), or computed from
+    /// the stored entries for sparse tensors ([`TensorFile::stats`]).
     pub fn stats(&self) -> Result<Stats> {
-        let mut acc: Option<Stats> = None;
-        for chunk in self.chunks()? {
-            let s = chunk?.stats();
-            acc = Some(match acc {
-                Some(a) => a.merge(&s),
-                None => s,
-            });
-        }
-        Ok(acc.unwrap_or_default())
+        self.file.stats(&self.info.name)
     }
 
     /// Decodes the tensor into an owned row-major `ndarray::ArrayD<T>`, cast to `T`

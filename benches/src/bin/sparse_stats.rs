@@ -1,0 +1,110 @@
+//! Sparse stays sparse: statistics of a sparse PVP movie against one pass over the
+//! file's bytes, measured in the same run (issue 16, item 7).
+//!
+//! `cargo run --release -p tensorfmt-benches --bin sparse_stats -- [REPEAT]`
+//!
+//! The movie: 200 frames of 1024 x 1024 x 4 neurons (4.2e6 per frame, so a dense pass
+//! would touch 3.4 GB of f32) with 1 % active, written with the streaming writer. The
+//! floor is a sum over every byte of the mapped file (page cache warm, like ours); the
+//! ratio is ours / floor (1.0 = as fast as touching the bytes once). The last row times
+//! the old way, a dense pass over the frames, on the first 5 frames only.
+
+use std::io::BufWriter;
+use std::time::Instant;
+
+use tensorfmt_pvp::write::SparseWriter;
+
+fn best<T>(repeat: usize, mut f: impl FnMut() -> T) -> (f64, T) {
+    let mut out = None;
+    let mut best = f64::INFINITY;
+    for _ in 0..repeat {
+        let t = Instant::now();
+        let v = f();
+        best = best.min(t.elapsed().as_secs_f64());
+        out = Some(v);
+    }
+    (best, out.expect("repeat >= 1"))
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let repeat: usize = std::env::args()
+        .nth(1)
+        .map(|s| s.parse())
+        .transpose()?
+        .unwrap_or(5)
+        .max(1);
+    let (nx, ny, nf, frames) = (1024usize, 1024usize, 4usize, 200usize);
+    let neurons = nx * ny * nf;
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("sparse.pvp");
+    {
+        let f = std::fs::File::create(&path)?;
+        let mut w = SparseWriter::values(BufWriter::with_capacity(1 << 20, f), nx, ny, nf)?;
+        let active = neurons / 100;
+        let mut idx = Vec::with_capacity(active);
+        let mut vals = Vec::with_capacity(active);
+        for k in 0..frames {
+            idx.clear();
+            vals.clear();
+            let mut x = 12345u64 + k as u64;
+            let step = (neurons / active) as u64;
+            for i in 0..active as u64 {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                idx.push((i * step + (x >> 40) % step) as u32);
+                vals.push(((x >> 20) % 1000) as f32 * 1e-3 + 0.001);
+            }
+            w.write_frame(k as f64, &idx, &vals)?;
+        }
+        w.finish()?;
+    }
+    let bytes = std::fs::metadata(&path)?.len();
+    let doc = tensorfmt::Document::open(&path)?;
+    let entry = doc.entry("values")?;
+    let (ours, stats) = best(repeat, || entry.stats());
+    let stats = stats?;
+    let map = tensorfmt_core::io::map_file(&path)?;
+    let (floor, sum) = best(repeat, || {
+        map.iter().fold(0u64, |a, &b| a.wrapping_add(b as u64))
+    });
+    std::hint::black_box(sum);
+    println!(
+        "sparse PVP {frames} frames x {neurons} neurons, {} entries, file {:.1} MiB; best of {repeat}",
+        stats.nonzero,
+        bytes as f64 / (1 << 20) as f64
+    );
+    println!("| path | ms | ratio to one pass over the bytes |");
+    println!("|---|---|---|");
+    println!(
+        "| one pass over the file's bytes (floor) | {:.2} | 1.00 |",
+        floor * 1e3
+    );
+    println!(
+        "| `stats` from the entries (count {}) | {:.2} | {:.2} |",
+        stats.count,
+        ours * 1e3,
+        ours / floor
+    );
+    let small = tensorfmt::open(
+        &path,
+        &tensorfmt::ReadOptions {
+            frames: Some((0, Some(5))),
+            ..Default::default()
+        },
+    )?;
+    let (dense5, _) = best(repeat.min(2), || -> tensorfmt::Result<f64> {
+        let mut s = 0.0;
+        for c in small.read_chunks("values")? {
+            s += c?.stats().sum;
+        }
+        Ok(s)
+    });
+    println!(
+        "| densified pass, first 5 frames only (old way) | {:.2} | {:.2} (x{} for all frames) |",
+        dense5 * 1e3,
+        dense5 / floor,
+        frames / 5
+    );
+    Ok(())
+}
