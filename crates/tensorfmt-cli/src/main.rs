@@ -306,6 +306,16 @@ impl From<tensorfmt::Error> for Failure {
 }
 
 fn report(result: Result<(), Failure>) -> ExitCode {
+    // Whatever the command concluded, it read zeros where an input vanished.
+    let result = match result {
+        Ok(()) | Err(Failure::Reported) if tensorfmt::io::guarded_faults() > 0 => {
+            let path = tensorfmt::io::last_faulted_path()
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|| "an input file".into());
+            Err(Failure::from(tensorfmt::Error::InputChanged { path }))
+        }
+        other => other,
+    };
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure::Reported) => ExitCode::from(1),
@@ -321,6 +331,9 @@ fn report(result: Result<(), Failure>) -> ExitCode {
 }
 
 fn main() -> ExitCode {
+    // An input truncated by another process while mapped is an error (exit 1), not a
+    // bus error; outputs written meanwhile are not committed (see io::install_fault_guard).
+    tensorfmt::io::install_fault_guard();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Inspect {

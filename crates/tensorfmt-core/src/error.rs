@@ -112,7 +112,14 @@ pub enum Error {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync + 'static>,
     },
-    /// An I/O error, with the path when known.
+    /// An input file was truncated or rewritten by another process while it was being
+    /// read: the output was not written (its temporary file is removed).
+    #[error("{path}: the file changed (truncated or rewritten by another process) while being read; nothing was written")]
+    InputChanged {
+        /// The input that changed.
+        path: String,
+    },
+    /// An I/O error, with the path (and the operation) when known.
     #[error("{}{source}", if path.is_empty() { String::new() } else { format!("{path}: ") })]
     Io {
         /// Path involved ("" when none).
@@ -135,7 +142,21 @@ impl Error {
         }
     }
 
-    /// Wraps an I/O error with the path it concerns.
+    /// Wraps an I/O error with the path it concerns and the operation that failed
+    /// (`"writing"`, `"renaming ... over"`): the message reads `writing out.npz: ...`.
+    ///
+    /// ```
+    /// let e = tensorfmt_core::Error::io_op("out.npz", "writing", std::io::Error::other("disk full"));
+    /// assert_eq!(e.to_string(), "writing out.npz: disk full");
+    /// ```
+    pub fn io_op(path: impl AsRef<std::path::Path>, op: &str, source: std::io::Error) -> Self {
+        Error::Io {
+            path: format!("{op} {}", path.as_ref().display()),
+            source,
+        }
+    }
+
+    /// An I/O error on `path`.
     pub fn io(path: impl AsRef<std::path::Path>, source: std::io::Error) -> Self {
         Error::Io {
             path: path.as_ref().display().to_string(),

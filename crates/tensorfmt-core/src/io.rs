@@ -1,6 +1,14 @@
-//! File access shared by every format: mapping a file into [`Bytes`], giving the pages
-//! of a streamed map back to the kernel ([`release_pages`]), and writing through a
-//! temporary file that is renamed into place ([`AtomicFile`]).
+//! File access shared by every format: mapping a file into [`Bytes`] (guarded against
+//! inputs that shrink while mapped: [`install_fault_guard`]), giving the pages of a
+//! streamed map back to the kernel ([`release_pages`]), and writing through a temporary
+//! file that is renamed into place ([`AtomicFile`], which removes the stale temporary
+//! files of killed writers).
+
+mod fault_guard;
+
+pub use fault_guard::{
+    faults as guarded_faults, install as install_fault_guard, last_faulted_path,
+};
 
 use std::fs::File;
 use std::io::{self, Seek, SeekFrom, Write};
@@ -14,9 +22,12 @@ use crate::{Error, Result};
 
 /// Maps a file read-only and returns its contents as zero-copy [`Bytes`].
 ///
-/// The mapping lives as long as any `Bytes` (or tensor) sliced from it. The file must
-/// not be truncated or rewritten by another process while mapped (reads would fault);
-/// our own writers never modify a file in place except PVP appends, which only grow it.
+/// The mapping lives as long as any `Bytes` (or tensor) sliced from it. If another
+/// process truncates the file while it is mapped, reads of the vanished pages see zeros
+/// instead of killing the process with `SIGBUS` (the fault guard, installed on first
+/// use), and any [`AtomicFile`] written meanwhile refuses to commit with
+/// [`Error::InputChanged`]; our own writers never modify a file in place except PVP
+/// appends, which only grow it.
 ///
 /// ```
 /// let dir = tempfile::tempdir()?;
@@ -34,29 +45,36 @@ pub fn map_file(path: impl AsRef<Path>) -> Result<Bytes> {
         // Mapping an empty file fails on some platforms; there is nothing to share.
         return Ok(Bytes::new());
     }
-    // SAFETY: the map is read-only and private to this process. Soundness requires that
-    // the file is not truncated while mapped, which the function docs state as a
-    // precondition (the same contract as every mmap-based reader). Tested by
-    // `tests::map_file_reads_contents`.
+    // SAFETY: the map is read-only and private to this process. A file truncated while
+    // mapped would make reads fault; the fault guard registered below turns such a fault
+    // into a zero page plus an `InputChanged` error at the next commit (see
+    // `fault_guard`). Tested by `tests::map_file_reads_contents` and
+    // `tests::a_shrinking_input_reads_zeros_and_blocks_commits`.
     let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(path, e))?;
+    let guard = fault_guard::register(&map, path);
     let map = Arc::new(map);
     {
         let mut live = MAPS.lock().unwrap_or_else(|p| p.into_inner());
         live.retain(|w| w.strong_count() > 0);
         live.push(Arc::downgrade(&map));
     }
-    Ok(Bytes::from_owner(SharedMap(map)))
+    Ok(Bytes::from_owner(SharedMap { _guard: guard, map }))
 }
 
 /// Every mapping made by [`map_file`] that is still alive, so [`release_pages`] can tell
 /// a mapped slice from heap memory (where dropping pages would destroy data).
 static MAPS: Mutex<Vec<Weak<memmap2::Mmap>>> = Mutex::new(Vec::new());
 
-struct SharedMap(Arc<memmap2::Mmap>);
+/// The owner behind a mapped `Bytes`. Fields drop in order: the fault-guard
+/// registration goes before the mapping is unmapped.
+struct SharedMap {
+    _guard: Option<fault_guard::Registration>,
+    map: Arc<memmap2::Mmap>,
+}
 
 impl AsRef<[u8]> for SharedMap {
     fn as_ref(&self) -> &[u8] {
-        &self.0
+        &self.map
     }
 }
 
@@ -149,6 +167,82 @@ pub struct AtomicFile {
     tmp: PathBuf,
     target: PathBuf,
     sync: bool,
+    /// `io::guarded_faults()` when writing began: a guarded fault since then means an
+    /// input changed under us, and the output must not be published.
+    faults: u64,
+}
+
+/// The temporary name of a write to `target` by this process: `.<name>.<pid>.<n>.tmp`
+/// beside it (the pid lets a later write recognise a killed writer's leftovers).
+fn temporary_name(name: &str, pid: u32, n: u64) -> String {
+    format!(".{name}.{pid}.{n}.tmp")
+}
+
+/// Removes the temporary files that writers to `dir/name` left behind when they were
+/// killed: names `temporary_name(name, pid, _)` whose process `pid` no longer exists.
+/// A live process's file (another writer still at work, or this process) is never
+/// touched. Returns how many were removed.
+///
+/// ```
+/// let dir = tempfile::tempdir()?;
+/// // A leftover of a process that is gone (pid 0x7ffffffe is above Linux's pid_max).
+/// std::fs::write(dir.path().join(".out.npz.2147483646.0.tmp"), b"partial")?;
+/// std::fs::write(dir.path().join(format!(".out.npz.{}.0.tmp", std::process::id())), b"mine")?;
+/// assert_eq!(tensorfmt_core::io::remove_stale_temporaries(dir.path(), "out.npz"), 1);
+/// assert_eq!(std::fs::read_dir(dir.path())?.count(), 1);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn remove_stale_temporaries(dir: &Path, name: &str) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    let prefix = format!(".{name}.");
+    let mut removed = 0;
+    for e in entries.flatten() {
+        let file_name = e.file_name();
+        let Some(f) = file_name.to_str() else {
+            continue;
+        };
+        let Some(rest) = f.strip_prefix(&prefix).and_then(|r| r.strip_suffix(".tmp")) else {
+            continue;
+        };
+        let mut parts = rest.split('.');
+        let (Some(pid), Some(n), None) = (parts.next(), parts.next(), parts.next()) else {
+            continue;
+        };
+        let (Ok(pid), Ok(_)) = (pid.parse::<u32>(), n.parse::<u64>()) else {
+            continue;
+        };
+        if pid != std::process::id()
+            && !process_exists(pid)
+            && std::fs::remove_file(e.path()).is_ok()
+        {
+            removed += 1;
+        }
+    }
+    removed
+}
+
+/// Whether a process with this pid exists (`kill(pid, 0)`: permission denied still
+/// means it exists).
+fn process_exists(pid: u32) -> bool {
+    #[cfg(unix)]
+    {
+        let Ok(pid) = libc::pid_t::try_from(pid) else {
+            return false;
+        };
+        if pid <= 0 {
+            return true; // never treat a process group as a dead writer
+        }
+        // SAFETY: signal 0 sends nothing; it only checks that the pid exists.
+        let r = unsafe { libc::kill(pid, 0) };
+        r == 0 || io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = pid;
+        true
+    }
 }
 
 impl AtomicFile {
@@ -163,9 +257,11 @@ impl AtomicFile {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| "out".into());
+        remove_stale_temporaries(&dir, &name);
+        let faults = fault_guard::faults();
         loop {
             let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-            let tmp = dir.join(format!(".{name}.{}.{n}.tmp", std::process::id()));
+            let tmp = dir.join(temporary_name(&name, std::process::id(), n));
             match File::options().write(true).create_new(true).open(&tmp) {
                 Ok(f) => {
                     return Ok(AtomicFile {
@@ -173,6 +269,7 @@ impl AtomicFile {
                         tmp,
                         target,
                         sync: true,
+                        faults,
                     })
                 }
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
@@ -217,12 +314,21 @@ impl AtomicFile {
         let finish = || -> Result<()> {
             let f = w
                 .into_inner()
-                .map_err(|e| Error::io(&self.tmp, e.into_error()))?;
+                .map_err(|e| Error::io_op(&target, "writing", e.into_error()))?;
             if self.sync {
-                f.sync_all().map_err(|e| Error::io(&self.tmp, e))?;
+                f.sync_all()
+                    .map_err(|e| Error::io_op(&target, "syncing", e))?;
             }
             drop(f);
-            std::fs::rename(&self.tmp, &target).map_err(|e| Error::io(&target, e))
+            if fault_guard::faults() != self.faults {
+                return Err(Error::InputChanged {
+                    path: fault_guard::last_faulted_path()
+                        .map(|p| p.display().to_string())
+                        .unwrap_or_else(|| "an input file".into()),
+                });
+            }
+            std::fs::rename(&self.tmp, &target)
+                .map_err(|e| Error::io_op(&target, "renaming the temporary file over", e))
         };
         let result = finish();
         if result.is_err() {
@@ -233,21 +339,34 @@ impl AtomicFile {
     }
 }
 
+impl AtomicFile {
+    /// An I/O error of the temporary file, reworded to name the output and what was
+    /// being done (`writing out.npz: No space left on device (os error 28)`), so every
+    /// caller's message says which file failed even where it only sees an `io::Error`.
+    fn name_error(&self, op: &str, e: io::Error) -> io::Error {
+        io::Error::new(e.kind(), format!("{op} {}: {e}", self.target.display()))
+    }
+}
+
 impl Write for AtomicFile {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.inner()?.write(buf)
+        let r = self.inner()?.write(buf);
+        r.map_err(|e| self.name_error("writing", e))
     }
     fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
-        self.inner()?.write_all(buf)
+        let r = self.inner()?.write_all(buf);
+        r.map_err(|e| self.name_error("writing", e))
     }
     fn flush(&mut self) -> io::Result<()> {
-        self.inner()?.flush()
+        let r = self.inner()?.flush();
+        r.map_err(|e| self.name_error("writing", e))
     }
 }
 
 impl Seek for AtomicFile {
     fn seek(&mut self, pos: SeekFrom) -> io::Result<u64> {
-        self.inner()?.seek(pos)
+        let r = self.inner()?.seek(pos);
+        r.map_err(|e| self.name_error("seeking in", e))
     }
 }
 

@@ -14,7 +14,18 @@ where
     T: Send,
     F: FnOnce() -> Result<T, Error> + Send,
 {
+    let faults = tensorfmt::io::guarded_faults();
     let outcome = py.detach(|| catch_unwind(AssertUnwindSafe(work)));
+    // A mapped input shrank while this call read it: what was read has zeros where the
+    // file vanished, so the result must not be trusted (the guard kept the process alive).
+    if tensorfmt::io::guarded_faults() != faults {
+        if let Ok(Ok(_)) = outcome {
+            let path = tensorfmt::io::last_faulted_path()
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|| "an input file".into());
+            return Err(to_py(py, &Error::InputChanged { path }));
+        }
+    }
     match outcome {
         Ok(Ok(value)) => Ok(value),
         Ok(Err(e)) => Err(to_py(py, &e)),
@@ -104,6 +115,7 @@ pub fn to_py(py: Python<'_>, e: &Error) -> PyErr {
             )
         }
         Error::Invalid(_) => raise(py, "InvalidArgumentError", &message, None, None),
+        Error::InputChanged { .. } => raise(py, "InputChangedError", &message, None, None),
         _ => raise(py, "FormatError", &message, None, None),
     }
 }

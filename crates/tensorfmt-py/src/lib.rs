@@ -26,6 +26,9 @@ mod values;
 /// The extension module `tensorfmt._native`.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // A mapped file truncated by another process while numpy or we read it must raise
+    // (or read zeros), never kill the interpreter with SIGBUS.
+    tensorfmt::io::install_fault_guard();
     m.add_class::<array::Array>()?;
     m.add_class::<document::File>()?;
     m.add_function(wrap_pyfunction!(document::open_file, m)?)?;

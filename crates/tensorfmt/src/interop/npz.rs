@@ -11,8 +11,10 @@
 //! each an npy header followed by the tensor streamed chunk by chunk, so a large input
 //! converts in bounded memory. Members over 4 GiB use zip64.
 
-use std::io::{Cursor, Read, Write};
+use std::cell::Cell;
+use std::io::{Cursor, Read, Seek, SeekFrom, Write};
 use std::path::Path;
+use std::rc::Rc;
 use std::sync::Mutex;
 
 use bytes::Bytes;
@@ -343,7 +345,74 @@ pub fn write_from(
         }
     };
     let n_threads = threads(options)?;
-    let mut zip = ZipWriter::new(AtomicFile::create(path)?.sync(!options.skip_fsync));
+    let abandoned = Rc::new(Cell::new(false));
+    let out = Abandonable {
+        file: AtomicFile::create(path)?.sync(!options.skip_fsync),
+        abandoned: abandoned.clone(),
+        pos: 0,
+    };
+    let mut zip = ZipWriter::new(out);
+    let result = write_members(&mut zip, file, names, options, method, n_threads);
+    if let Err(e) = result {
+        // Dropping the writer finalizes the archive; make that a silent no-op (zip would
+        // print its own failure to stderr) and let the temporary file be removed.
+        abandoned.set(true);
+        drop(zip);
+        return Err(e);
+    }
+    zip.finish().map_err(zip_err)?.file.commit()
+}
+
+/// The archive's output. Once abandoned (after an error), writes and seeks are
+/// discarded, so the `ZipWriter`'s drop-time finalize neither fails nor prints; the
+/// uncommitted `AtomicFile` removes its temporary file when it drops.
+struct Abandonable {
+    file: AtomicFile,
+    abandoned: Rc<Cell<bool>>,
+    /// The position a discarded stream would have (finalize asks for it).
+    pos: u64,
+}
+
+impl Write for Abandonable {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.abandoned.get() {
+            self.pos += buf.len() as u64;
+            return Ok(buf.len());
+        }
+        let n = self.file.write(buf)?;
+        self.pos += n as u64;
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        if self.abandoned.get() {
+            return Ok(());
+        }
+        self.file.flush()
+    }
+}
+
+impl Seek for Abandonable {
+    fn seek(&mut self, to: SeekFrom) -> std::io::Result<u64> {
+        if self.abandoned.get() {
+            self.pos = match to {
+                SeekFrom::Start(p) => p,
+                SeekFrom::Current(d) | SeekFrom::End(d) => self.pos.saturating_add_signed(d),
+            };
+            return Ok(self.pos);
+        }
+        self.pos = self.file.seek(to)?;
+        Ok(self.pos)
+    }
+}
+
+fn write_members(
+    zip: &mut ZipWriter<Abandonable>,
+    file: &dyn TensorFile,
+    names: &[String],
+    options: &WriteOptions,
+    method: CompressionMethod,
+    n_threads: usize,
+) -> Result<()> {
     for (i, name) in names.iter().enumerate() {
         if names[..i].contains(name) {
             return Err(Error::Invalid(format!(
@@ -361,9 +430,9 @@ pub fn write_from(
         zip.start_file(format!("{name}.npy"), opts)
             .map_err(zip_err)?;
         zip.write_all(&header)?;
-        write_chunks(&mut zip, file, &info, dtype, n_threads)?;
+        write_chunks(zip, file, &info, dtype, n_threads)?;
     }
-    zip.finish().map_err(zip_err)?.commit()
+    Ok(())
 }
 
 /// Saves named tensors as an npz archive (atomically).
