@@ -115,6 +115,57 @@ pub(crate) fn emit_json(doc: &Value) {
     sayln!("{}", serde_json::to_string_pretty(doc).unwrap_or_default());
 }
 
+/// The JSON description `inspect --json` prints for one file.
+fn inspect_json(
+    path: &Path,
+    file: &dyn TensorFile,
+    infos: &[TensorInfo],
+    stats: Option<&[Stats]>,
+) -> Value {
+    let tensors: Vec<Value> = infos
+        .iter()
+        .enumerate()
+        .map(|(i, info)| {
+            let mut t = info_json(info);
+            if let Some(s) = stats {
+                t["stats"] = stats_json(&s[i]);
+            }
+            t
+        })
+        .collect();
+    let header: serde_json::Map<String, Value> = file
+        .header()
+        .iter()
+        .map(|(k, v)| (k.clone(), field_json(v)))
+        .collect();
+    json!({
+        "file": path.display().to_string(),
+        "format": file.format(),
+        "kind": file.kind(),
+        "header": header,
+        "tensors": tensors,
+        "warnings": file.warnings(),
+    })
+}
+
+/// `inspect --json`'s description of one file, for the catalogue of a collection
+/// (statistics without a progress bar).
+pub fn inspect_value(path: &Path, read: &ReadOptions, with_stats: bool) -> Result<Value, Failure> {
+    let file = tensorfmt::open(path, read)?;
+    let file: &dyn TensorFile = &*file;
+    let infos = file.tensors();
+    let stats = if with_stats {
+        let mut v = Vec::new();
+        for info in &infos {
+            v.push(file.stats(&info.name)?);
+        }
+        Some(v)
+    } else {
+        None
+    };
+    Ok(inspect_json(path, file, &infos, stats.as_deref()))
+}
+
 /// `tensorfmt inspect FILE [--json] [--stats] [--kind K] [--strict]`.
 pub fn inspect(
     path: &Path,
@@ -133,30 +184,7 @@ pub fn inspect(
     let header = file.header();
     let warnings = file.warnings();
     if as_json {
-        let tensors: Vec<Value> = infos
-            .iter()
-            .enumerate()
-            .map(|(i, info)| {
-                let mut t = info_json(info);
-                if let Some(s) = &stats {
-                    t["stats"] = stats_json(&s[i]);
-                }
-                t
-            })
-            .collect();
-        let header: serde_json::Map<String, Value> = header
-            .iter()
-            .map(|(k, v)| (k.clone(), field_json(v)))
-            .collect();
-        let doc = json!({
-            "file": path.display().to_string(),
-            "format": file.format(),
-            "kind": file.kind(),
-            "header": header,
-            "tensors": tensors,
-            "warnings": warnings,
-        });
-        emit_json(&doc);
+        emit_json(&inspect_json(path, file, &infos, stats.as_deref()));
         return Ok(());
     }
     let mut out = String::new();
@@ -211,7 +239,7 @@ pub fn inspect(
 }
 
 /// The arguments of `tensorfmt convert`.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct ConvertArgs {
     pub input: PathBuf,
     pub output: PathBuf,
@@ -229,9 +257,59 @@ pub struct ConvertArgs {
     pub json: bool,
 }
 
+/// What one conversion wrote.
+pub struct Converted {
+    pub target: Target,
+    pub names: Vec<String>,
+    pub report: tensorfmt::WriteReport,
+    /// Decoded bytes of the tensors given to the writer.
+    pub bytes: u64,
+    pub format: String,
+    pub kind: String,
+}
+
 /// `tensorfmt convert IN OUT [...]`. The output goes through a temporary file renamed
 /// into place, so the output name is never a half-written file.
 pub fn convert(a: ConvertArgs) -> Result<(), Failure> {
+    let out = a.output.display().to_string();
+    let c = convert_file(&a, !(a.quiet || a.json))?;
+    let (target, names, report, total) = (c.target, c.names, c.report, c.bytes);
+    if !a.json {
+        for w in &report.warnings {
+            eprintln!("tensorfmt: warning: {out}: {w}");
+        }
+    }
+    if a.json {
+        emit_json(&json!({
+            "input": a.input.display().to_string(),
+            "output": out,
+            "format": target.format.name(),
+            "kind": target.kind,
+            "tensors": names,
+            "written": report.written,
+            "warnings": report.warnings,
+            "bytes": total,
+        }));
+    } else if !a.quiet {
+        let kind = target.kind.map(|k| format!(" ({k})")).unwrap_or_default();
+        let held = if report.dropped_some() {
+            format!(" (the file holds: {})", report.written.join(", "))
+        } else {
+            String::new()
+        };
+        sayln!(
+            "{out}: {} as {}{kind}{held}",
+            report.summary(),
+            target.format
+        );
+    }
+    Ok(())
+}
+
+/// One conversion without printing its result (`show_progress`: a byte bar on a
+/// terminal). Shared by `convert IN OUT` and the collection mode.
+pub fn convert_file(a: &ConvertArgs, show_progress: bool) -> Result<Converted, Failure> {
+    let a = a.clone();
     let out = a.output.display().to_string();
     let target = match a.to {
         Some(t) => t,
@@ -315,43 +393,21 @@ pub fn convert(a: ConvertArgs) -> Result<(), Failure> {
         .filter(|i| names.contains(&i.name))
         .map(byte_len)
         .sum();
-    let bar = bytes_bar(total, "converting", a.quiet || a.json);
+    let bar = bytes_bar(total, "converting", !show_progress);
     let tracked = Tracked {
         inner: src,
         bar: bar.clone(),
     };
     let report = tensorfmt::convert(&tracked, &names, &a.output, target.format, &write_options)?;
     bar.finish_and_clear();
-    if !a.json {
-        for w in &report.warnings {
-            eprintln!("tensorfmt: warning: {out}: {w}");
-        }
-    }
-    if a.json {
-        emit_json(&json!({
-            "input": a.input.display().to_string(),
-            "output": out,
-            "format": target.format.name(),
-            "kind": target.kind,
-            "tensors": names,
-            "written": report.written,
-            "warnings": report.warnings,
-            "bytes": total,
-        }));
-    } else if !a.quiet {
-        let kind = target.kind.map(|k| format!(" ({k})")).unwrap_or_default();
-        let held = if report.dropped_some() {
-            format!(" (the file holds: {})", report.written.join(", "))
-        } else {
-            String::new()
-        };
-        sayln!(
-            "{out}: {} as {}{kind}{held}",
-            report.summary(),
-            target.format
-        );
-    }
-    Ok(())
+    Ok(Converted {
+        format: src.format().to_string(),
+        kind: src.kind(),
+        target,
+        names,
+        report,
+        bytes: total,
+    })
 }
 
 /// `tensorfmt validate FILE... [--quiet | --json] [--kind K] [--strict]`.

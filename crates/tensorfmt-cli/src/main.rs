@@ -17,6 +17,7 @@
 //! is a terminal and the work is large, and nothing otherwise; `--quiet` and `--json`
 //! turn the bars off too.
 
+mod collection;
 mod commands;
 mod diff_cmd;
 mod formats_cmd;
@@ -78,13 +79,21 @@ Example:
   ...
   tensors: 1
     f32_2x3  f32  [2, 3]
-  $ tensorfmt inspect --stats --json model.safetensors | jq '.tensors[].stats.max'")]
+  $ tensorfmt inspect --stats --json model.safetensors | jq '.tensors[].stats.max'
+  $ tensorfmt inspect --json -r runs/ > catalogue.jsonl      # one line per file")]
     Inspect {
-        /// The file.
-        file: PathBuf,
-        /// Print one JSON object instead of text.
+        /// The files: paths, directories (with --recursive) or quoted glob patterns.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Print JSON instead of text (one object; for several files one line per file).
         #[arg(long)]
         json: bool,
+        /// Take the files below directories (those with a known extension).
+        #[arg(long, short)]
+        recursive: bool,
+        /// Worker threads for several files (default: one per core).
+        #[arg(long, short, value_name = "N")]
+        jobs: Option<usize>,
         /// Add min, max, mean, sum and non-zero counts per tensor (reads all data).
         #[arg(long)]
         stats: bool,
@@ -100,10 +109,17 @@ Example:
   $ tensorfmt diff net.caffemodel back.caffemodel && echo lossless
   lossless")]
     Convert {
-        /// Input file.
-        input: PathBuf,
-        /// Output file (written through a temporary file and renamed: never half written).
-        output: PathBuf,
+        /// Input file and output file (written through a temporary file and renamed:
+        /// never half written); or several inputs (files, directories with --recursive,
+        /// quoted glob patterns) and an output directory that mirrors them.
+        #[arg(required = true, num_args = 2.., value_name = "IN... OUT")]
+        paths: Vec<PathBuf>,
+        /// Take the files below input directories (those with a known extension).
+        #[arg(long, short)]
+        recursive: bool,
+        /// Worker threads for several inputs (default: one per core).
+        #[arg(long, short, value_name = "N")]
+        jobs: Option<usize>,
         /// Input format (default: detected from content, then extension).
         #[arg(long, value_name = "FORMAT")]
         from: Option<Format>,
@@ -161,6 +177,9 @@ Example:
         /// Print one JSON object with a result per file.
         #[arg(long)]
         json: bool,
+        /// Take the files below directories (those with a known extension).
+        #[arg(long, short)]
+        recursive: bool,
     },
     /// Compare two files tensor by tensor (exit 0 equal, 1 different, 2 trouble).
     ///
@@ -299,6 +318,16 @@ pub enum Failure {
     Reported,
 }
 
+impl Failure {
+    /// The sentence to show for this failure.
+    pub fn message(&self) -> String {
+        match self {
+            Failure::Input(m) | Failure::Usage(m) => m.clone(),
+            Failure::Reported => "failed (reported above)".into(),
+        }
+    }
+}
+
 impl From<tensorfmt::Error> for Failure {
     fn from(e: tensorfmt::Error) -> Failure {
         Failure::Input(e.to_string())
@@ -337,14 +366,38 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Inspect {
-            file,
+            files,
             json,
+            recursive,
+            jobs,
             stats,
             read,
-        } => commands::inspect(&file, &read.options(), json, stats),
+        } => {
+            let jobs = jobs.unwrap_or_else(collection::default_jobs);
+            if !collection::is_collection(&files) {
+                commands::inspect(&files[0], &read.options(), json, stats)
+            } else if json {
+                collection::inspect_many(&files, &read.options(), recursive, jobs, stats)
+            } else {
+                collection::expand(&files, recursive).and_then(|inputs| {
+                    let mut result = Ok(());
+                    for (k, i) in inputs.iter().enumerate() {
+                        if k > 0 {
+                            commands::emit("\n");
+                        }
+                        if let Err(e) = commands::inspect(&i.path, &read.options(), false, stats) {
+                            eprintln!("tensorfmt: error: {}: {}", i.path.display(), e.message());
+                            result = Err(Failure::Reported);
+                        }
+                    }
+                    result
+                })
+            }
+        }
         Command::Convert {
-            input,
-            output,
+            mut paths,
+            recursive,
+            jobs,
             from,
             to,
             tensor,
@@ -357,28 +410,42 @@ fn main() -> ExitCode {
             read,
             quiet,
             json,
-        } => commands::convert(commands::ConvertArgs {
-            input,
-            output,
-            from,
-            to,
-            tensor,
-            force,
-            sparse,
-            frames,
-            hex,
-            dtype,
-            settings,
-            read: read.options(),
-            quiet,
-            json,
-        }),
+        } => {
+            let output = paths.pop().unwrap_or_default();
+            let many = collection::is_collection(&paths);
+            let args = commands::ConvertArgs {
+                input: paths.first().cloned().unwrap_or_default(),
+                output: output.clone(),
+                from,
+                to,
+                tensor,
+                force,
+                sparse,
+                frames,
+                hex,
+                dtype,
+                settings,
+                read: read.options(),
+                quiet,
+                json,
+            };
+            if many {
+                let jobs = jobs.unwrap_or_else(collection::default_jobs);
+                collection::convert_many(&paths, &output, &args, recursive, jobs)
+            } else {
+                commands::convert(args)
+            }
+        }
         Command::Validate {
             files,
             read,
             quiet,
             json,
-        } => commands::validate(&files, &read.options(), quiet, json),
+            recursive,
+        } => collection::expand(&files, recursive).and_then(|inputs| {
+            let paths: Vec<PathBuf> = inputs.into_iter().map(|i| i.path).collect();
+            commands::validate(&paths, &read.options(), quiet, json)
+        }),
         Command::Diff {
             a,
             b,

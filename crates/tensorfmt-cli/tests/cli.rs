@@ -252,7 +252,6 @@ fn exit_codes_and_bad_input() {
         vec!["frobnicate"],
         vec![],
         vec!["validate"],
-        vec!["inspect", "a", "b"],
         vec!["convert", "a.npy", "b.npz", "--frames", "x"],
         vec!["convert", "a.npy", "b.npz", "--dtype", "f128"],
         vec!["convert", "a.npy", "b.npz", "--set", "novalue"],
