@@ -155,3 +155,60 @@ fn inspect_stats_of_a_huge_sparse_movie_is_computed_from_the_entries() {
     let doc = tensorfmt::Document::open(&small).unwrap();
     assert_eq!(doc.entry("values").unwrap().stats().unwrap(), dense.stats());
 }
+
+/// One array is enough (item 3): a lone array becomes the main tensor of any writable
+/// kind, without renaming; with several tensors the error lists the accepted names.
+#[test]
+fn a_lone_array_converts_to_every_writable_kind() {
+    let dir = tempfile::tempdir().unwrap();
+    let movie = Tensor::from_vec(
+        (0..3 * 4 * 5 * 2).map(|i| i as f32).collect::<Vec<_>>(),
+        [3, 4, 5, 2],
+        Order::RowMajor,
+    )
+    .unwrap();
+    let npy = dir.path().join("movie.npy");
+    tensorfmt::save(
+        &npy,
+        Format::Npy,
+        &[("anything".into(), movie.clone())],
+        &Default::default(),
+    )
+    .unwrap();
+    for (to, main) in [
+        ("pvp", "values"),
+        ("pvp:sparse", "values"),
+        ("som-data", "data"),
+        ("primitiv:parameter", "value"),
+        ("primitiv:tensor", "tensor"),
+        ("caffemodel", "movie/0"),
+        ("binaryproto", "mean"),
+    ] {
+        let out = dir.path().join(format!("out_{}", to.replace(':', "_")));
+        let (code, _, err) = tf(args!["convert", &npy, &out, "--to", to]);
+        assert_eq!(code, 0, "{to}: {err}");
+        let doc = tensorfmt::Document::open(&out).unwrap();
+        let name = doc
+            .names()
+            .into_iter()
+            .find(|n| n == main || (main == "tensor" && doc.names().len() == 1))
+            .unwrap_or_else(|| panic!("{to}: {:?}", doc.names()));
+        let back = doc.entry(&name).unwrap().read().unwrap();
+        assert_eq!(back.numel(), movie.numel(), "{to}");
+        assert_eq!(back.stats().sum, movie.stats().sum, "{to}");
+    }
+    // An [ny, nx, nf] image is one frame of a dense PVP file.
+    let img = Tensor::from_vec(vec![1f32; 4 * 5 * 2], [4, 5, 2], Order::RowMajor).unwrap();
+    let p = dir.path().join("img.npy");
+    tensorfmt::save(&p, Format::Npy, &[("img".into(), img)], &Default::default()).unwrap();
+    let out = dir.path().join("img.pvp");
+    let (code, _, err) = tf(args!["convert", &p, &out]);
+    assert_eq!(code, 0, "{err}");
+    let doc = tensorfmt::Document::open(&out).unwrap();
+    assert_eq!(doc.entry("values").unwrap().shape().dims(), &[1, 4, 5, 2]);
+    // Several competing tensors: the error names what PVP accepts.
+    let two = npz_with(dir.path(), &[("a", images()), ("b", images())]);
+    let (code, _, err) = tf(args!["convert", &two, dir.path().join("two.pvp")]);
+    assert_eq!(code, 1);
+    assert!(err.contains("values") && err.contains("weights"), "{err}");
+}

@@ -499,6 +499,7 @@ fn save_only(
     tensors: &[(String, Tensor)],
     options: &WriteOptions,
 ) -> Result<()> {
+    let tensors = &*crate::naming::lone_array(format, options, tensors)?;
     match format {
         Format::Npy => match tensors {
             [(_, t)] => interop::npy::save(path, t, options),

@@ -135,6 +135,7 @@ pub mod diff;
 pub mod document;
 pub mod formats;
 pub mod interop;
+mod naming;
 pub mod render;
 
 pub use document::{Document, Entries, Entry};
