@@ -410,10 +410,16 @@ pub fn convert_file(a: &ConvertArgs, show_progress: bool) -> Result<Converted, F
     })
 }
 
-/// `tensorfmt validate FILE... [--quiet | --json] [--kind K] [--strict]`.
+/// `tensorfmt validate FILE... [--lenient] [--quiet | --json] [--kind K] [--strict]`.
+///
+/// By default the question is "will the original program load this file?": the file
+/// is checked as the original reads it (`ReadOptions::strict`), and a file that only
+/// our lenient reader accepts fails with the original's reason and a note that
+/// `convert` can still recover its data. `lenient` asks only whether tensorfmt reads it.
 pub fn validate(
     files: &[PathBuf],
     read: &ReadOptions,
+    lenient: bool,
     quiet: bool,
     as_json: bool,
 ) -> Result<(), Failure> {
@@ -427,13 +433,30 @@ pub fn validate(
         "validating",
         quiet || as_json,
     );
+    let check = |f: &Path, options: &ReadOptions| {
+        tensorfmt::open(f, options).and_then(|file| {
+            file.validate()?;
+            Ok((file.format(), file.kind(), file.warnings()))
+        })
+    };
+    let strict = ReadOptions {
+        strict: true,
+        ..read.clone()
+    };
     let mut failed = false;
     let mut results = Vec::new();
     for (f, size) in files.iter().zip(sizes) {
-        let result = tensorfmt::open(f, read).and_then(|file| {
-            file.validate()?;
-            Ok((file.format(), file.kind(), file.warnings()))
-        });
+        let mut result = check(f, if lenient { read } else { &strict });
+        // Refused as the original refuses it: can tensorfmt still read it?
+        let mut readable = result.is_ok();
+        if let (false, Err(e)) = (lenient, &result) {
+            if check(f, read).is_ok() {
+                readable = true;
+                result = Err(tensorfmt::Error::Invalid(format!(
+                    "the original program refuses this file ({e}); tensorfmt reads it leniently, so `tensorfmt convert` recovers the data (`validate --lenient` checks only that)"
+                )));
+            }
+        }
         bar.inc(size);
         failed |= result.is_err();
         if as_json {
@@ -441,6 +464,7 @@ pub fn validate(
                 Ok((format, kind, warnings)) => json!({
                     "file": f.display().to_string(),
                     "ok": true,
+                    "readable": true,
                     "format": format,
                     "kind": kind,
                     "error": null,
@@ -449,6 +473,7 @@ pub fn validate(
                 Err(e) => json!({
                     "file": f.display().to_string(),
                     "ok": false,
+                    "readable": readable,
                     "format": null,
                     "kind": null,
                     "error": e.to_string(),

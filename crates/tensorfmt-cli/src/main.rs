@@ -180,6 +180,10 @@ Example:
         /// Take the files below directories (those with a known extension).
         #[arg(long, short)]
         recursive: bool,
+        /// Only ask whether tensorfmt reads the file (default: whether the original
+        /// program would load it; files only our lenient reader accepts fail).
+        #[arg(long)]
+        lenient: bool,
     },
     /// Compare two files tensor by tensor (exit 0 equal, 1 different, 2 trouble).
     ///
@@ -442,9 +446,10 @@ fn main() -> ExitCode {
             quiet,
             json,
             recursive,
+            lenient,
         } => collection::expand(&files, recursive).and_then(|inputs| {
             let paths: Vec<PathBuf> = inputs.into_iter().map(|i| i.path).collect();
-            commands::validate(&paths, &read.options(), quiet, json)
+            commands::validate(&paths, &read.options(), lenient, quiet, json)
         }),
         Command::Diff {
             a,

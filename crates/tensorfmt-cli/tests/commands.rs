@@ -263,7 +263,10 @@ fn inspect_kind_and_strict() {
     assert_eq!(code, 1, "{err}");
     let (code, _, _) = tf(args!["validate", "--strict", mixed]);
     assert_eq!(code, 1);
-    let (code, _, _) = tf(args!["validate", mixed]);
+    // validate asks what the original accepts; --lenient only whether we read it.
+    let (code, _, _) = tf(args!["validate", &mixed]);
+    assert_eq!(code, 1);
+    let (code, _, _) = tf(args!["validate", "--lenient", mixed]);
     assert_eq!(code, 0);
 }
 

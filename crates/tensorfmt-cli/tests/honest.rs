@@ -212,3 +212,49 @@ fn a_lone_array_converts_to_every_writable_kind() {
     assert_eq!(code, 1);
     assert!(err.contains("values") && err.contains("weights"), "{err}");
 }
+
+/// `validate` answers "will the original program load this file?" (item 4).
+#[test]
+fn validate_asks_what_the_original_program_accepts() {
+    let dir = tempfile::tempdir().unwrap();
+    // A crash-truncated PVP file: whole frames plus half of one.
+    let dense = std::fs::read(testdata("pvp", "dense_f32.pvp")).unwrap();
+    let cut = dir.path().join("crashed.pvp");
+    std::fs::write(&cut, &dense[..dense.len() - 20]).unwrap();
+    let mixed = testdata("caffe", "mixed_layers.caffemodel");
+    for file in [&cut, &mixed] {
+        let (code, out, _) = tf(args!["validate", file]);
+        assert_eq!(code, 1, "{out}");
+        assert!(
+            out.contains("the original program refuses this file")
+                && out.contains("tensorfmt convert"),
+            "{out}"
+        );
+        let (code, out, _) = tf(args!["validate", "--lenient", file]);
+        assert_eq!(code, 0, "{out}");
+        let (code, out, _) = tf(args!["validate", "--json", file]);
+        assert_eq!(code, 1);
+        let v = json(&out);
+        assert_eq!(v["files"][0]["ok"], false);
+        assert_eq!(v["files"][0]["readable"], true);
+        // inspect stays lenient, with the warning.
+        let (code, out, err) = tf(args!["inspect", file]);
+        assert_eq!(code, 0, "{err}");
+        assert!(
+            out.contains("warning") || err.contains("warning"),
+            "{out}{err}"
+        );
+    }
+    // convert recovers the data of the crashed file (the whole frames).
+    let out = dir.path().join("recovered.npz");
+    let (code, _, err) = tf(args!["convert", &cut, &out]);
+    assert_eq!(code, 0, "{err}");
+    // A file nobody reads is not readable; a good file is ok both ways.
+    let junk = dir.path().join("junk.pvp");
+    std::fs::write(&junk, &dense[..40]).unwrap();
+    let (code, out, _) = tf(args!["validate", "--json", &junk]);
+    assert_eq!(code, 1);
+    assert_eq!(json(&out)["files"][0]["readable"], false);
+    let (code, _, _) = tf(args!["validate", testdata("pvp", "dense_f32.pvp")]);
+    assert_eq!(code, 0);
+}

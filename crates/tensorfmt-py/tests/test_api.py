@@ -246,3 +246,17 @@ def test_writes_warn_where_the_original_program_will_not_read_them(tmp_path):
         warnings.simplefilter("error")
         tensorfmt.save(tmp_path / "f32.bin", {"data": images}, to="som-data")
         assert tensorfmt.convert(tmp_path / "f32.bin", tmp_path / "f32.npz") == ["data"]
+
+
+def test_validate_asks_what_the_original_program_accepts(tmp_path):
+    data = DENSE.read_bytes()
+    cut = tmp_path / "crashed.pvp"
+    cut.write_bytes(data[:-20])  # a crash-truncated file: whole frames plus part of one
+    r = tensorfmt.validate(cut)
+    assert not r.ok and r.readable and isinstance(r.error, tensorfmt.TensorfmtError)
+    assert tensorfmt.validate(cut, lenient=True).ok
+    junk = tmp_path / "junk.pvp"
+    junk.write_bytes(data[:40])
+    r = tensorfmt.validate(junk)
+    assert not r.ok and not r.readable
+    assert tensorfmt.validate(DENSE).ok

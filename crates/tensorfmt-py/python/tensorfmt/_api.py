@@ -529,8 +529,11 @@ def diff(
 class ValidationReport:
     """The result of :func:`validate`. ``bool(report)`` is ``report.ok``.
 
-    ``error`` is the :class:`TensorfmtError` that made the file invalid (``None`` when
-    it is valid); ``warnings`` what the lenient reader accepted.
+    ``ok``: the original program would load the file (or, with ``lenient=True``,
+    tensorfmt reads it); ``readable``: tensorfmt reads it, even when ``ok`` is false
+    because the original would not (:func:`convert` then still recovers the data);
+    ``error`` the :class:`TensorfmtError` that made it fail (``None`` when ``ok``);
+    ``warnings`` what the lenient reader accepted.
     """
 
     path: str
@@ -539,15 +542,20 @@ class ValidationReport:
     kind: Optional[str]
     warnings: List[str]
     error: Optional[BaseException]
+    readable: bool = True
 
     def __bool__(self) -> bool:
         return self.ok
 
 
-def validate(path: PathLike, *, strict: bool = False, format: Optional[str] = None) -> ValidationReport:
+def validate(path: PathLike, *, lenient: bool = False, format: Optional[str] = None) -> ValidationReport:
     """Checks a whole file (every frame, CRCs, sizes) and reports instead of raising.
 
-    ``strict`` also fails files that only the lenient reader accepts.
+    The question is "will the original program (OpenPV, PINK 2.5, primitiv, Caffe) load
+    this file?": a file that only tensorfmt's lenient reader accepts (a crash-truncated
+    PVP file, generic MessagePack in primitiv, a Caffe net with both ``layer`` and
+    ``layers``) is not ``ok`` but ``readable``. ``lenient=True`` asks only whether
+    tensorfmt reads it.
 
     >>> import tensorfmt
     >>> tensorfmt.validate("/tmp/act.pvp").ok
@@ -556,12 +564,24 @@ def validate(path: PathLike, *, strict: bool = False, format: Optional[str] = No
     from ._errors import TensorfmtError
 
     p = os.fspath(path)
-    try:
-        doc = open(p, strict=strict, format=format)
-    except TensorfmtError as e:
-        return ValidationReport(p, False, None, None, [], e)
-    with doc:
-        return doc.validate()
+
+    def check(strict: bool) -> ValidationReport:
+        try:
+            doc = open(p, strict=strict, format=format)
+        except TensorfmtError as e:
+            return ValidationReport(p, False, None, None, [], e, False)
+        with doc:
+            return doc.validate()
+
+    if lenient:
+        return check(False)
+    report = check(True)
+    if report.ok:
+        return report
+    loose = check(False)
+    if not loose.ok:
+        return loose
+    return ValidationReport(p, False, loose.format, loose.kind, loose.warnings, report.error, True)
 
 
 def formats() -> List[Dict[str, Any]]:
