@@ -116,6 +116,7 @@ fn report_json(a: &Path, b: &Path, r: &DiffReport) -> Value {
         "allow_dtype": r.options.allow_dtype,
         "only_in_a": infos(&r.only_in_a),
         "only_in_b": infos(&r.only_in_b),
+        "header": r.header.iter().map(|(k, a, b)| json!({"field": k, "a": a, "b": b})).collect::<Vec<_>>(),
         "tensors": r.tensors.iter().map(tensor_json).collect::<Vec<_>>(),
     })
 }
@@ -188,17 +189,21 @@ fn report_text(r: &DiffReport) -> String {
             }
         }
     }
+    for (k, a, b) in &r.header {
+        let _ = writeln!(out, "header {k}: {a} != {b}");
+    }
     let tol = tolerance_text(r);
     if r.is_equal() {
         let _ = writeln!(out, "equal: {} tensor(s), {tol}", r.tensors.len());
     } else {
         let _ = writeln!(
             out,
-            "different: {} of {} common tensor(s) differ, {} only in A, {} only in B ({tol})",
+            "different: {} of {} common tensor(s) differ, {} only in A, {} only in B, {} header field(s) differ ({tol})",
             r.differing(),
             r.tensors.len(),
             r.only_in_a.len(),
-            r.only_in_b.len()
+            r.only_in_b.len(),
+            r.header.len()
         );
     }
     out

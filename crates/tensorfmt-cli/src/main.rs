@@ -220,6 +220,10 @@ file, bad command line), as GNU diff does.")]
         /// Tensors whose values agree but whose dtypes differ count as equal.
         #[arg(long)]
         allow_dtype: bool,
+        /// Compare only the tensors (for two files of the same format, skip their kind
+        /// and header fields, which otherwise must match too).
+        #[arg(long)]
+        tensors_only: bool,
         #[command(flatten)]
         read: ReadArgs,
         /// Print nothing; the exit code says it all (like `cmp -s`).
@@ -458,6 +462,7 @@ fn main() -> ExitCode {
             atol,
             max_diffs,
             allow_dtype,
+            tensors_only,
             read,
             quiet,
             json,
@@ -466,6 +471,7 @@ fn main() -> ExitCode {
                 tolerance: tensorfmt::diff::Tolerance { rtol, atol },
                 max_diffs,
                 allow_dtype,
+                tensors_only,
             };
             // GNU diff: 0 same, 1 different, 2 trouble (whatever the trouble).
             return match diff_cmd::diff(&a, &b, &read.options(), &options, quiet, json) {

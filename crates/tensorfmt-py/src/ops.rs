@@ -114,7 +114,8 @@ pub fn save(
 /// Compares two files tensor by tensor; returns a plain dict the Python `DiffResult`
 /// wraps.
 #[pyfunction]
-#[pyo3(signature = (a, b, rtol=0.0, atol=0.0, max_diffs=10, allow_dtype=false))]
+#[pyo3(signature = (a, b, rtol=0.0, atol=0.0, max_diffs=10, allow_dtype=false, tensors_only=false))]
+#[allow(clippy::too_many_arguments)] // Python keyword arguments
 pub fn diff<'py>(
     py: Python<'py>,
     a: PathBuf,
@@ -123,6 +124,7 @@ pub fn diff<'py>(
     atol: f64,
     max_diffs: usize,
     allow_dtype: bool,
+    tensors_only: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let report = run(py, move || {
         let opts = read_options(None, false, None, false);
@@ -132,6 +134,7 @@ pub fn diff<'py>(
             tolerance: Tolerance { rtol, atol },
             max_diffs,
             allow_dtype,
+            tensors_only,
         };
         tensorfmt::diff::compare(fa.file(), fb.file(), &options)
     })?;
@@ -164,6 +167,7 @@ pub fn diff<'py>(
     };
     out.set_item("only_in_a", names(&report.only_in_a))?;
     out.set_item("only_in_b", names(&report.only_in_b))?;
+    out.set_item("header", report.header.clone())?;
     Ok(out)
 }
 

@@ -260,3 +260,15 @@ def test_validate_asks_what_the_original_program_accepts(tmp_path):
     r = tensorfmt.validate(junk)
     assert not r.ok and not r.readable
     assert tensorfmt.validate(DENSE).ok
+
+
+def test_diff_compares_what_the_legacy_formats_distinguish(tmp_path):
+    orig = TESTDATA / "caffe" / "v2_tiny.caffemodel"
+    st = tmp_path / "t.safetensors"
+    back = tmp_path / "back.caffemodel"
+    tensorfmt.convert(orig, st)
+    tensorfmt.convert(st, back)
+    d = tensorfmt.diff(orig, back)
+    assert not d.equal and any(field == "name" for field, _, _ in d.header)
+    assert tensorfmt.diff(orig, back, tensors_only=True).equal
+    assert tensorfmt.diff(orig, st).equal  # across formats: tensors only

@@ -143,6 +143,10 @@ pub struct DiffOptions {
     pub max_diffs: usize,
     /// Treat tensors whose values agree but whose dtypes differ as equal.
     pub allow_dtype: bool,
+    /// Compare only the tensors: skip the kind and header fields of two files of the
+    /// same format (which the format distinguishes: a primitiv batch of 3 `[2]` vectors
+    /// is not a `[2, 3]` matrix, though both export as `[2, 3]`).
+    pub tensors_only: bool,
 }
 
 impl Default for DiffOptions {
@@ -151,6 +155,7 @@ impl Default for DiffOptions {
             tolerance: Tolerance::EXACT,
             max_diffs: 10,
             allow_dtype: false,
+            tensors_only: false,
         }
     }
 }
@@ -256,6 +261,9 @@ pub struct DiffReport {
     pub only_in_a: Vec<TensorInfo>,
     /// Tensors only in B, in B's order.
     pub only_in_b: Vec<TensorInfo>,
+    /// For two files of the same format: the kind and header fields that differ, as
+    /// `(field, value in A, value in B)` (empty with `tensors_only`).
+    pub header: Vec<(String, String, String)>,
     /// The options used.
     pub options: DiffOptions,
 }
@@ -265,6 +273,7 @@ impl DiffReport {
     pub fn is_equal(&self) -> bool {
         self.only_in_a.is_empty()
             && self.only_in_b.is_empty()
+            && self.header.is_empty()
             && self.tensors.iter().all(|t| t.equal)
     }
 
@@ -312,6 +321,7 @@ pub fn compare(
             tensors: vec![compare_infos(a, b, &infos_a[0], &infos_b[0], options)?],
             only_in_a: Vec::new(),
             only_in_b: Vec::new(),
+            header: header_diffs(a, b, options),
             options: *options,
         });
     }
@@ -333,8 +343,45 @@ pub fn compare(
         tensors,
         only_in_a,
         only_in_b,
+        header: header_diffs(a, b, options),
         options: *options,
     })
+}
+
+/// The kind and header fields that differ between two files of the same legacy format
+/// (the things that format distinguishes beyond the exported tensors); nothing across
+/// formats, whose headers are not comparable.
+fn header_diffs(
+    a: &dyn TensorFile,
+    b: &dyn TensorFile,
+    options: &DiffOptions,
+) -> Vec<(String, String, String)> {
+    // npy, npz and safetensors headers only describe the tensors (compared already,
+    // with `allow_dtype` and tolerances applying); the legacy formats' headers hold
+    // what their tensors do not say.
+    let interop = matches!(a.format(), "npy" | "npz" | "safetensors");
+    if options.tensors_only || interop || a.format() != b.format() {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    if a.kind() != b.kind() {
+        out.push(("kind".to_string(), a.kind(), b.kind()));
+    }
+    let ha = a.header();
+    let hb = b.header();
+    for (k, va) in &ha {
+        match hb.iter().find(|(kb, _)| kb == k) {
+            Some((_, vb)) if vb == va => {}
+            Some((_, vb)) => out.push((k.clone(), va.to_string(), vb.to_string())),
+            None => out.push((k.clone(), va.to_string(), "(absent)".into())),
+        }
+    }
+    for (k, vb) in &hb {
+        if !ha.iter().any(|(ka, _)| ka == k) {
+            out.push((k.clone(), "(absent)".into(), vb.to_string()));
+        }
+    }
+    out
 }
 
 /// Compares the tensor `name` of two files.

@@ -464,11 +464,18 @@ class DiffResult:
     tensors: List[TensorDiff]
     only_in_a: List[str]
     only_in_b: List[str]
+    header: List[Tuple[str, str, str]] = field(default_factory=list)
 
     @property
     def equal(self) -> bool:
-        """Same tensor names, and every tensor equal within the tolerance."""
-        return not self.only_in_a and not self.only_in_b and all(t.equal for t in self.tensors)
+        """Same tensor names, every tensor equal within the tolerance, and (for two files
+        of the same legacy format) the same kind and header fields."""
+        return (
+            not self.only_in_a
+            and not self.only_in_b
+            and not self.header
+            and all(t.equal for t in self.tensors)
+        )
 
     def __bool__(self) -> bool:
         return self.equal
@@ -493,17 +500,23 @@ def diff(
     atol: float = 0.0,
     max_diffs: int = 10,
     allow_dtype: bool = False,
+    tensors_only: bool = False,
 ) -> DiffResult:
     """Compares two files tensor by tensor (streamed; any two formats).
 
     Values are equal when ``|a - b| <= atol + rtol * |b|`` (numpy's ``isclose``; the
     default is exact). ``allow_dtype`` compares values of tensors whose dtypes differ.
+    Two files of the same legacy format must also agree in kind and header fields (a
+    primitiv batch of 3 ``[2]`` vectors is not a ``[2, 3]`` matrix) unless
+    ``tensors_only``; ``result.header`` lists ``(field, a, b)`` differences.
 
     >>> import tensorfmt
     >>> tensorfmt.diff("/tmp/act.pvp", "/tmp/act.safetensors").equal
     True
     """
-    raw = _native.diff(os.fspath(a), os.fspath(b), float(rtol), float(atol), int(max_diffs), bool(allow_dtype))
+    raw = _native.diff(
+        os.fspath(a), os.fspath(b), float(rtol), float(atol), int(max_diffs), bool(allow_dtype), bool(tensors_only)
+    )
     tensors = [
         TensorDiff(
             name=t["name"],
@@ -522,7 +535,7 @@ def diff(
         )
         for t in raw["tensors"]
     ]
-    return DiffResult(tensors, list(raw["only_in_a"]), list(raw["only_in_b"]))
+    return DiffResult(tensors, list(raw["only_in_a"]), list(raw["only_in_b"]), [tuple(h) for h in raw["header"]])
 
 
 @dataclass(frozen=True)

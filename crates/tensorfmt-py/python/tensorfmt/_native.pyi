@@ -82,7 +82,13 @@ def save(
     fsync: bool = True,
 ) -> Tuple[int, List[str], List[str]]: ...
 def diff(
-    a: _Path, b: _Path, rtol: float = 0.0, atol: float = 0.0, max_diffs: int = 10, allow_dtype: bool = False
+    a: _Path,
+    b: _Path,
+    rtol: float = 0.0,
+    atol: float = 0.0,
+    max_diffs: int = 10,
+    allow_dtype: bool = False,
+    tensors_only: bool = False,
 ) -> Dict[str, Any]: ...
 def formats() -> List[Tuple[str, List[str], List[str], bool]]: ...
 def detect(path: _Path) -> str: ...
