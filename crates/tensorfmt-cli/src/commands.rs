@@ -311,6 +311,7 @@ pub fn convert(a: ConvertArgs) -> Result<(), Failure> {
 pub fn convert_file(a: &ConvertArgs, show_progress: bool) -> Result<Converted, Failure> {
     let a = a.clone();
     let out = a.output.display().to_string();
+    let target_given = a.to.is_some();
     let target = match a.to {
         Some(t) => t,
         None => Target::from_path(&a.output).ok_or_else(|| {
@@ -342,6 +343,32 @@ pub fn convert_file(a: &ConvertArgs, show_progress: bool) -> Result<Converted, F
     let src: &dyn TensorFile = &*src;
     let infos = src.tensors();
     let all: Vec<String> = infos.iter().map(|i| i.name.clone()).collect();
+    // To the same format with nothing to change: the file itself, byte for byte.
+    let selects = a.tensor.is_some() || a.frames.is_some() || a.sparse;
+    let options_asked = a.hex || a.dtype.is_some() || !a.settings.is_empty();
+    let ext = |p: &Path| p.extension().map(|e| e.to_ascii_lowercase());
+    // A kind implied by the output's extension that the input's extension implies too
+    // (`.solverstate` to `.solverstate`) asks for nothing new.
+    let same_kind = if !target_given && ext(&a.input) == ext(&a.output) {
+        Target::new(target.format)
+    } else {
+        target.clone()
+    };
+    if !selects && !options_asked {
+        let plain = WriteOptions::default();
+        if let Some(report) =
+            tensorfmt::formats::keep_unchanged(&a.input, src, &a.output, &same_kind, &plain)?
+        {
+            return Ok(Converted {
+                format: src.format().to_string(),
+                kind: src.kind(),
+                bytes: infos.iter().map(byte_len).sum(),
+                names: all,
+                target,
+                report,
+            });
+        }
+    }
     let names = if let Some(t) = a.tensor {
         if !all.contains(&t) {
             return Err(Failure::Usage(format!(

@@ -258,3 +258,38 @@ fn validate_asks_what_the_original_program_accepts() {
     let (code, _, _) = tf(args!["validate", testdata("pvp", "dense_f32.pvp")]);
     assert_eq!(code, 0);
 }
+
+/// Converting to the same format with no flags keeps the file (issue 16, item 2): kind
+/// and everything in it, byte for byte, even where no tensors are exported.
+#[test]
+fn same_format_conversion_keeps_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    for (sub, file) in [
+        ("primitiv", "optimizer_adam.data"),
+        ("primitiv", "shape_4x3_batch2.data"),
+        ("primitiv", "tensor_3x2_batch2.data"),
+        ("primitiv", "parameter_2x3_stats.data"),
+        ("caffe", "tiny.solverstate"),
+        ("caffe", "v1_legacy.caffemodel"),
+        ("som", "data_f32_2ch_comments.bin"),
+        ("pvp", "sparse_values_dt4.pvp"),
+    ] {
+        let src = testdata(sub, file);
+        let out = dir.path().join(file);
+        let (code, _, err) = tf(args!["convert", &src, &out]);
+        assert_eq!(code, 0, "{file}: {err}");
+        assert_eq!(
+            std::fs::read(&out).unwrap(),
+            std::fs::read(&src).unwrap(),
+            "{file}"
+        );
+        let (code, out_text, _) = tf(args!["diff", &src, &out]);
+        assert_eq!(code, 0, "{file}: {out_text}");
+    }
+    // Asking for a change (here a dtype) converts for real.
+    let src = testdata("som", "data_f32_2ch_comments.bin");
+    let out = dir.path().join("f64.bin");
+    let (code, _, err) = tf(args!["convert", &src, &out, "--dtype", "f64"]);
+    assert_eq!(code, 0, "{err}");
+    assert_ne!(std::fs::read(&out).unwrap(), std::fs::read(&src).unwrap());
+}

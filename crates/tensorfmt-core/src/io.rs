@@ -346,16 +346,32 @@ impl AtomicFile {
     fn name_error(&self, op: &str, e: io::Error) -> io::Error {
         io::Error::new(e.kind(), format!("{op} {}: {e}", self.target.display()))
     }
+
+    /// A write error; `EFAULT` from a source buffer in a mapped input means that input
+    /// shrank under us (the kernel reports it instead of `SIGBUS` when it does the copy).
+    fn write_error(&self, buf: &[u8], e: io::Error) -> io::Error {
+        #[cfg(unix)]
+        if e.raw_os_error() == Some(libc::EFAULT) {
+            if let Some(input) = fault_guard::record_efault(buf.as_ptr() as usize, buf.len()) {
+                let changed = Error::InputChanged {
+                    path: input.display().to_string(),
+                };
+                return self.name_error("writing", io::Error::other(changed.to_string()));
+            }
+        }
+        let _ = buf;
+        self.name_error("writing", e)
+    }
 }
 
 impl Write for AtomicFile {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         let r = self.inner()?.write(buf);
-        r.map_err(|e| self.name_error("writing", e))
+        r.map_err(|e| self.write_error(buf, e))
     }
     fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
         let r = self.inner()?.write_all(buf);
-        r.map_err(|e| self.name_error("writing", e))
+        r.map_err(|e| self.write_error(buf, e))
     }
     fn flush(&mut self) -> io::Result<()> {
         let r = self.inner()?.flush();

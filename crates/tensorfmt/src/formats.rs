@@ -603,6 +603,54 @@ fn convert_only(
     }
 }
 
+/// Converting a file to its own format with nothing to change keeps it: when `target`
+/// is `source`'s format without a kind, `options` ask for nothing (no dtype, settings or
+/// layout; `skip_fsync` aside) and the reader needed no leniency (no warnings), the
+/// file's bytes are copied through an [`AtomicFile`](tensorfmt_core::io::AtomicFile).
+/// Everything in it survives, byte for byte: a primitiv Optimizer or Shape, a solver
+/// state, a PINK comment block, a hexagonal mapping, a batched tensor. Returns `None`
+/// when a real conversion is needed.
+///
+/// ```
+/// # let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+/// let src = root.join("testdata/primitiv/optimizer_adam.data");
+/// let doc = tensorfmt::Document::open(&src)?;
+/// let dir = tempfile::tempdir()?;
+/// let out = dir.path().join("copy.data");
+/// let target = tensorfmt::Target::new(tensorfmt::Format::Primitiv);
+/// let report = tensorfmt::formats::keep_unchanged(&src, &doc, &out, &target, &Default::default())?;
+/// assert!(report.is_some());
+/// assert_eq!(std::fs::read(&out)?, std::fs::read(&src)?);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn keep_unchanged(
+    source_path: &Path,
+    source: &dyn TensorFile,
+    path: &Path,
+    target: &Target,
+    options: &WriteOptions,
+) -> Result<Option<WriteReport>> {
+    let plain = WriteOptions {
+        skip_fsync: options.skip_fsync,
+        ..WriteOptions::default()
+    };
+    let same = source.format() == target.format.name()
+        && target.kind.is_none()
+        && options.kind.is_none()
+        && !options.hex
+        && options.dtype.is_none()
+        && options.extra.is_empty()
+        && source.warnings().is_empty();
+    if !same || format!("{options:?}") != format!("{plain:?}") {
+        return Ok(None);
+    }
+    let bytes = tensorfmt_core::io::map_file(source_path)?;
+    let mut out = tensorfmt_core::io::AtomicFile::create(path)?.sync(!options.skip_fsync);
+    std::io::Write::write_all(&mut out, &bytes).map_err(|e| Error::io(path, e))?;
+    out.commit()?;
+    report(path, target.format, source.tensors().len(), options).map(Some)
+}
+
 /// Wraps `(name, tensor)` pairs for [`convert`].
 pub fn memory_file(tensors: Vec<(String, Tensor)>) -> MemoryFile {
     MemoryFile::new(tensors)

@@ -57,6 +57,30 @@ pub fn last_faulted_path() -> Option<PathBuf> {
         .map(|(_, p)| p.clone())
 }
 
+/// Records a fault that the kernel reported as `EFAULT` instead of a signal: a
+/// `write(2)` whose source buffer `[addr, addr + len)` lies in a registered mapping
+/// whose file shrank. It counts like a guarded signal (so no open `AtomicFile`
+/// commits) and returns the input's path; `None` when the buffer is not ours.
+pub(crate) fn record_efault(addr: usize, len: usize) -> Option<PathBuf> {
+    for slot in 0..SLOTS {
+        let start = STARTS[slot].load(Ordering::SeqCst);
+        if start == 0 {
+            continue;
+        }
+        let size = LENS[slot].load(Ordering::SeqCst);
+        if addr < start.saturating_add(size) && start < addr.saturating_add(len) {
+            LAST_SLOT.store(slot, Ordering::SeqCst);
+            FAULTS.fetch_add(1, Ordering::SeqCst);
+            let paths = PATHS.lock().unwrap_or_else(|p| p.into_inner());
+            return paths
+                .iter()
+                .find(|(s, _)| *s == slot)
+                .map(|(_, p)| p.clone());
+        }
+    }
+    None
+}
+
 /// A mapping's place in the registry; dropping it (before the unmap) removes it.
 #[derive(Debug)]
 pub(crate) struct Registration {
