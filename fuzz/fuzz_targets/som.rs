@@ -15,6 +15,7 @@ fn rewrite(f: &SomFile) -> Option<Vec<u8>> {
         comments: c.lines.clone(),
         data_type: f.data_type().unwrap_or(tensorfmt_som::DataType::F32),
         pink_cli_compat: f.hex_inferred(),
+        end_line: c.end_line,
     };
     let n = f.n_entries().unwrap_or(0) as usize;
     let mut out = Vec::new();

@@ -69,6 +69,7 @@ fuzz_target!(|d: Desc| {
         comments: comments.clone(),
         data_type,
         pink_cli_compat: d.pink_cli_compat,
+        end_line: false,
     };
     let item = dims(&d.item_dims, 3, 6);
     let map = match d.hex {

@@ -392,6 +392,7 @@ pub fn save_tensors(
             .unwrap_or_default(),
         data_type,
         pink_cli_compat: extra("pink_cli_compat") == Some("true"),
+        end_line: false,
     };
     let cast = |t: &Tensor| -> Result<Tensor> {
         if t.dtype() == data_type.dtype() {

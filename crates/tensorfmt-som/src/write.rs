@@ -32,6 +32,10 @@ pub struct WriteConfig {
     /// Write SOM layout code 0 for hexagonal maps, exactly as the PINK program does
     /// (default: 1, the spec-correct code).
     pub pink_cli_compat: bool,
+    /// Write a lone `# END OF HEADER` line when `comments` is empty, as files that have
+    /// a bare one do (so that they re-serialise byte for byte; found by the `som`
+    /// fuzz target).
+    pub end_line: bool,
 }
 
 impl Default for WriteConfig {
@@ -40,8 +44,18 @@ impl Default for WriteConfig {
             comments: Vec::new(),
             data_type: DataType::F32,
             pink_cli_compat: false,
+            end_line: false,
         }
     }
+}
+
+/// The comment block a writer emits for `config`: its comment lines closed by
+/// `# END OF HEADER`, a lone END line for `end_line`, or nothing.
+fn comment_block(config: &WriteConfig) -> Result<Vec<u8>> {
+    if config.comments.is_empty() && config.end_line {
+        return Ok(format!("{END_OF_HEADER}\n").into_bytes());
+    }
+    encode_comments(&config.comments)
 }
 
 /// The comment block for `lines` (empty when there are none).
@@ -140,7 +154,7 @@ pub fn encode_header(
     item_dims: &[usize],
     config: &WriteConfig,
 ) -> Result<Vec<u8>> {
-    let mut out = encode_comments(&config.comments)?;
+    let mut out = comment_block(config)?;
     push_ints(&mut out, &[2, kind.code()]);
     if kind != FileKind::RotFlip {
         push_ints(&mut out, &[config.data_type.code()]);
@@ -217,7 +231,7 @@ impl<W: Write + Seek> DataWriter<W> {
     pub fn new(mut w: W, entry_dims: &[usize], config: &WriteConfig) -> Result<DataWriter<W>> {
         let start = w.stream_position()?;
         let header = encode_header(FileKind::Data, 0, None, entry_dims, config)?;
-        let comments = encode_comments(&config.comments)?.len() as u64;
+        let comments = comment_block(config)?.len() as u64;
         w.write_all(&header)?;
         let dtype = config.data_type.dtype();
         let entry_bytes = entry_dims

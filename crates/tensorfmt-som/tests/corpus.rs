@@ -740,6 +740,7 @@ fn reserialize(f: &SomFile) -> Vec<u8> {
         comments: f.comments().lines.clone(),
         data_type: f.data_type().unwrap_or(tensorfmt_som::DataType::F32),
         pink_cli_compat: f.hex_inferred(),
+        end_line: f.comments().end_line,
     };
     let mut out = Vec::new();
     let n = f.n_entries().unwrap_or(0) as usize;

@@ -88,6 +88,7 @@ fn rewrite(f: &SomFile) -> Vec<u8> {
         comments: f.comments().lines.clone(),
         data_type: f.data_type().unwrap_or(DataType::F32),
         pink_cli_compat: f.hex_inferred(),
+        end_line: f.comments().end_line,
     };
     let mut out = Vec::new();
     let n = f.n_entries().unwrap_or(0) as usize;
@@ -171,4 +172,24 @@ fn sniff_rejects_the_other_formats_fixtures() {
         }
     }
     eprintln!("sniff checked against {checked} foreign fixtures");
+}
+
+/// The `som` fuzz target's find: a comment block that is a bare `# END OF HEADER` line
+/// must survive a re-serialisation (it was dropped).
+#[test]
+fn a_bare_end_of_header_line_is_rewritten() {
+    let plain = std::fs::read(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../testdata/som/data_f32_2x3.bin"),
+    )
+    .unwrap();
+    let start = tensorfmt_som::SomFile::from_bytes(plain.clone().into())
+        .unwrap()
+        .comments()
+        .len;
+    let mut bytes = b"# END OF HEADER\n".to_vec();
+    bytes.extend_from_slice(&plain[start..]);
+    let f = SomFile::from_bytes(bytes.clone().into()).unwrap();
+    assert!(f.comments().end_line && f.comments().lines.is_empty());
+    assert_eq!(rewrite(&f), bytes);
 }

@@ -111,6 +111,7 @@ fn hexagonal_layout_codes() {
         let mut b = Vec::new();
         let c = WriteConfig {
             pink_cli_compat: compat,
+            end_line: false,
             ..WriteConfig::default()
         };
         write_som(&mut b, &map, &[2, 2], &som, &c).unwrap();

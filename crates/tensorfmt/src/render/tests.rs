@@ -83,6 +83,7 @@ fn tiny_hexagonal_som_and_two_channels() {
     let t = Tensor::from_vec(v, [7, 2, 4, 4], Order::RowMajor).unwrap();
     let compat = WriteConfig {
         pink_cli_compat: true,
+        end_line: false,
         ..WriteConfig::default()
     };
     write(&p, |b| {
