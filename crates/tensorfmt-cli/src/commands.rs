@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
+use tensorfmt::provenance::{self, field_json, Restored};
 use tensorfmt::render::RenderOptions;
 use tensorfmt::{
     DType, FieldValue, Format, ReadOptions, Stats, Target, TensorFile, TensorInfo, WriteOptions,
@@ -44,20 +45,6 @@ fn all_stats(file: &dyn TensorFile, infos: &[TensorInfo]) -> Result<Vec<Stats>, 
     Ok(out)
 }
 
-fn field_json(v: &FieldValue) -> Value {
-    match v {
-        FieldValue::Bool(b) => json!(b),
-        FieldValue::Int(i) => json!(i),
-        FieldValue::UInt(u) => json!(u),
-        FieldValue::Float(f) => json!(f),
-        FieldValue::Text(s) => json!(s),
-        FieldValue::List(l) => Value::Array(l.iter().map(field_json).collect()),
-        FieldValue::Map(m) => {
-            Value::Object(m.iter().map(|(k, v)| (k.clone(), field_json(v))).collect())
-        }
-    }
-}
-
 fn stats_json(s: &Stats) -> Value {
     json!({
         "count": s.count,
@@ -91,11 +78,27 @@ fn field_text(out: &mut String, indent: usize, key: &str, v: &FieldValue) {
                 l.len()
             );
         }
+        FieldValue::Text(t) if t.len() > TEXT_STRING_MAX => {
+            // A carried skeleton (`tensorfmt.source`) is long JSON; `--json` has it whole.
+            let cut = (0..=TEXT_STRING_MAX)
+                .rev()
+                .find(|&i| t.is_char_boundary(i))
+                .unwrap_or(0);
+            let _ = writeln!(
+                out,
+                "{pad}{key}: {}... ({} bytes; --json shows all)",
+                &t[..cut],
+                t.len()
+            );
+        }
         other => {
             let _ = writeln!(out, "{pad}{key}: {other}");
         }
     }
 }
+
+/// Longest text value `inspect` prints whole.
+const TEXT_STRING_MAX: usize = 160;
 
 fn fmt_opt(x: Option<f64>) -> String {
     x.map_or_else(|| "-".to_string(), |v| format!("{v}"))
@@ -336,11 +339,11 @@ pub fn convert_file(a: &ConvertArgs, show_progress: bool) -> Result<Converted, F
         sparse_csr: a.sparse,
         ..a.read.clone()
     };
-    let src = match a.from {
+    let doc = match a.from {
         Some(f) => tensorfmt::open_as(&a.input, f, &read_options)?,
         None => tensorfmt::open(&a.input, &read_options)?,
     };
-    let src: &dyn TensorFile = &*src;
+    let src: &dyn TensorFile = &*doc;
     let infos = src.tensors();
     let all: Vec<String> = infos.iter().map(|i| i.name.clone()).collect();
     // To the same format with nothing to change: the file itself, byte for byte.
@@ -368,6 +371,39 @@ pub fn convert_file(a: &ConvertArgs, show_progress: bool) -> Result<Converted, F
                 report,
             });
         }
+    }
+    // What a legacy file holds besides its tensors rides in safetensors / npz metadata,
+    // and comes back when such a file is converted to that format again.
+    let mut notes = Vec::new();
+    let whole = a.tensor.is_none();
+    if whole && !options_asked {
+        // A kind only implied by the output's extension asks for nothing new.
+        let plain = if target_given {
+            target.clone()
+        } else {
+            Target::new(target.format)
+        };
+        match provenance::restore(&doc, &a.output, &plain, &WriteOptions::default())? {
+            Restored::Written(report) => {
+                return Ok(Converted {
+                    format: src.format().to_string(),
+                    kind: src.kind(),
+                    bytes: infos.iter().map(byte_len).sum(),
+                    names: all,
+                    target,
+                    report,
+                })
+            }
+            Restored::Refused(why) => notes.push(why),
+            Restored::NotRecorded => {}
+        }
+    }
+    // The skeleton a whole legacy file leaves in safetensors / npz metadata.
+    let mut carried = None;
+    if whole && a.dtype.is_none() && matches!(target.format, Format::Safetensors | Format::Npz) {
+        let rec = provenance::record(&doc)?;
+        notes.extend(rec.note);
+        carried = rec.json;
     }
     let names = if let Some(t) = a.tensor {
         if !all.contains(&t) {
@@ -397,10 +433,11 @@ pub fn convert_file(a: &ConvertArgs, show_progress: bool) -> Result<Converted, F
                 vec![first.clone()]
             }
         }
-    } else if all.is_empty() {
+    } else if all.is_empty() && carried.is_none() {
         // An empty archive would be a valid file, but some formats cannot say "empty"
         // (an empty caffemodel is a 0-byte file), and a user converting a file with no
         // tensors (a primitiv optimizer state, a net without weights) wants to know.
+        // With its skeleton carried in metadata such a file is not empty.
         return Err(Failure::Input(format!(
             "{} holds no tensors, so there is nothing to convert",
             a.input.display()
@@ -408,13 +445,19 @@ pub fn convert_file(a: &ConvertArgs, show_progress: bool) -> Result<Converted, F
     } else {
         all
     };
-    let write_options = WriteOptions {
+    let mut write_options = WriteOptions {
         kind: target.kind.clone(),
         hex: a.hex,
         dtype: a.dtype,
         extra: a.settings.into_iter().collect(),
         ..WriteOptions::default()
     };
+    if let Some(json) = carried {
+        write_options
+            .extra
+            .entry(provenance::KEY.to_string())
+            .or_insert(json);
+    }
     let total: u64 = infos
         .iter()
         .filter(|i| names.contains(&i.name))
@@ -425,7 +468,9 @@ pub fn convert_file(a: &ConvertArgs, show_progress: bool) -> Result<Converted, F
         inner: src,
         bar: bar.clone(),
     };
-    let report = tensorfmt::convert(&tracked, &names, &a.output, target.format, &write_options)?;
+    let mut report =
+        tensorfmt::convert(&tracked, &names, &a.output, target.format, &write_options)?;
+    report.warnings.extend(notes);
     bar.finish_and_clear();
     Ok(Converted {
         format: src.format().to_string(),

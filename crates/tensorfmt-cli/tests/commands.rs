@@ -540,15 +540,24 @@ fn no_progress_bar_when_piped() {
 #[test]
 fn converting_a_file_without_tensors_is_an_error_and_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    for out in ["empty.caffemodel", "empty.npz"] {
+    let source = testdata("caffe", "mixed_layers.caffemodel");
+    for out in ["empty.caffemodel", "empty.npy"] {
         let target = dir.path().join(out);
-        let (code, _, err) = tf([
-            "convert".as_ref(),
-            testdata("caffe", "mixed_layers.caffemodel").as_os_str(),
-            target.as_os_str(),
-        ]);
+        let (code, _, err) = tf(["convert".as_ref(), source.as_os_str(), target.as_os_str()]);
         assert_eq!(code, 1, "{err}");
         assert!(err.contains("holds no tensors"), "{err}");
         assert!(!target.exists());
     }
+    // An npz carries the file's structure beside its (zero) tensors, so
+    // the conversion is worth making: it gives the file back.
+    let npz = dir.path().join("empty.npz");
+    let back = dir.path().join("back.caffemodel");
+    for a in [args!["convert", source, npz], args!["convert", npz, back]] {
+        let (code, _, err) = tf(&a);
+        assert_eq!(code, 0, "{a:?}: {err}");
+    }
+    assert_eq!(
+        std::fs::read(&back).unwrap(),
+        std::fs::read(&source).unwrap()
+    );
 }

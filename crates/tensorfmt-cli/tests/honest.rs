@@ -293,3 +293,86 @@ fn same_format_conversion_keeps_the_file() {
     assert_eq!(code, 0, "{err}");
     assert_ne!(std::fs::read(&out).unwrap(), std::fs::read(&src).unwrap());
 }
+
+#[test]
+fn round_trips_through_modern_formats_give_back_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    for (sub, file) in [
+        ("primitiv", "model_nested_adam.data"),
+        ("caffe", "v1_legacy.caffemodel"),
+        ("caffe", "tiny.solverstate"),
+        ("som", "data_f32_2ch_comments.bin"),
+        ("pvp", "kernel_f32.pvp"),
+        ("pvp", "sparse_values_dt4.pvp"),
+    ] {
+        let src = testdata(sub, file);
+        for via in ["safetensors", "npz"] {
+            let mid = dir.path().join(format!("mid.{via}"));
+            let (code, _, err) = tf(args!["convert", &src, &mid, "--force"]);
+            assert_eq!(code, 0, "{file}: {err}");
+            let back = dir.path().join(file);
+            let (code, _, err) = tf(args!["convert", &mid, &back, "--force"]);
+            assert_eq!(code, 0, "{file}: {err}");
+            assert!(err.is_empty(), "{file} via {via}: {err}");
+            assert_eq!(
+                std::fs::read(&back).unwrap(),
+                std::fs::read(&src).unwrap(),
+                "{file} via {via}"
+            );
+        }
+    }
+    // The metadata is visible (shortened in text, whole in JSON).
+    let mid = dir.path().join("mid.safetensors");
+    let (_, text, _) = tf(args!["inspect", &mid]);
+    assert!(
+        text.contains("tensorfmt.source: {\"tensorfmt\":1,\"format\":\"pvp\""),
+        "{text}"
+    );
+    assert!(text.contains("--json shows all"), "{text}");
+    let (_, text, _) = tf(args!["inspect", &mid, "--json"]);
+    let meta = &json(&text)["header"]["__metadata__"]["tensorfmt.source"];
+    assert!(meta.as_str().unwrap().contains("\"skeleton\""));
+    // A partial conversion carries nothing and says why.
+    let src = testdata("pvp", "dense_f32.pvp");
+    let part = dir.path().join("part.safetensors");
+    let (code, _, err) = tf(args!["convert", &src, &part, "--frames", "0:1"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("only part of the file was read"), "{err}");
+}
+
+#[test]
+fn metadata_that_no_longer_fits_is_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = testdata("pvp", "dense_f32.pvp");
+    let mid = dir.path().join("mid.safetensors");
+    let (code, _, _) = tf(args!["convert", &src, &mid]);
+    assert_eq!(code, 0);
+    // Keep the metadata, drop a frame: the header no longer fits the values.
+    let doc = tensorfmt::open(&mid, &Default::default()).unwrap();
+    let meta = tensorfmt::provenance::carried(doc.file()).unwrap();
+    let values = doc
+        .read_tensor("values")
+        .unwrap()
+        .slice_outer(0, 1)
+        .unwrap();
+    let mut options = tensorfmt::WriteOptions::default();
+    options
+        .extra
+        .insert(tensorfmt::provenance::KEY.into(), meta);
+    let edited = dir.path().join("edited.safetensors");
+    tensorfmt::save(
+        &edited,
+        Format::Safetensors,
+        &[("values".into(), values)],
+        &options,
+    )
+    .unwrap();
+    let back = dir.path().join("back.pvp");
+    let (code, _, err) = tf(args!["convert", &edited, &back]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("tensor \"values\" is f32 [1, 2, 3, 2], the original's was f32 [3, 2, 3, 2]")
+            && err.contains("tensors alone"),
+        "{err}"
+    );
+}

@@ -239,16 +239,17 @@ fn caffemodel_safetensors_caffemodel_then_a_change_is_seen() {
 }
 
 #[test]
-fn som_writer_default_dtype_is_a_dtype_difference_only() {
-    // PINK output defaults to f32 whatever the input dtype: `diff` reports the dtype,
-    // and `--allow-dtype` confirms the values survived (f64 0.5 steps, i16 fit f32).
+fn som_writer_dtype_is_a_dtype_difference_only() {
+    // Written back as f32 (asked for, so the original layout is not restored): `diff`
+    // reports the dtype, and `--allow-dtype` confirms the values survived (f64 0.5
+    // steps, i16 fit f32).
     let dir = tempfile::tempdir().unwrap();
     for f in ["data_f64.bin", "data_i16.bin"] {
         let orig = testdata("som", f);
         let npz = dir.path().join(format!("{f}.npz"));
         let back = dir.path().join(format!("back_{f}"));
         assert_eq!(tf(args!["convert", orig, npz]).0, 0);
-        assert_eq!(tf(args!["convert", npz, back]).0, 0);
+        assert_eq!(tf(args!["convert", "--dtype", "f32", npz, back]).0, 0);
         let (code, out, _) = tf(args!["diff", "--tensors-only", orig, back]);
         assert_eq!(code, 1, "{out}");
         assert!(
@@ -263,8 +264,9 @@ fn som_writer_default_dtype_is_a_dtype_difference_only() {
 }
 
 /// `diff` compares what the formats distinguish (issue 16, item 5): a primitiv batch of
-/// vectors and a matrix of the same exported shape differ; so do a caffemodel and its
-/// trip through safetensors, whose layer types and net name are not kept yet.
+/// vectors and a matrix of the same exported shape differ; so do a caffemodel and a
+/// copy written from its tensors alone (the trip through safetensors keeps the net's
+/// name and layer types only while the tensors are unchanged).
 #[test]
 fn header_losses_are_reported() {
     let dir = tempfile::tempdir().unwrap();
@@ -294,6 +296,13 @@ fn header_losses_are_reported() {
     let back = dir.path().join("back.caffemodel");
     assert_eq!(tf(args!["convert", &orig, &st]).0, 0);
     assert_eq!(tf(args!["convert", &st, &back]).0, 0);
+    assert_eq!(std::fs::read(&orig).unwrap(), std::fs::read(&back).unwrap());
+    // Widened to f64 on the way, the tensors no longer match the recorded layout.
+    let wide = dir.path().join("wide.safetensors");
+    let (code, _, err) = tf(args!["convert", "--dtype", "f64", &orig, &wide]);
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = tf(args!["convert", &wide, &back, "--force"]);
+    assert_eq!(code, 0, "{err}");
     let (code, out, _) = tf(args!["diff", &orig, &back]);
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("header name"), "{out}");

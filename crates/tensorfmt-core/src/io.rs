@@ -300,6 +300,22 @@ impl AtomicFile {
         &self.target
     }
 
+    /// The temporary file being written (to read back what was written before
+    /// [`commit`](AtomicFile::commit) publishes it; flush first).
+    ///
+    /// ```
+    /// use std::io::Write;
+    /// let dir = tempfile::tempdir()?;
+    /// let mut f = tensorfmt_core::io::AtomicFile::create(dir.path().join("x"))?;
+    /// f.write_all(b"draft")?;
+    /// f.flush()?;
+    /// assert_eq!(std::fs::read(f.temp_path())?, b"draft");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn temp_path(&self) -> &Path {
+        &self.tmp
+    }
+
     fn inner(&mut self) -> io::Result<&mut io::BufWriter<File>> {
         self.file
             .as_mut()

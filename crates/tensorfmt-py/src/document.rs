@@ -5,7 +5,7 @@ use std::sync::{Arc, RwLock};
 
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
-use tensorfmt::{Document, Error};
+use tensorfmt::{Document, Error, Format};
 
 use crate::array::Array;
 use crate::errors::{raise, run};
@@ -158,17 +158,22 @@ impl File {
                 settings.unwrap_or_default(),
                 fsync,
             )?;
-            let names = match names {
-                Some(n) => n,
-                None => doc.names(),
-            };
-            if names.is_empty() {
+            // A whole legacy file carries its skeleton into safetensors / npz: not empty.
+            let carries = names.is_none()
+                && matches!(target.format, Format::Safetensors | Format::Npz)
+                && !matches!(
+                    doc.file_format(),
+                    Format::Safetensors | Format::Npz | Format::Npy
+                );
+            if !carries && names.as_ref().unwrap_or(&doc.names()).is_empty() {
                 return Err(Error::Invalid(format!(
                     "{} holds no tensors, so there is nothing to convert",
                     doc.path().display()
                 )));
             }
-            let report = tensorfmt::convert(doc.file(), &names, &path, target.format, &options)?;
+            // All tensors: the same file when nothing changes, a legacy file's header and
+            // layout carried in safetensors / npz metadata and restored from it.
+            let report = doc.convert_to_with(&path, target, names.as_deref(), &options)?;
             Ok((report.offered, report.written, report.warnings))
         })
     }

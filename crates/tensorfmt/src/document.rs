@@ -35,12 +35,14 @@ use std::fmt;
 use std::ops::Deref;
 use std::path::{Path, PathBuf};
 
+use bytes::Bytes;
 use tensorfmt_core::{
     Chunks, DType, Error, FieldValue, ReadOptions, Result, Shape, Stats, Tensor, TensorFile,
     TensorInfo, WriteOptions,
 };
 
 use crate::formats::{self, Format, Target, WriteReport};
+use crate::provenance::{self, Restored};
 
 /// An opened tensor file: detected format, path, header, warnings and named tensors.
 ///
@@ -64,6 +66,9 @@ pub struct Document {
     format: Format,
     path: PathBuf,
     file: Box<dyn TensorFile>,
+    /// The bytes the whole file was opened from (not when only frames or a CSR export
+    /// were read): what [`provenance`](crate::provenance) cuts the tensors out of.
+    source: Option<Bytes>,
 }
 
 impl Document {
@@ -104,7 +109,21 @@ impl Document {
             format,
             path: path.into(),
             file,
+            source: None,
         }
+    }
+
+    /// Remembers the bytes `file` was opened from, when it was opened whole.
+    pub(crate) fn with_source(mut self, data: Bytes, whole: bool) -> Document {
+        self.source = whole.then_some(data);
+        self
+    }
+
+    /// The bytes of the whole file the document was opened from (`None` for a
+    /// document built with [`Document::new`], or opened with a frame range or CSR
+    /// export, whose tensors are not the file's).
+    pub fn source_bytes(&self) -> Option<&Bytes> {
+        self.source.as_ref()
     }
 
     /// The detected (or requested) format.
@@ -172,6 +191,12 @@ impl Document {
     /// Writes every tensor to `path` as `target` (a [`Format`], or a [`Target`] with a
     /// file kind such as `"som-data".parse()?`), with default [`WriteOptions`].
     /// npy takes exactly one tensor; npy, npz and safetensors outputs are streamed.
+    ///
+    /// Whole-file conversions lose nothing (see [`provenance`](crate::provenance)): to
+    /// the file's own format with nothing asked, the file is copied; a legacy file's
+    /// header and layout travel in safetensors or npz metadata; and a document carrying
+    /// them, converted back to that format, becomes the original file again (values
+    /// edited in between included). When that cannot be done the report says why.
     pub fn convert_to(
         &self,
         path: impl AsRef<Path>,
@@ -202,6 +227,7 @@ impl Document {
         options: &WriteOptions,
     ) -> Result<WriteReport> {
         let target = target.into();
+        let whole = names.is_none();
         let all;
         let names = match names {
             Some(n) => n,
@@ -210,11 +236,49 @@ impl Document {
                 &all
             }
         };
+        let path = path.as_ref();
+        let mut notes = Vec::new();
         let mut options = options.clone();
+        // A kind the output's extension implies (`.caffemodel`) asks for nothing new.
+        let kind = target.kind.as_ref().or(options.kind.as_ref());
+        let implied =
+            kind.is_none() || kind == Target::from_path(path).and_then(|t| t.kind).as_ref();
+        if whole && self.source.is_some() && implied {
+            let plain_target = Target::new(target.format);
+            let plain = WriteOptions {
+                kind: None,
+                ..options.clone()
+            };
+            let ext = |p: &Path| p.extension().map(|e| e.to_ascii_lowercase());
+            if kind.is_none() || ext(&self.path) == ext(path) {
+                if let Some(report) =
+                    formats::keep_unchanged(&self.path, self, path, &plain_target, &plain)?
+                {
+                    return Ok(report);
+                }
+            }
+            match provenance::restore(self, path, &plain_target, &plain)? {
+                Restored::Written(report) => return Ok(report),
+                Restored::Refused(why) => notes.push(why),
+                Restored::NotRecorded => {}
+            }
+        }
+        if whole
+            && matches!(target.format, Format::Safetensors | Format::Npz)
+            && options.dtype.is_none()
+        {
+            let rec = provenance::record(self)?;
+            notes.extend(rec.note);
+            if let Some(json) = rec.json {
+                options.extra.insert(provenance::KEY.to_string(), json);
+            }
+        }
         if target.kind.is_some() {
             options.kind = target.kind.clone();
         }
-        formats::convert(&*self.file, names, path.as_ref(), target.format, &options)
+        let mut report = formats::convert(&*self.file, names, path, target.format, &options)?;
+        report.warnings.extend(notes);
+        Ok(report)
     }
 }
 

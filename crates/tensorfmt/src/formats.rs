@@ -369,8 +369,9 @@ pub fn open_as(path: &Path, format: Format, options: &ReadOptions) -> Result<Doc
         return Err(format.not_enabled());
     }
     let data = tensorfmt_core::io::map_file(path)?;
-    let file = open_bytes(data, format, Some(path), options)?;
-    Ok(Document::new(format, path, file))
+    let file = open_bytes(data.clone(), format, Some(path), options)?;
+    let whole = options.frames.is_none() && !options.sparse_csr;
+    Ok(Document::new(format, path, file).with_source(data, whole))
 }
 
 /// Opens a file, detecting its format (content first, extension second), as a
@@ -440,7 +441,7 @@ impl WriteReport {
 }
 
 /// Reads back what a writer produced (a header-level open: the listing, not the data).
-fn report(
+pub(crate) fn report(
     path: &Path,
     format: Format,
     offered: usize,

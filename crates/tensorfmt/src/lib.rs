@@ -136,6 +136,7 @@ pub mod document;
 pub mod formats;
 pub mod interop;
 mod naming;
+pub mod provenance;
 pub mod render;
 
 pub use document::{Document, Entries, Entry};

@@ -483,7 +483,16 @@ const GROWTH_AXIS_MAX_DIGITS: usize = 21;
 /// assert!(h.starts_with(b"\x93NUMPY\x01\x00\x76\x00{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }    "));
 /// ```
 pub fn header_bytes(dtype: DType, shape: &Shape) -> Vec<u8> {
-    let dims = shape.dims();
+    header_bytes_for(dtype.numpy_descr(), shape.dims())
+}
+
+/// [`header_bytes`] for any numpy descr, such as `|S12` for a byte string.
+///
+/// ```
+/// let h = tensorfmt::interop::npy::header_bytes_for("|S5", &[]);
+/// assert!(h.starts_with(b"\x93NUMPY\x01\x00\x76\x00{'descr': '|S5', 'fortran_order': False, 'shape': (), }"));
+/// ```
+pub fn header_bytes_for(descr: &str, dims: &[usize]) -> Vec<u8> {
     let tuple = match dims {
         [] => "()".to_string(),
         [d] => format!("({d},)"),
@@ -495,10 +504,7 @@ pub fn header_bytes(dtype: DType, shape: &Shape) -> Vec<u8> {
                 .join(", ")
         ),
     };
-    let mut text = format!(
-        "{{'descr': '{}', 'fortran_order': False, 'shape': {tuple}, }}",
-        dtype.numpy_descr()
-    );
+    let mut text = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {tuple}, }}");
     if let Some(d) = dims.first() {
         let digits = d.to_string().len();
         text.push_str(&" ".repeat(GROWTH_AXIS_MAX_DIGITS.saturating_sub(digits)));

@@ -28,6 +28,7 @@ use zip::{CompressionMethod, ZipArchive, ZipWriter};
 
 use super::npy::{self, NpyHeader};
 use super::{info_of, row_chunks, stored_dtype, threads, write_chunks, InteropError, MemoryFile};
+use crate::provenance::{self, NPZ_MEMBER};
 
 fn err(e: InteropError) -> Error {
     Error::format("npz", e)
@@ -80,6 +81,9 @@ pub struct NpzFile {
     archive: Mutex<ZipArchive<Cursor<Bytes>>>,
     members: Vec<Member>,
     limits: Limits,
+    /// The member `__tensorfmt__.npy`: a legacy file's skeleton (see
+    /// [`provenance`](crate::provenance)), shown as header field `tensorfmt.source`.
+    carried: Option<String>,
 }
 
 /// Reads up to `n` bytes (fewer only at the end of the stream).
@@ -94,6 +98,7 @@ pub fn open(data: Bytes, options: &ReadOptions) -> Result<NpzFile> {
     let mut archive = ZipArchive::new(Cursor::new(data.clone())).map_err(zip_err)?;
     options.limits.check_items(archive.len() as u64)?;
     let mut members: Vec<Member> = Vec::new();
+    let mut carried = None;
     for index in 0..archive.len() {
         let mut f = archive.by_index(index).map_err(zip_err)?;
         if f.is_dir() {
@@ -104,6 +109,15 @@ pub fn open(data: Bytes, options: &ReadOptions) -> Result<NpzFile> {
             .strip_suffix(".npy")
             .unwrap_or(&zip_name)
             .to_string();
+        if name == NPZ_MEMBER && carried.is_none() {
+            if let Some(text) = read_carried(&mut f, &options.limits)? {
+                carried = Some(text);
+                continue;
+            }
+            // Not ours after all: an ordinary array of that name.
+            drop(f);
+            f = archive.by_index(index).map_err(zip_err)?;
+        }
         if members.iter().any(|m| m.name == name) {
             return Err(err(InteropError::malformed(
                 f.header_start(),
@@ -202,7 +216,78 @@ pub fn open(data: Bytes, options: &ReadOptions) -> Result<NpzFile> {
         archive: Mutex::new(archive),
         members,
         limits: options.limits,
+        carried,
     })
+}
+
+/// The largest `__tensorfmt__` member read (a skeleton's JSON with its base64).
+const MAX_CARRIED: u64 = 64 << 20;
+
+/// Reads member `__tensorfmt__.npy` as the UTF-8 text of a 0-d byte-string array
+/// (`|S<n>`, as written here and re-saved by `np.savez`; `<U<n>` too). `None` when
+/// the member is something else (then it is an ordinary array).
+fn read_carried(f: &mut dyn Read, limits: &Limits) -> Result<Option<String>> {
+    let mut head = read_up_to(f, 12)
+        .map_err(|e| err(InteropError::malformed(0, "npy header", e.to_string())))?;
+    let Ok(len) = npy::header_len(&head) else {
+        return Ok(None);
+    };
+    let more = read_up_to(f, len.saturating_sub(head.len()))
+        .map_err(|e| err(InteropError::malformed(0, "npy header", e.to_string())))?;
+    head.extend(more);
+    let text = String::from_utf8_lossy(&head[head.len().min(10)..]).into_owned();
+    let descr = text
+        .split("'descr': '")
+        .nth(1)
+        .and_then(|rest| rest.split('\'').next())
+        .unwrap_or_default()
+        .to_string();
+    let (wide, width) = if let Some(n) = descr.strip_prefix("|S") {
+        (false, n.parse::<u64>().ok())
+    } else if let Some(n) = descr.strip_prefix("<U") {
+        (true, n.parse::<u64>().ok())
+    } else {
+        return Ok(None);
+    };
+    let Some(width) = width else { return Ok(None) };
+    if !text.contains("'shape': ()") {
+        return Ok(None);
+    }
+    let size = if wide { width.saturating_mul(4) } else { width };
+    if size > MAX_CARRIED {
+        return Err(err(InteropError::malformed(
+            len as u64,
+            "__tensorfmt__",
+            format!("{size} bytes of metadata (at most {MAX_CARRIED})"),
+        )));
+    }
+    limits.check_alloc(size)?;
+    let data = read_up_to(f, size as usize).map_err(|e| {
+        err(InteropError::malformed(
+            len as u64,
+            "__tensorfmt__",
+            e.to_string(),
+        ))
+    })?;
+    let text = if wide {
+        data.chunks(4)
+            .map(|c| {
+                let u = u32::from_le_bytes([
+                    c[0],
+                    *c.get(1).unwrap_or(&0),
+                    *c.get(2).unwrap_or(&0),
+                    *c.get(3).unwrap_or(&0),
+                ]);
+                char::from_u32(u).unwrap_or('\u{fffd}')
+            })
+            .collect::<String>()
+            .trim_end_matches('\0')
+            .to_string()
+    } else {
+        let end = data.iter().rposition(|&b| b != 0).map_or(0, |p| p + 1);
+        String::from_utf8_lossy(&data[..end]).into_owned()
+    };
+    Ok(Some(text))
 }
 
 impl NpzFile {
@@ -285,10 +370,14 @@ impl TensorFile for NpzFile {
                 (m.name.clone(), FieldValue::Map(fields))
             })
             .collect();
-        vec![
+        let mut fields = vec![
             ("member_count".into(), self.members.len().into()),
             ("members".into(), FieldValue::Map(members)),
-        ]
+        ];
+        if let Some(text) = &self.carried {
+            fields.push((provenance::KEY.into(), text.clone().into()));
+        }
+        fields
     }
     fn tensors(&self) -> Vec<TensorInfo> {
         self.members
@@ -352,7 +441,12 @@ pub fn write_from(
         pos: 0,
     };
     let mut zip = ZipWriter::new(out);
-    let result = write_members(&mut zip, file, names, options, method, n_threads);
+    let mut result = write_members(&mut zip, file, names, options, method, n_threads);
+    if let (Ok(()), Some(text)) = (&result, options.extra.get(provenance::KEY)) {
+        if !names.iter().any(|n| n == NPZ_MEMBER) {
+            result = write_carried(&mut zip, text, method);
+        }
+    }
     if let Err(e) = result {
         // Dropping the writer finalizes the archive; make that a silent no-op (zip would
         // print its own failure to stderr) and let the temporary file be removed.
@@ -403,6 +497,28 @@ impl Seek for Abandonable {
         self.pos = self.file.seek(to)?;
         Ok(self.pos)
     }
+}
+
+/// Writes `text` as member `__tensorfmt__.npy`, a 0-d `|S<n>` array: `np.load` shows
+/// it as `bytes`, and `np.savez(**dict(np.load(f)))` keeps it.
+fn write_carried(
+    zip: &mut ZipWriter<Abandonable>,
+    text: &str,
+    method: CompressionMethod,
+) -> Result<()> {
+    let opts = SimpleFileOptions::default().compression_method(method);
+    zip.start_file(format!("{NPZ_MEMBER}.npy"), opts)
+        .map_err(zip_err)?;
+    zip.write_all(&npy::header_bytes_for(
+        &format!("|S{}", text.len().max(1)),
+        &[],
+    ))?;
+    zip.write_all(if text.is_empty() {
+        b"\0"
+    } else {
+        text.as_bytes()
+    })?;
+    Ok(())
 }
 
 fn write_members(
