@@ -192,7 +192,7 @@ impl Document {
     /// file kind such as `"som-data".parse()?`), with default [`WriteOptions`].
     /// npy takes exactly one tensor; npy, npz and safetensors outputs are streamed.
     ///
-    /// Whole-file conversions lose nothing (see [`provenance`](crate::provenance)): to
+    /// Whole-file conversions lose nothing (see [`provenance`]): to
     /// the file's own format with nothing asked, the file is copied; a legacy file's
     /// header and layout travel in safetensors or npz metadata; and a document carrying
     /// them, converted back to that format, becomes the original file again (values
