@@ -17,7 +17,7 @@ fn formats_text_and_json() {
         "som ",
         "primitiv ",
         "caffe ",
-        "(.caffemodel, .binaryproto, .solverstate)",
+        "(.caffemodel, .binaryproto, .blobprotovector, .solverstate)",
         "[--to pvp:sparse]",
         "[--to som-data]",
     ] {
@@ -59,7 +59,12 @@ fn formats_text_and_json() {
     let caffe = &formats[6];
     assert_eq!(
         caffe["extensions"],
-        serde_json::json!(["caffemodel", "binaryproto", "solverstate"])
+        serde_json::json!([
+            "caffemodel",
+            "binaryproto",
+            "blobprotovector",
+            "solverstate"
+        ])
     );
     let kinds: Vec<&str> = caffe["write_kinds"]
         .as_array()

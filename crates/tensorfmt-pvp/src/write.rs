@@ -88,6 +88,11 @@ impl<W: Write + Seek> Activity<W> {
         self.w.flush()?;
         Ok(self.w)
     }
+
+    fn geometry(&self) -> (usize, usize, usize) {
+        let h = &self.header;
+        (h.nx as usize, h.ny as usize, h.nf as usize)
+    }
 }
 
 /// Reads the whole existing content of an output opened for appending.
@@ -156,6 +161,18 @@ impl<W: Write + Seek> DenseWriter<W> {
     /// Frames written so far (including those of an appended file).
     pub fn frames(&self) -> usize {
         self.a.frames as usize
+    }
+
+    /// `(nx, ny, nf)` of the frames (read from the header when appending).
+    ///
+    /// ```
+    /// let mut buf = std::io::Cursor::new(Vec::new());
+    /// let w = tensorfmt_pvp::write::DenseWriter::new(&mut buf, 4, 3, 2)?;
+    /// assert_eq!(w.geometry(), (4, 3, 2));
+    /// # Ok::<(), tensorfmt_pvp::PvpError>(())
+    /// ```
+    pub fn geometry(&self) -> (usize, usize, usize) {
+        self.a.geometry()
     }
 
     /// Flushes and returns the output.
@@ -327,6 +344,30 @@ impl<W: Write + Seek> SparseWriter<W> {
     /// Frames written so far (including those of an appended file).
     pub fn frames(&self) -> usize {
         self.a.frames as usize
+    }
+
+    /// `(nx, ny, nf)` of the frames (read from the header when appending).
+    ///
+    /// ```
+    /// let mut buf = std::io::Cursor::new(Vec::new());
+    /// let w = tensorfmt_pvp::write::SparseWriter::binary(&mut buf, 4, 3, 2)?;
+    /// assert_eq!((w.geometry(), w.has_values()), ((4, 3, 2), false));
+    /// # Ok::<(), tensorfmt_pvp::PvpError>(())
+    /// ```
+    pub fn geometry(&self) -> (usize, usize, usize) {
+        self.a.geometry()
+    }
+
+    /// Whether frames carry values (filetype 6) or are binary (filetype 2).
+    ///
+    /// ```
+    /// let mut buf = std::io::Cursor::new(Vec::new());
+    /// let w = tensorfmt_pvp::write::SparseWriter::values(&mut buf, 4, 3, 2)?;
+    /// assert!(w.has_values());
+    /// # Ok::<(), tensorfmt_pvp::PvpError>(())
+    /// ```
+    pub fn has_values(&self) -> bool {
+        self.values
     }
 
     /// Flushes and returns the output.
@@ -620,6 +661,20 @@ impl<W: Write + Seek> WeightWriter<W> {
     /// Frames written so far (including those of an appended file).
     pub fn frames(&self) -> usize {
         self.frames
+    }
+
+    /// The geometry (read from the first header when appending) and whether weights
+    /// are stored as bytes.
+    ///
+    /// ```
+    /// use tensorfmt_pvp::write::{WeightGeometry, WeightWriter};
+    /// let g = WeightGeometry::kernel(1, 1, 2, 3, 3, 4, 1);
+    /// let w = WeightWriter::new(std::io::Cursor::new(Vec::new()), g, false)?;
+    /// assert_eq!(w.geometry(), (g, false));
+    /// # Ok::<(), tensorfmt_pvp::PvpError>(())
+    /// ```
+    pub fn geometry(&self) -> (WeightGeometry, bool) {
+        (self.geom, self.bytes)
     }
 
     /// Flushes and returns the output.

@@ -20,6 +20,7 @@ mod document;
 mod errors;
 mod ops;
 mod pvp;
+mod pvp_write;
 mod spaces;
 mod values;
 
@@ -34,6 +35,11 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(document::open_file, m)?)?;
     m.add_class::<pvp::Pvp>()?;
     m.add_function(wrap_pyfunction!(pvp::open_pvp, m)?)?;
+    m.add_class::<pvp_write::PvpWriter>()?;
+    m.add_function(wrap_pyfunction!(pvp_write::pvp_dense_writer, m)?)?;
+    m.add_function(wrap_pyfunction!(pvp_write::pvp_sparse_writer, m)?)?;
+    m.add_function(wrap_pyfunction!(pvp_write::pvp_weights_writer, m)?)?;
+    m.add_function(wrap_pyfunction!(pvp_write::pvp_append, m)?)?;
     m.add_function(wrap_pyfunction!(ops::save, m)?)?;
     m.add_function(wrap_pyfunction!(ops::diff, m)?)?;
     m.add_function(wrap_pyfunction!(ops::formats, m)?)?;

@@ -12,11 +12,22 @@ import tensorfmt
 
 from conftest import TESTDATA
 
+
+def _clean(path):
+    """Files the reader takes without a warning (refused and lenient ones are the
+    Rust tests' business: tests/lossless.rs covers every file)."""
+    try:
+        with tensorfmt.open(path) as doc:
+            return doc.warnings == [] and len(doc) > 0
+    except tensorfmt.TensorfmtError:
+        return False
+
+
 LEGACY = sorted(
     p
     for sub in ("pvp", "som", "primitiv", "caffe")
     for p in (TESTDATA / sub).iterdir()
-    if p.suffix != ".dump" and tensorfmt.open(p).warnings == [] and len(tensorfmt.open(p)) > 0
+    if p.suffix != ".dump" and _clean(p)
 )
 
 

@@ -81,7 +81,12 @@ impl Format {
             Format::Pvp => &["pvp"],
             Format::Som => &["bin"],
             Format::Primitiv => &["data"],
-            Format::Caffe => &["caffemodel", "binaryproto", "solverstate"],
+            Format::Caffe => &[
+                "caffemodel",
+                "binaryproto",
+                "blobprotovector",
+                "solverstate",
+            ],
         }
     }
 
@@ -215,7 +220,7 @@ impl Target {
         let format = Format::from_path(path)?;
         let ext = path.extension()?.to_str()?.to_ascii_lowercase();
         let kind = match ext.as_str() {
-            "caffemodel" | "binaryproto" | "solverstate" => Some(ext),
+            "caffemodel" | "binaryproto" | "blobprotovector" | "solverstate" => Some(ext),
             _ => None,
         };
         Some(Target { format, kind })

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
+from typing import Any, Dict, Iterator, List, Optional, Tuple, Type, TypeVar, Union
 
 import numpy as np
 
@@ -183,3 +183,273 @@ def open(path: PathLike, *, strict: bool = False) -> PvpFile:  # noqa: A001
     (2, (3, 4, 1), (3, 4, 1))
     """
     return PvpFile(path, strict=strict)
+
+
+# --- streaming writers -------------------------------------------------------------
+
+
+def _contiguous(value: Any, dtype: Any, what: str) -> np.ndarray:
+    """``value`` (numpy, a CPU torch tensor, a list...) as a C-contiguous native-order
+    array of ``dtype``: one conversion at most, none when it already is one."""
+    if type(value).__module__.startswith("torch"):
+        value = value.detach().cpu().numpy()
+    a = np.asarray(value)
+    if a.dtype.kind not in "biuf":
+        raise InvalidArgumentError(f"{what} must be numbers, not {a.dtype}")
+    return np.ascontiguousarray(a, dtype=dtype)
+
+
+def _address(a: np.ndarray) -> int:
+    return a.__array_interface__["data"][0] if a.size else 0
+
+
+def _dims(**dims: int) -> List[int]:
+    out = []
+    for name, v in dims.items():
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
+            raise InvalidArgumentError(f"{name} must be a non-negative integer, not {v!r}")
+        out.append(int(v))
+    return out
+
+
+_W = TypeVar("_W", bound="_StreamWriter")
+
+
+class _StreamWriter:
+    """What the three writers share: the file, the frame count, closing."""
+
+    _kind = ""
+
+    def __init__(self, native: Any, path: str) -> None:
+        self._w = native
+        self.path = path
+        g = dict(native.geometry())
+        self._geometry = g
+
+    @classmethod
+    def append(cls: Type[_W], path: PathLike) -> _W:
+        """Continues an existing file of this kind; its geometry comes from its header.
+        A last frame cut short by a killed writer is overwritten by the next frame."""
+        p = os.fspath(path)
+        self = cls.__new__(cls)
+        _StreamWriter.__init__(self, _native.pvp_append(p, cls._kind), p)
+        return self
+
+    @property
+    def frames(self) -> int:
+        """Frames in the file so far (with an appended file's earlier frames)."""
+        return int(self._w.frames)
+
+    @property
+    def closed(self) -> bool:
+        return bool(self._w.closed)
+
+    def close(self) -> None:
+        """Flushes, syncs and closes the file. Closing twice is harmless."""
+        self._w.close()
+
+    def __enter__(self: _W) -> _W:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else f"frames={self.frames}"
+        return f"<tensorfmt.pvp.{type(self).__name__} {self.path} {state}>"
+
+
+class DenseWriter(_StreamWriter):
+    """Writes a dense activity file (filetype 4, f32) frame by frame.
+
+    Each frame goes to the file as it is written and the header's frame count is
+    updated after every frame, so a run killed half-way leaves a file every PVP reader
+    opens. Refuses an existing file unless ``overwrite=True``; :meth:`append` continues
+    one.
+
+    >>> import numpy as np, tensorfmt.pvp
+    >>> with tensorfmt.pvp.DenseWriter("/tmp/a.pvp", nx=4, ny=3, nf=2, overwrite=True) as w:
+    ...     for t in range(5):
+    ...         w.write_frame(t, np.full((3, 4, 2), t, np.float32))   # [ny, nx, nf]
+    >>> f = tensorfmt.pvp.open("/tmp/a.pvp")
+    >>> len(f), float(f[4].values[0, 0, 0])
+    (5, 4.0)
+    """
+
+    _kind = "dense"
+
+    def __init__(self, path: PathLike, nx: int, ny: int, nf: int, *, overwrite: bool = False) -> None:
+        p = os.fspath(path)
+        nx, ny, nf = _dims(nx=nx, ny=ny, nf=nf)
+        super().__init__(_native.pvp_dense_writer(p, nx, ny, nf, overwrite), p)
+
+    @property
+    def shape(self) -> Tuple[int, int, int]:
+        """``(ny, nx, nf)`` of a frame."""
+        g = self._geometry
+        return (g["ny"], g["nx"], g["nf"])
+
+    def write_frame(self, time: float, values: Any) -> None:
+        """Appends a frame: its ``time`` and values shaped ``[ny, nx, nf]`` (or flat in
+        that order); any dtype, strides or byte order (converted to f32 once)."""
+        a = _contiguous(values, np.float32, "values")
+        if a.ndim != 1 and a.shape != self.shape:
+            raise InvalidArgumentError(f"a frame is {self.shape} ([ny, nx, nf]), not {a.shape}")
+        self._w.write_values(float(time), a, _address(a), a.size)
+
+
+class SparseWriter(_StreamWriter):
+    """Writes a sparse activity file frame by frame: with values (filetype 6, the
+    default; ``datatype4=True`` for the obsolete datatype old Python/Matlab readers
+    expect) or binary (``values=False``, filetype 2: spikes, no values).
+
+    Indices are the active neurons ``f + nf*(x + nx*y)`` in any order (written sorted);
+    duplicates and out-of-range indices raise. Crash-safe and appendable like
+    :class:`DenseWriter`.
+
+    >>> import numpy as np, tensorfmt.pvp
+    >>> with tensorfmt.pvp.SparseWriter("/tmp/s.pvp", nx=8, ny=8, nf=4, overwrite=True) as w:
+    ...     w.write_frame(0.0, [7, 3], [0.5, 2.0])
+    ...     w.write_dense_frame(1.0, np.eye(8, 32, dtype=np.float32).reshape(8, 8, 4))
+    >>> f = tensorfmt.pvp.open("/tmp/s.pvp")
+    >>> f[0].indices.tolist(), f[0].values.tolist()
+    ([3, 7], [2.0, 0.5])
+    """
+
+    _kind = "sparse"
+
+    def __init__(
+        self,
+        path: PathLike,
+        nx: int,
+        ny: int,
+        nf: int,
+        *,
+        values: bool = True,
+        datatype4: bool = False,
+        overwrite: bool = False,
+    ) -> None:
+        p = os.fspath(path)
+        nx, ny, nf = _dims(nx=nx, ny=ny, nf=nf)
+        native = _native.pvp_sparse_writer(p, nx, ny, nf, bool(values), bool(datatype4), overwrite)
+        super().__init__(native, p)
+
+    @property
+    def shape(self) -> Tuple[int, int, int]:
+        """``(ny, nx, nf)`` of a frame."""
+        g = self._geometry
+        return (g["ny"], g["nx"], g["nf"])
+
+    @property
+    def has_values(self) -> bool:
+        """False for a binary (spike) file."""
+        return bool(self._geometry["values"])
+
+    def write_frame(self, time: float, indices: Any, values: Any = None) -> None:
+        """Appends a frame: active-neuron ``indices`` and, in a values file, one value
+        each (``values`` must be omitted in a binary file)."""
+        idx = np.asarray(indices)
+        if idx.size == 0:
+            idx = idx.astype(np.uint32)
+        if idx.dtype.kind not in "iu":
+            raise InvalidArgumentError(f"indices must be integers, not {idx.dtype}")
+        if idx.ndim != 1:
+            idx = idx.reshape(-1)
+        if idx.size and (int(idx.min()) < 0 or int(idx.max()) > 0xFFFFFFFF):
+            raise InvalidArgumentError("indices must be in 0..nx*ny*nf")
+        idx = np.ascontiguousarray(idx, dtype=np.uint32)
+        if self.has_values:
+            if values is None:
+                raise InvalidArgumentError("this is a values file: give one value per index")
+            vals = _contiguous(values, np.float32, "values").reshape(-1)
+        else:
+            if values is not None:
+                raise InvalidArgumentError("this is a binary (spike) file: give indices only")
+            vals = np.empty(0, np.float32)
+        self._w.write_sparse(float(time), (idx, vals), _address(idx), idx.size, _address(vals), vals.size)
+
+    def write_dense_frame(self, time: float, frame: Any) -> None:
+        """Appends a frame given densely (``[ny, nx, nf]`` or flat): its non-zero
+        entries are written (their values, or just their indices in a binary file)."""
+        a = _contiguous(frame, np.float32, "frame").reshape(-1)
+        n = self.shape[0] * self.shape[1] * self.shape[2]
+        if a.size != n:
+            raise InvalidArgumentError(f"a frame has {n} values ([ny, nx, nf] = {self.shape}), not {a.size}")
+        idx = np.flatnonzero(a)
+        self.write_frame(time, idx, a[idx] if self.has_values else None)
+
+
+class WeightsWriter(_StreamWriter):
+    """Writes a weight file frame by frame: shared weights (kernels, filetype 5, the
+    default) or non-shared ones (``shared=False``, filetype 3, with ``margin``), as f32
+    or, with ``compress=True``, one byte per weight scaled between the frame's min and
+    max.
+
+    A frame is ``[arbors, patches, nyp, nxp, nfp]`` (or flat), where ``patches`` is
+    ``nx*ny*nf`` for kernels (the unit cell) and ``(nx+2*mx)*(ny+2*my)*nf`` for
+    non-shared weights over an ``nx x ny x nf`` pre-synaptic layer.
+
+    >>> import numpy as np, tensorfmt.pvp
+    >>> w = np.random.default_rng(0).standard_normal((1, 2, 3, 3, 4)).astype(np.float32)
+    >>> with tensorfmt.pvp.WeightsWriter("/tmp/w.pvp", nxp=3, nyp=3, nfp=4, nf=2, overwrite=True) as out:
+    ...     out.write_frame(0.0, w)
+    >>> f = tensorfmt.pvp.open("/tmp/w.pvp")
+    >>> bool((f[0].weights == w).all()), f.weight_geometry["numpatches"]
+    (True, 2)
+    """
+
+    _kind = "weights"
+
+    def __init__(
+        self,
+        path: PathLike,
+        *,
+        nxp: int,
+        nyp: int,
+        nfp: int,
+        nf: int,
+        nx: int = 1,
+        ny: int = 1,
+        arbors: int = 1,
+        shared: bool = True,
+        margin: Union[int, Tuple[int, int]] = 0,
+        compress: bool = False,
+        overwrite: bool = False,
+    ) -> None:
+        p = os.fspath(path)
+        mx, my = (margin, margin) if isinstance(margin, (int, np.integer)) else margin
+        dims = _dims(nx=nx, ny=ny, nf=nf, margin_x=mx, margin_y=my, nxp=nxp, nyp=nyp, nfp=nfp, arbors=arbors)
+        native = _native.pvp_weights_writer(p, bool(shared), *dims, bool(compress), overwrite)
+        super().__init__(native, p)
+
+    @property
+    def geometry(self) -> Dict[str, Any]:
+        """``shared``, ``nx``, ``ny``, ``nf``, ``margin_x``, ``margin_y``, ``nxp``,
+        ``nyp``, ``nfp``, ``arbors``, ``numpatches``, ``compress``."""
+        return dict(self._geometry)
+
+    @property
+    def shape(self) -> Tuple[int, int, int, int, int]:
+        """``(arbors, patches, nyp, nxp, nfp)`` of a frame."""
+        g = self._geometry
+        return (g["arbors"], g["numpatches"], g["nyp"], g["nxp"], g["nfp"])
+
+    def write_frame(self, time: float, weights: Any) -> None:
+        """Appends a frame of weights shaped like :attr:`shape` (or flat)."""
+        a = _contiguous(weights, np.float32, "weights")
+        if a.ndim != 1 and a.shape != self.shape:
+            raise InvalidArgumentError(
+                f"a weight frame is {self.shape} ([arbors, patches, nyp, nxp, nfp]), not {a.shape}"
+            )
+        self._w.write_values(float(time), a, _address(a), a.size)
+
+
+__all__ = [
+    "open",
+    "PvpFile",
+    "Frame",
+    "WeightFrame",
+    "DenseWriter",
+    "SparseWriter",
+    "WeightsWriter",
+]
