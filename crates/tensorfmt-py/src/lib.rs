@@ -22,6 +22,7 @@ mod ops;
 mod pvp;
 mod pvp_write;
 mod spaces;
+mod typed;
 mod values;
 
 /// The extension module `tensorfmt._native`.
@@ -40,6 +41,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pvp_write::pvp_sparse_writer, m)?)?;
     m.add_function(wrap_pyfunction!(pvp_write::pvp_weights_writer, m)?)?;
     m.add_function(wrap_pyfunction!(pvp_write::pvp_append, m)?)?;
+    m.add_function(wrap_pyfunction!(typed::caffe_contents, m)?)?;
+    m.add_class::<typed::Som>()?;
+    m.add_function(wrap_pyfunction!(typed::open_som, m)?)?;
     m.add_function(wrap_pyfunction!(ops::save, m)?)?;
     m.add_function(wrap_pyfunction!(ops::diff, m)?)?;
     m.add_function(wrap_pyfunction!(ops::formats, m)?)?;

@@ -11,12 +11,14 @@ safetensors::
     tensorfmt.convert("net.caffemodel", "net.npz")
 
 See :func:`open`, :func:`load`, :func:`save`, :func:`convert`, :func:`diff`,
-:func:`validate`, the per-format module :mod:`tensorfmt.pvp`, Pylearn2 spaces in
+:func:`validate`, the per-format modules :mod:`tensorfmt.pvp` (frames, streaming
+writers), :mod:`tensorfmt.som`, :mod:`tensorfmt.primitiv` and :mod:`tensorfmt.caffe`
+(what a dict of arrays cannot say), Pylearn2 spaces in
 :mod:`tensorfmt.spaces`, and the optional
 :mod:`tensorfmt.dask` (``pip install tensorfmt[dask]``).
 """
 
-from . import _native, pvp, spaces
+from . import _native, caffe, primitiv, pvp, som, spaces
 from ._api import (
     DiffResult,
     Document,

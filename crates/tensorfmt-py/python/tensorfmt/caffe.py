@@ -1,0 +1,137 @@
+"""Caffe files with what a dict of arrays cannot say: layers with their names and
+types, blobs with Caffe's full shape, the legacy 4-D dims (num, channels, height,
+width) of old files, and ``diff`` beside ``data``; solver states with their counters.
+
+:func:`open` reads a ``.caffemodel`` (V0, V1, V2), a mean file (``.binaryproto``), a
+BlobProtoVector or a ``.solverstate``; the arrays are zero-copy views of the mapped file
+where Caffe stores them packed (one bulk copy otherwise)::
+
+    import tensorfmt.caffe
+    net = tensorfmt.caffe.open("bvlc_reference_caffenet.caffemodel")
+    for layer in net.layers:
+        print(layer.name, layer.type, [b.shape for b in layer.blobs])
+    w = net["conv1"].blobs[0].data         # [96, 3, 11, 11], read-only
+    mean = tensorfmt.caffe.open("imagenet_mean.binaryproto").blobs[0].data
+
+For a flat ``{"conv1/0": array}`` dict use :func:`tensorfmt.load`.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
+
+import numpy as np
+
+from . import _native
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+@dataclass(frozen=True)
+class Blob:
+    """One blob. ``shape`` is Caffe's (``data.shape``; the flat dict of
+    :func:`tensorfmt.load` squeezes legacy ``(1, 1, M, N)`` blobs to ``[M, N]`` as
+    modern Caffe does); ``legacy`` the ``(num, channels, height, width)`` fields when
+    the file uses them; ``source`` the field the values came from (``data``,
+    ``double_data``, ``raw_data``)."""
+
+    shape: Tuple[int, ...]
+    legacy: Optional[Tuple[int, int, int, int]]
+    source: str
+    data: np.ndarray
+    diff: Optional[np.ndarray]
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One layer of a net: its ``name``, ``type`` (V1/V0 enum types given as the
+    modern strings) and weight ``blobs``."""
+
+    name: str
+    type: str
+    blobs: List[Blob]
+
+
+def _blob(d: Dict[str, Any]) -> Blob:
+    diff = d["diff"]
+    return Blob(
+        shape=tuple(d["shape"]),
+        legacy=None if d["legacy"] is None else tuple(d["legacy"]),
+        source=d["source"],
+        data=np.asarray(d["data"]),
+        diff=None if diff is None else np.asarray(diff),
+    )
+
+
+class CaffeFile:
+    """A Caffe file opened with the typed reader (see :func:`open`).
+
+    ``kind`` is ``caffemodel``, ``binaryproto``, ``blobprotovector`` or
+    ``solverstate``. Models have ``name``, ``version`` and ``layers`` (also by name:
+    ``f["conv1"]``); mean files and BlobProtoVectors ``blobs``; solver states ``iter``,
+    ``learned_net``, ``current_step`` and ``history`` (blobs).
+    """
+
+    def __init__(self, path: PathLike, *, kind: Optional[str] = None, strict: bool = False) -> None:
+        self.path = os.fspath(path)
+        d = _native.caffe_contents(self.path, kind, strict)
+        self.kind: str = d["kind"]
+        self.name: Optional[str] = d.get("name")
+        self.version: Optional[str] = d.get("version")
+        self.warnings: List[str] = list(d.get("warnings", []))
+        self.layers: List[Layer] = [
+            Layer(l["name"], l["type"], [_blob(b) for b in l["blobs"]]) for l in d.get("layers", [])
+        ]
+        self.blobs: List[Blob] = [_blob(b) for b in d.get("blobs", [])]
+        # Solver states: absent fields read as their proto2 defaults, as caffe_pb2 does
+        # (old solvers did not write current_step); None for the other kinds.
+        state = self.kind == "solverstate"
+        self.iter: Optional[int] = (d["iter"] or 0) if state else None
+        self.learned_net: Optional[str] = (d["learned_net"] or "") if state else None
+        self.current_step: Optional[int] = (d["current_step"] or 0) if state else None
+        self.history: List[Blob] = [_blob(b) for b in d.get("history", [])]
+
+    def __getitem__(self, name: str) -> Layer:
+        """The first layer called ``name``."""
+        for layer in self.layers:
+            if layer.name == name:
+                return layer
+        raise KeyError(name)
+
+    def __iter__(self) -> Iterator[Layer]:
+        return iter(self.layers)
+
+    def __len__(self) -> int:
+        return len(self.layers)
+
+    def weights(self) -> Dict[str, List[np.ndarray]]:
+        """``{layer name: [blob data, ...]}`` for the layers that have blobs (the
+        ``net.params`` of pycaffe)."""
+        return {l.name: [b.data for b in l.blobs] for l in self.layers if l.blobs}
+
+    def __repr__(self) -> str:
+        what = {
+            "caffemodel": f"layers={len(self.layers)}",
+            "solverstate": f"iter={self.iter} history={len(self.history)}",
+        }.get(self.kind, f"blobs={len(self.blobs)}")
+        return f"<tensorfmt.caffe.CaffeFile {self.kind} {self.path} {what}>"
+
+
+def open(path: PathLike, *, kind: Optional[str] = None, strict: bool = False) -> CaffeFile:  # noqa: A001
+    """Opens a Caffe file. ``kind`` forces the reading of a file whose kind the bytes
+    do not tell (``caffemodel``, ``binaryproto``, ``blobprotovector``,
+    ``solverstate``); ``strict`` refuses nets mixing ``layer`` and ``layers`` as Caffe
+    does (by default their ``layers`` are read, as OpenCV did, with a warning).
+
+    >>> import numpy as np, tensorfmt, tensorfmt.caffe
+    >>> tensorfmt.save("/tmp/n.caffemodel", {"ip/0": np.ones((3, 2), np.float32)}, overwrite=True)
+    >>> net = tensorfmt.caffe.open("/tmp/n.caffemodel")
+    >>> net.kind, [l.name for l in net.layers], net["ip"].blobs[0].shape
+    ('caffemodel', ['ip'], (3, 2))
+    """
+    return CaffeFile(path, kind=kind, strict=strict)
+
+
+__all__ = ["open", "CaffeFile", "Layer", "Blob"]

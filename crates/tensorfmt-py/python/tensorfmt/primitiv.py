@@ -1,0 +1,173 @@
+"""primitiv files with their structure: models as nested parameters (``enc.w``,
+``dec.attn.b`` ...) each with its value and optimizer statistics (``Adam.m1``...),
+single parameters, tensors with their batch size, shapes, and optimizer states with
+their configuration::
+
+    import tensorfmt.primitiv
+    m = tensorfmt.primitiv.open("model.data")
+    m.parameters["enc.w"].value            # a read-only view, in primitiv's logical shape
+    m.parameters["enc.w"].stats["Adam.m1"]
+    m.tree()["enc"]["w"]                   # the same Parameter, nested as in the Model
+    tensorfmt.primitiv.open("adam.data").optimizer   # name and configs
+
+Values come in primitiv's logical shape ``[d0, d1, ...]`` with a trailing batch axis
+when the batch is above 1 (:attr:`Parameter.batch` tells).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Tuple, Union
+
+import numpy as np
+
+from ._api import Document
+from ._api import open as _open_document
+from ._errors import InvalidArgumentError
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+_SHAPE = re.compile(r"^\[([0-9, ]*)\]x([0-9]+)$")
+
+
+def _shape(text: Any) -> Tuple[Tuple[int, ...], int]:
+    """``"[2, 3]x1"`` (how the header describes a tensor) as ``((2, 3), 1)``."""
+    m = _SHAPE.match(str(text))
+    if not m:
+        raise InvalidArgumentError(f"unexpected primitiv shape description {text!r}")
+    dims = tuple(int(d) for d in m.group(1).split(",") if d.strip())
+    return dims, int(m.group(2))
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """One parameter: its ``value``, its optimizer ``stats`` by name, and the primitiv
+    shape (``dims`` and ``batch``) of the value and of each stat."""
+
+    name: str
+    value: np.ndarray
+    dims: Tuple[int, ...]
+    batch: int
+    stats: Dict[str, np.ndarray] = field(default_factory=dict)
+    stat_shapes: Dict[str, Tuple[Tuple[int, ...], int]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Optimizer:
+    """An optimizer state: the optimizer's ``name`` (e.g. ``Adam``) and its
+    configuration values by key (``Optimizer.epoch``, ``Adam.alpha``...)."""
+
+    name: Optional[str]
+    uint_configs: Dict[str, int]
+    float_configs: Dict[str, float]
+
+
+def _parameter(doc: Document, name: str, entry: Dict[str, Any], in_model: bool) -> Parameter:
+    """A parameter from its header entry (``{"value": "[2]x1", "Adam.m1": ...}``); the
+    export names are ``name`` and ``name/stat`` in a model, ``value`` and ``stat`` in
+    a parameter file."""
+    stats = {k: v for k, v in entry.items() if k != "value"}
+    dims, batch = _shape(entry["value"])
+    return Parameter(
+        name=name,
+        value=doc[name if in_model else "value"],
+        dims=dims,
+        batch=batch,
+        stats={k: doc[f"{name}/{k}" if in_model else k] for k in stats},
+        stat_shapes={k: _shape(v) for k, v in stats.items()},
+    )
+
+
+class PrimitivFile:
+    """A primitiv file opened with its structure (see :func:`open`).
+
+    ``kind`` is ``model``, ``parameter``, ``tensor``, ``shape`` or ``optimizer``:
+    models have :attr:`parameters` (and :meth:`tree`), parameter files
+    :attr:`parameter`, tensor files :attr:`tensor`, :attr:`dims` and :attr:`batch`,
+    shape files :attr:`dims` and :attr:`batch`, optimizer files :attr:`optimizer`.
+    """
+
+    def __init__(self, path: PathLike, *, strict: bool = False) -> None:
+        self.path = os.fspath(path)
+        self._doc = _open_document(self.path, format="primitiv", strict=strict)
+        h = self._doc.header
+        self.version: str = str(h.get("version"))
+        self.kind: str = self._doc.kind.split()[0]
+        self.parameters: Dict[str, Parameter] = {}
+        self.parameter: Optional[Parameter] = None
+        self.tensor: Optional[np.ndarray] = None
+        self.dims: Optional[Tuple[int, ...]] = None
+        self.batch: Optional[int] = None
+        self.optimizer: Optional[Optimizer] = None
+        if self.kind == "model":
+            for name, entry in (h.get("entries") or {}).items():
+                self.parameters[name] = _parameter(self._doc, name, entry, True)
+        elif self.kind == "parameter":
+            self.parameter = _parameter(self._doc, "value", h["parameter"], False)
+        elif self.kind in ("tensor", "shape"):
+            self.dims = tuple(int(d) for d in h.get("dims", []))
+            self.batch = int(h.get("batch", 1))
+            if self.kind == "tensor":
+                self.tensor = self._doc["tensor"]
+        elif self.kind == "optimizer":
+            self.optimizer = Optimizer(
+                name=h.get("optimizer"),
+                uint_configs={k: int(v) for k, v in (h.get("uint_configs") or {}).items()},
+                float_configs={k: float(v) for k, v in (h.get("float_configs") or {}).items()},
+            )
+
+    @property
+    def header(self) -> Dict[str, Any]:
+        return self._doc.header
+
+    def tree(self) -> Dict[str, Any]:
+        """Models: the parameters nested by the dots of their names, as primitiv's
+        sub-models hold them (``tree()["dec"]["attn"]["b"]``)."""
+        if self.kind != "model":
+            raise InvalidArgumentError(f"{self.path} is a {self.kind} file, not a model")
+        root: Dict[str, Any] = {}
+        for name, p in self.parameters.items():
+            node = root
+            *parents, leaf = name.split(".")
+            for part in parents:
+                nxt = node.setdefault(part, {})
+                if not isinstance(nxt, dict):  # a parameter and a sub-model share a name
+                    nxt = node[part] = {"": nxt}
+                node = nxt
+            if isinstance(node.get(leaf), dict):
+                node[leaf][""] = p
+            else:
+                node[leaf] = p
+        return root
+
+    def close(self) -> None:
+        self._doc.close()
+
+    def __enter__(self) -> "PrimitivFile":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        more = f" parameters={len(self.parameters)}" if self.kind == "model" else ""
+        return f"<tensorfmt.primitiv.PrimitivFile {self.kind} {self.path}{more}>"
+
+
+def open(path: PathLike, *, strict: bool = False) -> PrimitivFile:  # noqa: A001
+    """Opens a primitiv file with its structure.
+
+    >>> import numpy as np, tensorfmt, tensorfmt.primitiv
+    >>> tensorfmt.save("/tmp/m.data", {"enc.w": np.ones((3, 2), np.float32),
+    ...                                "enc.w/Adam.m1": np.zeros((3, 2), np.float32)},
+    ...                to="primitiv:model", overwrite=True)
+    >>> m = tensorfmt.primitiv.open("/tmp/m.data")
+    >>> m.kind, list(m.parameters), sorted(m.tree()["enc"]["w"].stats)
+    ('model', ['enc.w'], ['Adam.m1'])
+    """
+    return PrimitivFile(path, strict=strict)
+
+
+__all__ = ["open", "PrimitivFile", "Parameter", "Optimizer"]

@@ -1,0 +1,178 @@
+"""Per-format typed access (issue 13): `tensorfmt.caffe` (layers, legacy dims, diff,
+solver state), `tensorfmt.som` (layout, hexagonal axial coordinates, best matches,
+rotation/flip), `tensorfmt.primitiv` (nested parameters, stats, batch, optimizer).
+Checked against the corpus' documented values (SOURCES.md) and the repo's fixtures."""
+
+import doctest
+
+import numpy as np
+import pytest
+
+import tensorfmt
+import tensorfmt.caffe as caffe
+import tensorfmt.primitiv as primitiv
+import tensorfmt.som as som
+
+from conftest import TESTDATA, require_corpus
+
+
+# --- caffe --------------------------------------------------------------------------
+
+
+def test_caffe_v1_model_layers_with_legacy_dims():
+    d = require_corpus("caffe")
+    net = caffe.open(d / "v1_cifar10_quick_iter_4000.caffemodel")
+    assert (net.kind, net.name, net.version, len(net)) == ("caffemodel", "CIFAR10_quick", "V1", 13)
+    conv1 = net["conv1"]
+    assert conv1.type == "Convolution"
+    assert [b.legacy for b in conv1.blobs] == [(32, 3, 5, 5), (1, 1, 1, 32)]
+    assert [b.shape for b in conv1.blobs] == [(32, 3, 5, 5), (1, 1, 1, 32)]
+    ip1 = net["ip1"].blobs[0]
+    assert (ip1.legacy, ip1.data.shape, ip1.diff) == ((1, 1, 64, 1024), (1, 1, 64, 1024), None)
+    # The flat dict squeezes what the typed view keeps.
+    assert tensorfmt.load(d / "v1_cifar10_quick_iter_4000.caffemodel")["ip1/0"].shape == (64, 1024)
+    np.testing.assert_array_equal(ip1.data.reshape(64, 1024), tensorfmt.load(d / "v1_cifar10_quick_iter_4000.caffemodel")["ip1/0"])
+    assert sum(b.data.size for l in net for b in l.blobs) == 145578
+    assert not ip1.data.flags.writeable
+    assert set(net.weights()) == {"conv1", "conv2", "conv3", "ip1", "ip2"}
+    with pytest.raises(KeyError):
+        net["nope"]
+
+
+def test_caffe_v2_model_and_solver_state_and_mean():
+    d = require_corpus("caffe")
+    net = caffe.open(d / "v2_lenet_iter_10000.caffemodel")
+    assert (net.name, net.version) == ("LeNet", "V2")
+    assert [b.shape for b in net["ip1"].blobs] == [(500, 800), (500,)]
+    assert all(b.legacy is None and b.source == "data" for l in net for b in l.blobs)
+    state = caffe.open(d / "v1_cifar10_quick_iter_4000.solverstate")
+    assert (state.kind, state.iter, state.current_step) == ("solverstate", 4000, 0)
+    assert state.learned_net == "examples/cifar10/cifar10_quick_iter_4000.caffemodel"
+    model = caffe.open(d / "v1_cifar10_quick_iter_4000.caffemodel")
+    learnable = [b for l in model for b in l.blobs]
+    assert [h.legacy for h in state.history] == [b.legacy for b in learnable]
+    mean = caffe.open(d / "mean_227.binaryproto")
+    assert mean.kind == "binaryproto" and len(mean.blobs) == 1
+    assert mean.blobs[0].data.shape[1] == 3
+
+
+def test_caffe_diff_and_double_data_fixtures(tmp_path):
+    vec = caffe.open(TESTDATA / "caffe" / "two.blobprotovector")
+    assert vec.kind == "blobprotovector" and [b.shape for b in vec.blobs] == [(2,), (1, 1)]
+    wins = caffe.open(TESTDATA / "caffe" / "double_wins.binaryproto")
+    assert wins.blobs[0].source == "double_data" and wins.blobs[0].data.dtype == np.float64
+    # A blob written with a diff: the typed view gives it, beside the data.
+    def varint(n):
+        out = b""
+        while True:
+            b = n & 0x7F
+            n >>= 7
+            out += bytes([b | (0x80 if n else 0)])
+            if not n:
+                return out
+
+    def packed(field, values):
+        raw = np.asarray(values, "<f4").tobytes()
+        return varint(field << 3 | 2) + varint(len(raw)) + raw
+
+    shape = varint(7 << 3 | 2) + varint(3) + varint(1 << 3 | 2) + varint(1) + varint(2)
+    blob = shape + packed(5, [1.0, 2.0]) + packed(6, [0.25, -0.5])
+    path = tmp_path / "with_diff.binaryproto"
+    path.write_bytes(blob)
+    b = caffe.open(path, kind="binaryproto").blobs[0]
+    assert b.data.tolist() == [1.0, 2.0] and b.diff.tolist() == [0.25, -0.5]
+
+
+def test_caffe_errors_are_exceptions():
+    with pytest.raises(tensorfmt.FormatError):
+        caffe.open(TESTDATA / "caffe" / "axes33.binaryproto")
+    with pytest.raises(tensorfmt.InvalidArgumentError):
+        caffe.open(TESTDATA / "caffe" / "two.blobprotovector", kind="pickle")
+    with pytest.raises(FileNotFoundError):
+        caffe.open(TESTDATA / "caffe" / "missing.caffemodel")
+
+
+# --- som ----------------------------------------------------------------------------
+
+
+def test_som_hexagonal_map_axial_coordinates():
+    d = require_corpus("som") / "generated_v2"
+    s = som.open(d / "som_hex3.bin")
+    assert (s.kind, s.layout, s.layout_inferred, s.map_shape) == ("som", "hexagonal", True, (3, 3))
+    assert (len(s), s.item_shape, s.neurons.shape) == (7, (23, 23), (7, 23, 23))
+    ax = s.axial()
+    assert ax.shape == (7, 2)
+    # The seven cells of a side-3 hexagon: the centre and its six neighbours.
+    cells = {tuple(c) for c in ax.tolist()}
+    assert len(cells) == 7
+    centre = [c for c in cells if all((c[0] + dq, c[1] + dr) in cells for dq, dr in
+                                      [(1, 0), (-1, 0), (0, 1), (0, -1), (1, -1), (-1, 1)])]
+    assert len(centre) == 1
+    np.testing.assert_array_equal(s.neuron(3), s.neurons[3])
+    assert som.open(d / "som_hex5.bin").axial().shape == (19, 2)
+
+
+def test_som_mapping_best_matches_and_rotflip():
+    d = require_corpus("som") / "generated_v2"
+    m = som.open(d / "map_cart3x3.bin")
+    assert (m.kind, m.layout, len(m), m.distances.shape) == ("mapping", "cartesian", 12, (12, 3, 3))
+    best = m.best_matches()
+    np.testing.assert_array_equal(best, m.distances.reshape(12, -1).argmin(axis=1))
+    counts = m.bmu_counts()
+    assert counts.sum() == 12 and counts.shape == (9,)
+    np.testing.assert_array_equal(counts, np.bincount(best, minlength=9))
+    r = som.open(d / "rotflip_hex5.bin")
+    assert (r.kind, r.layout, len(r), r.flip.shape) == ("rotflip", "hexagonal", 12, (12, 19))
+    flipped, angle, index = r.rotflip(0, 0, numrot=8)
+    assert flipped == bool(r.flip[0, 0]) and angle == pytest.approx(float(r.angle[0, 0]))
+    assert 0 <= index < 16
+    with pytest.raises(tensorfmt.InvalidArgumentError):
+        r.neurons
+
+
+def test_som_data_file_and_comments():
+    s = som.open(TESTDATA / "som" / "data_f32_2ch_comments.bin")
+    assert (s.kind, s.layout, len(s), s.item_shape) == ("data", None, 3, (2, 2, 2))
+    assert s.comments == ["# two channels", "# made by xtask"]
+    assert s.entries.shape == (3, 2, 2, 2)
+    with pytest.raises(tensorfmt.TensorfmtError):
+        s.best_matches()
+
+
+# --- primitiv -----------------------------------------------------------------------
+
+
+def test_primitiv_model_nested_parameters_and_stats():
+    m = primitiv.open(TESTDATA / "primitiv" / "model_nested_adam.data")
+    assert m.kind == "model"
+    assert sorted(m.parameters) == sorted(
+        ["b", "dec.attn.a_parameter_name_that_is_exactly_40_char", "dec.w", "enc.w", "w"]
+    )
+    w = m.parameters["dec.w"]
+    assert (w.dims, w.batch, sorted(w.stats)) == ((2, 2), 1, ["Adam.m1", "Adam.m2"])
+    flat = tensorfmt.load(TESTDATA / "primitiv" / "model_nested_adam.data")
+    np.testing.assert_array_equal(w.stats["Adam.m2"], flat["dec.w/Adam.m2"])
+    tree = m.tree()
+    assert tree["dec"]["w"] is w and tree["enc"]["w"] is m.parameters["enc.w"]
+    assert set(tree["dec"]) == {"w", "attn"}
+
+
+def test_primitiv_parameter_tensor_shape_optimizer():
+    p = primitiv.open(TESTDATA / "primitiv" / "parameter_2x3_stats.data").parameter
+    assert (p.dims, p.value.shape) == ((2, 3), (2, 3))
+    assert p.stat_shapes["batched"] == ((3,), 2) and p.stats["batched"].shape == (3, 2)
+    t = primitiv.open(TESTDATA / "primitiv" / "tensor_3x2_batch2.data")
+    assert (t.kind, t.dims, t.batch, t.tensor.shape) == ("tensor", (3, 2), 2, (3, 2, 2))
+    s = primitiv.open(TESTDATA / "primitiv" / "shape_4x3_batch2.data")
+    assert (s.kind, s.dims, s.batch, s.tensor) == ("shape", (4, 3), 2, None)
+    o = primitiv.open(TESTDATA / "primitiv" / "optimizer_adam.data").optimizer
+    assert o.name == "Adam" and o.uint_configs == {"Optimizer.epoch": 12}
+    assert o.float_configs["Adam.beta1"] == pytest.approx(0.8)
+    with pytest.raises(tensorfmt.InvalidArgumentError):
+        primitiv.open(TESTDATA / "primitiv" / "optimizer_adam.data").tree()
+
+
+@pytest.mark.parametrize("module", [caffe, som, primitiv])
+def test_the_module_examples_run(module):
+    result = doctest.testmod(module)
+    assert result.attempted > 0 and result.failed == 0
