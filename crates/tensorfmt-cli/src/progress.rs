@@ -4,7 +4,7 @@
 use std::io::IsTerminal;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use tensorfmt::{Chunks, FieldValue, Result, Stats, Tensor, TensorFile, TensorInfo};
+use tensorfmt::{Chunks, FieldValue, Result, SparseRows, Stats, Tensor, TensorFile, TensorInfo};
 
 /// Work below this many bytes gets no bar (it is over before one would help).
 const MIN_BYTES: u64 = 16 << 20;
@@ -84,6 +84,23 @@ impl TensorFile for Tracked<'_> {
             self.bar.inc(bytes as u64);
         }
         Ok(s)
+    }
+    fn sparse_rows<'b>(&'b self, name: &str) -> Option<Result<SparseRows<'b>>> {
+        // Rows hold entries, not the dense bytes the bar counts: it advances by each
+        // row's dense size, so a sparse diff ends with a full bar.
+        let rows = self.inner.sparse_rows(name)?;
+        let info = self.inner.tensors().into_iter().find(|i| i.name == name)?;
+        let dims = info.shape.dims();
+        let rows_n = dims.first().copied().unwrap_or(1).max(1);
+        let row_bytes = info.shape.byte_len(info.dtype.size()).unwrap_or(0) / rows_n;
+        let bar = self.bar.clone();
+        Some(rows.map(|rows| -> SparseRows<'b> {
+            Box::new(rows.inspect(move |r| {
+                if r.is_ok() {
+                    bar.inc(row_bytes as u64);
+                }
+            }))
+        }))
     }
     fn warnings(&self) -> Vec<String> {
         self.inner.warnings()

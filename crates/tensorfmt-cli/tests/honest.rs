@@ -5,6 +5,8 @@
 mod common;
 
 use common::{json, testdata, tf};
+use std::path::Path;
+
 use tensorfmt::{Format, Order, Tensor};
 
 fn npz_with(dir: &std::path::Path, tensors: &[(&str, Tensor)]) -> std::path::PathBuf {
@@ -93,26 +95,31 @@ fn render_refuses_to_overwrite_without_force() {
     assert_ne!(std::fs::read(&png).unwrap(), b"precious");
 }
 
+/// A sparse values PVP movie of 4e8 neurons per frame (20000 x 20000 x 1).
+fn huge_sparse(p: &Path, frames: &[(&[u32], &[f32])]) {
+    let f = std::fs::File::create(p).unwrap();
+    let mut w = tensorfmt::pvp::write::SparseWriter::values(f, 20_000, 20_000, 1).unwrap();
+    for (k, (idx, vals)) in frames.iter().enumerate() {
+        w.write_frame(k as f64, idx, vals).unwrap();
+    }
+    w.finish().unwrap();
+}
+
+const HUGE_FRAMES: [(&[u32], &[f32]); 5] = [
+    (&[0, 7, 399_999_999], &[1.5, -2.0, 4.0]),
+    (&[], &[]),
+    (&[12], &[0.25]),
+    (&[3, 4], &[1.0, 1.0]),
+    (&[100_000_000], &[-8.0]),
+];
+
 /// Sparse stays sparse (item 7): statistics of a sparse PVP movie come from its entries.
 #[test]
 fn inspect_stats_of_a_huge_sparse_movie_is_computed_from_the_entries() {
     use std::time::Instant;
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("huge.pvp");
-    let (nx, ny, nf) = (20_000usize, 20_000usize, 1usize); // 4e8 neurons per frame
-    let f = std::fs::File::create(&p).unwrap();
-    let mut w = tensorfmt::pvp::write::SparseWriter::values(f, nx, ny, nf).unwrap();
-    let frames: [(&[u32], &[f32]); 5] = [
-        (&[0, 7, 399_999_999], &[1.5, -2.0, 4.0]),
-        (&[], &[]),
-        (&[12], &[0.25]),
-        (&[3, 4], &[1.0, 1.0]),
-        (&[100_000_000], &[-8.0]),
-    ];
-    for (k, (idx, vals)) in frames.iter().enumerate() {
-        w.write_frame(k as f64, idx, vals).unwrap();
-    }
-    w.finish().unwrap();
+    huge_sparse(&p, &HUGE_FRAMES);
     let start = Instant::now();
     let (code, out, err) = tf(args!["inspect", &p, "--stats", "--json"]);
     let elapsed = start.elapsed();
@@ -375,4 +382,91 @@ fn metadata_that_no_longer_fits_is_reported() {
             && err.contains("tensors alone"),
         "{err}"
     );
+}
+
+/// Sparse stays sparse (item 7): `diff` of two sparse PVP movies walks their entries. A
+/// densified frame of this movie would be 1.6 GB, above the default allocation limit.
+#[test]
+fn diff_of_huge_sparse_movies_is_computed_from_the_entries() {
+    use std::time::Instant;
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.pvp");
+    let same = dir.path().join("same.pvp");
+    let b = dir.path().join("b.pvp");
+    huge_sparse(&a, &HUGE_FRAMES);
+    huge_sparse(&same, &HUGE_FRAMES);
+    let mut changed = HUGE_FRAMES;
+    changed[1] = (&[5], &[1.0]); // an entry only B has
+    changed[2] = (&[12], &[0.5]); // a value that differs
+    changed[4] = (&[], &[]); // an entry only A has
+    huge_sparse(&b, &changed);
+    let start = Instant::now();
+    let (code, out, err) = tf(args!["diff", &a, &same]);
+    assert_eq!((code, err.as_str()), (0, ""), "{out}");
+    let (code, out, err) = tf(args!["diff", &a, &b, "--json"]);
+    let elapsed = start.elapsed();
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(elapsed.as_secs_f64() < 2.0, "diff took {elapsed:?}");
+    let v = json(&out);
+    let t = v["tensors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "values")
+        .unwrap();
+    assert_eq!(t["count"], serde_json::json!(5u64 * 400_000_000), "{t}");
+    assert_eq!(t["mismatched"], serde_json::json!(3), "{t}");
+    assert_eq!(t["max_abs_error"].as_f64().unwrap(), 8.0, "{t}");
+    let first: Vec<u64> = t["diffs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["index"].as_u64().unwrap())
+        .collect();
+    assert_eq!(first, [400_000_005, 800_000_012, 1_700_000_000]);
+}
+
+/// The entry-wise comparison gives the numbers of the dense one (a sparse file against
+/// its dense copy takes the streamed path).
+#[test]
+fn sparse_diff_agrees_with_the_dense_diff() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |p: &Path, frames: &[(&[u32], &[f32])]| {
+        let f = std::fs::File::create(p).unwrap();
+        let mut w = tensorfmt::pvp::write::SparseWriter::values(f, 3, 2, 2).unwrap();
+        for (k, (idx, vals)) in frames.iter().enumerate() {
+            w.write_frame(k as f64, idx, vals).unwrap();
+        }
+        w.finish().unwrap();
+    };
+    let a = dir.path().join("a.pvp");
+    let b = dir.path().join("b.pvp");
+    let fa: [(&[u32], &[f32]); 2] = [(&[0, 5, 11], &[1.0, f32::NAN, 3.0]), (&[2], &[-1.0])];
+    let fb: [(&[u32], &[f32]); 2] = [(&[5, 7], &[f32::NAN, 0.5]), (&[2, 3], &[-1.25, 2.0])];
+    write(&a, &fa);
+    write(&b, &fb);
+    let dense_b = dir.path().join("b.npz");
+    assert_eq!(tf(args!["convert", &b, &dense_b]).0, 0);
+    let report = |other: &Path| {
+        let (code, out, err) = tf(args!["diff", &a, other, "--json", "--tensors-only"]);
+        assert_eq!(code, 1, "{out}{err}");
+        let v = json(&out);
+        let t = v["tensors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == "values")
+            .unwrap()
+            .clone();
+        (
+            t["count"].clone(),
+            t["mismatched"].clone(),
+            t["max_abs_error"].clone(),
+            t["max_rel_error"].clone(),
+            t["diffs"].clone(),
+        )
+    };
+    let sparse = report(&b);
+    assert_eq!(sparse, report(&dense_b));
+    assert_eq!(sparse.1, serde_json::json!(5)); // NaN against NaN is equal
 }

@@ -113,6 +113,53 @@ impl<T: Into<FieldValue>> From<Vec<T>> for FieldValue {
 /// A stream of tensor pieces (see [`TensorFile::read_chunks`]).
 pub type Chunks<'a> = Box<dyn Iterator<Item = Result<Tensor>> + 'a>;
 
+/// One row (a frame) of an f32 tensor that a file stores sparsely: the flat positions
+/// within the row that hold a stored value, and those values; every other position is
+/// 0. As stored: positions may come unsorted, and a repeated position means its last
+/// value (see [`SparseRow::normalized`]).
+///
+/// ```
+/// use tensorfmt_core::SparseRow;
+/// let row = SparseRow { indices: vec![7, 2, 7], values: vec![1.0, 2.0, 3.0] };
+/// let n = row.normalized();
+/// assert_eq!((n.indices, n.values), (vec![2, 7], vec![2.0, 3.0]));
+/// ```
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SparseRow {
+    /// Flat positions within the row.
+    pub indices: Vec<u32>,
+    /// One value per position.
+    pub values: Vec<f32>,
+}
+
+impl SparseRow {
+    /// Ascending positions, each once (the last stored value of a repeated position
+    /// wins, as when the row is densified).
+    pub fn normalized(self) -> SparseRow {
+        if self.indices.windows(2).all(|w| w[0] < w[1]) {
+            return self;
+        }
+        let mut pairs: Vec<(u32, f32)> = self.indices.into_iter().zip(self.values).collect();
+        // Stable: equal positions keep their stored order, so the last one is kept.
+        pairs.sort_by_key(|p| p.0);
+        let mut out = SparseRow::default();
+        for (i, v) in pairs {
+            if out.indices.last() == Some(&i) {
+                if let Some(last) = out.values.last_mut() {
+                    *last = v;
+                }
+            } else {
+                out.indices.push(i);
+                out.values.push(v);
+            }
+        }
+        out
+    }
+}
+
+/// The rows of a sparsely stored tensor (see [`TensorFile::sparse_rows`]).
+pub type SparseRows<'a> = Box<dyn Iterator<Item = Result<SparseRow>> + 'a>;
+
 /// "A file's named tensors": what every format crate implements for each file kind.
 ///
 /// Listing ([`tensors`](TensorFile::tensors)) decodes nothing; decoding happens one
@@ -174,6 +221,14 @@ pub trait TensorFile: Send + Sync {
     /// microseconds).
     fn stats(&self, name: &str) -> Result<crate::Stats> {
         streamed_stats(self, name)
+    }
+
+    /// The rows of a tensor the file stores sparsely (a sparse PVP movie, `[frames,
+    /// ny, nx, nf]` f32), one [`SparseRow`] per index of axis 0, for answers that its
+    /// entries can give without densifying (`diff`). `None` (the default) for tensors
+    /// stored densely.
+    fn sparse_rows<'a>(&'a self, _name: &str) -> Option<Result<SparseRows<'a>>> {
+        None
     }
 
     /// Warnings found while opening (e.g. a header count contradicted by the file size).

@@ -293,6 +293,25 @@ impl TensorFile for PvpTensorFile {
         }
     }
 
+    fn sparse_rows<'a>(
+        &'a self,
+        name: &str,
+    ) -> Option<tensorfmt_core::Result<tensorfmt_core::SparseRows<'a>>> {
+        match (&self.file, name) {
+            (PvpFile::Sparse(s), "values") if !self.csr => {
+                let rows = self.range.clone().map(move |k| {
+                    let f = s.frame(k)?;
+                    Ok(tensorfmt_core::SparseRow {
+                        indices: f.indices,
+                        values: f.values,
+                    })
+                });
+                Some(Ok(Box::new(rows)))
+            }
+            _ => None,
+        }
+    }
+
     fn warnings(&self) -> Vec<String> {
         self.file.warnings()
     }

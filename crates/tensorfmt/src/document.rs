@@ -335,6 +335,9 @@ impl TensorFile for Document {
     fn stats(&self, name: &str) -> Result<Stats> {
         self.file.stats(name)
     }
+    fn sparse_rows<'a>(&'a self, name: &str) -> Option<Result<tensorfmt_core::SparseRows<'a>>> {
+        self.file.sparse_rows(name)
+    }
     fn warnings(&self) -> Vec<String> {
         self.file.warnings()
     }
