@@ -161,6 +161,42 @@ fn pool<T: Send>(
     });
 }
 
+/// Runs `work` over `items` on `jobs` threads and hands each result to `report` on the
+/// calling thread in the order of `items`, as soon as it and all before it are done:
+/// output stays deterministic and streams while the workers go on.
+pub fn ordered_pool<I: Sync, T: Send>(
+    items: &[I],
+    jobs: usize,
+    work: impl Fn(&I) -> T + Sync,
+    mut report: impl FnMut(usize, T),
+) {
+    let next = AtomicUsize::new(0);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::scope(|s| {
+        for _ in 0..jobs.clamp(1, items.len().max(1)) {
+            let tx = tx.clone();
+            let (next, work) = (&next, &work);
+            s.spawn(move || loop {
+                let k = next.fetch_add(1, Ordering::Relaxed);
+                let Some(item) = items.get(k) else { break };
+                if tx.send((k, work(item))).is_err() {
+                    break;
+                }
+            });
+        }
+        drop(tx);
+        let mut waiting = std::collections::BTreeMap::new();
+        let mut want = 0;
+        for (k, r) in rx {
+            waiting.insert(k, r);
+            while let Some(r) = waiting.remove(&want) {
+                report(want, r);
+                want += 1;
+            }
+        }
+    });
+}
+
 fn print_line(line: &str) {
     crate::commands::emit(&format!("{line}\n"));
 }

@@ -494,6 +494,7 @@ pub fn validate(
     lenient: bool,
     quiet: bool,
     as_json: bool,
+    jobs: usize,
 ) -> Result<(), Failure> {
     let sizes: Vec<u64> = files
         .iter()
@@ -515,9 +516,7 @@ pub fn validate(
         strict: true,
         ..read.clone()
     };
-    let mut failed = false;
-    let mut results = Vec::new();
-    for (f, size) in files.iter().zip(sizes) {
+    let evaluate = |f: &PathBuf| {
         let mut result = check(f, if lenient { read } else { &strict });
         // Refused as the original refuses it: can tensorfmt still read it?
         let mut readable = result.is_ok();
@@ -529,6 +528,13 @@ pub fn validate(
                 )));
             }
         }
+        (result, readable)
+    };
+    let mut failed = false;
+    let mut results = Vec::new();
+    // Checked on `jobs` threads, reported in the order given.
+    crate::collection::ordered_pool(files, jobs, evaluate, |k, (result, readable)| {
+        let (f, size) = (&files[k], sizes[k]);
         bar.inc(size);
         failed |= result.is_err();
         if as_json {
@@ -552,7 +558,7 @@ pub fn validate(
                     "warnings": [],
                 }),
             });
-            continue;
+            return;
         }
         bar.suspend(|| match result {
             Ok((_, _, warnings)) => {
@@ -565,7 +571,7 @@ pub fn validate(
             }
             Err(e) => sayln!("{}: error: {e}", f.display()),
         });
-    }
+    });
     bar.finish_and_clear();
     if as_json {
         emit_json(&json!({ "ok": !failed, "files": results }));

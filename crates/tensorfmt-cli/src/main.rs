@@ -184,6 +184,10 @@ Example:
         /// program would load it; files only our lenient reader accepts fail).
         #[arg(long)]
         lenient: bool,
+        /// Worker threads for several files (default: one per core); results are
+        /// printed in the order of the files.
+        #[arg(long, short, value_name = "N")]
+        jobs: Option<usize>,
     },
     /// Compare two files tensor by tensor (exit 0 equal, 1 different, 2 trouble).
     ///
@@ -451,9 +455,11 @@ fn main() -> ExitCode {
             json,
             recursive,
             lenient,
+            jobs,
         } => collection::expand(&files, recursive).and_then(|inputs| {
             let paths: Vec<PathBuf> = inputs.into_iter().map(|i| i.path).collect();
-            commands::validate(&paths, &read.options(), lenient, quiet, json)
+            let jobs = jobs.unwrap_or_else(collection::default_jobs);
+            commands::validate(&paths, &read.options(), lenient, quiet, json, jobs)
         }),
         Command::Diff {
             a,

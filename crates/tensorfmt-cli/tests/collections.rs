@@ -248,3 +248,38 @@ fn a_killed_run_resumes_to_the_same_tree_as_a_clean_run() {
     assert!(a == b, "the resumed tree differs from a clean run's");
     assert!(a.keys().all(|k| !k.to_string_lossy().ends_with(".tmp")));
 }
+
+/// `validate` over a collection runs on the pool and reports in the order of the files,
+/// whatever the number of workers: the same text and JSON with `-j 1` and `-j 4`.
+#[test]
+fn validate_of_a_tree_runs_in_parallel_and_reports_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    tree(dir.path());
+    let root = dir.path().join("run1");
+    let run = |extra: &[&str]| {
+        let mut a: Vec<std::ffi::OsString> =
+            vec!["validate".into(), "-r".into(), root.clone().into()];
+        a.extend(extra.iter().map(Into::into));
+        tf(&a)
+    };
+    let (code1, text1, _) = run(&["-j", "1"]);
+    let (code4, text4, _) = run(&["-j", "4"]);
+    assert_eq!((code1, code4), (1, 1), "{text1}");
+    assert_eq!(text1, text4);
+    let lines: Vec<&str> = text4.lines().collect();
+    assert_eq!(lines.len(), 14, "{text4}"); // 6 files twice + 2 broken (notes.txt skipped)
+    let mut sorted = lines.clone();
+    sorted.sort();
+    assert_eq!(
+        lines, sorted,
+        "reported in the (sorted) order of the expanded inputs"
+    );
+    assert_eq!(
+        lines.iter().filter(|l| l.contains(": error: ")).count(),
+        2,
+        "{text4}"
+    );
+    let (_, j1, _) = run(&["-j", "1", "--json"]);
+    let (_, j4, _) = run(&["-j", "4", "--json"]);
+    assert_eq!(json(&j1), json(&j4));
+}
