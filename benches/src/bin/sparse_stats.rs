@@ -89,7 +89,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     let copy = dir.path().join("copy.pvp");
     std::fs::copy(&path, &copy)?;
-    let (a, b) = (tensorfmt::Document::open(&path)?, tensorfmt::Document::open(&copy)?);
+    let (a, b) = (
+        tensorfmt::Document::open(&path)?,
+        tensorfmt::Document::open(&copy)?,
+    );
     let options = tensorfmt::diff::DiffOptions::default();
     let (diff, report) = best(repeat, || {
         tensorfmt::diff::compare_tensor(&a, &b, "values", &options)
