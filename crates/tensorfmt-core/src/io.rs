@@ -170,6 +170,8 @@ pub struct AtomicFile {
     /// `io::guarded_faults()` when writing began: a guarded fault since then means an
     /// input changed under us, and the output must not be published.
     faults: u64,
+    /// Bytes reserved by [`AtomicFile::reserve`]; `commit` releases what was not written.
+    reserved: u64,
 }
 
 /// The temporary name of a write to `target` by this process: `.<name>.<pid>.<n>.tmp`
@@ -270,6 +272,7 @@ impl AtomicFile {
                         target,
                         sync: true,
                         faults,
+                        reserved: 0,
                     })
                 }
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
@@ -293,6 +296,54 @@ impl AtomicFile {
     pub fn sync(mut self, sync: bool) -> AtomicFile {
         self.sync = sync;
         self
+    }
+
+    /// Asks the file system for `len` bytes up front, for writers that know their
+    /// output's size. On Linux this is `fallocate` with `FALLOC_FL_KEEP_SIZE`: the
+    /// file's length still grows only as bytes are written, so a wrong estimate never
+    /// leaves zeros behind, and [`commit`](AtomicFile::commit) releases what was
+    /// reserved but not written. It pays twice: ext4 then skips its per-page delayed
+    /// allocation (a 256 MiB save is about 20 % faster, benches/python/bench.py), and a
+    /// disk too full for the output fails at once, naming it, instead of after most of
+    /// the data. Where the file system cannot reserve, nothing happens.
+    ///
+    /// ```
+    /// use std::io::Write;
+    /// let dir = tempfile::tempdir()?;
+    /// let p = dir.path().join("out.bin");
+    /// let mut f = tensorfmt_core::io::AtomicFile::create(&p)?;
+    /// f.reserve(1 << 20)?;
+    /// f.write_all(b"less than reserved")?;
+    /// f.commit()?;
+    /// assert_eq!(std::fs::read(&p)?, b"less than reserved");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn reserve(&mut self, len: u64) -> io::Result<()> {
+        #[cfg(target_os = "linux")]
+        {
+            use std::os::fd::AsRawFd;
+            let Ok(n) = libc::off_t::try_from(len) else {
+                return Ok(());
+            };
+            let fd = self.inner()?.get_ref().as_raw_fd();
+            // SAFETY: `fd` is the open temporary file owned by `self.file` for the whole
+            // call; fallocate reads no memory of ours.
+            let r = unsafe { libc::fallocate(fd, libc::FALLOC_FL_KEEP_SIZE, 0, n) };
+            if r != 0 {
+                let e = io::Error::last_os_error();
+                return match e.raw_os_error() {
+                    Some(libc::ENOSPC | libc::EDQUOT | libc::EFBIG) => {
+                        Err(self.name_error("writing", e))
+                    }
+                    // EOPNOTSUPP, ENOSYS, EINVAL...: the file system cannot reserve.
+                    _ => Ok(()),
+                };
+            }
+            self.reserved = self.reserved.max(len);
+        }
+        #[cfg(not(target_os = "linux"))]
+        let _ = len;
+        Ok(())
     }
 
     /// The final path.
@@ -331,6 +382,17 @@ impl AtomicFile {
             let f = w
                 .into_inner()
                 .map_err(|e| Error::io_op(&target, "writing", e.into_error()))?;
+            if self.reserved > 0 {
+                // Blocks reserved past the end stay allocated until a truncate frees them.
+                let len = f
+                    .metadata()
+                    .map_err(|e| Error::io_op(&target, "writing", e))?
+                    .len();
+                if len < self.reserved {
+                    f.set_len(len)
+                        .map_err(|e| Error::io_op(&target, "writing", e))?;
+                }
+            }
             if self.sync {
                 f.sync_all()
                     .map_err(|e| Error::io_op(&target, "syncing", e))?;
@@ -460,6 +522,37 @@ mod tests {
             map_file(dir.path().join("none")),
             Err(Error::Io { .. })
         ));
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn reserved_space_not_written_is_released_by_commit() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("out.bin");
+        let mut f = AtomicFile::create(&p).unwrap();
+        f.reserve(8 << 20).unwrap();
+        f.write_all(&[7u8; 5000]).unwrap();
+        f.flush().unwrap();
+        let during = std::fs::metadata(f.temp_path()).unwrap();
+        assert_eq!(
+            during.len(),
+            5000,
+            "the length grows only with the bytes written"
+        );
+        let reserved = during.blocks() * 512 >= 8 << 20;
+        f.commit().unwrap();
+        let after = std::fs::metadata(&p).unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), vec![7u8; 5000]);
+        if reserved {
+            assert!(
+                after.blocks() * 512 < 1 << 20,
+                "released: {}",
+                after.blocks()
+            );
+        } else {
+            eprintln!("note: this file system did not reserve; nothing to release");
+        }
     }
 
     #[test]

@@ -175,6 +175,20 @@ pub(crate) fn threads(options: &WriteOptions) -> Result<usize> {
     }
 }
 
+/// The options the in-memory `save` functions hand to their streaming writer: without a
+/// `threads` setting and without a dtype conversion there is nothing for a decoding
+/// thread to do (the pieces are the caller's own buffers), and the hand-over costs
+/// about 10 % of a 256 MiB save (benches/python/bench.py), so the pipeline is off.
+pub(crate) fn in_memory_options(options: &WriteOptions) -> std::borrow::Cow<'_, WriteOptions> {
+    if options.extra.contains_key(THREADS_KEY) || options.dtype.is_some() {
+        std::borrow::Cow::Borrowed(options)
+    } else {
+        let mut single = options.clone();
+        single.extra.insert(THREADS_KEY.into(), "1".into());
+        std::borrow::Cow::Owned(single)
+    }
+}
+
 /// The `WriteOptions.extra` key read by [`threads`].
 pub(crate) const THREADS_KEY: &str = "threads";
 
@@ -494,6 +508,21 @@ mod tests {
             o.extra.insert("threads".into(), bad.into());
             assert!(threads(&o).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn in_memory_saves_run_without_the_pipeline_unless_asked() {
+        let mut o = WriteOptions::default();
+        assert_eq!(threads(&in_memory_options(&o)).unwrap(), 1);
+        o.dtype = Some(DType::F16);
+        assert!((1..=2).contains(&threads(&in_memory_options(&o)).unwrap()));
+        assert!(matches!(
+            in_memory_options(&o),
+            std::borrow::Cow::Borrowed(_)
+        ));
+        o.dtype = None;
+        o.extra.insert("threads".into(), "2".into());
+        assert_eq!(threads(&in_memory_options(&o)).unwrap(), 2);
     }
 
     /// Whole files through each writer: identical bytes with `threads=1` and the default.

@@ -550,7 +550,10 @@ pub fn write_from(
     let info = info_of(file, name)?;
     let dtype = stored_dtype(&info, options);
     let n_threads = threads(options)?;
+    let data_len = info.shape.byte_len(dtype.size())?;
     let mut out = AtomicFile::create(path)?.sync(!options.skip_fsync);
+    // The header is at most a few hundred bytes; commit releases what is not used.
+    out.reserve(data_len as u64 + 4096)?;
     write_header(&mut out, dtype, &info.shape)?;
     write_chunks(&mut out, file, &info, dtype, n_threads)?;
     out.commit()
@@ -559,7 +562,7 @@ pub fn write_from(
 /// Saves one tensor as an npy file (atomically).
 pub fn save(path: &Path, tensor: &Tensor, options: &WriteOptions) -> Result<()> {
     let f = MemoryFile::new(vec![("array".into(), tensor.clone())]);
-    write_from(path, &f, "array", options)
+    write_from(path, &f, "array", &super::in_memory_options(options))
 }
 
 /// Serialises one tensor to npy bytes in memory (C order).

@@ -434,9 +434,21 @@ pub fn write_from(
         }
     };
     let n_threads = threads(options)?;
+    let mut output = AtomicFile::create(path)?.sync(!options.skip_fsync);
+    if method == CompressionMethod::Stored {
+        // The members' data plus generous room for the zip and npy headers (commit
+        // releases what is not used); deflated sizes are unknown, so nothing is reserved.
+        let mut len = 65536u64;
+        for name in names {
+            let info = info_of(file, name)?;
+            let data = info.shape.byte_len(stored_dtype(&info, options).size())?;
+            len = len.saturating_add(data as u64 + 512 + 2 * name.len() as u64);
+        }
+        output.reserve(len)?;
+    }
     let abandoned = Rc::new(Cell::new(false));
     let out = Abandonable {
-        file: AtomicFile::create(path)?.sync(!options.skip_fsync),
+        file: output,
         abandoned: abandoned.clone(),
         pos: 0,
     };
@@ -554,7 +566,12 @@ fn write_members(
 /// Saves named tensors as an npz archive (atomically).
 pub fn save(path: &Path, tensors: &[(String, Tensor)], options: &WriteOptions) -> Result<()> {
     let names: Vec<String> = tensors.iter().map(|(n, _)| n.clone()).collect();
-    write_from(path, &MemoryFile::new(tensors.to_vec()), &names, options)
+    write_from(
+        path,
+        &MemoryFile::new(tensors.to_vec()),
+        &names,
+        &super::in_memory_options(options),
+    )
 }
 
 #[cfg(test)]

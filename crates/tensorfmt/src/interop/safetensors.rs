@@ -273,6 +273,7 @@ pub fn write_from(
         .map_err(|e| Error::Invalid(format!("safetensors header: {e}")))?;
     text.resize(text.len().next_multiple_of(8), b' ');
     let mut out = AtomicFile::create(path)?.sync(!options.skip_fsync);
+    out.reserve((8 + text.len() + offset) as u64)?;
     out.write_all(&(text.len() as u64).to_le_bytes())?;
     out.write_all(&text)?;
     for (_, info, dtype) in &list {
@@ -284,7 +285,12 @@ pub fn write_from(
 /// Saves named tensors as a safetensors file (atomically).
 pub fn save(path: &Path, tensors: &[(String, Tensor)], options: &WriteOptions) -> Result<()> {
     let names: Vec<String> = tensors.iter().map(|(n, _)| n.clone()).collect();
-    write_from(path, &MemoryFile::new(tensors.to_vec()), &names, options)
+    write_from(
+        path,
+        &MemoryFile::new(tensors.to_vec()),
+        &names,
+        &super::in_memory_options(options),
+    )
 }
 
 #[cfg(test)]
