@@ -176,3 +176,22 @@ def test_primitiv_parameter_tensor_shape_optimizer():
 def test_the_module_examples_run(module):
     result = doctest.testmod(module)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_reprs_of_typed_records_show_shapes_not_values(tmp_path):
+    # A record's repr is read in a REPL: it names dtypes and shapes, and stays one short
+    # line whatever the size of the arrays behind it.
+    net = caffe.open(TESTDATA / "caffe" / "two.blobprotovector")
+    blob = net.blobs[0]
+    assert repr(blob).startswith(f"Blob({blob.data.dtype}{list(blob.data.shape)}")
+    p = primitiv.open(TESTDATA / "primitiv" / "parameter_2x3_stats.data").parameter
+    assert repr(p).startswith("Parameter('value', value=float32[2, 3], dims=(2, 3), batch=1, stats={")
+    assert "batched: float32[3, 2]" in repr(p)
+    import tensorfmt.pvp as pvp
+
+    big = np.arange(64 * 64 * 8, dtype=np.float32).reshape(1, 64, 64, 8)
+    path = tmp_path / "movie.pvp"
+    tensorfmt.save(path, {"values": big})
+    assert repr(pvp.open(path)[0]) == "Frame(0, time=0.0, values=float32[64, 64, 8])"
+    layer = caffe.Layer("conv1", "Convolution", [blob])
+    assert repr(layer) == f"Layer('conv1', 'Convolution', blobs=[{blob.data.dtype}{list(blob.data.shape)}])"

@@ -232,6 +232,14 @@ class Document(Mapping[str, np.ndarray]):
         return f"<tensorfmt.Document {self.format}:{self.kind} {self.path} {{{names}{more}}}>"
 
 
+def _summary(a: Any) -> str:
+    """An array as ``float32[20, 1, 5, 5]`` (reprs of typed records show shapes, not
+    megabytes of values)."""
+    if a is None:
+        return "None"
+    return f"{a.dtype}{list(a.shape)}"
+
+
 def _errors_base():
     from ._errors import TensorfmtError
 

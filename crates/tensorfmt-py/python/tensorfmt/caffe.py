@@ -25,6 +25,7 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
 import numpy as np
 
 from . import _native
+from ._api import _summary
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -43,6 +44,11 @@ class Blob:
     data: np.ndarray
     diff: Optional[np.ndarray]
 
+    def __repr__(self) -> str:
+        legacy = f", legacy={self.legacy}" if self.legacy is not None else ""
+        diff = f", diff={_summary(self.diff)}" if self.diff is not None else ""
+        return f"Blob({_summary(self.data)}{legacy}, source={self.source!r}{diff})"
+
 
 @dataclass(frozen=True)
 class Layer:
@@ -52,6 +58,10 @@ class Layer:
     name: str
     type: str
     blobs: List[Blob]
+
+    def __repr__(self) -> str:
+        blobs = ", ".join(_summary(b.data) for b in self.blobs)
+        return f"Layer({self.name!r}, {self.type!r}, blobs=[{blobs}])"
 
 
 def _blob(d: Dict[str, Any]) -> Blob:

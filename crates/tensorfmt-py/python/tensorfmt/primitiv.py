@@ -23,7 +23,7 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
-from ._api import Document
+from ._api import Document, _summary
 from ._api import open as _open_document
 from ._errors import InvalidArgumentError
 
@@ -52,6 +52,13 @@ class Parameter:
     batch: int
     stats: Dict[str, np.ndarray] = field(default_factory=dict)
     stat_shapes: Dict[str, Tuple[Tuple[int, ...], int]] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        stats = ", ".join(f"{k}: {_summary(v)}" for k, v in self.stats.items())
+        return (
+            f"Parameter({self.name!r}, value={_summary(self.value)}, dims={self.dims}, "
+            f"batch={self.batch}, stats={{{stats}}})"
+        )
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple, Type, TypeVar, Un
 import numpy as np
 
 from . import _native
+from ._api import _summary
 from ._errors import InvalidArgumentError
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -40,6 +41,11 @@ class Frame:
     time: float
     values: np.ndarray
     indices: Optional[np.ndarray] = None
+
+    def __repr__(self) -> str:
+        if self.indices is None:
+            return f"Frame({self.index}, time={self.time}, values={_summary(self.values)})"
+        return f"Frame({self.index}, time={self.time}, {len(self.indices)} active)"
 
     def to_dense(self, shape: Tuple[int, int, int]) -> np.ndarray:
         """The frame as a dense ``[ny, nx, nf]`` float32 array."""
@@ -66,6 +72,12 @@ class WeightFrame:
     patch_nx: np.ndarray
     patch_ny: np.ndarray
     patch_offset: np.ndarray
+
+    def __repr__(self) -> str:
+        return (
+            f"WeightFrame({self.index}, time={self.time}, weights={_summary(self.weights)}, "
+            f"wmin={self.wmin}, wmax={self.wmax})"
+        )
 
 
 class PvpFile:
