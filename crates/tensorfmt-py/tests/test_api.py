@@ -176,6 +176,8 @@ def test_convert_diff_validate(tmp_path):
     assert not d2.equal
     assert d2["values"].mismatched == 1 and d2["values"].max_abs_error == pytest.approx(0.5)
     assert tensorfmt.diff(out, changed, atol=0.6).equal
+    assert repr(d) == "<DiffResult equal: 2 tensor(s) compared; max_abs_error=0>"
+    assert repr(d2) == "<DiffResult different: 2 tensor(s) compared; 1 differ (values); max_abs_error=0.5>"
     report = tensorfmt.validate(out)
     assert report.ok and report.format == "safetensors" and report.error is None
     bad = tmp_path / "bad.safetensors"

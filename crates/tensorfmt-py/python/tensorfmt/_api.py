@@ -499,6 +499,22 @@ class DiffResult:
         """The largest absolute error over every compared tensor."""
         return max((t.max_abs_error for t in self.tensors), default=0.0)
 
+    def __repr__(self) -> str:
+        # A summary a REPL user can read; the per-tensor details are in `.tensors`.
+        differ = [t.name for t in self.tensors if not t.equal]
+        parts = [f"{'equal' if self.equal else 'different'}: {len(self.tensors)} tensor(s) compared"]
+        if differ:
+            shown = ", ".join(differ[:5]) + (", ..." if len(differ) > 5 else "")
+            parts.append(f"{len(differ)} differ ({shown})")
+        if self.only_in_a:
+            parts.append(f"only in a: {self.only_in_a}")
+        if self.only_in_b:
+            parts.append(f"only in b: {self.only_in_b}")
+        if self.header:
+            parts.append(f"header: {[h[0] for h in self.header]}")
+        parts.append(f"max_abs_error={self.max_abs_error:g}")
+        return f"<DiffResult {'; '.join(parts)}>"
+
 
 def diff(
     a: PathLike,
