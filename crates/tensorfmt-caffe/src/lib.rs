@@ -158,7 +158,7 @@ pub fn save_tensors(
 ) -> Result<()> {
     let ext = path.extension().and_then(|e| e.to_str());
     let prepared = prepare(tensors, options, ext)?;
-    write::write_path(path, |w| prepared.write(w))
+    tensorfmt_core::io::write_atomic_with(path, options, |w| prepared.write(w))
 }
 
 /// [`save_tensors`] into any writer (the kind from `options.kind`, else from the

@@ -174,6 +174,24 @@ pub struct AtomicFile {
     reserved: u64,
 }
 
+/// How many [`AtomicFile`]s this process synced before their rename.
+static SYNCS: AtomicU64 = AtomicU64::new(0);
+
+/// How many outputs this process has synced to disk before renaming them into place (so
+/// tests can check that `WriteOptions::skip_fsync` reaches every writer).
+///
+/// ```
+/// let dir = tempfile::tempdir()?;
+/// let before = tensorfmt_core::io::synced_outputs();
+/// let f = tensorfmt_core::io::AtomicFile::create(dir.path().join("x"))?;
+/// f.commit()?;
+/// assert!(tensorfmt_core::io::synced_outputs() > before);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn synced_outputs() -> u64 {
+    SYNCS.load(Ordering::Relaxed)
+}
+
 /// The temporary name of a write to `target` by this process: `.<name>.<pid>.<n>.tmp`
 /// beside it (the pid lets a later write recognise a killed writer's leftovers).
 fn temporary_name(name: &str, pid: u32, n: u64) -> String {
@@ -396,6 +414,7 @@ impl AtomicFile {
             if self.sync {
                 f.sync_all()
                     .map_err(|e| Error::io_op(&target, "syncing", e))?;
+                SYNCS.fetch_add(1, Ordering::Relaxed);
             }
             drop(f);
             if fault_guard::faults() != self.faults {
@@ -496,6 +515,34 @@ where
     E: From<Error>,
 {
     let mut f = AtomicFile::create(path)?;
+    write(&mut f)?;
+    f.commit()?;
+    Ok(())
+}
+
+/// [`write_atomic`] that honours `options.skip_fsync` (every format's path-level save
+/// goes through it, so `fsync=False` means the same for a PVP file as for an npy file).
+///
+/// ```
+/// use std::io::Write;
+/// let dir = tempfile::tempdir()?;
+/// let p = dir.path().join("scratch.bin");
+/// let options = tensorfmt_core::WriteOptions { skip_fsync: true, ..Default::default() };
+/// tensorfmt_core::io::write_atomic_with(&p, &options, |w| -> tensorfmt_core::Result<()> {
+///     Ok(w.write_all(b"x")?)
+/// })?;
+/// assert_eq!(std::fs::read(&p)?, b"x");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn write_atomic_with<E>(
+    path: impl AsRef<Path>,
+    options: &crate::WriteOptions,
+    write: impl FnOnce(&mut AtomicFile) -> std::result::Result<(), E>,
+) -> std::result::Result<(), E>
+where
+    E: From<Error>,
+{
+    let mut f = AtomicFile::create(path)?.sync(!options.skip_fsync);
     write(&mut f)?;
     f.commit()?;
     Ok(())

@@ -11,7 +11,6 @@ use tensorfmt_core::{
 use crate::data::{Key, Model, Parameter, PrimitivData, PrimitivShape, PrimitivTensor};
 use crate::error::{PrimitivError, Result};
 use crate::read::Decoded;
-use crate::write::write_file;
 
 /// A decoded primitiv file as named tensors.
 ///
@@ -233,7 +232,7 @@ fn flag(options: &WriteOptions, key: &str) -> bool {
 /// ```
 pub fn save_named(path: &Path, tensors: &[(String, Tensor)], options: &WriteOptions) -> Result<()> {
     let data = build(tensors, options)?;
-    write_file(path, &data)
+    tensorfmt_core::io::write_atomic_with(path, options, |f| crate::write::encode(f, &data))
 }
 
 /// [`save_named`] without the file: the primitiv data the tensors describe.

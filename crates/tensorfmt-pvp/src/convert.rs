@@ -276,7 +276,7 @@ pub(crate) fn save(
     options: &WriteOptions,
 ) -> Result<()> {
     let kind = choose_kind(tensors, options)?;
-    tensorfmt_core::io::write_atomic(path, |f| -> Result<()> {
+    tensorfmt_core::io::write_atomic_with(path, options, |f| -> Result<()> {
         match kind.as_str() {
             "weights" => write_weights(f, tensors, options),
             "sparse" => write_sparse(f, tensors, options),

@@ -12,7 +12,7 @@ use tensorfmt_core::{
 use crate::header::{parse_v2, CommentBlock, DataType, FileKind, ParseRules};
 use crate::hex::hex_side;
 use crate::read::{MapLayout, ReadConfig, RotFlip, SomFile};
-use crate::write::{save_with, write_data, write_mapping, write_rotflip, write_som, WriteConfig};
+use crate::write::{write_data, write_mapping, write_rotflip, write_som, WriteConfig};
 use crate::{legacy, HexGrid, Result, SomError};
 
 /// Largest piece [`TensorFile::read_chunks`] yields (at least one entry).
@@ -420,7 +420,7 @@ pub fn save_tensors(
                     t.shape()
                 )));
             }
-            save_with(path, |w| write_data(w, &t, &config))
+            tensorfmt_core::io::write_atomic_with(path, options, |w| write_data(w, &t, &config))
         }
         "som" => {
             let t = cast(pick(tensors, "som", "som")?)?;
@@ -457,7 +457,9 @@ pub fn save_tensors(
                     d[som_rank..].to_vec(),
                 )
             };
-            save_with(path, |w| write_som(w, &map, &neuron_dims, &t, &config))
+            tensorfmt_core::io::write_atomic_with(path, options, |w| {
+                write_som(w, &map, &neuron_dims, &t, &config)
+            })
         }
         "som-mapping" | "mapping" => {
             let t = cast(pick(tensors, "distances", "som-mapping")?)?;
@@ -473,7 +475,9 @@ pub fn save_tensors(
             } else {
                 MapLayout::Cartesian(d[1..].to_vec())
             };
-            save_with(path, |w| write_mapping(w, &map, &t, &config))
+            tensorfmt_core::io::write_atomic_with(path, options, |w| {
+                write_mapping(w, &map, &t, &config)
+            })
         }
         "som-rotflip" | "rotflip" => {
             let flip = pick(tensors, "flip", "som-rotflip")?.cast(DType::U8)?;
@@ -502,7 +506,9 @@ pub fn save_tensors(
                 data_type: DataType::F32,
                 ..config
             };
-            save_with(path, |w| write_rotflip(w, &map, d[0], &recs, &rot_config))
+            tensorfmt_core::io::write_atomic_with(path, options, |w| {
+                write_rotflip(w, &map, d[0], &recs, &rot_config)
+            })
         }
         other => Err(SomError::InvalidInput(format!(
             "unknown PINK file kind {other:?} (som-data, som, som-mapping, som-rotflip)"

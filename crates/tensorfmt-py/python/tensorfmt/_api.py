@@ -333,8 +333,8 @@ def save(
     format-specific keys (the CLI's ``--set``); ``hex`` a hexagonal PINK layout. An
     existing file is replaced only with ``overwrite=True``. The file is written to a
     temporary name, synced to disk and renamed into place; ``fsync=False`` skips the
-    sync for npy, npz and safetensors outputs (faster for large scratch files: still
-    atomic, but a power failure can lose the new file — what numpy and safetensors do).
+    sync, for any format (faster for large scratch files: still atomic, but a power
+    failure can lose the new file — what numpy and safetensors do).
 
     >>> import tensorfmt, numpy as np
     >>> frames = np.zeros((3, 4, 5, 1), dtype=np.float32)        # [frames, ny, nx, nf]
