@@ -216,8 +216,15 @@ fn write_dense(f: &mut AtomicFile, tensors: &[(String, Tensor)]) -> Result<()> {
     // Borrowed when the tensor already is aligned row-major f32 (no whole-tensor copy).
     let t = t.cast(DType::F32)?.to_order(Order::RowMajor)?;
     let vals = t.typed::<f32>()?;
-    let mut w = DenseWriter::new(f, nx, ny, nf)?;
     let n = nx * ny * nf;
+    // The header, then per frame its time and values (see AtomicFile::reserve).
+    let frame_bytes = (n as u64).saturating_mul(4).saturating_add(8);
+    f.reserve(
+        (frames as u64)
+            .saturating_mul(frame_bytes)
+            .saturating_add(80),
+    )?;
+    let mut w = DenseWriter::new(f, nx, ny, nf)?;
     for (k, frame) in vals.chunks_exact(n).enumerate() {
         w.write_frame(time[k], frame)?;
     }

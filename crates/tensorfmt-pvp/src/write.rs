@@ -65,12 +65,23 @@ impl<W: Write + Seek> Activity<W> {
 
     /// Writes `self.buf` (one whole frame, time first) and patches the header.
     fn commit_frame(&mut self, time: f64) -> Result<()> {
+        let buf = std::mem::take(&mut self.buf);
+        let r = self.commit_parts(time, &[&buf]);
+        self.buf = buf;
+        r
+    }
+
+    /// Writes one whole frame given as consecutive `parts` (time first) and patches the
+    /// header. Dense frames pass the caller's values directly: no copy into `buf`.
+    fn commit_parts(&mut self, time: f64, parts: &[&[u8]]) -> Result<()> {
         if self.frames == i32::MAX {
             return Err(PvpError::Invalid("nbands would overflow i32".into()));
         }
         self.w.seek(SeekFrom::Start(self.end))?;
-        self.w.write_all(&self.buf)?;
-        self.end += self.buf.len() as u64;
+        for part in parts {
+            self.w.write_all(part)?;
+        }
+        self.end += parts.iter().map(|p| p.len() as u64).sum::<u64>();
         if self.frames == 0 {
             self.header.time = time;
             self.w.seek(SeekFrom::Start(72))?;
@@ -152,10 +163,10 @@ impl<W: Write + Seek> DenseWriter<W> {
                 self.n
             )));
         }
-        self.a.buf.clear();
-        self.a.buf.extend_from_slice(&time.to_le_bytes());
-        f32_bytes(values, &mut self.a.buf);
-        self.a.commit_frame(time)
+        // The host is little-endian (tensorfmt-core refuses to build otherwise), so the
+        // values' memory is the file's bytes.
+        self.a
+            .commit_parts(time, &[&time.to_le_bytes(), bytemuck::cast_slice(values)])
     }
 
     /// Frames written so far (including those of an appended file).
