@@ -203,9 +203,7 @@ fn record_mapped(doc: &Document) -> Result<Recording> {
     let end = base + data.len();
     let mut tensors = Vec::new();
     let mut pieces: Vec<(u64, u64, usize, u64)> = Vec::new();
-    // Where the search for the next copied tensor starts: tensors come in file order.
-    let mut cursor = 0usize;
-    let mut column_major = vec![false; doc.tensors().len()];
+    // First the tensors whose chunks view the file: their places are known for free.
     for (index, info) in doc.tensors().into_iter().enumerate() {
         let dense = info.shape.byte_len(info.dtype.size()).ok();
         let mut cut = 0u64;
@@ -224,32 +222,41 @@ fn record_mapped(doc: &Document) -> Result<Recording> {
                 offset += b.len() as u64;
             }
         }
-        if dense.is_some_and(|d| d > 0 && d <= data.len()) && cut == 0 {
-            // Copied by its reader (unaligned, or between per-patch headers): look for
-            // its bytes in the file. A wrong match is harmless while the values stay
-            // (the same bytes go back), and such tensors are checked after splicing.
-            // Row-major first; then column-major (primitiv, Fortran-minded writers).
-            let t = doc.read_tensor(&info.name)?.to_order(Order::RowMajor)?;
-            let elem = t.dtype().size();
-            let mut found = search(data, t.bytes(), t.dims(), elem, cursor);
-            if found.is_none() && t.dims().iter().filter(|&&d| d > 1).count() > 1 {
-                let c = t.to_order(Order::ColumnMajor)?;
-                let reversed: Vec<usize> = t.dims().iter().rev().copied().collect();
-                found = search(data, c.bytes(), &reversed, elem, cursor);
-                if found.is_some() {
-                    column_major[index] = true;
-                }
-            }
-            if let Some(found) = found {
-                cursor = found.last().map_or(cursor, |p| (p.0 + p.1) as usize);
-                pieces.extend(
-                    found
-                        .into_iter()
-                        .map(|(at, len, off)| (at, len, index, off)),
-                );
+        tensors.push((info, cut, dense));
+    }
+    // Then the tensors their readers copied (unaligned, or between per-patch headers),
+    // looked for only in the bytes the views left: a dense PVP movie's `time` is sought
+    // in its frame headers, not in every page of the movie.
+    pieces.sort_by_key(|p| p.0);
+    let haystack = Haystack::new(data, &pieces);
+    // Where the search for the next copied tensor starts: tensors come in file order.
+    let mut cursor = 0usize;
+    let mut column_major = vec![false; tensors.len()];
+    for (index, (info, cut, dense)) in tensors.iter().enumerate() {
+        if !(dense.is_some_and(|d| d > 0 && d <= haystack.bytes.len()) && *cut == 0) {
+            continue;
+        }
+        // A wrong match is harmless while the values stay (the same bytes go back), and
+        // such tensors are checked after splicing. Row-major first; then column-major
+        // (primitiv, Fortran-minded writers).
+        let t = doc.read_tensor(&info.name)?.to_order(Order::RowMajor)?;
+        let elem = t.dtype().size();
+        let hay = &haystack.bytes[..];
+        let mut found = search(hay, t.bytes(), t.dims(), elem, cursor);
+        if found.is_none() && t.dims().iter().filter(|&&d| d > 1).count() > 1 {
+            let c = t.to_order(Order::ColumnMajor)?;
+            let reversed: Vec<usize> = t.dims().iter().rev().copied().collect();
+            found = search(hay, c.bytes(), &reversed, elem, cursor);
+            if found.is_some() {
+                column_major[index] = true;
             }
         }
-        tensors.push((info, cut, dense));
+        if let Some(found) = found {
+            cursor = found.last().map_or(cursor, |p| (p.0 + p.1) as usize);
+            for (at, len, off) in found {
+                haystack.add_piece(at, len, off, index, &mut pieces);
+            }
+        }
     }
     // Two tensors viewing the same bytes: the first keeps the cut.
     pieces.sort_by_key(|p| p.0);
@@ -316,6 +323,78 @@ fn record_mapped(doc: &Document) -> Result<Recording> {
         json: Some(to_json(&skeleton, header).to_string()),
         note: None,
     })
+}
+
+/// Where copied tensors are sought: the file's bytes outside the zero-copy pieces,
+/// gathered into one buffer with the file offset of each run. The whole file (no copy)
+/// when nothing was viewed, or when the rest is too large to gather.
+struct Haystack<'a> {
+    bytes: std::borrow::Cow<'a, [u8]>,
+    /// `(offset in bytes, offset in the file, length)`, in order.
+    runs: Vec<(u64, u64, u64)>,
+}
+
+impl<'a> Haystack<'a> {
+    /// Gathering more than this would cost more than the search it narrows.
+    const MAX_GATHERED: u64 = 64 << 20;
+
+    fn new(data: &'a [u8], sorted_pieces: &[(u64, u64, usize, u64)]) -> Haystack<'a> {
+        let whole = || Haystack {
+            bytes: std::borrow::Cow::Borrowed(data),
+            runs: vec![(0, 0, data.len() as u64)],
+        };
+        if sorted_pieces.is_empty() {
+            return whole();
+        }
+        let mut runs = Vec::new();
+        let (mut at, mut gathered) = (0u64, 0u64);
+        for &(offset, len, _, _) in sorted_pieces {
+            if offset > at {
+                runs.push((gathered, at, offset - at));
+                gathered += offset - at;
+            }
+            at = at.max(offset + len);
+        }
+        if (data.len() as u64) > at {
+            runs.push((gathered, at, data.len() as u64 - at));
+            gathered += data.len() as u64 - at;
+        }
+        if gathered > Self::MAX_GATHERED {
+            return whole();
+        }
+        let mut bytes = Vec::with_capacity(gathered as usize);
+        for &(_, file_offset, len) in &runs {
+            bytes.extend_from_slice(&data[file_offset as usize..(file_offset + len) as usize]);
+        }
+        Haystack {
+            bytes: std::borrow::Cow::Owned(bytes),
+            runs,
+        }
+    }
+
+    /// Adds a found piece (`len` bytes at `at` in the haystack, `tensor_offset` into
+    /// the tensor) to `pieces` in file offsets, split where it spans two runs.
+    fn add_piece(
+        &self,
+        at: u64,
+        len: u64,
+        tensor_offset: u64,
+        tensor: usize,
+        pieces: &mut Vec<(u64, u64, usize, u64)>,
+    ) {
+        let first = self.runs.partition_point(|r| r.0 + r.2 <= at);
+        let (mut at, mut left, mut off) = (at, len, tensor_offset);
+        for &(start, file_offset, run_len) in &self.runs[first..] {
+            if left == 0 {
+                break;
+            }
+            let take = left.min(start + run_len - at);
+            pieces.push((file_offset + (at - start), take, tensor, off));
+            at += take;
+            off += take;
+            left -= take;
+        }
+    }
 }
 
 /// Finds `bytes` (a row-major tensor of `dims`) in `file` from `from` on: whole, or

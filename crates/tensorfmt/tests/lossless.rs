@@ -183,6 +183,24 @@ fn fixture(dir: &str, name: &str) -> PathBuf {
         .join(name)
 }
 
+/// Adds 100 to every frame time, as a numpy user editing the arrays would.
+fn edit_time(tensors: &mut [(String, tensorfmt::Tensor)]) -> Vec<f64> {
+    let (_, time) = tensors.iter_mut().find(|(n, _)| n == "time").unwrap();
+    let later: Vec<f64> = time
+        .to_vec::<f64>()
+        .unwrap()
+        .iter()
+        .map(|t| t + 100.0)
+        .collect();
+    *time = tensorfmt::Tensor::from_vec(
+        later.clone(),
+        time.dims().to_vec(),
+        tensorfmt::Order::RowMajor,
+    )
+    .unwrap();
+    later
+}
+
 #[test]
 fn edited_values_keep_the_header() {
     let dir = tempfile::tempdir().unwrap();
@@ -232,25 +250,50 @@ fn edited_values_keep_the_header() {
     assert_eq!(original.len(), rebuilt.len());
     assert_ne!(original, rebuilt);
 
-    // An edited `time` (bytes the reader gathers, not cuts) is checked, and the
-    // conversion falls back to the tensors alone, saying so.
-    let (_, time) = tensors.iter_mut().find(|(n, _)| n == "time").unwrap();
-    let later: Vec<f64> = time
-        .to_vec::<f64>()
-        .unwrap()
-        .iter()
-        .map(|t| t + 100.0)
-        .collect();
-    *time = tensorfmt::Tensor::from_vec(
-        later.clone(),
-        time.dims().to_vec(),
-        tensorfmt::Order::RowMajor,
-    )
-    .unwrap();
+    // An edited `time`: the reader gathers it from the frame headers, and the recording
+    // found it there (in the bytes the zero-copy `values` left), so it goes back in place
+    // and the file keeps its header.
+    let later = edit_time(&mut tensors);
     tensorfmt::save(&edited, Format::Safetensors, &tensors, &options).unwrap();
     let report = Document::open(&edited)
         .unwrap()
         .convert_to(&back, Format::Pvp)
+        .unwrap();
+    assert!(report.warnings.is_empty(), "{report:?}");
+    let got = Document::open(&back).unwrap();
+    assert_eq!(got.header(), doc.header());
+    assert_eq!(
+        got.read_tensor("time").unwrap().to_vec::<f64>().unwrap(),
+        later
+    );
+    assert_eq!(std::fs::read(&back).unwrap().len(), original.len());
+
+    // Bytes the recording did not cut (a sparse file's times, 8-byte pieces between
+    // entries) are checked after splicing: edited, the conversion falls back to the
+    // tensors alone, saying so.
+    let sparse = Document::open(fixture("pvp", "sparse_values_dt4.pvp")).unwrap();
+    let sparse_npz = dir.path().join("sparse.npz");
+    sparse.convert_to(&sparse_npz, Format::Npz).unwrap();
+    let sparse_mid = Document::open(&sparse_npz).unwrap();
+    let mut sparse_options = WriteOptions::default();
+    sparse_options.extra.insert(
+        provenance::KEY.into(),
+        provenance::carried(sparse_mid.file()).unwrap(),
+    );
+    let mut sparse_tensors = sparse_mid.read_all().unwrap();
+    let sparse_later = edit_time(&mut sparse_tensors);
+    let sparse_edited = dir.path().join("sparse_edited.safetensors");
+    tensorfmt::save(
+        &sparse_edited,
+        Format::Safetensors,
+        &sparse_tensors,
+        &sparse_options,
+    )
+    .unwrap();
+    let sparse_back = dir.path().join("sparse_back.pvp");
+    let report = Document::open(&sparse_edited)
+        .unwrap()
+        .convert_to(&sparse_back, Format::Pvp)
         .unwrap();
     assert!(
         report
@@ -259,10 +302,10 @@ fn edited_values_keep_the_header() {
             .any(|w| w.contains("\"time\" changed") && w.contains("tensors alone")),
         "{report:?}"
     );
-    let got = Document::open(&back).unwrap();
+    let got = Document::open(&sparse_back).unwrap();
     assert_eq!(
         got.read_tensor("time").unwrap().to_vec::<f64>().unwrap(),
-        later
+        sparse_later
     );
 
     // A shape that no longer fits: a clear note, and the tensors written alone.
