@@ -444,3 +444,41 @@ fn edited_copies_are_spliced_and_checked() {
         );
     }
 }
+
+/// Recording a dense movie's layout reads its header and frame times, not its values:
+/// an 8 GiB movie (a sparse file: only the headers are on disk) is recorded at once,
+/// where a search of its pages for the times would take many seconds.
+#[test]
+fn recording_a_huge_dense_movie_reads_only_its_headers() {
+    use std::io::{Seek, SeekFrom, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("huge.pvp");
+    let (nx, ny, nf, frames) = (4096usize, 4096usize, 1usize, 128u64);
+    let frame = 8 + 4 * (nx * ny * nf) as u64;
+    let mut f = std::fs::File::create(&path).unwrap();
+    tensorfmt::pvp::write::DenseWriter::new(&mut f, nx, ny, nf)
+        .unwrap()
+        .finish()
+        .unwrap();
+    f.seek(SeekFrom::Start(68)).unwrap();
+    f.write_all(&(frames as i32).to_le_bytes()).unwrap();
+    // Distinct times, so that no run of zeros in the values can pass for them.
+    for k in 0..frames {
+        f.seek(SeekFrom::Start(80 + k * frame)).unwrap();
+        f.write_all(&(k as f64 + 0.5).to_le_bytes()).unwrap();
+    }
+    f.set_len(80 + frames * frame).unwrap();
+    drop(f);
+    let doc = Document::open(&path).unwrap();
+    let recording = tensorfmt_core::testing::assert_fast("recording an 8 GiB movie", || {
+        provenance::record(&doc).unwrap()
+    });
+    let json = recording.json.expect("a dense movie's layout is carried");
+    // The skeleton is the header and nothing else: values and times are both cut.
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert!(v["tensors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|t| t["covered"] == true));
+}
