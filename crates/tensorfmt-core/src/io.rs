@@ -45,12 +45,12 @@ pub fn map_file(path: impl AsRef<Path>) -> Result<Bytes> {
         // Mapping an empty file fails on some platforms; there is nothing to share.
         return Ok(Bytes::new());
     }
-    // SAFETY: the map is read-only and private to this process. A file truncated while
-    // mapped would make reads fault; the fault guard registered below turns such a fault
-    // into a zero page plus an `InputChanged` error at the next commit (see
-    // `fault_guard`). Tested by `tests::map_file_reads_contents` and
+    // SAFETY: the map is private to this process and tensorfmt only reads it. A file
+    // truncated while mapped would make reads fault; the fault guard registered below
+    // turns such a fault into a zero page plus an `InputChanged` error at the next
+    // commit (see `fault_guard`). Tested by `tests::map_file_reads_contents` and
     // `tests::a_shrinking_input_reads_zeros_and_blocks_commits`.
-    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(path, e))?;
+    let map = unsafe { Mapping::new(&file) }.map_err(|e| Error::io(path, e))?;
     let guard = fault_guard::register(&map, path);
     let map = Arc::new(map);
     {
@@ -61,15 +61,68 @@ pub fn map_file(path: impl AsRef<Path>) -> Result<Bytes> {
     Ok(Bytes::from_owner(SharedMap { _guard: guard, map }))
 }
 
+/// A file mapping. Copy-on-write (`MAP_PRIVATE`, readable and writable, no swap
+/// reserved) where the system allows it: tensorfmt never writes to it, but a caller that
+/// bypasses a read-only view (`torch.from_numpy` on an array we return, then an in-place
+/// op; torch only warns) writes to private copies of the pages instead of faulting on a
+/// read-only page and killing the process. The file never changes. Pages nobody writes
+/// stay the page cache's, so reading costs the same. Where the copy-on-write map is
+/// refused (strict overcommit accounting charges it, `vm.overcommit_memory=2`), a
+/// read-only shared map.
+enum Mapping {
+    Private(memmap2::MmapMut),
+    Shared(memmap2::Mmap),
+}
+
+impl Mapping {
+    /// # Safety
+    /// As for `memmap2::Mmap::map`: the file should not shrink while mapped (reads of
+    /// vanished pages fault; `map_file` registers the fault guard for that).
+    unsafe fn new(file: &File) -> io::Result<Mapping> {
+        // SAFETY: the caller's contract, passed on.
+        match unsafe { memmap2::MmapOptions::new().no_reserve_swap().map_copy(file) } {
+            Ok(m) => Ok(Mapping::Private(m)),
+            // SAFETY: the caller's contract, passed on.
+            Err(_) => unsafe { memmap2::Mmap::map(file) }.map(Mapping::Shared),
+        }
+    }
+
+    /// # Safety
+    /// As for `memmap2::Mmap::unchecked_advise_range`.
+    unsafe fn unchecked_advise_range(
+        &self,
+        advice: memmap2::UncheckedAdvice,
+        offset: usize,
+        len: usize,
+    ) -> io::Result<()> {
+        match self {
+            // SAFETY: the caller's contract, passed on.
+            Mapping::Private(m) => unsafe { m.unchecked_advise_range(advice, offset, len) },
+            // SAFETY: the caller's contract, passed on.
+            Mapping::Shared(m) => unsafe { m.unchecked_advise_range(advice, offset, len) },
+        }
+    }
+}
+
+impl std::ops::Deref for Mapping {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Mapping::Private(m) => m,
+            Mapping::Shared(m) => m,
+        }
+    }
+}
+
 /// Every mapping made by [`map_file`] that is still alive, so [`release_pages`] can tell
 /// a mapped slice from heap memory (where dropping pages would destroy data).
-static MAPS: Mutex<Vec<Weak<memmap2::Mmap>>> = Mutex::new(Vec::new());
+static MAPS: Mutex<Vec<Weak<Mapping>>> = Mutex::new(Vec::new());
 
 /// The owner behind a mapped `Bytes`. Fields drop in order: the fault-guard
 /// registration goes before the mapping is unmapped.
 struct SharedMap {
     _guard: Option<fault_guard::Registration>,
-    map: Arc<memmap2::Mmap>,
+    map: Arc<Mapping>,
 }
 
 impl AsRef<[u8]> for SharedMap {
@@ -110,14 +163,15 @@ pub fn release_pages(data: &[u8]) -> usize {
         }
         #[cfg(unix)]
         {
-            // SAFETY: the range lies inside a live read-only *shared file* mapping (checked
-            // against the registry above, so never heap or anonymous memory). For such a
-            // mapping MADV_DONTNEED only drops the process's page-table entries; the next
-            // access faults the page in again from the file with the same contents (the
-            // file is not modified while mapped: `map_file`'s precondition), so no
-            // reference into the map ever observes different bytes. memmap2 widens the
-            // range to page boundaries, which is harmless for the same reason. Tested by
-            // `tests::released_pages_read_back_the_same`.
+            // (A copy-on-write page written by a caller that bypassed the read-only views
+            // reverts to the file's bytes: writing through those views is outside the
+            // contract.)
+            // SAFETY: the range lies inside a live file mapping (checked against the
+            // registry above: never heap or anonymous memory) that we never write.
+            // MADV_DONTNEED drops the page-table entries; the next access reads the page
+            // again from the unchanged file (`map_file`'s precondition), so no reference
+            // observes different bytes; widening to page boundaries is harmless for the
+            // same reason. Tested by `tests::released_pages_read_back_the_same`.
             let advised = unsafe {
                 map.unchecked_advise_range(
                     memmap2::UncheckedAdvice::DontNeed,
@@ -600,6 +654,28 @@ mod tests {
         } else {
             eprintln!("note: this file system did not reserve; nothing to release");
         }
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn mappings_are_copy_on_write_unless_strict_overcommit_refuses() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f.bin");
+        std::fs::write(&p, vec![5u8; 10_000]).unwrap();
+        let b = map_file(&p).unwrap();
+        let live = MAPS.lock().unwrap();
+        let map = live
+            .iter()
+            .filter_map(Weak::upgrade)
+            .find(|m| m.as_ptr() == b.as_ptr())
+            .expect("registered");
+        let strict = std::fs::read_to_string("/proc/sys/vm/overcommit_memory")
+            .is_ok_and(|m| m.trim() == "2");
+        assert!(
+            matches!(*map, Mapping::Private(_)) || strict,
+            "a private (copy-on-write) mapping"
+        );
+        assert!(b.iter().all(|&x| x == 5));
     }
 
     #[test]

@@ -59,3 +59,30 @@ def test_save_a_dict_of_torch_tensors(tmp_path):
     loaded = st.load_file(str(p))
     assert loaded["h"].dtype == torch.bfloat16
     assert torch.equal(loaded["t"], tensors["t"].contiguous())
+
+
+def test_in_place_torch_ops_on_a_mapped_array_neither_crash_nor_touch_the_file(tmp_path):
+    # torch only warns that the array is read-only; training code then updates the
+    # tensor in place. The mapping is copy-on-write, so the process writes private
+    # copies of the pages: no segfault, and the file keeps its bytes. Run in a child so
+    # that a crash fails this test instead of killing pytest.
+    import subprocess
+    import sys
+
+    path = tmp_path / "w.safetensors"
+    tensorfmt.save(path, {"w": np.ones((256, 256), np.float32)})
+    before = path.read_bytes()
+    code = f"""
+import warnings, torch, tensorfmt
+warnings.simplefilter("ignore", UserWarning)
+doc = tensorfmt.open({str(path)!r})
+t = torch.from_numpy(doc["w"])
+t.mul_(3).add_(1)
+assert float(t.sum()) == 4.0 * 256 * 256
+assert float(doc["w"].sum()) == 4.0 * 256 * 256   # the same (private) pages
+print("ok")
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", (out.returncode, out.stderr)
+    assert path.read_bytes() == before
+    np.testing.assert_array_equal(tensorfmt.load(path)["w"], np.ones((256, 256), np.float32))
