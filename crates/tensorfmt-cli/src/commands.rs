@@ -357,19 +357,21 @@ pub fn convert_file(a: &ConvertArgs, show_progress: bool) -> Result<Converted, F
     } else {
         target.clone()
     };
+    // The whole file was written (kept, or restored from metadata) rather than converted.
+    let whole_file = |names, target, report| Converted {
+        format: src.format().to_string(),
+        kind: src.kind(),
+        bytes: infos.iter().map(byte_len).sum(),
+        names,
+        target,
+        report,
+    };
     if !selects && !options_asked {
         let plain = WriteOptions::default();
         if let Some(report) =
             tensorfmt::formats::keep_unchanged(&a.input, src, &a.output, &same_kind, &plain)?
         {
-            return Ok(Converted {
-                format: src.format().to_string(),
-                kind: src.kind(),
-                bytes: infos.iter().map(byte_len).sum(),
-                names: all,
-                target,
-                report,
-            });
+            return Ok(whole_file(all, target, report));
         }
     }
     // What a legacy file holds besides its tensors rides in safetensors / npz metadata,
@@ -384,16 +386,7 @@ pub fn convert_file(a: &ConvertArgs, show_progress: bool) -> Result<Converted, F
             Target::new(target.format)
         };
         match provenance::restore(&doc, &a.output, &plain, &WriteOptions::default())? {
-            Restored::Written(report) => {
-                return Ok(Converted {
-                    format: src.format().to_string(),
-                    kind: src.kind(),
-                    bytes: infos.iter().map(byte_len).sum(),
-                    names: all,
-                    target,
-                    report,
-                })
-            }
+            Restored::Written(report) => return Ok(whole_file(all, target, report)),
             Restored::Refused(why) => notes.push(why),
             Restored::NotRecorded => {}
         }

@@ -568,10 +568,7 @@ pub fn write_atomic<E>(
 where
     E: From<Error>,
 {
-    let mut f = AtomicFile::create(path)?;
-    write(&mut f)?;
-    f.commit()?;
-    Ok(())
+    write_atomic_with(path, &crate::WriteOptions::default(), write)
 }
 
 /// [`write_atomic`] that honours `options.skip_fsync` (every format's path-level save

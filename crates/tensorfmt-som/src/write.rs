@@ -420,13 +420,11 @@ pub fn write_rotflip<W: Write>(
     Ok(())
 }
 
-/// Runs a writer into an [`AtomicFile`] at `path`.
+/// Runs a writer into an [`AtomicFile`] at `path` (core's `write_atomic` with this
+/// crate's error type).
 pub fn save_with(
     path: impl AsRef<Path>,
     write: impl FnOnce(&mut AtomicFile) -> Result<()>,
 ) -> Result<()> {
-    let mut f = AtomicFile::create(path)?;
-    write(&mut f)?;
-    f.commit()?;
-    Ok(())
+    tensorfmt_core::io::write_atomic(path, write)
 }

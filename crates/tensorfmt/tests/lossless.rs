@@ -183,22 +183,53 @@ fn fixture(dir: &str, name: &str) -> PathBuf {
         .join(name)
 }
 
-/// Adds 100 to every frame time, as a numpy user editing the arrays would.
-fn edit_time(tensors: &mut [(String, tensorfmt::Tensor)]) -> Vec<f64> {
-    let (_, time) = tensors.iter_mut().find(|(n, _)| n == "time").unwrap();
-    let later: Vec<f64> = time
-        .to_vec::<f64>()
+type Named = Vec<(String, tensorfmt::Tensor)>;
+
+/// `src` converted to npz and read back as a numpy user would: its tensors, and write
+/// options that carry its recorded layout into the next save.
+fn carried(dir: &Path, src: &Path) -> (Named, WriteOptions) {
+    let npz = dir.join("carried.npz");
+    Document::open(src)
         .unwrap()
-        .iter()
-        .map(|t| t + 100.0)
-        .collect();
-    *time = tensorfmt::Tensor::from_vec(
-        later.clone(),
-        time.dims().to_vec(),
+        .convert_to(&npz, Format::Npz)
+        .unwrap();
+    let mid = Document::open(&npz).unwrap();
+    let mut options = WriteOptions::default();
+    options.extra.insert(
+        provenance::KEY.into(),
+        provenance::carried(mid.file()).unwrap(),
+    );
+    (mid.read_all().unwrap(), options)
+}
+
+/// Applies `f` to every element of tensor `name` (same shape); returns the new values.
+fn edit<T: tensorfmt::Element>(tensors: &mut Named, name: &str, f: impl Fn(T) -> T) -> Vec<T> {
+    let (_, t) = tensors.iter_mut().find(|(n, _)| n == name).unwrap();
+    let edited: Vec<T> = t.to_vec::<T>().unwrap().into_iter().map(f).collect();
+    *t = tensorfmt::Tensor::from_vec(
+        edited.clone(),
+        t.dims().to_vec(),
         tensorfmt::Order::RowMajor,
     )
     .unwrap();
-    later
+    edited
+}
+
+/// Saves `tensors` as safetensors with `options`, converts that to `back` (a PVP file)
+/// and returns the report and the result.
+fn back_to_pvp(
+    dir: &Path,
+    tensors: &Named,
+    options: &WriteOptions,
+    back: &Path,
+) -> (tensorfmt::WriteReport, Document) {
+    let edited = dir.join("edited.safetensors");
+    tensorfmt::save(&edited, Format::Safetensors, tensors, options).unwrap();
+    let report = Document::open(&edited)
+        .unwrap()
+        .convert_to(back, Format::Pvp)
+        .unwrap();
+    (report, Document::open(back).unwrap())
 }
 
 #[test]
@@ -206,36 +237,12 @@ fn edited_values_keep_the_header() {
     let dir = tempfile::tempdir().unwrap();
     let src = fixture("pvp", "dense_f32.pvp");
     let doc = Document::open(&src).unwrap();
-    let npz = dir.path().join("x.npz");
-    doc.convert_to(&npz, Format::Npz).unwrap();
-    let mid = Document::open(&npz).unwrap();
-    let json = provenance::carried(mid.file()).unwrap();
-    // Edit the values (same shape), keep the metadata, as a numpy user would.
-    let mut tensors = mid.read_all().unwrap();
-    let (_, values) = tensors.iter_mut().find(|(n, _)| n == "values").unwrap();
-    let doubled: Vec<f32> = values
-        .to_vec::<f32>()
-        .unwrap()
-        .iter()
-        .map(|v| v * 2.0)
-        .collect();
-    *values = tensorfmt::Tensor::from_vec(
-        doubled.clone(),
-        values.dims().to_vec(),
-        tensorfmt::Order::RowMajor,
-    )
-    .unwrap();
-    let mut options = WriteOptions::default();
-    options.extra.insert(provenance::KEY.into(), json.clone());
-    let edited = dir.path().join("edited.safetensors");
-    tensorfmt::save(&edited, Format::Safetensors, &tensors, &options).unwrap();
     let back = dir.path().join("back.pvp");
-    let report = Document::open(&edited)
-        .unwrap()
-        .convert_to(&back, Format::Pvp)
-        .unwrap();
+    // Edit the values (same shape), keep the metadata, as a numpy user would.
+    let (mut tensors, options) = carried(dir.path(), &src);
+    let doubled = edit(&mut tensors, "values", |v: f32| v * 2.0);
+    let (report, got) = back_to_pvp(dir.path(), &tensors, &options, &back);
     assert!(report.warnings.is_empty(), "{report:?}");
-    let got = Document::open(&back).unwrap();
     assert_eq!(got.header(), doc.header());
     assert_eq!(
         got.read_tensor("time").unwrap(),
@@ -253,14 +260,9 @@ fn edited_values_keep_the_header() {
     // An edited `time`: the reader gathers it from the frame headers, and the recording
     // found it there (in the bytes the zero-copy `values` left), so it goes back in place
     // and the file keeps its header.
-    let later = edit_time(&mut tensors);
-    tensorfmt::save(&edited, Format::Safetensors, &tensors, &options).unwrap();
-    let report = Document::open(&edited)
-        .unwrap()
-        .convert_to(&back, Format::Pvp)
-        .unwrap();
+    let later = edit(&mut tensors, "time", |t: f64| t + 100.0);
+    let (report, got) = back_to_pvp(dir.path(), &tensors, &options, &back);
     assert!(report.warnings.is_empty(), "{report:?}");
-    let got = Document::open(&back).unwrap();
     assert_eq!(got.header(), doc.header());
     assert_eq!(
         got.read_tensor("time").unwrap().to_vec::<f64>().unwrap(),
@@ -271,30 +273,11 @@ fn edited_values_keep_the_header() {
     // Bytes the recording did not cut (a sparse file's times, 8-byte pieces between
     // entries) are checked after splicing: edited, the conversion falls back to the
     // tensors alone, saying so.
-    let sparse = Document::open(fixture("pvp", "sparse_values_dt4.pvp")).unwrap();
-    let sparse_npz = dir.path().join("sparse.npz");
-    sparse.convert_to(&sparse_npz, Format::Npz).unwrap();
-    let sparse_mid = Document::open(&sparse_npz).unwrap();
-    let mut sparse_options = WriteOptions::default();
-    sparse_options.extra.insert(
-        provenance::KEY.into(),
-        provenance::carried(sparse_mid.file()).unwrap(),
-    );
-    let mut sparse_tensors = sparse_mid.read_all().unwrap();
-    let sparse_later = edit_time(&mut sparse_tensors);
-    let sparse_edited = dir.path().join("sparse_edited.safetensors");
-    tensorfmt::save(
-        &sparse_edited,
-        Format::Safetensors,
-        &sparse_tensors,
-        &sparse_options,
-    )
-    .unwrap();
+    let (mut sparse, sparse_options) =
+        carried(dir.path(), &fixture("pvp", "sparse_values_dt4.pvp"));
+    let sparse_later = edit(&mut sparse, "time", |t: f64| t + 100.0);
     let sparse_back = dir.path().join("sparse_back.pvp");
-    let report = Document::open(&sparse_edited)
-        .unwrap()
-        .convert_to(&sparse_back, Format::Pvp)
-        .unwrap();
+    let (report, got) = back_to_pvp(dir.path(), &sparse, &sparse_options, &sparse_back);
     assert!(
         report
             .warnings
@@ -302,7 +285,6 @@ fn edited_values_keep_the_header() {
             .any(|w| w.contains("\"time\" changed") && w.contains("tensors alone")),
         "{report:?}"
     );
-    let got = Document::open(&sparse_back).unwrap();
     assert_eq!(
         got.read_tensor("time").unwrap().to_vec::<f64>().unwrap(),
         sparse_later
@@ -313,11 +295,7 @@ fn edited_values_keep_the_header() {
     let first = values.slice_outer(0, 1).unwrap();
     *values = first;
     tensors.retain(|(n, _)| n != "time");
-    tensorfmt::save(&edited, Format::Safetensors, &tensors, &options).unwrap();
-    let report = Document::open(&edited)
-        .unwrap()
-        .convert_to(&back, Format::Pvp)
-        .unwrap();
+    let (report, _) = back_to_pvp(dir.path(), &tensors, &options, &back);
     assert!(
         report.warnings.iter().any(|w| w.contains("were not kept")),
         "{report:?}"
