@@ -42,11 +42,15 @@ def best(fn, repeat):
     return min(times)
 
 
-def best_pair(ours, floor, repeat):
-    """Best times of two functions run alternately, so both meet the same machine state."""
+def best_pair(ours, floor, repeat, outputs=(None, None)):
+    """Best times of two functions run alternately, so both meet the same page-cache and
+    disk state. Where `outputs` names the file each one writes, that file is removed
+    before each run, outside the timing (so every run writes a new file)."""
     times = ([], [])
     for _ in range(repeat):
-        for fn, ts in zip((ours, floor), times):
+        for fn, out, ts in zip((ours, floor), outputs, times):
+            if out is not None and out.exists():
+                out.unlink()
             t = time.perf_counter()
             fn()
             ts.append(time.perf_counter() - t)
@@ -194,30 +198,18 @@ def main():
         out_ours = tmp / "ours.safetensors"
         out_floor = tmp / "theirs.safetensors"
 
-        def paired(ours, floor, reps):
-            # Alternates the two writers, each to a new file (the old one removed outside
-            # the timing), so that both meet the same page-cache and disk state; best of
-            # `reps` each. Both write straight from the arrays' memory (safetensors >= 0.4
-            # passes data pointers), so the kernel's copy into the page cache is the floor.
-            times = ([], [])
-            for _ in range(reps):
-                for (fn, path), ts in zip((ours, floor), times):
-                    if path.exists():
-                        path.unlink()
-                    t = time.perf_counter()
-                    fn()
-                    ts.append(time.perf_counter() - t)
-            return min(times[0]), min(times[1])
-
+        # Both writers send the arrays' own memory to the kernel (safetensors >= 0.4 passes
+        # data pointers), so the kernel's copy into the page cache is the floor.
         reps = max(args.repeat, 7)
-        floor = (lambda: save_file(arrays, str(out_floor)), out_floor)
-        t_fast, t_floor = paired((lambda: tensorfmt.save(out_ours, arrays, fsync=False), out_ours), floor, reps)
+        new_files = (out_ours, out_floor)
+        floor = lambda: save_file(arrays, str(out_floor))  # noqa: E731
+        t_fast, t_floor = best_pair(lambda: tensorfmt.save(out_ours, arrays, fsync=False), floor, reps, new_files)
         row("save 256 MiB to a new safetensors file (fsync=False)", t_fast, t_floor, "target >= 1.00")
-        t_ours, t_floor = paired((lambda: tensorfmt.save(out_ours, arrays), out_ours), floor, reps)
+        t_ours, t_floor = best_pair(lambda: tensorfmt.save(out_ours, arrays), floor, reps, new_files)
         row("save 256 MiB to a new file (default: fsync before rename)", t_ours, t_floor, "durability costs")
         t_over, t_over_floor = best_pair(
             lambda: tensorfmt.save(out_ours, arrays, overwrite=True, fsync=False),
-            lambda: save_file(arrays, str(out_floor)),
+            floor,
             reps,
         )
         row("save 256 MiB over an existing file (fsync=False)", t_over, t_over_floor, "old file kept until the rename")

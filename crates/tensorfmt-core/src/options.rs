@@ -58,8 +58,9 @@ pub struct WriteOptions {
     /// Further format-specific settings (`key=value` from the CLI's `--set`).
     pub extra: BTreeMap<String, String>,
     /// Skip the `fsync` before the temporary file is renamed over the target (every
-    /// format's path-level save and conversion). Faster for large scratch files; the write stays atomic
-    /// for other processes and crashes of this one (the target is the old file or the
-    /// whole new one), but a power failure can lose the new file. Off by default.
+    /// format's path-level save and conversion). Faster for large scratch files; the
+    /// write stays atomic for other processes and crashes of this one (the target is the
+    /// old file or the whole new one), but a power failure can lose the new file. Off by
+    /// default.
     pub skip_fsync: bool,
 }

@@ -222,7 +222,7 @@ fn write_dense(f: &mut AtomicFile, tensors: &[(String, Tensor)]) -> Result<()> {
     f.reserve(
         (frames as u64)
             .saturating_mul(frame_bytes)
-            .saturating_add(80),
+            .saturating_add(crate::header::HEADER_SIZE as u64),
     )?;
     let mut w = DenseWriter::new(f, nx, ny, nf)?;
     for (k, frame) in vals.chunks_exact(n).enumerate() {

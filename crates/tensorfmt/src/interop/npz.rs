@@ -438,11 +438,16 @@ pub fn write_from(
     if method == CompressionMethod::Stored {
         // The members' data plus generous room for the zip and npy headers (commit
         // releases what is not used); deflated sizes are unknown, so nothing is reserved.
+        // One listing for all names (a name it lacks is reported by write_members).
+        let wanted: std::collections::HashSet<&str> = names.iter().map(String::as_str).collect();
         let mut len = 65536u64;
-        for name in names {
-            let info = info_of(file, name)?;
-            let data = info.shape.byte_len(stored_dtype(&info, options).size())?;
-            len = len.saturating_add(data as u64 + 512 + 2 * name.len() as u64);
+        for info in file
+            .tensors()
+            .iter()
+            .filter(|i| wanted.contains(i.name.as_str()))
+        {
+            let data = info.shape.byte_len(stored_dtype(info, options).size())?;
+            len = len.saturating_add(data as u64 + 512 + 2 * info.name.len() as u64);
         }
         output.reserve(len)?;
     }
