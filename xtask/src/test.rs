@@ -30,6 +30,14 @@ const REQUIREMENTS: &[&str] = &[
     "dask[array]",
     "distributed",
     "protobuf",
+    // Independent references: OpenCV 4's Caffe importer (5.x removed it), the ONNX
+    // checker and runtime for converted networks, bf16 arrays, typing checks, plots.
+    "opencv-python-headless<5",
+    "onnx",
+    "onnxruntime",
+    "ml_dtypes",
+    "mypy",
+    "matplotlib",
 ];
 
 fn status(cmd: &mut Command) -> Result<(), String> {
