@@ -1,6 +1,8 @@
 //! The real layout of a file, derived from the header fields that can be trusted
 //! (nx, ny, nf, datasize, nxp, nyp, nfp, numpatches, nbands/numrecords for arbors)
-//! and the file size, never from `recordsize` or `nbatch` (spec §9).
+//! and the file size, never from `recordsize` or `nbatch` (spec §9). Only where two
+//! readings of a legacy MPI dense file both fit the size do numrecords, nxExtended,
+//! nyExtended and nbands decide between them ([`DenseLayout::derive`]).
 
 use tensorfmt_core::Limits;
 
@@ -205,6 +207,50 @@ fn count_frames(
     to_usize(frames, "frame count")
 }
 
+/// Whether a dense file with `nxprocs * nyprocs > 1` holds legacy MPI frames (one
+/// block per process, spec §8) rather than plain ones.
+///
+/// When only one of the two frame sizes divides the body, it decides. When both
+/// divide (a6.pvp's geometry with 3 frames: 3 MPI frames of 264 bytes are 11 plain
+/// frames of 72) or neither does (a truncated file), the header fields that each
+/// reading predicts vote: an MPI file has numrecords = process count, global
+/// nxExtended/nyExtended = nx·nxprocs / ny·nyprocs (what Matlab's readpvpfile.m
+/// derives the process counts from) and nbands = its frame count; a gathered file has
+/// numrecords = 1, nxExtended = nx, nyExtended = ny and nbands = the plain count. A
+/// tie keeps the reading the sizes alone gave before (plain when both divide, MPI
+/// when neither does).
+fn is_mpi_dense(
+    h: &Header,
+    (nx, ny): (u64, u64),
+    (xp, yp): (u64, u64),
+    body: u64,
+    f_plain: u64,
+    f_mpi: u64,
+) -> bool {
+    let (plain_fits, mpi_fits) = (body % f_plain == 0, body % f_mpi == 0);
+    if plain_fits != mpi_fits {
+        return mpi_fits;
+    }
+    let field = |v: i32| u64::try_from(v).ok();
+    let nbands = field(h.nbands);
+    let mpi_votes = [
+        field(h.numrecords) == Some(xp * yp),
+        field(h.nx_extended) == Some(nx * xp) && field(h.ny_extended) == Some(ny * yp),
+        nbands == Some(body / f_mpi),
+    ];
+    let plain_votes = [
+        h.numrecords == 1,
+        field(h.nx_extended) == Some(nx) && field(h.ny_extended) == Some(ny),
+        nbands == Some(body / f_plain),
+    ];
+    let count = |v: [bool; 3]| v.iter().filter(|&&b| b).count();
+    match count(mpi_votes).cmp(&count(plain_votes)) {
+        std::cmp::Ordering::Greater => true,
+        std::cmp::Ordering::Less => false,
+        std::cmp::Ordering::Equal => !plain_fits,
+    }
+}
+
 /// Element type of dense data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DenseElement {
@@ -329,7 +375,7 @@ impl DenseLayout {
         } else {
             let f_plain = add(plain, 8, "frame size")?;
             let f_mpi = add(mul(plain, procs, "frame size")?, 8, "frame size")?;
-            if procs > 1 && body % f_plain != 0 {
+            if procs > 1 && is_mpi_dense(h, (nx, ny), (xp, yp), body, f_plain, f_mpi) {
                 warnings.push(format!(
                     "legacy MPI layout: {xp}x{yp} process blocks of {nx}x{ny}x{nf} per frame"
                 ));
