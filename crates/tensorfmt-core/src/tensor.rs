@@ -297,7 +297,9 @@ impl Tensor {
     ///
     /// Rules: same dtype is a zero-copy clone; int -> int wraps like numpy's `astype`;
     /// float -> int saturates (NaN -> 0); anything -> bool is `!= 0`; bool -> number is
-    /// 0 or 1; f32 <-> f16/bf16 use `half`'s bulk slice conversions (round to nearest even).
+    /// 0 or 1; a narrowing cast to a float type rounds **once**, to nearest even, from
+    /// the exact source value, as numpy does (int64 -> f32 is not routed through f64,
+    /// f64 -> f16 not through f32); f32 <-> f16/bf16 use `half`'s bulk slice conversions.
     pub fn cast(&self, to: DType) -> Result<Tensor> {
         if to == self.dtype {
             return Ok(self.clone());
@@ -341,6 +343,29 @@ impl Tensor {
                     vec_into_bytes(out)
                 }))
             }
+            // Integers to f32 round once from the exact value (not via f64).
+            (from, DType::F32) if from.is_int() || from == DType::Bool => {
+                with_element!(from, S => {
+                    let src = self.typed::<S>()?;
+                    let out: Vec<f32> = src.iter().map(|&v| v.to_i128() as f32).collect();
+                    vec_into_bytes(out)
+                })
+            }
+            // Anything else to f16 / bf16: round to odd at a wider precision, then to
+            // nearest even, which rounds once from the exact value (see `round_to_odd`).
+            (from, DType::F16 | DType::BF16) => with_element!(from, S => {
+                let src = self.typed::<S>()?;
+                let exact = from.is_int() || from == DType::Bool;
+                let odd = |v: S| -> f32 {
+                    let x = if exact { round_to_odd::int_to_f64(v.to_i128()) } else { v.to_f64() };
+                    round_to_odd::f64_to_f32(x)
+                };
+                if to == DType::F16 {
+                    vec_into_bytes(src.iter().map(|&v| half::f16::from_f32(odd(v))).collect::<Vec<_>>())
+                } else {
+                    vec_into_bytes(src.iter().map(|&v| half::bf16::from_f32(odd(v))).collect::<Vec<_>>())
+                }
+            }),
             (from, to) => with_element!(from, S => with_element!(to, D => {
                 let src = self.typed::<S>()?;
                 let out: Vec<D> = src.iter().map(|&v| D::from_f64(v.to_f64())).collect();
@@ -630,6 +655,44 @@ fn odometer(idx: &mut [usize], dims: &[usize]) {
     }
 }
 
+/// Round-to-odd helpers for casts that narrow in two steps: rounding to odd at a
+/// precision of at least `p + 2` bits, then to nearest even at `p` bits, gives the
+/// correctly rounded result (Boldo & Melquiond, "Emulation of FMA and correctly rounded
+/// sums: proved algorithms using rounding to odd", 2008). f32 has 24 bits, enough for
+/// f16 (11) and bf16 (8); f64 has 53, enough for f32. (`half`'s own f64 -> f16/bf16
+/// conversions go through f32 or drop the low mantissa bits, which rounds twice.)
+mod round_to_odd {
+    /// `x` truncated toward zero to f32, with the last bit set when that was inexact.
+    pub(super) fn f64_to_f32(x: f64) -> f32 {
+        if x.is_nan() {
+            return f32::NAN;
+        }
+        let t = x as f32; // to nearest even
+        if f64::from(t) == x {
+            return t;
+        }
+        let mut bits = t.to_bits();
+        if f64::from(t).abs() > x.abs() {
+            bits -= 1; // one step toward zero (also turns an overflow to inf into MAX)
+        }
+        f32::from_bits(bits | 1)
+    }
+
+    /// `v` truncated toward zero to f64, with the last bit set when that was inexact.
+    pub(super) fn int_to_f64(v: i128) -> f64 {
+        let t = v as f64; // to nearest even
+                          // |v| < 2^127, so `t` is at most 2^127 and `t as i128` saturates only there.
+        if t as i128 == v && t.abs() < 2f64.powi(127) {
+            return t;
+        }
+        let mut bits = t.to_bits();
+        if t.abs() >= 2f64.powi(127) || (t as i128).unsigned_abs() > v.unsigned_abs() {
+            bits -= 1;
+        }
+        f64::from_bits(bits | 1)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -692,6 +755,157 @@ mod tests {
         ));
         assert!(t.get::<i32>(&[0]).is_err());
         assert!(t.get::<f32>(&[1]).is_err());
+    }
+
+    /// Casts to a narrower float round once, from the exact source value, as numpy's
+    /// `astype` does (issue 26 item 5): no detour through f64 or f32.
+    #[test]
+    fn narrowing_float_casts_round_once() {
+        // 2^60 + 2^36 + 1: via f64 it becomes 2^60 + 2^36, a tie that rounds to even.
+        let v = (1i64 << 60) + (1 << 36) + 1;
+        let want = 1.152_921_6e18_f32; // 2^60 + 2^37, the nearest f32
+        assert_eq!(want.to_bits(), ((1u64 << 60) as f32).to_bits() + 1);
+        let i = Tensor::from_vec(vec![v, -v], [2], Order::RowMajor).unwrap();
+        assert_eq!(
+            i.cast(DType::F32).unwrap().to_vec::<f32>().unwrap(),
+            vec![want, -want]
+        );
+        let u = Tensor::from_vec(vec![v as u64], [1], Order::RowMajor).unwrap();
+        assert_eq!(
+            u.cast(DType::F32).unwrap().to_vec::<f32>().unwrap(),
+            vec![want]
+        );
+        // 1 + 2^-11 + 2^-40: via f32 it becomes 1 + 2^-11, a tie that rounds to 1.
+        let x = 1.0 + 2f64.powi(-11) + 2f64.powi(-40);
+        let f = Tensor::from_vec(vec![x, -x], [2], Order::RowMajor).unwrap();
+        let h = f.cast(DType::F16).unwrap().to_vec::<half::f16>().unwrap();
+        assert_eq!(
+            h,
+            vec![
+                half::f16::from_f32(1.000_976_6),
+                half::f16::from_f32(-1.000_976_6)
+            ]
+        );
+        // bf16 (8 significant bits): 1 + 2^-8 + 2^-40 rounds up, and the i64
+        // 2^60 + 2^52 + 1 (a tie once rounded to f64) rounds up too.
+        let y = 1.0 + 2f64.powi(-8) + 2f64.powi(-40);
+        let b = Tensor::from_vec(vec![y], [1], Order::RowMajor).unwrap();
+        assert_eq!(
+            b.cast(DType::BF16).unwrap().to_vec::<half::bf16>().unwrap(),
+            vec![half::bf16::from_f32(1.0078125)]
+        );
+        let w = (1i64 << 60) + (1 << 52) + 1;
+        let bi = Tensor::from_vec(vec![w], [1], Order::RowMajor).unwrap();
+        assert_eq!(
+            bi.cast(DType::BF16)
+                .unwrap()
+                .to_vec::<half::bf16>()
+                .unwrap()[0]
+                .to_f64(),
+            2f64.powi(60) + 2f64.powi(53)
+        );
+        // Edge values keep numpy's results: overflow to inf, ties to even, subnormals,
+        // NaN stays NaN, signed zero.
+        let e = Tensor::from_vec(
+            vec![
+                65520.0f64,
+                65519.99,
+                2f64.powi(-25),
+                2f64.powi(-25) * 1.000001,
+                f64::NAN,
+                -0.0,
+                1e300,
+            ],
+            [7],
+            Order::RowMajor,
+        )
+        .unwrap();
+        let h = e.cast(DType::F16).unwrap().to_vec::<half::f16>().unwrap();
+        assert!(h[0].is_infinite() && h[1] == half::f16::MAX);
+        assert_eq!(h[2].to_bits(), 0);
+        assert_eq!(h[3].to_bits(), 1);
+        assert!(h[4].is_nan());
+        assert_eq!(h[5].to_bits(), 0x8000);
+        assert!(h[6].is_infinite());
+        let ints =
+            Tensor::from_vec(vec![65519i64, 65520, 2049, 2051], [4], Order::RowMajor).unwrap();
+        let h = ints
+            .cast(DType::F16)
+            .unwrap()
+            .to_vec::<half::f16>()
+            .unwrap();
+        assert_eq!(h[0], half::f16::MAX);
+        assert!(h[1].is_infinite());
+        assert_eq!((h[2].to_f64(), h[3].to_f64()), (2048.0, 2052.0));
+    }
+
+    /// Random f64 and i64 values: every cast to f16 / bf16 / f32 gives the nearest
+    /// representable value (ties to even), checked exactly against both neighbours.
+    #[test]
+    fn narrowing_float_casts_are_nearest() {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        // Nearest check in f64 arithmetic: both candidates and x are f64, the
+        // differences of nearby values are exact (Sterbenz) or far from a tie.
+        fn nearest(x: f64, r: f64, below: f64, above: f64, r_even: bool) -> bool {
+            let d = (x - r).abs();
+            let (db, da) = ((x - below).abs(), (x - above).abs());
+            d < db.min(da) || (d == db.min(da) && (r_even || (d != db && d != da)))
+        }
+        for _ in 0..20000 {
+            let bits = next();
+            // f64 values near f16's range: exponent in [-26, 16].
+            let e = (bits >> 52) % 43;
+            let x = f64::from_bits((bits & 0x800f_ffff_ffff_ffff) | ((1023 + e - 26) << 52));
+            let t = Tensor::from_vec(vec![x], [1], Order::RowMajor).unwrap();
+            let h = t.cast(DType::F16).unwrap().to_vec::<half::f16>().unwrap()[0];
+            if h.is_finite() {
+                let b = h.to_bits();
+                let step = |d: i32| half::f16::from_bits((b as i32 + d) as u16).to_f64();
+                let (lo, hi) = if x >= 0.0 {
+                    (step(-1), step(1))
+                } else {
+                    (step(1), step(-1))
+                };
+                assert!(nearest(x, h.to_f64(), lo, hi, b & 1 == 0), "{x:e} -> {h}");
+            } else {
+                assert!(x.abs() >= 65520.0, "{x:e} -> {h}");
+            }
+            let bf = t.cast(DType::BF16).unwrap().to_vec::<half::bf16>().unwrap()[0];
+            let b = bf.to_bits();
+            let step = |d: i32| half::bf16::from_bits((b as i32 + d) as u16).to_f64();
+            let (lo, hi) = if x >= 0.0 {
+                (step(-1), step(1))
+            } else {
+                (step(1), step(-1))
+            };
+            assert!(nearest(x, bf.to_f64(), lo, hi, b & 1 == 0), "{x:e} -> {bf}");
+            // i64 -> f32: exact i128 arithmetic.
+            let v = next() as i64 >> (next() % 40);
+            let f = Tensor::from_vec(vec![v], [1], Order::RowMajor)
+                .unwrap()
+                .cast(DType::F32)
+                .unwrap()
+                .to_vec::<f32>()
+                .unwrap()[0];
+            let fb = f.to_bits();
+            let r = f as i128;
+            let n = |d: i32| f32::from_bits((fb as i64 + d as i64) as u32) as i128;
+            let (d, d1, d2) = (
+                (v as i128 - r).abs(),
+                (v as i128 - n(-1)).abs(),
+                (v as i128 - n(1)).abs(),
+            );
+            assert!(
+                d < d1.min(d2) || (d == d1.min(d2) && fb & 1 == 0),
+                "{v} -> {f}"
+            );
+        }
     }
 
     #[test]

@@ -9,7 +9,7 @@ use super::Space;
 /// ```
 /// use tensorfmt_core::space::{CompositeSpace, Space, VectorSpace};
 /// let c = CompositeSpace::new([Space::from(VectorSpace::new(3)), Space::Null(Default::default())]);
-/// assert_eq!(c.to_string(), "CompositeSpace(VectorSpace(3, f32), NullSpace)");
+/// assert_eq!(c.to_string(), "CompositeSpace(VectorSpace(dim=3, dtype=float32), NullSpace)");
 /// assert_eq!(c.total_dimension()?, 3);
 /// assert_eq!(c.restrict(&[0])?, Space::from(VectorSpace::new(3)));
 /// # Ok::<(), tensorfmt_core::space::SpaceError>(())

@@ -11,7 +11,7 @@ use crate::{DType, Order, Tensor};
 /// ```
 /// use tensorfmt_core::space::{Axes, Conv2DSpace};
 /// let s = Conv2DSpace::new(32, 32, 3)?.with_axes(Axes::BC01);
-/// assert_eq!(s.to_string(), "Conv2DSpace(32x32x3, axes=b c 0 1, f32)");
+/// assert_eq!(s.to_string(), "Conv2DSpace(shape=(32, 32), num_channels=3, axes=('b', 'c', 0, 1), dtype=float32)");
 /// assert_eq!(s.total_dimension(), 3072);
 /// assert_eq!(s.batch_shape(256), [256, 3, 32, 32]);
 /// assert!(Conv2DSpace::new(0, 32, 3).is_err());

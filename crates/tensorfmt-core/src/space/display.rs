@@ -1,45 +1,88 @@
-//! Readable `Display` forms of the spaces, and parsing of exactly those forms.
+//! Pylearn2's printed forms of the spaces (`str(space)` there), and parsing of them.
 //!
 //! | space | form |
 //! |---|---|
-//! | vector | `VectorSpace(3072, f32)` |
-//! | conv2d | `Conv2DSpace(32x32x3, axes=b c 0 1, f32)` |
-//! | index | `IndexSpace(max_labels=10, dim=1, i64)` |
-//! | composite | `CompositeSpace(VectorSpace(3, f32), NullSpace)` |
+//! | vector | `VectorSpace(dim=3072, dtype=float32)` |
+//! | conv2d | `Conv2DSpace(shape=(32, 32), num_channels=3, axes=('b', 'c', 0, 1), dtype=float32)` |
+//! | index | `IndexSpace(dim=1, max_labels=10, dtype=int64)` |
+//! | composite | `CompositeSpace(VectorSpace(dim=3, dtype=float32), NullSpace)` |
 //! | null | `NullSpace` |
 //!
-//! A dtype is a short name (`f32`) or `any`; parsing also accepts the other dtype
-//! spellings (`F32`, `<f4`) and surrounding whitespace.
+//! A dtype is a numpy name (`float32`) or `None` (any dtype). Parsing also accepts the
+//! other dtype spellings (`f32`, `F32`, `<f4`), keyword arguments in any order, and
+//! surrounding whitespace. (The Python package adds `, sparse` to a sparse
+//! VectorSpace; the core has no sparse batches.)
 
 use std::fmt;
 use std::str::FromStr;
 
-use super::dtype_rule::dtype_name;
 use super::error::{Result, SpaceError};
 use super::{Axes, CompositeSpace, Conv2DSpace, IndexSpace, NullSpace, Space, VectorSpace};
 use crate::DType;
+
+/// numpy's name of a dtype (`float32`), or `None` for a dtype-agnostic space.
+pub(crate) fn numpy_name(dtype: Option<DType>) -> &'static str {
+    match dtype {
+        None => "None",
+        Some(d) => match d {
+            DType::F16 => "float16",
+            DType::BF16 => "bfloat16",
+            DType::F32 => "float32",
+            DType::F64 => "float64",
+            DType::I8 => "int8",
+            DType::I16 => "int16",
+            DType::I32 => "int32",
+            DType::I64 => "int64",
+            DType::U8 => "uint8",
+            DType::U16 => "uint16",
+            DType::U32 => "uint32",
+            DType::U64 => "uint64",
+            DType::Bool => "bool",
+        },
+    }
+}
+
+fn parse_dtype(s: &str) -> Option<Option<DType>> {
+    if s == "None" || s == "any" {
+        return Some(None);
+    }
+    DType::ALL
+        .into_iter()
+        .find(|&d| numpy_name(Some(d)) == s)
+        .or_else(|| s.parse::<DType>().ok())
+        .map(Some)
+}
 
 impl fmt::Display for VectorSpace {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "VectorSpace({}, {})",
+            "VectorSpace(dim={}, dtype={})",
             self.dim(),
-            dtype_name(self.dtype())
+            numpy_name(self.dtype())
         )
     }
 }
 
 impl fmt::Display for Conv2DSpace {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let axes: Vec<String> = self
+            .axes()
+            .as_array()
+            .iter()
+            .map(|a| match a.to_string().as_str() {
+                l @ ("0" | "1") => l.to_string(),
+                l => format!("'{l}'"),
+            })
+            .collect();
         write!(
             f,
-            "Conv2DSpace({}x{}x{}, axes={}, {})",
+            "Conv2DSpace(shape=({}, {}), num_channels={}, axes=({}), dtype={})",
             self.rows(),
             self.cols(),
             self.channels(),
-            self.axes(),
-            dtype_name(self.dtype())
+            axes.join(", "),
+            numpy_name(self.dtype())
         )
     }
 }
@@ -48,10 +91,10 @@ impl fmt::Display for IndexSpace {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "IndexSpace(max_labels={}, dim={}, {})",
-            self.max_labels(),
+            "IndexSpace(dim={}, max_labels={}, dtype={})",
             self.dim(),
-            dtype_name(self.dtype())
+            self.max_labels(),
+            numpy_name(self.dtype())
         )
     }
 }
@@ -91,9 +134,11 @@ impl fmt::Display for Space {
 ///
 /// ```
 /// use tensorfmt_core::space::Space;
-/// let s: Space = "CompositeSpace(Conv2DSpace(32x32x3, axes=b c 0 1, f32), VectorSpace(10, any))".parse()?;
+/// let s: Space = "CompositeSpace(Conv2DSpace(shape=(32, 32), num_channels=3, \
+///     axes=('b', 'c', 0, 1), dtype=float32), VectorSpace(dim=10, dtype=None))".parse()?;
 /// assert_eq!(s.to_string().parse::<Space>()?, s);
-/// assert!("Conv2DSpace(32x32x3, axes=b b 0 1, f32)".parse::<Space>().is_err());
+/// assert!("Conv2DSpace(shape=(32, 32), num_channels=3, axes=('b', 'b', 0, 1), dtype=float32)"
+///     .parse::<Space>().is_err());
 /// # Ok::<(), tensorfmt_core::space::SpaceError>(())
 /// ```
 impl FromStr for Space {
@@ -165,71 +210,111 @@ impl<'a> Parser<'a> {
         for kind in ["VectorSpace", "Conv2DSpace", "IndexSpace"] {
             if self.eat(kind) {
                 self.expect("(")?;
-                let close = self
-                    .rest
-                    .find(')')
-                    .ok_or_else(|| self.err("missing ')'".into()))?;
-                let args: Vec<&'a str> = self.rest[..close].split(',').map(str::trim).collect();
-                self.rest = &self.rest[close + 1..];
+                let args = self.arguments()?;
                 return self.elementary(kind, &args);
             }
         }
         Err(self.err(format!("unknown space at {:?}", self.rest.trim_start())))
     }
 
-    fn elementary(&self, kind: &str, args: &[&'a str]) -> Result<Space> {
+    /// `key=value, ...)` up to the closing parenthesis, splitting at top-level commas
+    /// (a value may be a parenthesised tuple).
+    fn arguments(&mut self) -> Result<Vec<(&'a str, &'a str)>> {
+        let text = self.rest;
+        let mut depth = 0usize;
+        let mut pieces = Vec::new();
+        let mut start = 0;
+        for (i, ch) in text.char_indices() {
+            match ch {
+                '(' => depth += 1,
+                ')' if depth == 0 => {
+                    pieces.push(&text[start..i]);
+                    self.rest = &text[i + 1..];
+                    return pieces
+                        .into_iter()
+                        .map(|p: &'a str| {
+                            let p = p.trim();
+                            match p.split_once('=') {
+                                Some((k, v)) => Ok((k.trim(), v.trim())),
+                                None => Ok((p, "")),
+                            }
+                        })
+                        .collect();
+                }
+                ')' => depth -= 1,
+                ',' if depth == 0 => {
+                    pieces.push(&text[start..i]);
+                    start = i + 1;
+                }
+                _ => {}
+            }
+        }
+        Err(self.err("missing ')'".into()))
+    }
+
+    fn elementary(&self, kind: &str, args: &[(&'a str, &'a str)]) -> Result<Space> {
+        let keys: Vec<&str> = args.iter().map(|(k, _)| *k).collect();
+        let expected: &[&str] = match kind {
+            "VectorSpace" => &["dim", "dtype"],
+            "Conv2DSpace" => &["shape", "num_channels", "axes", "dtype"],
+            _ => &["dim", "max_labels", "dtype"],
+        };
+        let mut sorted = keys.clone();
+        sorted.sort_unstable();
+        let mut want = expected.to_vec();
+        want.sort_unstable();
+        if sorted != want {
+            return Err(self.err(format!(
+                "{kind} takes the arguments {}, got {}",
+                expected.join(", "),
+                keys.join(", ")
+            )));
+        }
+        let get = |key: &str| args.iter().find(|(k, _)| *k == key).map_or("", |(_, v)| v);
         let num = |s: &str, what: &str| -> Result<usize> {
             s.parse::<usize>()
                 .map_err(|_| self.err(format!("{kind}: bad {what} {s:?}")))
         };
-        let keyed = |s: &'a str, key: &str| -> Result<&'a str> {
-            s.strip_prefix(key)
-                .and_then(|r| r.trim_start().strip_prefix('='))
-                .map(str::trim)
-                .ok_or_else(|| self.err(format!("{kind}: expected {key}=..., got {s:?}")))
-        };
-        let dtype = |s: &str| -> Result<Option<DType>> {
-            if s == "any" {
-                Ok(None)
-            } else {
-                s.parse::<DType>()
-                    .map(Some)
-                    .map_err(|_| self.err(format!("{kind}: unknown dtype {s:?}")))
-            }
-        };
+        let dtype = parse_dtype(get("dtype"))
+            .ok_or_else(|| self.err(format!("{kind}: unknown dtype {:?}", get("dtype"))))?;
         let wrap = |e: SpaceError| self.err(e.to_string());
-        match (kind, args) {
-            ("VectorSpace", [dim, dt]) => Ok(VectorSpace::new(num(dim, "dim")?)
-                .with_dtype(dtype(dt)?)
+        match kind {
+            "VectorSpace" => Ok(VectorSpace::new(num(get("dim"), "dim")?)
+                .with_dtype(dtype)
                 .map_err(wrap)?
                 .into()),
-            ("Conv2DSpace", [geom, axes, dt]) => {
-                let g: Vec<&str> = geom.split('x').map(str::trim).collect();
-                let [r, c, k] = g[..] else {
-                    return Err(self.err(format!("{kind}: expected RxCxK, got {geom:?}")));
+            "Conv2DSpace" => {
+                let shape = get("shape");
+                let inner = shape
+                    .strip_prefix('(')
+                    .and_then(|s| s.strip_suffix(')'))
+                    .ok_or_else(|| self.err(format!("{kind}: bad shape {shape:?}")))?;
+                let g: Vec<&str> = inner.split(',').map(str::trim).collect();
+                let [r, c] = g[..] else {
+                    return Err(
+                        self.err(format!("{kind}: shape must be (rows, cols), got {shape:?}"))
+                    );
                 };
-                let axes: Axes = keyed(axes, "axes")?.parse().map_err(wrap)?;
-                Ok(
-                    Conv2DSpace::new(num(r, "rows")?, num(c, "cols")?, num(k, "channels")?)
-                        .map_err(wrap)?
-                        .with_axes(axes)
-                        .with_dtype(dtype(dt)?)
-                        .map_err(wrap)?
-                        .into(),
+                let axes: Axes = get("axes").parse().map_err(wrap)?;
+                Ok(Conv2DSpace::new(
+                    num(r, "rows")?,
+                    num(c, "cols")?,
+                    num(get("num_channels"), "num_channels")?,
                 )
+                .map_err(wrap)?
+                .with_axes(axes)
+                .with_dtype(dtype)
+                .map_err(wrap)?
+                .into())
             }
-            ("IndexSpace", [m, d, dt]) => Ok(IndexSpace::new(
-                num(keyed(m, "max_labels")?, "max_labels")?,
-                num(keyed(d, "dim")?, "dim")?,
+            _ => Ok(IndexSpace::new(
+                num(get("max_labels"), "max_labels")?,
+                num(get("dim"), "dim")?,
             )
             .map_err(wrap)?
-            .with_dtype(dtype(dt)?)
+            .with_dtype(dtype)
             .map_err(wrap)?
             .into()),
-            _ => Err(self.err(format!(
-                "{kind}: wrong number of arguments ({})",
-                args.len()
-            ))),
         }
     }
 }
@@ -241,12 +326,19 @@ mod tests {
     #[test]
     fn display_forms() {
         let c = Conv2DSpace::new(32, 32, 3).unwrap().with_axes(Axes::BC01);
-        assert_eq!(c.to_string(), "Conv2DSpace(32x32x3, axes=b c 0 1, f32)");
+        assert_eq!(
+            c.to_string(),
+            "Conv2DSpace(shape=(32, 32), num_channels=3, axes=('b', 'c', 0, 1), dtype=float32)"
+        );
+        assert_eq!(
+            VectorSpace::new(3).to_string(),
+            "VectorSpace(dim=3, dtype=float32)"
+        );
         let any = VectorSpace::new(10).with_dtype(None).unwrap();
-        assert_eq!(any.to_string(), "VectorSpace(10, any)");
+        assert_eq!(any.to_string(), "VectorSpace(dim=10, dtype=None)");
         assert_eq!(
             IndexSpace::new(10, 1).unwrap().to_string(),
-            "IndexSpace(max_labels=10, dim=1, i64)"
+            "IndexSpace(dim=1, max_labels=10, dtype=int64)"
         );
         assert_eq!(Space::composite([]).to_string(), "CompositeSpace()");
         assert_eq!(Space::null().to_string(), "NullSpace");
@@ -276,7 +368,7 @@ mod tests {
         for s in spaces {
             assert_eq!(s.to_string().parse::<Space>().unwrap(), s, "{s}");
         }
-        let loose: Space = " CompositeSpace ( VectorSpace( 3 , <f8 ) ,NullSpace ) "
+        let loose: Space = " CompositeSpace ( VectorSpace( dtype = <f8 , dim=3 ) ,NullSpace ) "
             .parse()
             .unwrap();
         assert_eq!(
@@ -292,20 +384,22 @@ mod tests {
     fn parse_errors() {
         for s in [
             "",
-            "Vector(3, f32)",
-            "VectorSpace(3)",
-            "VectorSpace(-3, f32)",
-            "VectorSpace(3, bool)",
-            "VectorSpace(3, f33)",
-            "VectorSpace(3, f32",
-            "VectorSpace(3, f32) x",
-            "Conv2DSpace(32x32, axes=b c 0 1, f32)",
-            "Conv2DSpace(0x32x3, axes=b c 0 1, f32)",
-            "Conv2DSpace(32x32x3, axes=b c 0 0, f32)",
-            "Conv2DSpace(32x32x3, b c 0 1, f32)",
-            "IndexSpace(max_labels=0, dim=1, i64)",
-            "IndexSpace(max_labels=3, dim=1, f32)",
-            "IndexSpace(dim=1, max_labels=3, i64)",
+            "Vector(dim=3, dtype=float32)",
+            "VectorSpace(dim=3)",
+            "VectorSpace(3, float32)",
+            "VectorSpace(dim=-3, dtype=float32)",
+            "VectorSpace(dim=3, dtype=bool)",
+            "VectorSpace(dim=3, dtype=f33)",
+            "VectorSpace(dim=3, dtype=float32",
+            "VectorSpace(dim=3, dtype=float32) x",
+            "VectorSpace(dim=3, dim=3, dtype=float32)",
+            "Conv2DSpace(shape=(32,), num_channels=3, axes=('b', 'c', 0, 1), dtype=float32)",
+            "Conv2DSpace(shape=(0, 32), num_channels=3, axes=('b', 'c', 0, 1), dtype=float32)",
+            "Conv2DSpace(shape=(32, 32), num_channels=3, axes=('b', 'c', 0, 0), dtype=float32)",
+            "Conv2DSpace(shape=32, num_channels=3, axes=('b', 'c', 0, 1), dtype=float32)",
+            "IndexSpace(dim=1, max_labels=0, dtype=int64)",
+            "IndexSpace(dim=1, max_labels=3, dtype=float32)",
+            "IndexSpace(dim=1, max_labels=3)",
             "CompositeSpace(NullSpace NullSpace)",
             "CompositeSpace(NullSpace,)",
         ] {

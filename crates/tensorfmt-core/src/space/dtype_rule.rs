@@ -33,11 +33,6 @@ pub(crate) fn check_cast(space: &dyn Display, batch: DType, to: Option<DType>) -
     }
 }
 
-/// Writes a dtype the way the `Display` forms do: the short name, or `any`.
-pub(crate) fn dtype_name(dtype: Option<DType>) -> &'static str {
-    dtype.map_or("any", DType::name)
-}
-
 /// A dtype argument, falling back to the space's, for methods that create data.
 pub(crate) fn resolve(
     space: &dyn Display,

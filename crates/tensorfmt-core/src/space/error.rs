@@ -13,7 +13,7 @@ use crate::DType;
 ///     .format_as(&Space::from(VectorSpace::new(3)).origin_batch(2)?, &Space::from(VectorSpace::new(4)))
 ///     .unwrap_err();
 /// assert!(matches!(err, SpaceError::DimMismatch { from_dim: 3, to_dim: 4, .. }));
-/// assert!(err.to_string().contains("VectorSpace(4, f32)"));
+/// assert!(err.to_string().contains("VectorSpace(dim=4, dtype=float32)"));
 /// # Ok::<(), SpaceError>(())
 /// ```
 #[derive(Debug, thiserror::Error)]

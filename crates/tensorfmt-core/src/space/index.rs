@@ -15,7 +15,7 @@ use crate::{DType, Order, Tensor};
 /// use tensorfmt_core::{Order, Tensor};
 /// use tensorfmt_core::space::{IndexSpace, OneHot};
 /// let s = IndexSpace::new(5, 3)?;
-/// assert_eq!(s.to_string(), "IndexSpace(max_labels=5, dim=3, i64)");
+/// assert_eq!(s.to_string(), "IndexSpace(dim=3, max_labels=5, dtype=int64)");
 /// let labels = Tensor::from_vec(vec![4i64, 0, 2], [1, 3], Order::RowMajor)?;
 /// let merged = s.one_hot(&labels, OneHot::Merge, None)?;
 /// assert_eq!(merged.to_vec::<f32>()?, vec![1.0, 0.0, 1.0, 0.0, 1.0]);

@@ -141,6 +141,22 @@ impl Space {
         }
     }
 
+    /// The axis of a batch tensor that indexes examples: `axes.index('b')` for a
+    /// Conv2D space, 0 for every other space (as Pylearn2's `get_batch_axis`).
+    ///
+    /// ```
+    /// use tensorfmt_core::space::{Axes, Conv2DSpace, Space};
+    /// assert_eq!(Space::from(Conv2DSpace::new(2, 2, 3)?.with_axes(Axes::C01B)).batch_axis(), 3);
+    /// assert_eq!(Space::vector(3).batch_axis(), 0);
+    /// # Ok::<(), tensorfmt_core::space::SpaceError>(())
+    /// ```
+    pub fn batch_axis(&self) -> usize {
+        match self {
+            Space::Conv2D(s) => s.axes().position(super::Axis::Batch),
+            _ => 0,
+        }
+    }
+
     /// Number of values per example. The null space has none (an error); composites
     /// sum their components and skip null ones. An index space counts `dim` (not the
     /// one-hot width).

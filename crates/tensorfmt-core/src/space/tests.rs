@@ -121,7 +121,7 @@ fn vector_to_index_and_null_are_unsupported() {
     assert!(matches!(err, SpaceError::Unsupported { .. }));
     assert_eq!(
         err.to_string(),
-        "VectorSpace(3, f32) does not know how to format a batch as NullSpace"
+        "VectorSpace(dim=3, dtype=float32) does not know how to format a batch as NullSpace"
     );
 }
 
@@ -244,8 +244,11 @@ fn conv2d_to_conv2d_is_a_transpose_with_same_geometry() {
     let err = src.format_as(&b, &conv(4, 2, 5, Axes::B01C)).unwrap_err();
     assert!(matches!(err, SpaceError::Incompatible { .. }));
     assert!(
-        err.to_string().contains("Conv2DSpace(2x4x5")
-            && err.to_string().contains("Conv2DSpace(4x2x5")
+        err.to_string()
+            .contains("Conv2DSpace(shape=(2, 4), num_channels=5")
+            && err
+                .to_string()
+                .contains("Conv2DSpace(shape=(4, 2), num_channels=5")
     );
     assert!(matches!(
         src.format_as(&b, &conv(2, 4, 4, Axes::B01C)),

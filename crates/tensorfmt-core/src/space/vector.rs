@@ -12,7 +12,7 @@ use crate::{DType, Order, Tensor};
 /// use tensorfmt_core::{DType, Order, Tensor};
 /// use tensorfmt_core::space::VectorSpace;
 /// let s = VectorSpace::new(3).with_dtype(Some(DType::F64))?;
-/// assert_eq!(s.to_string(), "VectorSpace(3, f64)");
+/// assert_eq!(s.to_string(), "VectorSpace(dim=3, dtype=float64)");
 /// s.validate(&Tensor::zeros(DType::F32, [4, 3], Order::RowMajor)?)?;
 /// assert!(s.validate(&Tensor::zeros(DType::F32, [4, 2], Order::RowMajor)?).is_err());
 /// # Ok::<(), tensorfmt_core::space::SpaceError>(())
