@@ -39,3 +39,26 @@ def test_a_view_of_a_vanished_region_reads_zeros_instead_of_crashing(tmp_path):
     with pytest.raises(tensorfmt.InputChangedError):
         doc.stats("w")
     doc.close()
+
+
+def test_a_failed_input_stays_failed(tmp_path):
+    """Issue 23 item 8: after InputChangedError every later call on the document raises
+    (the vanished pages are zero pages now and would not fault again), and convert never
+    commits output."""
+    src = _big(tmp_path)
+    dst = tmp_path / "out.npz"
+    with tensorfmt.open(src) as doc:
+        os.truncate(src, 4096)
+        with pytest.raises(tensorfmt.InputChangedError):
+            doc.stats("w")
+        with pytest.raises(tensorfmt.InputChangedError):
+            doc.stats("w")
+        with pytest.raises(tensorfmt.InputChangedError):
+            doc.stats("b")
+        with pytest.raises(tensorfmt.InputChangedError):
+            doc["b"]
+        with pytest.raises(tensorfmt.InputChangedError):
+            doc.convert(dst)
+        with pytest.raises(tensorfmt.InputChangedError):
+            doc.convert(tmp_path / "same.safetensors")
+    assert sorted(os.listdir(tmp_path)) == ["big.safetensors"]

@@ -374,7 +374,7 @@ fn header_diffs(
     let hb = b.header();
     for (k, va) in &ha {
         match hb.iter().find(|(kb, _)| kb == k) {
-            Some((_, vb)) if vb == va => {}
+            Some((_, vb)) if same_field(va, vb) => {}
             Some((_, vb)) => out.push((k.clone(), va.to_string(), vb.to_string())),
             None => out.push((k.clone(), va.to_string(), "(absent)".into())),
         }
@@ -385,6 +385,25 @@ fn header_diffs(
         }
     }
     out
+}
+
+/// Header field equality with NaN equal to NaN (numpy's `equal_nan`), so a file whose
+/// `time` or `wMin` is NaN equals itself; lists and maps compare element by element.
+fn same_field(a: &tensorfmt_core::FieldValue, b: &tensorfmt_core::FieldValue) -> bool {
+    use tensorfmt_core::FieldValue;
+    match (a, b) {
+        (FieldValue::Float(x), FieldValue::Float(y)) => x == y || (x.is_nan() && y.is_nan()),
+        (FieldValue::List(x), FieldValue::List(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same_field(x, y))
+        }
+        (FieldValue::Map(x), FieldValue::Map(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .zip(y)
+                    .all(|((kx, x), (ky, y))| kx == ky && same_field(x, y))
+        }
+        _ => a == b,
+    }
 }
 
 /// Compares the tensor `name` of two files.

@@ -34,6 +34,8 @@
 use std::fmt;
 use std::ops::Deref;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 
 use bytes::Bytes;
 use tensorfmt_core::{
@@ -69,6 +71,111 @@ pub struct Document {
     /// The bytes the whole file was opened from (not when only frames or a CSR export
     /// were read): what [`provenance`](crate::provenance) cuts the tensors out of.
     source: Option<Bytes>,
+    /// The mapped input's watch (shared with the [`Watched`] wrapper of `file`).
+    watch: Option<Arc<InputWatch>>,
+}
+
+/// Whether a document's mapped input changed under it (issue 23 item 8).
+///
+/// A guarded fault (see ARCHITECTURE.md, "Inputs that change under us") maps a zero
+/// page over each vanished page, so a second pass over the same data no longer faults
+/// and would return zeros as if they were the file. Hence the first fault poisons the
+/// document for good: every later call returns [`Error::InputChanged`], and no
+/// conversion of it starts. A fault counts as this input's when the process' fault
+/// count moved since the last check and either the most recent fault was in this
+/// path's mapping or the file is now shorter than the mapping (a `stat`, only after a
+/// fault somewhere; nothing on the normal read path).
+#[derive(Debug)]
+struct InputWatch {
+    path: PathBuf,
+    mapped_len: u64,
+    faults_seen: AtomicU64,
+    poisoned: AtomicBool,
+}
+
+impl InputWatch {
+    fn check(&self) -> Result<()> {
+        if !self.poisoned.load(Ordering::SeqCst) {
+            let now = tensorfmt_core::io::guarded_faults();
+            if self.faults_seen.swap(now, Ordering::SeqCst) == now || !self.changed() {
+                return Ok(());
+            }
+            self.poisoned.store(true, Ordering::SeqCst);
+        }
+        Err(Error::InputChanged {
+            path: self.path.display().to_string(),
+        })
+    }
+
+    fn changed(&self) -> bool {
+        tensorfmt_core::io::last_faulted_path().as_deref() == Some(self.path.as_path())
+            || std::fs::metadata(&self.path).is_ok_and(|m| m.len() < self.mapped_len)
+    }
+}
+
+/// A document's file behind its [`InputWatch`]: each call checks the input before and
+/// after it, and each streamed piece after it is read.
+struct Watched {
+    file: Box<dyn TensorFile>,
+    watch: Arc<InputWatch>,
+}
+
+impl Watched {
+    fn checked<T>(&self, work: impl FnOnce() -> Result<T>) -> Result<T> {
+        self.watch.check()?;
+        let out = work()?;
+        self.watch.check()?;
+        Ok(out)
+    }
+}
+
+impl TensorFile for Watched {
+    fn format(&self) -> &'static str {
+        self.file.format()
+    }
+    fn kind(&self) -> String {
+        self.file.kind()
+    }
+    fn header(&self) -> Vec<(String, FieldValue)> {
+        self.file.header()
+    }
+    fn tensors(&self) -> Vec<TensorInfo> {
+        self.file.tensors()
+    }
+    fn read_tensor(&self, name: &str) -> Result<Tensor> {
+        self.checked(|| self.file.read_tensor(name))
+    }
+    fn read_chunks<'a>(&'a self, name: &str) -> Result<Chunks<'a>> {
+        let chunks = self.checked(|| self.file.read_chunks(name))?;
+        Ok(Box::new(chunks.map(move |c| {
+            let c = c?;
+            self.watch.check()?;
+            Ok(c)
+        })))
+    }
+    fn stats(&self, name: &str) -> Result<Stats> {
+        self.checked(|| self.file.stats(name))
+    }
+    fn sparse_rows<'a>(&'a self, name: &str) -> Option<Result<tensorfmt_core::SparseRows<'a>>> {
+        if let Err(e) = self.watch.check() {
+            return Some(Err(e));
+        }
+        let rows = match self.file.sparse_rows(name)? {
+            Ok(rows) => rows,
+            Err(e) => return Some(Err(e)),
+        };
+        Some(Ok(Box::new(rows.map(move |r| {
+            let r = r?;
+            self.watch.check()?;
+            Ok(r)
+        }))))
+    }
+    fn warnings(&self) -> Vec<String> {
+        self.file.warnings()
+    }
+    fn validate(&self) -> Result<()> {
+        self.checked(|| self.file.validate())
+    }
 }
 
 impl Document {
@@ -110,13 +217,32 @@ impl Document {
             path: path.into(),
             file,
             source: None,
+            watch: None,
         }
     }
 
-    /// Remembers the bytes `file` was opened from, when it was opened whole.
+    /// Remembers the bytes `file` was opened from, when it was opened whole, and
+    /// watches the mapped input: once it changed under the document, every later call
+    /// fails (see [`Watched`]).
     pub(crate) fn with_source(mut self, data: Bytes, whole: bool) -> Document {
+        let watch = Arc::new(InputWatch {
+            path: self.path.clone(),
+            mapped_len: data.len() as u64,
+            faults_seen: AtomicU64::new(tensorfmt_core::io::guarded_faults()),
+            poisoned: AtomicBool::new(false),
+        });
+        self.file = Box::new(Watched {
+            file: self.file,
+            watch: watch.clone(),
+        });
+        self.watch = Some(watch);
         self.source = whole.then_some(data);
         self
+    }
+
+    /// `Err(InputChanged)` once the mapped input changed under this document.
+    fn check_input(&self) -> Result<()> {
+        self.watch.as_ref().map_or(Ok(()), |w| w.check())
     }
 
     /// The bytes of the whole file the document was opened from (`None` for a
@@ -226,6 +352,7 @@ impl Document {
         names: Option<&[String]>,
         options: &WriteOptions,
     ) -> Result<WriteReport> {
+        self.check_input()?;
         let target = target.into();
         let whole = names.is_none();
         let all;
