@@ -88,6 +88,8 @@ mod tests {
         }
         assert!(code.starts_with("// @generated"));
         let (_, fds) = super::generate_all().unwrap();
-        assert!(fds.windows(b"LayerParameter".len()).any(|w| w == b"LayerParameter"));
+        assert!(fds
+            .windows(b"LayerParameter".len())
+            .any(|w| w == b"LayerParameter"));
     }
 }

@@ -1339,6 +1339,10 @@ pub struct PoolingParameter {
         default = "Ceil"
     )]
     pub round_mode: ::core::option::Option<i32>,
+    /// OpenCV / BVLC PR #3057: ceil_mode false = floor. OpenCV numbers it 13, which is
+    /// round_mode here; text files name the field, so it gets a number of its own.
+    #[prost(bool, optional, tag = "1013", default = "true")]
+    pub ceil_mode: ::core::option::Option<bool>,
 }
 /// Nested message and enum types in `PoolingParameter`.
 pub mod pooling_parameter {
