@@ -3,6 +3,8 @@
 //! `--json`); for `convert`, an output tree that mirrors the inputs and skips outputs
 //! that are newer than their input (so an interrupted run resumes where it stopped).
 
+use std::collections::{HashMap, HashSet};
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -13,6 +15,7 @@ use tensorfmt::{Format, ReadOptions};
 
 use crate::commands::{convert_file, ConvertArgs};
 use crate::progress::files_bar;
+use crate::text;
 use crate::Failure;
 
 /// One input of a collection: its path, its path relative to the argument that named it
@@ -39,47 +42,92 @@ fn known_extension(p: &Path) -> bool {
         .any(|f| f.extensions().contains(&ext.as_str()))
 }
 
-fn walk(root: &Path, dir: &Path, out: &mut Vec<Input>) -> Result<(), Failure> {
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map_err(|e| Failure::Input(format!("reading directory {}: {e}", dir.display())))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .collect();
-    entries.sort();
-    for p in entries {
-        let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
-        if name.starts_with('.') {
-            continue; // hidden files, and our own temporaries
-        }
-        if p.is_dir() {
-            walk(root, &p, out)?;
-        } else if known_extension(&p) {
-            let rel = p.strip_prefix(root).unwrap_or(&p).to_path_buf();
-            let size = p.metadata().map_or(0, |m| m.len());
-            out.push(Input { path: p, rel, size });
-        }
-    }
-    Ok(())
+/// A file's identity: device and inode (what `ln`, `./x` vs `x` and symbolic links
+/// cannot disguise).
+pub type Identity = (u64, u64);
+
+/// The identity of what `meta` describes.
+pub fn identity(meta: &std::fs::Metadata) -> Identity {
+    use std::os::unix::fs::MetadataExt;
+    (meta.dev(), meta.ino())
 }
 
-/// The literal directory part of a glob pattern (what its matches are relative to).
-fn glob_root(pattern: &str) -> PathBuf {
-    let mut root = PathBuf::new();
-    for part in Path::new(pattern).components() {
-        if is_glob(&part.as_os_str().to_string_lossy()) {
-            break;
+/// Walks directories following symbolic links, entering each directory (by identity)
+/// once: a link loop (`ln -s . loop`) or two links to one directory end there instead
+/// of recursing until the path is too long.
+#[derive(Default)]
+struct Walker {
+    dirs: HashSet<Identity>,
+}
+
+impl Walker {
+    /// Every non-hidden entry below `dir` (up to `depth` levels when given) that is
+    /// not a directory and for which `take(path relative to root)` holds. Entries that
+    /// are not regular files (FIFOs, sockets, devices, dangling links) are listed too:
+    /// the command then refuses each with its reason and goes on.
+    fn walk(
+        &mut self,
+        root: &Path,
+        dir: &Path,
+        depth: Option<usize>,
+        take: &dyn Fn(&Path) -> bool,
+        out: &mut Vec<Input>,
+    ) -> Result<(), Failure> {
+        if let Ok(meta) = std::fs::metadata(dir) {
+            if !self.dirs.insert(identity(&meta)) {
+                return Ok(()); // already walked: a loop, or a second link to it
+            }
         }
-        root.push(part);
+        if depth == Some(0) {
+            return Ok(());
+        }
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+            .map_err(|e| Failure::Input(format!("reading directory {}: {e}", dir.display())))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .collect();
+        entries.sort();
+        for p in entries {
+            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            if name.starts_with('.') {
+                continue; // hidden files, and our own temporaries
+            }
+            let meta = std::fs::metadata(&p); // follows links
+            if meta.as_ref().is_ok_and(|m| m.is_dir()) {
+                self.walk(root, &p, depth.map(|d| d - 1), take, out)?;
+                continue;
+            }
+            let rel = p.strip_prefix(root).unwrap_or(&p).to_path_buf();
+            if take(&rel) {
+                let size = meta
+                    .as_ref()
+                    .map_or(0, |m| if m.is_file() { m.len() } else { 0 });
+                out.push(Input { path: p, rel, size });
+            }
+        }
+        Ok(())
     }
-    if root.as_os_str().is_empty() || root.to_string_lossy() == pattern {
-        PathBuf::from(".")
-    } else {
-        root
+}
+
+/// The literal directory part of a glob pattern (what its matches are relative to),
+/// and the pattern below it.
+fn glob_root(pattern: &str) -> (PathBuf, String) {
+    let mut root = PathBuf::new();
+    let mut rest = PathBuf::new();
+    for part in Path::new(pattern).components() {
+        if rest.as_os_str().is_empty() && !is_glob(&part.as_os_str().to_string_lossy()) {
+            root.push(part);
+        } else {
+            rest.push(part);
+        }
     }
+    (root, rest.to_string_lossy().into_owned())
 }
 
 /// Expands the command-line inputs: files as given, directories (only with
 /// `recursive`: every file with a known extension below them) and glob patterns
-/// (`'runs/**/*.pvp'`, quoted so that the shell leaves them to us).
+/// (`'runs/**/*.pvp'`, quoted so that the shell leaves them to us). Directories are
+/// walked following symbolic links, each directory once; a file named twice (by two
+/// paths, links or hard links) is taken once.
 pub fn expand(args: &[PathBuf], recursive: bool) -> Result<Vec<Input>, Failure> {
     let mut out = Vec::new();
     for a in args {
@@ -91,17 +139,30 @@ pub fn expand(args: &[PathBuf], recursive: bool) -> Result<Vec<Input>, Failure> 
                     a.display()
                 )));
             }
-            walk(a, a, &mut out)?;
+            Walker::default().walk(a, a, None, &known_extension, &mut out)?;
         } else if !a.exists() && is_glob(&text) {
-            let root = glob_root(&text);
-            let paths = glob::glob(&text)
+            let (root, rest) = glob_root(&text);
+            let pattern = glob::Pattern::new(&rest)
                 .map_err(|e| Failure::Usage(format!("bad pattern {text:?}: {e}")))?;
+            let options = glob::MatchOptions {
+                case_sensitive: true,
+                require_literal_separator: true,
+                require_literal_leading_dot: true,
+            };
+            // `**` may go down any number of levels; otherwise one per component.
+            let depth = (!rest.contains("**")).then(|| Path::new(&rest).components().count());
+            let take = |rel: &Path| pattern.matches_path_with(rel, options);
+            let walk_root = if root.as_os_str().is_empty() {
+                PathBuf::from(".")
+            } else {
+                root.clone()
+            };
             let before = out.len();
-            for p in paths.flatten() {
-                if p.is_file() {
-                    let rel = p.strip_prefix(&root).unwrap_or(&p).to_path_buf();
-                    let size = p.metadata().map_or(0, |m| m.len());
-                    out.push(Input { path: p, rel, size });
+            Walker::default().walk(&walk_root, &walk_root, depth, &take, &mut out)?;
+            if root.as_os_str().is_empty() {
+                // `*.pvp` lists `a.pvp`, not `./a.pvp`.
+                for i in &mut out[before..] {
+                    i.path = i.rel.clone();
                 }
             }
             if out.len() == before {
@@ -117,8 +178,13 @@ pub fn expand(args: &[PathBuf], recursive: bool) -> Result<Vec<Input>, Failure> 
             });
         }
     }
-    let mut seen = std::collections::HashSet::new();
-    out.retain(|i| seen.insert(i.path.clone()));
+    // The same file named twice (`x`, `./x`, a link to it) is taken once.
+    let mut seen_paths = HashSet::new();
+    let mut seen_files = HashSet::new();
+    out.retain(|i| match std::fs::metadata(&i.path) {
+        Ok(m) if m.is_file() => seen_files.insert(identity(&m)),
+        _ => seen_paths.insert(i.path.clone()),
+    });
     Ok(out)
 }
 
@@ -235,10 +301,51 @@ pub fn convert_many(
         "converting",
         quiet_output,
     );
+    let outputs: Vec<PathBuf> = files
+        .iter()
+        .map(|i| out_dir.join(&i.rel).with_extension(ext))
+        .collect();
+    // Outputs that collide (`x.pvp` and `x.npy`, or `a/x.npy` and `b/x.npy` named as
+    // files, all `OUT/x.npz`) are found before anything is written, and all fail.
+    let mut by_output: HashMap<&Path, Vec<usize>> = HashMap::new();
+    for (k, o) in outputs.iter().enumerate() {
+        by_output.entry(o.as_path()).or_default().push(k);
+    }
+    let collision = |k: usize| -> Option<String> {
+        let others: Vec<String> = by_output[outputs[k].as_path()]
+            .iter()
+            .filter(|&&j| j != k)
+            .map(|&j| files[j].path.display().to_string())
+            .collect();
+        (!others.is_empty()).then(|| {
+            format!(
+                "{} would also be the output of {}; outputs never overwrite each other, so none of them is converted (rename one, or convert them separately)",
+                outputs[k].display(),
+                others.join(", ")
+            )
+        })
+    };
+    // An input is never an output, whatever the path text (`./d` vs `d`, links).
+    let input_ids: HashMap<Identity, &Path> = files
+        .iter()
+        .filter_map(|i| {
+            Some((
+                identity(&std::fs::metadata(&i.path).ok()?),
+                i.path.as_path(),
+            ))
+        })
+        .collect();
+    let manifest = Manifest::open(out_dir);
     let failed = AtomicUsize::new(0);
+    let index_of: HashMap<&Path, usize> = files
+        .iter()
+        .enumerate()
+        .map(|(k, i)| (i.path.as_path(), k))
+        .collect();
     let work = |input: &Input| -> (String, Value) {
         let start = Instant::now();
-        let output = out_dir.join(&input.rel).with_extension(ext);
+        let k = index_of[input.path.as_path()];
+        let output = outputs[k].clone();
         let mut line = json!({
             "path": input.path.display().to_string(),
             "output": output.display().to_string(),
@@ -250,41 +357,60 @@ pub fn convert_many(
             "seconds": 0.0,
             "error": null,
         });
-        let up_to_date = !template.force
-            && match (output.metadata(), input.path.metadata()) {
-                (Ok(o), Ok(i)) => match (o.modified(), i.modified()) {
-                    (Ok(o), Ok(i)) => o >= i,
-                    _ => false,
-                },
-                _ => false,
-            };
-        let result = if output == input.path {
-            Err(Failure::Usage(
-                "the output would overwrite the input".into(),
-            ))
-        } else if up_to_date {
-            line["status"] = json!("skipped");
-            Ok(None)
+        let existing = std::fs::symlink_metadata(&output).ok();
+        let output_id = std::fs::metadata(&output).ok().map(|m| identity(&m));
+        let decision = if let Some(inp) = output_id.and_then(|id| input_ids.get(&id)) {
+            Err(Failure::Usage(format!(
+                "the output {} is the input {}; an input is never overwritten (choose another output directory)",
+                output.display(),
+                inp.display()
+            )))
+        } else if let Some(why) = collision(k) {
+            Err(Failure::Usage(why))
         } else {
-            let mut a = template.clone();
-            a.input = input.path.clone();
-            a.output = output.clone();
-            a.force = true;
-            a.quiet = true;
-            a.json = false;
-            output
-                .parent()
-                .map_or(Ok(()), std::fs::create_dir_all)
-                .map_err(|e| Failure::Input(format!("creating {}: {e}", output.display())))
-                .and_then(|()| convert_file(&a, false))
-                .map(Some)
+            match (&existing, template.force) {
+                (None, _) | (Some(_), true) => Ok(true),
+                (Some(meta), false) => match manifest.ours(out_dir, &output, meta, &input.path) {
+                    Some(true) => Ok(false),
+                    Some(false) => Ok(true),
+                    None => Err(Failure::Usage(format!(
+                        "{} exists and is not tensorfmt's earlier output of {}; use --force to overwrite it",
+                        output.display(),
+                        input.path.display()
+                    ))),
+                },
+            }
+        };
+        let result = match decision {
+            Err(e) => Err(e),
+            Ok(false) => {
+                line["status"] = json!("skipped");
+                Ok(None)
+            }
+            Ok(true) => {
+                let mut a = template.clone();
+                a.input = input.path.clone();
+                a.output = output.clone();
+                a.force = true;
+                a.quiet = true;
+                a.json = false;
+                output
+                    .parent()
+                    .map_or(Ok(()), std::fs::create_dir_all)
+                    .map_err(|e| Failure::Input(format!("creating {}: {e}", output.display())))
+                    .and_then(|()| convert_file(&a, false))
+                    .map(|c| {
+                        manifest.record(out_dir, &output, &input.path);
+                        Some(c)
+                    })
+            }
         };
         line["seconds"] = json!(start.elapsed().as_secs_f64());
         let text = match result {
             Ok(None) => format!(
                 "{}: skipped ({} is up to date)",
-                input.path.display(),
-                output.display()
+                text::path(&input.path),
+                text::path(&output)
             ),
             Ok(Some(c)) => {
                 line["format"] = json!(c.format);
@@ -296,9 +422,9 @@ pub fn convert_many(
                 }
                 format!(
                     "{} -> {}: {}",
-                    input.path.display(),
-                    output.display(),
-                    c.report.summary()
+                    text::path(&input.path),
+                    text::path(&output),
+                    text::esc(&c.report.summary())
                 )
             }
             Err(e) => {
@@ -306,7 +432,7 @@ pub fn convert_many(
                 let msg = e.message();
                 line["status"] = json!("failed");
                 line["error"] = json!(msg);
-                format!("{}: error: {msg}", input.path.display())
+                format!("{}: error: {}", text::path(&input.path), text::esc(&msg))
             }
         };
         (text, line)
@@ -339,6 +465,108 @@ pub fn convert_many(
         Err(Failure::Reported)
     } else {
         Ok(())
+    }
+}
+
+/// The record of what `convert` wrote into an output directory: the hidden file
+/// `OUT/.tensorfmt-outputs`, one JSON line per written output (its path below `OUT`,
+/// the canonical path of its input, and the output's device, inode, size and
+/// modification time as written). Lines are appended with one `write` each, so
+/// concurrent runs into one directory do not mix them; the last line for an output
+/// counts. An existing output is tensorfmt's own only when its line names the same
+/// input and the file is still the one written (same identity, size and time); any
+/// other existing file needs `--force`.
+struct Manifest {
+    entries: HashMap<String, Value>,
+    file: Option<Mutex<std::fs::File>>,
+}
+
+/// The name of the record in an output directory (hidden: walks skip it).
+pub const MANIFEST: &str = ".tensorfmt-outputs";
+
+fn output_key(out_dir: &Path, output: &Path) -> String {
+    output
+        .strip_prefix(out_dir)
+        .unwrap_or(output)
+        .to_string_lossy()
+        .into_owned()
+}
+
+fn canonical(p: &Path) -> String {
+    std::fs::canonicalize(p)
+        .unwrap_or_else(|_| p.to_path_buf())
+        .to_string_lossy()
+        .into_owned()
+}
+
+fn stamp(meta: &std::fs::Metadata) -> Value {
+    use std::os::unix::fs::MetadataExt;
+    let (dev, ino) = identity(meta);
+    json!([dev, ino, meta.len(), meta.mtime(), meta.mtime_nsec()])
+}
+
+impl Manifest {
+    fn open(out_dir: &Path) -> Manifest {
+        let path = out_dir.join(MANIFEST);
+        let mut entries = HashMap::new();
+        // A damaged or foreign record only makes outputs look foreign (--force).
+        if let Ok(text) = std::fs::read_to_string(&path) {
+            for line in text.lines() {
+                if let Ok(v) = serde_json::from_str::<Value>(line) {
+                    if let Some(o) = v.get("output").and_then(Value::as_str) {
+                        entries.insert(o.to_string(), v);
+                    }
+                }
+            }
+        }
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .ok()
+            .map(Mutex::new);
+        Manifest { entries, file }
+    }
+
+    /// For an existing output: `Some(up_to_date)` when it is our earlier output of
+    /// `input` (newer than the input: up to date), `None` when it is someone else's.
+    fn ours(
+        &self,
+        out_dir: &Path,
+        output: &Path,
+        meta: &std::fs::Metadata,
+        input: &Path,
+    ) -> Option<bool> {
+        let e = self.entries.get(&output_key(out_dir, output))?;
+        if meta.file_type().is_symlink()
+            || e.get("input").and_then(Value::as_str) != Some(canonical(input).as_str())
+            || e.get("stamp") != Some(&stamp(meta))
+        {
+            return None;
+        }
+        let newer = match (
+            meta.modified(),
+            std::fs::metadata(input).and_then(|m| m.modified()),
+        ) {
+            (Ok(o), Ok(i)) => o >= i,
+            _ => false,
+        };
+        Some(newer)
+    }
+
+    /// Records `output` as just written from `input`.
+    fn record(&self, out_dir: &Path, output: &Path, input: &Path) {
+        let (Some(file), Ok(meta)) = (&self.file, std::fs::symlink_metadata(output)) else {
+            return;
+        };
+        let line = json!({
+            "output": output_key(out_dir, output),
+            "input": canonical(input),
+            "stamp": stamp(&meta),
+        });
+        let text = format!("{line}\n");
+        let mut f = file.lock().unwrap_or_else(|p| p.into_inner());
+        let _ = f.write_all(text.as_bytes());
     }
 }
 
@@ -378,8 +606,15 @@ mod tests {
 
     #[test]
     fn glob_roots_and_detection() {
-        assert_eq!(glob_root("runs/**/*.pvp"), PathBuf::from("runs"));
-        assert_eq!(glob_root("*.pvp"), PathBuf::from("."));
+        assert_eq!(
+            glob_root("runs/**/*.pvp"),
+            (PathBuf::from("runs"), "**/*.pvp".to_string())
+        );
+        assert_eq!(glob_root("*.pvp"), (PathBuf::new(), "*.pvp".to_string()));
+        assert_eq!(
+            glob_root("/a/b*/c.npy"),
+            (PathBuf::from("/a"), "b*/c.npy".to_string())
+        );
         assert!(is_glob("a/*.bin") && !is_glob("a/b.bin"));
         assert!(known_extension(Path::new("x.caffemodel")) && !known_extension(Path::new("x.txt")));
     }

@@ -13,6 +13,7 @@ use tensorfmt::{
 };
 
 use crate::progress::{bytes_bar, files_bar, Tracked};
+use crate::text;
 use crate::Failure;
 
 /// `println!` through [`emit`].
@@ -61,7 +62,7 @@ fn field_text(out: &mut String, indent: usize, key: &str, v: &FieldValue) {
     let pad = " ".repeat(indent);
     match v {
         FieldValue::Map(m) => {
-            let _ = writeln!(out, "{pad}{key}:");
+            let _ = writeln!(out, "{pad}{}:", text::name(key));
             for (k, v) in m {
                 field_text(out, indent + 2, k, v);
             }
@@ -73,8 +74,9 @@ fn field_text(out: &mut String, indent: usize, key: &str, v: &FieldValue) {
                 .collect();
             let _ = writeln!(
                 out,
-                "{pad}{key}: [{}, ... ({} items)]",
-                head.join(", "),
+                "{pad}{}: [{}, ... ({} items)]",
+                text::name(key),
+                text::esc(&head.join(", ")),
                 l.len()
             );
         }
@@ -86,13 +88,19 @@ fn field_text(out: &mut String, indent: usize, key: &str, v: &FieldValue) {
                 .unwrap_or(0);
             let _ = writeln!(
                 out,
-                "{pad}{key}: {}... ({} bytes; --json shows all)",
-                &t[..cut],
+                "{pad}{}: {}... ({} bytes; --json shows all)",
+                text::name(key),
+                text::esc(&t[..cut]),
                 t.len()
             );
         }
         other => {
-            let _ = writeln!(out, "{pad}{key}: {other}");
+            let _ = writeln!(
+                out,
+                "{pad}{}: {}",
+                text::name(key),
+                text::esc(&other.to_string())
+            );
         }
     }
 }
@@ -151,10 +159,75 @@ fn inspect_json(
     })
 }
 
+/// Refuses what is not a regular file (a FIFO, socket or device would block or never
+/// end) before anything opens it; symbolic links are followed. A missing file is left
+/// to the opener, whose error names it.
+pub(crate) fn regular_file(path: &Path) -> Result<(), tensorfmt::Error> {
+    use std::os::unix::fs::FileTypeExt;
+    let Ok(meta) = std::fs::metadata(path) else {
+        return Ok(());
+    };
+    let t = meta.file_type();
+    let what = if t.is_file() {
+        return Ok(());
+    } else if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_char_device() {
+        "a character device"
+    } else {
+        "a special file"
+    };
+    Err(tensorfmt::Error::Invalid(format!(
+        "{}: not a regular file ({what}); nothing was read",
+        path.display()
+    )))
+}
+
+/// `tensorfmt::open` (or `open_as`) of an input that must be a regular file.
+pub(crate) fn open_input(
+    path: &Path,
+    format: Option<Format>,
+    read: &ReadOptions,
+) -> Result<tensorfmt::Document, tensorfmt::Error> {
+    regular_file(path)?;
+    match format {
+        Some(f) => tensorfmt::open_as(path, f, read),
+        None => tensorfmt::open(path, read),
+    }
+}
+
+/// Refuses an output that is an input (same device and inode, whatever the path
+/// text or links say), and, without `force`, any existing entry at the output path,
+/// a dangling symbolic link included.
+pub(crate) fn check_output(input: &Path, output: &Path, force: bool) -> Result<(), Failure> {
+    if let (Ok(i), Ok(o)) = (std::fs::metadata(input), std::fs::metadata(output)) {
+        if crate::collection::identity(&i) == crate::collection::identity(&o) {
+            return Err(Failure::Usage(format!(
+                "the output {} is the input {}; an input is never overwritten",
+                output.display(),
+                input.display()
+            )));
+        }
+    }
+    if !force && std::fs::symlink_metadata(output).is_ok() {
+        return Err(Failure::Usage(format!(
+            "{} exists; use --force to overwrite it",
+            output.display()
+        )));
+    }
+    Ok(())
+}
+
 /// `inspect --json`'s description of one file, for the catalogue of a collection
 /// (statistics without a progress bar).
 pub fn inspect_value(path: &Path, read: &ReadOptions, with_stats: bool) -> Result<Value, Failure> {
-    let file = tensorfmt::open(path, read)?;
+    let file = open_input(path, None, read)?;
     let file: &dyn TensorFile = &*file;
     let infos = file.tensors();
     let stats = if with_stats {
@@ -176,7 +249,7 @@ pub fn inspect(
     as_json: bool,
     with_stats: bool,
 ) -> Result<(), Failure> {
-    let file = tensorfmt::open(path, read)?;
+    let file = open_input(path, None, read)?;
     let file: &dyn TensorFile = &*file;
     let infos = file.tensors();
     let stats = if with_stats {
@@ -191,15 +264,17 @@ pub fn inspect(
         return Ok(());
     }
     let mut out = String::new();
-    let _ = writeln!(out, "file:    {}", path.display());
+    let _ = writeln!(out, "file:    {}", text::path(path));
     let _ = writeln!(out, "format:  {}", file.format());
-    let _ = writeln!(out, "kind:    {}", file.kind());
+    let _ = writeln!(out, "kind:    {}", text::esc(&file.kind()));
     let _ = writeln!(out, "header:");
     for (k, v) in &header {
         field_text(&mut out, 2, k, v);
     }
     let _ = writeln!(out, "tensors: {}", infos.len());
-    let wn = infos.iter().map(|i| i.name.len()).max().unwrap_or(0);
+    // Names are escaped and cut to `text::NAME_MAX` characters, so the column is bounded.
+    let names: Vec<String> = infos.iter().map(|i| text::name(&i.name)).collect();
+    let wn = names.iter().map(|n| n.chars().count()).max().unwrap_or(0);
     let wd = infos
         .iter()
         .map(|i| i.dtype.name().len())
@@ -208,17 +283,17 @@ pub fn inspect(
     for (i, info) in infos.iter().enumerate() {
         let _ = writeln!(
             out,
-            "  {:wn$}  {:wd$}  {}",
-            info.name,
-            info.dtype.name(),
+            "  {}  {}  {}",
+            text::pad(&names[i], wn),
+            text::pad(info.dtype.name(), wd),
             info.shape
         );
         if let Some(s) = &stats {
             let s = &s[i];
             let _ = write!(
                 out,
-                "  {:wn$}  min {}  max {}  mean {}  sum {}  nonzero {}",
-                "",
+                "  {}  min {}  max {}  mean {}  sum {}  nonzero {}",
+                text::pad("", wn),
                 fmt_opt(s.min),
                 fmt_opt(s.max),
                 fmt_opt(s.mean),
@@ -234,7 +309,7 @@ pub fn inspect(
     if !warnings.is_empty() {
         let _ = writeln!(out, "warnings:");
         for w in &warnings {
-            let _ = writeln!(out, "  - {w}");
+            let _ = writeln!(out, "  - {}", text::esc(w));
         }
     }
     emit(&out);
@@ -279,7 +354,7 @@ pub fn convert(a: ConvertArgs) -> Result<(), Failure> {
     let (target, names, report, total) = (c.target, c.names, c.report, c.bytes);
     if !a.json {
         for w in &report.warnings {
-            eprintln!("tensorfmt: warning: {out}: {w}");
+            eprintln!("tensorfmt: warning: {}: {}", text::esc(&out), text::esc(w));
         }
     }
     if a.json {
@@ -301,9 +376,11 @@ pub fn convert(a: ConvertArgs) -> Result<(), Failure> {
             String::new()
         };
         sayln!(
-            "{out}: {} as {}{kind}{held}",
-            report.summary(),
-            target.format
+            "{}: {} as {}{}",
+            text::esc(&out),
+            text::esc(&report.summary()),
+            target.format,
+            text::esc(&format!("{kind}{held}"))
         );
     }
     Ok(())
@@ -329,20 +406,14 @@ pub fn convert_file(a: &ConvertArgs, show_progress: bool) -> Result<Converted, F
             target.format
         )));
     }
-    if a.output.exists() && !a.force {
-        return Err(Failure::Usage(format!(
-            "{out} exists; use --force to overwrite it"
-        )));
-    }
+    check_output(&a.input, &a.output, a.force)?;
+    crate::signals::writing(&a.output);
     let read_options = ReadOptions {
         frames: a.frames,
         sparse_csr: a.sparse,
         ..a.read.clone()
     };
-    let doc = match a.from {
-        Some(f) => tensorfmt::open_as(&a.input, f, &read_options)?,
-        None => tensorfmt::open(&a.input, &read_options)?,
-    };
+    let doc = open_input(&a.input, a.from, &read_options)?;
     let src: &dyn TensorFile = &*doc;
     let infos = src.tensors();
     let all: Vec<String> = infos.iter().map(|i| i.name.clone()).collect();
@@ -419,9 +490,11 @@ pub fn convert_file(a: &ConvertArgs, show_progress: bool) -> Result<Converted, F
             [first, ..] => {
                 if !a.quiet {
                     eprintln!(
-                    "tensorfmt: note: {out} gets tensor {first:?}, the first of {}; choose another with --tensor",
-                    all.len()
-                );
+                        "tensorfmt: note: {} gets tensor {}, the first of {}; choose another with --tensor",
+                        text::esc(&out),
+                        text::esc(&format!("{first:?}")),
+                        all.len()
+                    );
                 }
                 vec![first.clone()]
             }
@@ -500,7 +573,7 @@ pub fn validate(
         quiet || as_json,
     );
     let check = |f: &Path, options: &ReadOptions| {
-        tensorfmt::open(f, options).and_then(|file| {
+        open_input(f, None, options).and_then(|file| {
             file.validate()?;
             Ok((file.format(), file.kind(), file.warnings()))
         })
@@ -556,13 +629,13 @@ pub fn validate(
         bar.suspend(|| match result {
             Ok((_, _, warnings)) => {
                 if !quiet {
-                    sayln!("{}: ok", f.display());
+                    sayln!("{}: ok", text::path(f));
                 }
                 for w in warnings {
-                    eprintln!("{}: warning: {w}", f.display());
+                    eprintln!("{}: warning: {}", text::path(f), text::esc(&w));
                 }
             }
-            Err(e) => sayln!("{}: error: {e}", f.display()),
+            Err(e) => sayln!("{}: error: {}", text::path(f), text::esc(&e.to_string())),
         });
     });
     bar.finish_and_clear();
@@ -588,12 +661,9 @@ pub fn render(
     quiet: bool,
     as_json: bool,
 ) -> Result<(), Failure> {
-    if output.exists() && !force {
-        return Err(Failure::Usage(format!(
-            "{} exists; use --force to overwrite it",
-            output.display()
-        )));
-    }
+    check_output(file, output, force)?;
+    regular_file(file)?;
+    crate::signals::writing(output);
     let options = RenderOptions {
         counts,
         frame,
@@ -609,19 +679,34 @@ pub fn render(
             "height": image.height,
         }));
     } else if !quiet {
-        sayln!("{}: {}x{} PNG", output.display(), image.width, image.height);
+        sayln!(
+            "{}: {}x{} PNG",
+            text::path(output),
+            image.width,
+            image.height
+        );
     }
     Ok(())
 }
 
-/// Writes text to stdout. A closed pipe (`tensorfmt validate ... | head`) ends the
-/// program quietly, as Unix tools do, instead of panicking like `println!`.
+/// Set once stdout is a closed pipe.
+static STDOUT_CLOSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Writes text to stdout. A closed pipe (`tensorfmt validate -r DIR | head -1`) drops
+/// the rest of the output but not the work: the command goes on, and its exit code
+/// still says whether anything failed (instead of exiting 0 as soon as the reader
+/// leaves, which would hide the failures it did not read).
 pub(crate) fn emit(text: &str) {
     use std::io::Write;
+    use std::sync::atomic::Ordering;
+    if STDOUT_CLOSED.load(Ordering::Relaxed) {
+        return;
+    }
     let mut out = std::io::stdout().lock();
     if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         if e.kind() == std::io::ErrorKind::BrokenPipe {
-            std::process::exit(0);
+            STDOUT_CLOSED.store(true, Ordering::Relaxed);
+            return;
         }
         eprintln!("tensorfmt: error: cannot write to stdout: {e}");
         std::process::exit(1);

@@ -9,6 +9,7 @@ use tensorfmt::{ReadOptions, TensorFile, TensorInfo};
 
 use crate::commands::{byte_len, emit, emit_json, info_json};
 use crate::progress::{bytes_bar, Tracked};
+use crate::text;
 use crate::Failure;
 
 /// Compares two files; `Ok(true)` when equal within tolerance.
@@ -20,17 +21,21 @@ pub fn diff(
     quiet: bool,
     as_json: bool,
 ) -> Result<bool, Failure> {
-    let open = |p: &Path| tensorfmt::open(p, read).map_err(|e| Failure::Input(e.to_string()));
+    let open = |p: &Path| {
+        crate::commands::open_input(p, None, read).map_err(|e| Failure::Input(e.to_string()))
+    };
     let fa = open(a)?;
     let fb = open(b)?;
     let (fa, fb): (&dyn TensorFile, &dyn TensorFile) = (&*fa, &*fb);
     // The bar counts the bytes of both sides of every pair whose values are compared.
     let infos_b = fb.tensors();
+    let by_name: std::collections::HashMap<&str, &TensorInfo> =
+        infos_b.iter().map(|i| (i.name.as_str(), i)).collect();
     let total: u64 = fa
         .tensors()
         .iter()
         .filter_map(|ia| {
-            let ib = infos_b.iter().find(|ib| ib.name == ia.name)?;
+            let ib = *by_name.get(ia.name.as_str())?;
             (ia.shape.dims() == ib.shape.dims()).then(|| byte_len(ia) + byte_len(ib))
         })
         .sum();
@@ -135,14 +140,21 @@ fn report_text(r: &DiffReport) -> String {
     let mut out = String::new();
     for (side, list) in [("A", &r.only_in_a), ("B", &r.only_in_b)] {
         for i in list.iter() {
-            let _ = writeln!(out, "only in {side}: {} ({} {})", i.name, i.dtype, i.shape);
+            let _ = writeln!(
+                out,
+                "only in {side}: {} ({} {})",
+                text::name(&i.name),
+                i.dtype,
+                i.shape
+            );
         }
     }
     for t in &r.tensors {
+        // Names come from the files: escaped and bounded.
         let label = if t.name == t.name_b {
-            t.name.clone()
+            text::name(&t.name)
         } else {
-            format!("{} (B: {})", t.name, t.name_b)
+            format!("{} (B: {})", text::name(&t.name), text::name(&t.name_b))
         };
         let t = &TensorDiff {
             name: label,
@@ -190,7 +202,13 @@ fn report_text(r: &DiffReport) -> String {
         }
     }
     for (k, a, b) in &r.header {
-        let _ = writeln!(out, "header {k}: {a} != {b}");
+        let _ = writeln!(
+            out,
+            "header {}: {} != {}",
+            text::name(k),
+            text::esc(&a.to_string()),
+            text::esc(&b.to_string())
+        );
     }
     let tol = tolerance_text(r);
     if r.is_equal() {

@@ -22,6 +22,8 @@ mod commands;
 mod diff_cmd;
 mod formats_cmd;
 mod progress;
+mod signals;
+mod text;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -361,11 +363,11 @@ fn report(result: Result<(), Failure>) -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure::Reported) => ExitCode::from(1),
         Err(Failure::Input(msg)) => {
-            eprintln!("tensorfmt: error: {msg}");
+            eprintln!("tensorfmt: error: {}", text::esc(&msg));
             ExitCode::from(1)
         }
         Err(Failure::Usage(msg)) => {
-            eprintln!("tensorfmt: error: {msg}");
+            eprintln!("tensorfmt: error: {}", text::esc(&msg));
             ExitCode::from(2)
         }
     }
@@ -375,6 +377,8 @@ fn main() -> ExitCode {
     // An input truncated by another process while mapped is an error (exit 1), not a
     // bus error; outputs written meanwhile are not committed (see io::install_fault_guard).
     tensorfmt::io::install_fault_guard();
+    // Ctrl-C, SIGTERM, SIGHUP: remove our temporary files, then die of the signal.
+    signals::install();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Inspect {
@@ -398,7 +402,11 @@ fn main() -> ExitCode {
                             commands::emit("\n");
                         }
                         if let Err(e) = commands::inspect(&i.path, &read.options(), false, stats) {
-                            eprintln!("tensorfmt: error: {}: {}", i.path.display(), e.message());
+                            eprintln!(
+                                "tensorfmt: error: {}: {}",
+                                text::path(&i.path),
+                                text::esc(&e.message())
+                            );
                             result = Err(Failure::Reported);
                         }
                     }
@@ -484,7 +492,7 @@ fn main() -> ExitCode {
                 Ok(true) => ExitCode::SUCCESS,
                 Ok(false) => ExitCode::from(1),
                 Err(Failure::Input(msg) | Failure::Usage(msg)) => {
-                    eprintln!("tensorfmt: error: {msg}");
+                    eprintln!("tensorfmt: error: {}", text::esc(&msg));
                     ExitCode::from(2)
                 }
                 Err(Failure::Reported) => ExitCode::from(2),

@@ -31,11 +31,15 @@ fn tree(root: &Path) {
     std::fs::write(root.join("run1").join("notes.txt"), b"not a tensor file").unwrap();
 }
 
-/// Every file below `root` (relative path -> bytes).
+/// Every file below `root` (relative path -> bytes), but for the record of outputs
+/// `.tensorfmt-outputs` (which names inodes).
 fn contents(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<PathBuf, Vec<u8>>) {
         for e in std::fs::read_dir(dir).unwrap() {
             let p = e.unwrap().path();
+            if p.file_name().is_some_and(|n| n == ".tensorfmt-outputs") {
+                continue;
+            }
             if p.is_dir() {
                 walk(root, &p, out);
             } else {

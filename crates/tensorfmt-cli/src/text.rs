@@ -1,0 +1,93 @@
+//! Text that reaches a terminal: names, paths and messages taken from files are
+//! escaped (a control character is written as `\n`, `\t`, `\u{1b}` ...) and bounded,
+//! so that a file cannot move the cursor, recolour the terminal, split one line into
+//! two or print a megabyte-wide column. JSON output escapes by itself and is whole.
+
+use std::borrow::Cow;
+use std::path::Path;
+
+/// Whether `c` must not reach a terminal raw: C0 and C1 controls, DEL, and the
+/// bidirectional overrides that reorder what follows them.
+fn needs_escape(c: char) -> bool {
+    c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// `s` with every control character escaped (`\n`, `\r`, `\t`, otherwise `\u{XX}`);
+/// borrowed when there is none.
+///
+/// ```ignore
+/// assert_eq!(esc("a\u{1b}[31mb\n"), "a\\u{1b}[31mb\\n");
+/// ```
+pub fn esc(s: &str) -> Cow<'_, str> {
+    if !s.chars().any(needs_escape) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if needs_escape(c) => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// A path for text output: lossy UTF-8, escaped.
+pub fn path(p: &Path) -> String {
+    esc(&p.to_string_lossy()).into_owned()
+}
+
+/// Longest name (in characters, after escaping) that text output prints whole.
+pub const NAME_MAX: usize = 120;
+
+/// `s` escaped and cut to at most [`NAME_MAX`] characters plus a note of the length
+/// (`--json` shows it whole).
+pub fn name(s: &str) -> String {
+    let e = esc(s);
+    if e.chars().count() <= NAME_MAX {
+        return e.into_owned();
+    }
+    let head: String = e.chars().take(NAME_MAX - 24).collect();
+    format!("{head}... ({} bytes)", s.len())
+}
+
+/// `s` followed by spaces up to `width` characters (nothing added when it is longer).
+/// Unlike `{:width$}`, any width is fine.
+pub fn pad(s: &str, width: usize) -> String {
+    let n = s.chars().count();
+    let mut out = String::with_capacity(s.len() + width.saturating_sub(n));
+    out.push_str(s);
+    out.extend(std::iter::repeat_n(' ', width.saturating_sub(n)));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_controls_only() {
+        assert_eq!(esc("plain name/ü"), "plain name/ü");
+        assert!(matches!(esc("plain"), Cow::Borrowed(_)));
+        assert_eq!(esc("a\u{1b}[31mb\n"), "a\\u{1b}[31mb\\n");
+        assert_eq!(
+            esc("\t\r\u{7f}\u{9b}\u{202e}"),
+            "\\t\\r\\u{7f}\\u{9b}\\u{202e}"
+        );
+    }
+
+    #[test]
+    fn names_are_bounded() {
+        let long = "x".repeat(70_000);
+        let n = name(&long);
+        assert!(n.chars().count() <= NAME_MAX + 20, "{}", n.len());
+        assert!(n.ends_with("(70000 bytes)"));
+        assert_eq!(name("short"), "short");
+        assert_eq!(pad("ab", 4), "ab  ");
+        assert_eq!(pad("abcdef", 4), "abcdef");
+        assert_eq!(pad("x", 100_000).len(), 100_000);
+    }
+}
