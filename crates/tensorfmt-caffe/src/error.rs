@@ -156,6 +156,52 @@ pub enum CaffeError {
         #[source]
         source: prost::DecodeError,
     },
+    /// A fork schema that cannot be used (too large, too deep, does not compile, no
+    /// `caffe.NetParameter`).
+    #[error("schema {path}: {reason}")]
+    Schema {
+        /// The schema file.
+        path: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A prototxt that is not valid protobuf text for the schema.
+    #[error("prototxt line {line}:{column}: {message}")]
+    Prototxt {
+        /// 1-based line.
+        line: usize,
+        /// 1-based column (characters).
+        column: usize,
+        /// What is wrong.
+        message: String,
+    },
+    /// A prototxt field the schema does not define (a fork's field, or a typo).
+    #[error("prototxt line {line}:{column}: unknown field `{field}` in {message} ({}){}", if *builtin { "not in the builtin Caffe schema".to_string() } else { format!("not in {schema}") }, if *builtin { "; if the net comes from a Caffe fork, pass the fork's caffe.proto with --proto FORK.proto" } else { "" })]
+    UnknownField {
+        /// The field name as written.
+        field: String,
+        /// The message it was written in (`LayerParameter`, ...).
+        message: String,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+        /// The schema used ("the builtin schema" or the fork file).
+        schema: String,
+        /// Whether that was the builtin schema.
+        builtin: bool,
+    },
+    /// A net definition Caffe would refuse (or we cannot follow), at a layer.
+    #[error("prototxt line {line}: {message}")]
+    Net {
+        /// 1-based line of the layer (0 when not tied to a line).
+        line: usize,
+        /// What is wrong, naming the layer.
+        message: String,
+    },
+    /// Shape inference failed: every problem found, one per line.
+    #[error("shape inference: {}", .0.join("; "))]
+    Shapes(Vec<String>),
     /// An error from tensorfmt-core (I/O, limits, tensor construction).
     #[error(transparent)]
     Core(#[from] tensorfmt_core::Error),

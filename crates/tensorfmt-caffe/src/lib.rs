@@ -53,8 +53,11 @@
 mod blob;
 mod error;
 mod file;
+mod net;
+mod prototxt;
 mod raw;
 mod read;
+mod upgrade;
 mod wire;
 mod write;
 
@@ -71,6 +74,11 @@ use tensorfmt_core::{ReadOptions, Tensor, TensorFile, WriteOptions};
 pub use blob::{Blob, BlobElement, Head, SyncedMemory};
 pub use error::{CaffeError, Result};
 pub use file::{CaffeFile, Content};
+pub use net::{
+    conform_blob, layer_blobs, parse_net, parse_net_with, LayerBlobs, LayerDef, NetDef, NetInput,
+    NetOptions, Transform, DATA_LAYER_TYPES,
+};
+pub use prototxt::{ForkValue, Schema, MAX_NESTING, MAX_SCHEMA_BYTES, PROTOTXT_ALLOC_FACTOR};
 pub use raw::{
     decode_f32, decode_f64, raw_type, shape_string, v0_type_to_v1, v1_type_name, MixedLayers,
     Model, NetVersion, RawBlob, RawLayer, RawSolverState, ValueSource, MAX_BLOB_AXES,

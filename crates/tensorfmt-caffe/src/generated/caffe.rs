@@ -10,7 +10,6 @@ pub struct BlobShape {
 }
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct BlobProto {
-    /// Declared first but numbered 7: on disk it comes after data (field-number order).
     #[prost(message, optional, tag = "7")]
     pub shape: ::core::option::Option<BlobShape>,
     #[prost(float, repeated, tag = "5")]
@@ -21,7 +20,6 @@ pub struct BlobProto {
     pub double_data: ::prost::alloc::vec::Vec<f64>,
     #[prost(double, repeated, tag = "9")]
     pub double_diff: ::prost::alloc::vec::Vec<f64>,
-    /// 4D dimensions -- deprecated. Use "shape" instead.
     #[prost(int32, optional, tag = "1", default = "0")]
     pub num: ::core::option::Option<i32>,
     #[prost(int32, optional, tag = "2", default = "0")]
@@ -37,7 +35,7 @@ pub struct BlobProto {
 }
 /// Nested message and enum types in `BlobProto`.
 pub mod blob_proto {
-    /// Extension seen in NVIDIA Caffe and OpenCV's opencv-caffe.proto (not in BVLC).
+    /// NVIDIA Caffe / OpenCV extension: FP16 (or other) weights as raw bytes.
     #[derive(
         Clone,
         Copy,
@@ -106,6 +104,329 @@ pub struct Datum {
     #[prost(bool, optional, tag = "7", default = "false")]
     pub encoded: ::core::option::Option<bool>,
 }
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct FillerParameter {
+    #[prost(string, optional, tag = "1", default = "constant")]
+    pub r#type: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(float, optional, tag = "2", default = "0")]
+    pub value: ::core::option::Option<f32>,
+    #[prost(float, optional, tag = "3", default = "0")]
+    pub min: ::core::option::Option<f32>,
+    #[prost(float, optional, tag = "4", default = "1")]
+    pub max: ::core::option::Option<f32>,
+    #[prost(float, optional, tag = "5", default = "0")]
+    pub mean: ::core::option::Option<f32>,
+    #[prost(float, optional, tag = "6", default = "1")]
+    pub std: ::core::option::Option<f32>,
+    #[prost(int32, optional, tag = "7", default = "-1")]
+    pub sparse: ::core::option::Option<i32>,
+    #[prost(
+        enumeration = "filler_parameter::VarianceNorm",
+        optional,
+        tag = "8",
+        default = "FanIn"
+    )]
+    pub variance_norm: ::core::option::Option<i32>,
+}
+/// Nested message and enum types in `FillerParameter`.
+pub mod filler_parameter {
+    #[derive(
+        Clone,
+        Copy,
+        Debug,
+        PartialEq,
+        Eq,
+        Hash,
+        PartialOrd,
+        Ord,
+        ::prost::Enumeration
+    )]
+    #[repr(i32)]
+    pub enum VarianceNorm {
+        FanIn = 0,
+        FanOut = 1,
+        Average = 2,
+    }
+    impl VarianceNorm {
+        /// String value of the enum field names used in the ProtoBuf definition.
+        ///
+        /// The values are not transformed in any way and thus are considered stable
+        /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+        pub fn as_str_name(&self) -> &'static str {
+            match self {
+                Self::FanIn => "FAN_IN",
+                Self::FanOut => "FAN_OUT",
+                Self::Average => "AVERAGE",
+            }
+        }
+        /// Creates an enum from field names used in the ProtoBuf definition.
+        pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+            match value {
+                "FAN_IN" => Some(Self::FanIn),
+                "FAN_OUT" => Some(Self::FanOut),
+                "AVERAGE" => Some(Self::Average),
+                _ => None,
+            }
+        }
+    }
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct NetParameter {
+    #[prost(string, optional, tag = "1")]
+    pub name: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(string, repeated, tag = "3")]
+    pub input: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+    #[prost(message, repeated, tag = "8")]
+    pub input_shape: ::prost::alloc::vec::Vec<BlobShape>,
+    #[prost(int32, repeated, packed = "false", tag = "4")]
+    pub input_dim: ::prost::alloc::vec::Vec<i32>,
+    #[prost(bool, optional, tag = "5", default = "false")]
+    pub force_backward: ::core::option::Option<bool>,
+    #[prost(message, optional, tag = "6")]
+    pub state: ::core::option::Option<NetState>,
+    #[prost(bool, optional, tag = "7", default = "false")]
+    pub debug_info: ::core::option::Option<bool>,
+    #[prost(message, repeated, tag = "100")]
+    pub layer: ::prost::alloc::vec::Vec<LayerParameter>,
+    #[prost(message, repeated, tag = "2")]
+    pub layers: ::prost::alloc::vec::Vec<V1LayerParameter>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct SolverParameter {
+    #[prost(string, optional, tag = "24")]
+    pub net: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(message, optional, tag = "25")]
+    pub net_param: ::core::option::Option<NetParameter>,
+    #[prost(string, optional, tag = "1")]
+    pub train_net: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(string, repeated, tag = "2")]
+    pub test_net: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+    #[prost(message, optional, tag = "21")]
+    pub train_net_param: ::core::option::Option<NetParameter>,
+    #[prost(message, repeated, tag = "22")]
+    pub test_net_param: ::prost::alloc::vec::Vec<NetParameter>,
+    #[prost(message, optional, tag = "26")]
+    pub train_state: ::core::option::Option<NetState>,
+    #[prost(message, repeated, tag = "27")]
+    pub test_state: ::prost::alloc::vec::Vec<NetState>,
+    #[prost(int32, repeated, packed = "false", tag = "3")]
+    pub test_iter: ::prost::alloc::vec::Vec<i32>,
+    #[prost(int32, optional, tag = "4", default = "0")]
+    pub test_interval: ::core::option::Option<i32>,
+    #[prost(bool, optional, tag = "19", default = "false")]
+    pub test_compute_loss: ::core::option::Option<bool>,
+    #[prost(bool, optional, tag = "32", default = "true")]
+    pub test_initialization: ::core::option::Option<bool>,
+    #[prost(float, optional, tag = "5")]
+    pub base_lr: ::core::option::Option<f32>,
+    #[prost(int32, optional, tag = "6")]
+    pub display: ::core::option::Option<i32>,
+    #[prost(int32, optional, tag = "33", default = "1")]
+    pub average_loss: ::core::option::Option<i32>,
+    #[prost(int32, optional, tag = "7")]
+    pub max_iter: ::core::option::Option<i32>,
+    #[prost(int32, optional, tag = "36", default = "1")]
+    pub iter_size: ::core::option::Option<i32>,
+    #[prost(string, optional, tag = "8")]
+    pub lr_policy: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(float, optional, tag = "9")]
+    pub gamma: ::core::option::Option<f32>,
+    #[prost(float, optional, tag = "10")]
+    pub power: ::core::option::Option<f32>,
+    #[prost(float, optional, tag = "11")]
+    pub momentum: ::core::option::Option<f32>,
+    #[prost(float, optional, tag = "12")]
+    pub weight_decay: ::core::option::Option<f32>,
+    #[prost(string, optional, tag = "29", default = "L2")]
+    pub regularization_type: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(int32, optional, tag = "13")]
+    pub stepsize: ::core::option::Option<i32>,
+    #[prost(int32, repeated, packed = "false", tag = "34")]
+    pub stepvalue: ::prost::alloc::vec::Vec<i32>,
+    #[prost(float, optional, tag = "35", default = "-1")]
+    pub clip_gradients: ::core::option::Option<f32>,
+    #[prost(int32, optional, tag = "14", default = "0")]
+    pub snapshot: ::core::option::Option<i32>,
+    #[prost(string, optional, tag = "15")]
+    pub snapshot_prefix: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(bool, optional, tag = "16", default = "false")]
+    pub snapshot_diff: ::core::option::Option<bool>,
+    #[prost(
+        enumeration = "solver_parameter::SnapshotFormat",
+        optional,
+        tag = "37",
+        default = "Binaryproto"
+    )]
+    pub snapshot_format: ::core::option::Option<i32>,
+    #[prost(
+        enumeration = "solver_parameter::SolverMode",
+        optional,
+        tag = "17",
+        default = "Gpu"
+    )]
+    pub solver_mode: ::core::option::Option<i32>,
+    #[prost(int32, optional, tag = "18", default = "0")]
+    pub device_id: ::core::option::Option<i32>,
+    #[prost(int64, optional, tag = "20", default = "-1")]
+    pub random_seed: ::core::option::Option<i64>,
+    #[prost(string, optional, tag = "40", default = "SGD")]
+    pub r#type: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(float, optional, tag = "31", default = "0.00000001")]
+    pub delta: ::core::option::Option<f32>,
+    #[prost(float, optional, tag = "39", default = "0.999")]
+    pub momentum2: ::core::option::Option<f32>,
+    #[prost(float, optional, tag = "38", default = "0.99")]
+    pub rms_decay: ::core::option::Option<f32>,
+    #[prost(bool, optional, tag = "23", default = "false")]
+    pub debug_info: ::core::option::Option<bool>,
+    #[prost(bool, optional, tag = "28", default = "true")]
+    pub snapshot_after_train: ::core::option::Option<bool>,
+    #[prost(
+        enumeration = "solver_parameter::SolverType",
+        optional,
+        tag = "30",
+        default = "Sgd"
+    )]
+    pub solver_type: ::core::option::Option<i32>,
+    #[prost(bool, optional, tag = "41", default = "true")]
+    pub layer_wise_reduce: ::core::option::Option<bool>,
+    #[prost(string, repeated, tag = "42")]
+    pub weights: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+}
+/// Nested message and enum types in `SolverParameter`.
+pub mod solver_parameter {
+    #[derive(
+        Clone,
+        Copy,
+        Debug,
+        PartialEq,
+        Eq,
+        Hash,
+        PartialOrd,
+        Ord,
+        ::prost::Enumeration
+    )]
+    #[repr(i32)]
+    pub enum SnapshotFormat {
+        Hdf5 = 0,
+        Binaryproto = 1,
+    }
+    impl SnapshotFormat {
+        /// String value of the enum field names used in the ProtoBuf definition.
+        ///
+        /// The values are not transformed in any way and thus are considered stable
+        /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+        pub fn as_str_name(&self) -> &'static str {
+            match self {
+                Self::Hdf5 => "HDF5",
+                Self::Binaryproto => "BINARYPROTO",
+            }
+        }
+        /// Creates an enum from field names used in the ProtoBuf definition.
+        pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+            match value {
+                "HDF5" => Some(Self::Hdf5),
+                "BINARYPROTO" => Some(Self::Binaryproto),
+                _ => None,
+            }
+        }
+    }
+    #[derive(
+        Clone,
+        Copy,
+        Debug,
+        PartialEq,
+        Eq,
+        Hash,
+        PartialOrd,
+        Ord,
+        ::prost::Enumeration
+    )]
+    #[repr(i32)]
+    pub enum SolverMode {
+        Cpu = 0,
+        Gpu = 1,
+    }
+    impl SolverMode {
+        /// String value of the enum field names used in the ProtoBuf definition.
+        ///
+        /// The values are not transformed in any way and thus are considered stable
+        /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+        pub fn as_str_name(&self) -> &'static str {
+            match self {
+                Self::Cpu => "CPU",
+                Self::Gpu => "GPU",
+            }
+        }
+        /// Creates an enum from field names used in the ProtoBuf definition.
+        pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+            match value {
+                "CPU" => Some(Self::Cpu),
+                "GPU" => Some(Self::Gpu),
+                _ => None,
+            }
+        }
+    }
+    #[derive(
+        Clone,
+        Copy,
+        Debug,
+        PartialEq,
+        Eq,
+        Hash,
+        PartialOrd,
+        Ord,
+        ::prost::Enumeration
+    )]
+    #[repr(i32)]
+    pub enum SolverType {
+        Sgd = 0,
+        Nesterov = 1,
+        Adagrad = 2,
+        Rmsprop = 3,
+        Adadelta = 4,
+        Adam = 5,
+    }
+    impl SolverType {
+        /// String value of the enum field names used in the ProtoBuf definition.
+        ///
+        /// The values are not transformed in any way and thus are considered stable
+        /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+        pub fn as_str_name(&self) -> &'static str {
+            match self {
+                Self::Sgd => "SGD",
+                Self::Nesterov => "NESTEROV",
+                Self::Adagrad => "ADAGRAD",
+                Self::Rmsprop => "RMSPROP",
+                Self::Adadelta => "ADADELTA",
+                Self::Adam => "ADAM",
+            }
+        }
+        /// Creates an enum from field names used in the ProtoBuf definition.
+        pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+            match value {
+                "SGD" => Some(Self::Sgd),
+                "NESTEROV" => Some(Self::Nesterov),
+                "ADAGRAD" => Some(Self::Adagrad),
+                "RMSPROP" => Some(Self::Rmsprop),
+                "ADADELTA" => Some(Self::Adadelta),
+                "ADAM" => Some(Self::Adam),
+                _ => None,
+            }
+        }
+    }
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct SolverState {
+    #[prost(int32, optional, tag = "1")]
+    pub iter: ::core::option::Option<i32>,
+    #[prost(string, optional, tag = "2")]
+    pub learned_net: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(message, repeated, tag = "3")]
+    pub history: ::prost::alloc::vec::Vec<BlobProto>,
+    #[prost(int32, optional, tag = "4", default = "0")]
+    pub current_step: ::core::option::Option<i32>,
+}
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct NetState {
     #[prost(enumeration = "Phase", optional, tag = "1", default = "Test")]
@@ -115,26 +436,18 @@ pub struct NetState {
     #[prost(string, repeated, tag = "3")]
     pub stage: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
 }
-#[derive(Clone, PartialEq, ::prost::Message)]
-pub struct NetParameter {
-    #[prost(string, optional, tag = "1")]
-    pub name: ::core::option::Option<::prost::alloc::string::String>,
-    #[prost(message, repeated, tag = "2")]
-    pub layers: ::prost::alloc::vec::Vec<V1LayerParameter>,
-    #[prost(string, repeated, tag = "3")]
-    pub input: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
-    #[prost(int32, repeated, packed = "false", tag = "4")]
-    pub input_dim: ::prost::alloc::vec::Vec<i32>,
-    #[prost(bool, optional, tag = "5", default = "false")]
-    pub force_backward: ::core::option::Option<bool>,
-    #[prost(message, optional, tag = "6")]
-    pub state: ::core::option::Option<NetState>,
-    #[prost(bool, optional, tag = "7", default = "false")]
-    pub debug_info: ::core::option::Option<bool>,
-    #[prost(message, repeated, tag = "8")]
-    pub input_shape: ::prost::alloc::vec::Vec<BlobShape>,
-    #[prost(message, repeated, tag = "100")]
-    pub layer: ::prost::alloc::vec::Vec<LayerParameter>,
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct NetStateRule {
+    #[prost(enumeration = "Phase", optional, tag = "1")]
+    pub phase: ::core::option::Option<i32>,
+    #[prost(int32, optional, tag = "2")]
+    pub min_level: ::core::option::Option<i32>,
+    #[prost(int32, optional, tag = "3")]
+    pub max_level: ::core::option::Option<i32>,
+    #[prost(string, repeated, tag = "4")]
+    pub stage: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+    #[prost(string, repeated, tag = "5")]
+    pub not_stage: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
 }
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct ParamSpec {
@@ -206,6 +519,1428 @@ pub struct LayerParameter {
     pub blobs: ::prost::alloc::vec::Vec<BlobProto>,
     #[prost(bool, repeated, packed = "false", tag = "11")]
     pub propagate_down: ::prost::alloc::vec::Vec<bool>,
+    #[prost(message, repeated, tag = "8")]
+    pub include: ::prost::alloc::vec::Vec<NetStateRule>,
+    #[prost(message, repeated, tag = "9")]
+    pub exclude: ::prost::alloc::vec::Vec<NetStateRule>,
+    #[prost(message, optional, tag = "100")]
+    pub transform_param: ::core::option::Option<TransformationParameter>,
+    #[prost(message, optional, tag = "101")]
+    pub loss_param: ::core::option::Option<LossParameter>,
+    #[prost(message, optional, tag = "102")]
+    pub accuracy_param: ::core::option::Option<AccuracyParameter>,
+    #[prost(message, optional, tag = "103")]
+    pub argmax_param: ::core::option::Option<ArgMaxParameter>,
+    #[prost(message, optional, tag = "139")]
+    pub batch_norm_param: ::core::option::Option<BatchNormParameter>,
+    #[prost(message, optional, tag = "141")]
+    pub bias_param: ::core::option::Option<BiasParameter>,
+    #[prost(message, optional, tag = "104")]
+    pub concat_param: ::core::option::Option<ConcatParameter>,
+    #[prost(message, optional, tag = "105")]
+    pub contrastive_loss_param: ::core::option::Option<ContrastiveLossParameter>,
+    #[prost(message, optional, tag = "106")]
+    pub convolution_param: ::core::option::Option<ConvolutionParameter>,
+    #[prost(message, optional, tag = "144")]
+    pub crop_param: ::core::option::Option<CropParameter>,
+    #[prost(message, optional, tag = "107")]
+    pub data_param: ::core::option::Option<DataParameter>,
+    #[prost(message, optional, tag = "108")]
+    pub dropout_param: ::core::option::Option<DropoutParameter>,
+    #[prost(message, optional, tag = "109")]
+    pub dummy_data_param: ::core::option::Option<DummyDataParameter>,
+    #[prost(message, optional, tag = "110")]
+    pub eltwise_param: ::core::option::Option<EltwiseParameter>,
+    #[prost(message, optional, tag = "140")]
+    pub elu_param: ::core::option::Option<EluParameter>,
+    #[prost(message, optional, tag = "137")]
+    pub embed_param: ::core::option::Option<EmbedParameter>,
+    #[prost(message, optional, tag = "111")]
+    pub exp_param: ::core::option::Option<ExpParameter>,
+    #[prost(message, optional, tag = "135")]
+    pub flatten_param: ::core::option::Option<FlattenParameter>,
+    #[prost(message, optional, tag = "112")]
+    pub hdf5_data_param: ::core::option::Option<Hdf5DataParameter>,
+    #[prost(message, optional, tag = "113")]
+    pub hdf5_output_param: ::core::option::Option<Hdf5OutputParameter>,
+    #[prost(message, optional, tag = "114")]
+    pub hinge_loss_param: ::core::option::Option<HingeLossParameter>,
+    #[prost(message, optional, tag = "115")]
+    pub image_data_param: ::core::option::Option<ImageDataParameter>,
+    #[prost(message, optional, tag = "116")]
+    pub infogain_loss_param: ::core::option::Option<InfogainLossParameter>,
+    #[prost(message, optional, tag = "117")]
+    pub inner_product_param: ::core::option::Option<InnerProductParameter>,
+    #[prost(message, optional, tag = "143")]
+    pub input_param: ::core::option::Option<InputParameter>,
+    #[prost(message, optional, tag = "134")]
+    pub log_param: ::core::option::Option<LogParameter>,
+    #[prost(message, optional, tag = "118")]
+    pub lrn_param: ::core::option::Option<LrnParameter>,
+    #[prost(message, optional, tag = "119")]
+    pub memory_data_param: ::core::option::Option<MemoryDataParameter>,
+    #[prost(message, optional, tag = "120")]
+    pub mvn_param: ::core::option::Option<MvnParameter>,
+    #[prost(message, optional, tag = "145")]
+    pub parameter_param: ::core::option::Option<ParameterParameter>,
+    #[prost(message, optional, tag = "121")]
+    pub pooling_param: ::core::option::Option<PoolingParameter>,
+    #[prost(message, optional, tag = "122")]
+    pub power_param: ::core::option::Option<PowerParameter>,
+    #[prost(message, optional, tag = "131")]
+    pub prelu_param: ::core::option::Option<PReLuParameter>,
+    #[prost(message, optional, tag = "130")]
+    pub python_param: ::core::option::Option<PythonParameter>,
+    #[prost(message, optional, tag = "146")]
+    pub recurrent_param: ::core::option::Option<RecurrentParameter>,
+    #[prost(message, optional, tag = "136")]
+    pub reduction_param: ::core::option::Option<ReductionParameter>,
+    #[prost(message, optional, tag = "123")]
+    pub relu_param: ::core::option::Option<ReLuParameter>,
+    #[prost(message, optional, tag = "133")]
+    pub reshape_param: ::core::option::Option<ReshapeParameter>,
+    #[prost(message, optional, tag = "142")]
+    pub scale_param: ::core::option::Option<ScaleParameter>,
+    #[prost(message, optional, tag = "124")]
+    pub sigmoid_param: ::core::option::Option<SigmoidParameter>,
+    #[prost(message, optional, tag = "125")]
+    pub softmax_param: ::core::option::Option<SoftmaxParameter>,
+    #[prost(message, optional, tag = "132")]
+    pub spp_param: ::core::option::Option<SppParameter>,
+    #[prost(message, optional, tag = "126")]
+    pub slice_param: ::core::option::Option<SliceParameter>,
+    #[prost(message, optional, tag = "127")]
+    pub tanh_param: ::core::option::Option<TanHParameter>,
+    #[prost(message, optional, tag = "128")]
+    pub threshold_param: ::core::option::Option<ThresholdParameter>,
+    #[prost(message, optional, tag = "138")]
+    pub tile_param: ::core::option::Option<TileParameter>,
+    #[prost(message, optional, tag = "129")]
+    pub window_data_param: ::core::option::Option<WindowDataParameter>,
+    /// OpenCV's opencv-caffe.proto numbering of the SSD layers (weiliu89/caffe@ssd uses
+    /// 202..206; text files name the fields, so both parse).
+    #[prost(message, optional, tag = "147")]
+    pub detection_output_param: ::core::option::Option<DetectionOutputParameter>,
+    #[prost(message, optional, tag = "148")]
+    pub permute_param: ::core::option::Option<PermuteParameter>,
+    #[prost(message, optional, tag = "149")]
+    pub norm_param: ::core::option::Option<NormalizeBBoxParameter>,
+    #[prost(message, optional, tag = "150")]
+    pub prior_box_param: ::core::option::Option<PriorBoxParameter>,
+    /// OpenCV's R-FCN and Fast R-CNN extensions.
+    #[prost(message, optional, tag = "10002")]
+    pub psroi_pooling_param: ::core::option::Option<PsroiPoolingParameter>,
+    #[prost(message, optional, tag = "8266711")]
+    pub roi_pooling_param: ::core::option::Option<RoiPoolingParameter>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct TransformationParameter {
+    #[prost(float, optional, tag = "1", default = "1")]
+    pub scale: ::core::option::Option<f32>,
+    #[prost(bool, optional, tag = "2", default = "false")]
+    pub mirror: ::core::option::Option<bool>,
+    #[prost(uint32, optional, tag = "3", default = "0")]
+    pub crop_size: ::core::option::Option<u32>,
+    #[prost(string, optional, tag = "4")]
+    pub mean_file: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(float, repeated, packed = "false", tag = "5")]
+    pub mean_value: ::prost::alloc::vec::Vec<f32>,
+    #[prost(bool, optional, tag = "6", default = "false")]
+    pub force_color: ::core::option::Option<bool>,
+    #[prost(bool, optional, tag = "7", default = "false")]
+    pub force_gray: ::core::option::Option<bool>,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct LossParameter {
+    #[prost(int32, optional, tag = "1")]
+    pub ignore_label: ::core::option::Option<i32>,
+    #[prost(
+        enumeration = "loss_parameter::NormalizationMode",
+        optional,
+        tag = "3",
+        default = "Valid"
+    )]
+    pub normalization: ::core::option::Option<i32>,
+    #[prost(bool, optional, tag = "2")]
+    pub normalize: ::core::option::Option<bool>,
+}
+/// Nested message and enum types in `LossParameter`.
+pub mod loss_parameter {
+    #[derive(
+        Clone,
+        Copy,
+        Debug,
+        PartialEq,
+        Eq,
+        Hash,
+        PartialOrd,
+        Ord,
+        ::prost::Enumeration
+    )]
+    #[repr(i32)]
+    pub enum NormalizationMode {
+        Full = 0,
+        Valid = 1,
+        BatchSize = 2,
+        None = 3,
+    }
+    impl NormalizationMode {
+        /// String value of the enum field names used in the ProtoBuf definition.
+        ///
+        /// The values are not transformed in any way and thus are considered stable
+        /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+        pub fn as_str_name(&self) -> &'static str {
+            match self {
+                Self::Full => "FULL",
+                Self::Valid => "VALID",
+                Self::BatchSize => "BATCH_SIZE",
+                Self::None => "NONE",
+            }
+        }
+        /// Creates an enum from field names used in the ProtoBuf definition.
+        pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+            match value {
+                "FULL" => Some(Self::Full),
+                "VALID" => Some(Self::Valid),
+                "BATCH_SIZE" => Some(Self::BatchSize),
+                "NONE" => Some(Self::None),
+                _ => None,
+            }
+        }
+    }
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct AccuracyParameter {
+    #[prost(uint32, optional, tag = "1", default = "1")]
+    pub top_k: ::core::option::Option<u32>,
+    #[prost(int32, optional, tag = "2", default = "1")]
+    pub axis: ::core::option::Option<i32>,
+    #[prost(int32, optional, tag = "3")]
+    pub ignore_label: ::core::option::Option<i32>,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ArgMaxParameter {
+    #[prost(bool, optional, tag = "1", default = "false")]
+    pub out_max_val: ::core::option::Option<bool>,
+    #[prost(uint32, optional, tag = "2", default = "1")]
+    pub top_k: ::core::option::Option<u32>,
+    #[prost(int32, optional, tag = "3")]
+    pub axis: ::core::option::Option<i32>,
+}
+#[derive(Clone, Copy, PartialEq, ::prost::Message)]
+pub struct ClipParameter {
+    #[prost(float, required, tag = "1")]
+    pub min: f32,
+    #[prost(float, required, tag = "2")]
+    pub max: f32,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ConcatParameter {
+    #[prost(int32, optional, tag = "2", default = "1")]
+    pub axis: ::core::option::Option<i32>,
+    #[prost(uint32, optional, tag = "1", default = "1")]
+    pub concat_dim: ::core::option::Option<u32>,
+}
+#[derive(Clone, Copy, PartialEq, ::prost::Message)]
+pub struct BatchNormParameter {
+    #[prost(bool, optional, tag = "1")]
+    pub use_global_stats: ::core::option::Option<bool>,
+    #[prost(float, optional, tag = "2", default = "0.999")]
+    pub moving_average_fraction: ::core::option::Option<f32>,
+    #[prost(float, optional, tag = "3", default = "0.00001")]
+    pub eps: ::core::option::Option<f32>,
+    /// NVIDIA Caffe (OpenCV reads it).
+    #[prost(bool, optional, tag = "7", default = "false")]
+    pub scale_bias: ::core::option::Option<bool>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct BiasParameter {
+    #[prost(int32, optional, tag = "1", default = "1")]
+    pub axis: ::core::option::Option<i32>,
+    #[prost(int32, optional, tag = "2", default = "1")]
+    pub num_axes: ::core::option::Option<i32>,
+    #[prost(message, optional, tag = "3")]
+    pub filler: ::core::option::Option<FillerParameter>,
+}
+#[derive(Clone, Copy, PartialEq, ::prost::Message)]
+pub struct ContrastiveLossParameter {
+    #[prost(float, optional, tag = "1", default = "1")]
+    pub margin: ::core::option::Option<f32>,
+    #[prost(bool, optional, tag = "2", default = "false")]
+    pub legacy_version: ::core::option::Option<bool>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct ConvolutionParameter {
+    #[prost(uint32, optional, tag = "1")]
+    pub num_output: ::core::option::Option<u32>,
+    #[prost(bool, optional, tag = "2", default = "true")]
+    pub bias_term: ::core::option::Option<bool>,
+    #[prost(uint32, repeated, packed = "false", tag = "3")]
+    pub pad: ::prost::alloc::vec::Vec<u32>,
+    #[prost(uint32, repeated, packed = "false", tag = "4")]
+    pub kernel_size: ::prost::alloc::vec::Vec<u32>,
+    #[prost(uint32, repeated, packed = "false", tag = "6")]
+    pub stride: ::prost::alloc::vec::Vec<u32>,
+    #[prost(uint32, repeated, packed = "false", tag = "18")]
+    pub dilation: ::prost::alloc::vec::Vec<u32>,
+    #[prost(uint32, optional, tag = "9", default = "0")]
+    pub pad_h: ::core::option::Option<u32>,
+    #[prost(uint32, optional, tag = "10", default = "0")]
+    pub pad_w: ::core::option::Option<u32>,
+    #[prost(uint32, optional, tag = "11")]
+    pub kernel_h: ::core::option::Option<u32>,
+    #[prost(uint32, optional, tag = "12")]
+    pub kernel_w: ::core::option::Option<u32>,
+    #[prost(uint32, optional, tag = "13")]
+    pub stride_h: ::core::option::Option<u32>,
+    #[prost(uint32, optional, tag = "14")]
+    pub stride_w: ::core::option::Option<u32>,
+    #[prost(uint32, optional, tag = "5", default = "1")]
+    pub group: ::core::option::Option<u32>,
+    #[prost(message, optional, tag = "7")]
+    pub weight_filler: ::core::option::Option<FillerParameter>,
+    #[prost(message, optional, tag = "8")]
+    pub bias_filler: ::core::option::Option<FillerParameter>,
+    #[prost(
+        enumeration = "convolution_parameter::Engine",
+        optional,
+        tag = "15",
+        default = "Default"
+    )]
+    pub engine: ::core::option::Option<i32>,
+    #[prost(int32, optional, tag = "16", default = "1")]
+    pub axis: ::core::option::Option<i32>,
+    #[prost(bool, optional, tag = "17", default = "false")]
+    pub force_nd_im2col: ::core::option::Option<bool>,
+}
+/// Nested message and enum types in `ConvolutionParameter`.
+pub mod convolution_parameter {
+    #[derive(
+        Clone,
+        Copy,
+        Debug,
+        PartialEq,
+        Eq,
+        Hash,
+        PartialOrd,
+        Ord,
+        ::prost::Enumeration
+    )]
+    #[repr(i32)]
+    pub enum Engine {
+        Default = 0,
+        Caffe = 1,
+        Cudnn = 2,
+    }
+    impl Engine {
+        /// String value of the enum field names used in the ProtoBuf definition.
+        ///
+        /// The values are not transformed in any way and thus are considered stable
+        /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+        pub fn as_str_name(&self) -> &'static str {
+            match self {
+                Self::Default => "DEFAULT",
+                Self::Caffe => "CAFFE",
+                Self::Cudnn => "CUDNN",
+            }
+        }
+        /// Creates an enum from field names used in the ProtoBuf definition.
+        pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+            match value {
+                "DEFAULT" => Some(Self::Default),
+                "CAFFE" => Some(Self::Caffe),
+                "CUDNN" => Some(Self::Cudnn),
+                _ => None,
+            }
+        }
+    }
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct CropParameter {
+    #[prost(int32, optional, tag = "1", default = "2")]
+    pub axis: ::core::option::Option<i32>,
+    #[prost(uint32, repeated, packed = "false", tag = "2")]
+    pub offset: ::prost::alloc::vec::Vec<u32>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct DataParameter {
+    #[prost(string, optional, tag = "1")]
+    pub source: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(uint32, optional, tag = "4")]
+    pub batch_size: ::core::option::Option<u32>,
+    #[prost(uint32, optional, tag = "7", default = "0")]
+    pub rand_skip: ::core::option::Option<u32>,
+    #[prost(
+        enumeration = "data_parameter::Db",
+        optional,
+        tag = "8",
+        default = "Leveldb"
+    )]
+    pub backend: ::core::option::Option<i32>,
+    #[prost(float, optional, tag = "2", default = "1")]
+    pub scale: ::core::option::Option<f32>,
+    #[prost(string, optional, tag = "3")]
+    pub mean_file: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(uint32, optional, tag = "5", default = "0")]
+    pub crop_size: ::core::option::Option<u32>,
+    #[prost(bool, optional, tag = "6", default = "false")]
+    pub mirror: ::core::option::Option<bool>,
+    #[prost(bool, optional, tag = "9", default = "false")]
+    pub force_encoded_color: ::core::option::Option<bool>,
+    #[prost(uint32, optional, tag = "10", default = "4")]
+    pub prefetch: ::core::option::Option<u32>,
+}
+/// Nested message and enum types in `DataParameter`.
+pub mod data_parameter {
+    #[derive(
+        Clone,
+        Copy,
+        Debug,
+        PartialEq,
+        Eq,
+        Hash,
+        PartialOrd,
+        Ord,
+        ::prost::Enumeration
+    )]
+    #[repr(i32)]
+    pub enum Db {
+        Leveldb = 0,
+        Lmdb = 1,
+    }
+    impl Db {
+        /// String value of the enum field names used in the ProtoBuf definition.
+        ///
+        /// The values are not transformed in any way and thus are considered stable
+        /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+        pub fn as_str_name(&self) -> &'static str {
+            match self {
+                Self::Leveldb => "LEVELDB",
+                Self::Lmdb => "LMDB",
+            }
+        }
+        /// Creates an enum from field names used in the ProtoBuf definition.
+        pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+            match value {
+                "LEVELDB" => Some(Self::Leveldb),
+                "LMDB" => Some(Self::Lmdb),
+                _ => None,
+            }
+        }
+    }
+}
+#[derive(Clone, Copy, PartialEq, ::prost::Message)]
+pub struct DropoutParameter {
+    #[prost(float, optional, tag = "1", default = "0.5")]
+    pub dropout_ratio: ::core::option::Option<f32>,
+    /// Faster R-CNN fork (OpenCV reads it).
+    #[prost(bool, optional, tag = "2", default = "true")]
+    pub scale_train: ::core::option::Option<bool>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct DummyDataParameter {
+    #[prost(message, repeated, tag = "1")]
+    pub data_filler: ::prost::alloc::vec::Vec<FillerParameter>,
+    #[prost(message, repeated, tag = "6")]
+    pub shape: ::prost::alloc::vec::Vec<BlobShape>,
+    #[prost(uint32, repeated, packed = "false", tag = "2")]
+    pub num: ::prost::alloc::vec::Vec<u32>,
+    #[prost(uint32, repeated, packed = "false", tag = "3")]
+    pub channels: ::prost::alloc::vec::Vec<u32>,
+    #[prost(uint32, repeated, packed = "false", tag = "4")]
+    pub height: ::prost::alloc::vec::Vec<u32>,
+    #[prost(uint32, repeated, packed = "false", tag = "5")]
+    pub width: ::prost::alloc::vec::Vec<u32>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct EltwiseParameter {
+    #[prost(
+        enumeration = "eltwise_parameter::EltwiseOp",
+        optional,
+        tag = "1",
+        default = "Sum"
+    )]
+    pub operation: ::core::option::Option<i32>,
+    #[prost(float, repeated, packed = "false", tag = "2")]
+    pub coeff: ::prost::alloc::vec::Vec<f32>,
+    #[prost(bool, optional, tag = "3", default = "true")]
+    pub stable_prod_grad: ::core::option::Option<bool>,
+}
+/// Nested message and enum types in `EltwiseParameter`.
+pub mod eltwise_parameter {
+    #[derive(
+        Clone,
+        Copy,
+        Debug,
+        PartialEq,
+        Eq,
+        Hash,
+        PartialOrd,
+        Ord,
+        ::prost::Enumeration
+    )]
+    #[repr(i32)]
+    pub enum EltwiseOp {
+        Prod = 0,
+        Sum = 1,
+        Max = 2,
+    }
+    impl EltwiseOp {
+        /// String value of the enum field names used in the ProtoBuf definition.
+        ///
+        /// The values are not transformed in any way and thus are considered stable
+        /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+        pub fn as_str_name(&self) -> &'static str {
+            match self {
+                Self::Prod => "PROD",
+                Self::Sum => "SUM",
+                Self::Max => "MAX",
+            }
+        }
+        /// Creates an enum from field names used in the ProtoBuf definition.
+        pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+            match value {
+                "PROD" => Some(Self::Prod),
+                "SUM" => Some(Self::Sum),
+                "MAX" => Some(Self::Max),
+                _ => None,
+            }
+        }
+    }
+}
+#[derive(Clone, Copy, PartialEq, ::prost::Message)]
+pub struct EluParameter {
+    #[prost(float, optional, tag = "1", default = "1")]
+    pub alpha: ::core::option::Option<f32>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct EmbedParameter {
+    #[prost(uint32, optional, tag = "1")]
+    pub num_output: ::core::option::Option<u32>,
+    #[prost(uint32, optional, tag = "2")]
+    pub input_dim: ::core::option::Option<u32>,
+    #[prost(bool, optional, tag = "3", default = "true")]
+    pub bias_term: ::core::option::Option<bool>,
+    #[prost(message, optional, tag = "4")]
+    pub weight_filler: ::core::option::Option<FillerParameter>,
+    #[prost(message, optional, tag = "5")]
+    pub bias_filler: ::core::option::Option<FillerParameter>,
+}
+#[derive(Clone, Copy, PartialEq, ::prost::Message)]
+pub struct ExpParameter {
+    #[prost(float, optional, tag = "1", default = "-1")]
+    pub base: ::core::option::Option<f32>,
+    #[prost(float, optional, tag = "2", default = "1")]
+    pub scale: ::core::option::Option<f32>,
+    #[prost(float, optional, tag = "3", default = "0")]
+    pub shift: ::core::option::Option<f32>,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct FlattenParameter {
+    #[prost(int32, optional, tag = "1", default = "1")]
+    pub axis: ::core::option::Option<i32>,
+    #[prost(int32, optional, tag = "2", default = "-1")]
+    pub end_axis: ::core::option::Option<i32>,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct Hdf5DataParameter {
+    #[prost(string, optional, tag = "1")]
+    pub source: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(uint32, optional, tag = "2")]
+    pub batch_size: ::core::option::Option<u32>,
+    #[prost(bool, optional, tag = "3", default = "false")]
+    pub shuffle: ::core::option::Option<bool>,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct Hdf5OutputParameter {
+    #[prost(string, optional, tag = "1")]
+    pub file_name: ::core::option::Option<::prost::alloc::string::String>,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct HingeLossParameter {
+    #[prost(
+        enumeration = "hinge_loss_parameter::Norm",
+        optional,
+        tag = "1",
+        default = "L1"
+    )]
+    pub norm: ::core::option::Option<i32>,
+}
+/// Nested message and enum types in `HingeLossParameter`.
+pub mod hinge_loss_parameter {
+    #[derive(
+        Clone,
+        Copy,
+        Debug,
+        PartialEq,
+        Eq,
+        Hash,
+        PartialOrd,
+        Ord,
+        ::prost::Enumeration
+    )]
+    #[repr(i32)]
+    pub enum Norm {
+        L1 = 1,
+        L2 = 2,
+    }
+    impl Norm {
+        /// String value of the enum field names used in the ProtoBuf definition.
+        ///
+        /// The values are not transformed in any way and thus are considered stable
+        /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+        pub fn as_str_name(&self) -> &'static str {
+            match self {
+                Self::L1 => "L1",
+                Self::L2 => "L2",
+            }
+        }
+        /// Creates an enum from field names used in the ProtoBuf definition.
+        pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+            match value {
+                "L1" => Some(Self::L1),
+                "L2" => Some(Self::L2),
+                _ => None,
+            }
+        }
+    }
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct ImageDataParameter {
+    #[prost(string, optional, tag = "1")]
+    pub source: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(uint32, optional, tag = "4", default = "1")]
+    pub batch_size: ::core::option::Option<u32>,
+    #[prost(uint32, optional, tag = "7", default = "0")]
+    pub rand_skip: ::core::option::Option<u32>,
+    #[prost(bool, optional, tag = "8", default = "false")]
+    pub shuffle: ::core::option::Option<bool>,
+    #[prost(uint32, optional, tag = "9", default = "0")]
+    pub new_height: ::core::option::Option<u32>,
+    #[prost(uint32, optional, tag = "10", default = "0")]
+    pub new_width: ::core::option::Option<u32>,
+    #[prost(bool, optional, tag = "11", default = "true")]
+    pub is_color: ::core::option::Option<bool>,
+    #[prost(float, optional, tag = "2", default = "1")]
+    pub scale: ::core::option::Option<f32>,
+    #[prost(string, optional, tag = "3")]
+    pub mean_file: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(uint32, optional, tag = "5", default = "0")]
+    pub crop_size: ::core::option::Option<u32>,
+    #[prost(bool, optional, tag = "6", default = "false")]
+    pub mirror: ::core::option::Option<bool>,
+    #[prost(string, optional, tag = "12", default = "")]
+    pub root_folder: ::core::option::Option<::prost::alloc::string::String>,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct InfogainLossParameter {
+    #[prost(string, optional, tag = "1")]
+    pub source: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(int32, optional, tag = "2", default = "1")]
+    pub axis: ::core::option::Option<i32>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct InnerProductParameter {
+    #[prost(uint32, optional, tag = "1")]
+    pub num_output: ::core::option::Option<u32>,
+    #[prost(bool, optional, tag = "2", default = "true")]
+    pub bias_term: ::core::option::Option<bool>,
+    #[prost(message, optional, tag = "3")]
+    pub weight_filler: ::core::option::Option<FillerParameter>,
+    #[prost(message, optional, tag = "4")]
+    pub bias_filler: ::core::option::Option<FillerParameter>,
+    #[prost(int32, optional, tag = "5", default = "1")]
+    pub axis: ::core::option::Option<i32>,
+    #[prost(bool, optional, tag = "6", default = "false")]
+    pub transpose: ::core::option::Option<bool>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct InputParameter {
+    #[prost(message, repeated, tag = "1")]
+    pub shape: ::prost::alloc::vec::Vec<BlobShape>,
+}
+#[derive(Clone, Copy, PartialEq, ::prost::Message)]
+pub struct LogParameter {
+    #[prost(float, optional, tag = "1", default = "-1")]
+    pub base: ::core::option::Option<f32>,
+    #[prost(float, optional, tag = "2", default = "1")]
+    pub scale: ::core::option::Option<f32>,
+    #[prost(float, optional, tag = "3", default = "0")]
+    pub shift: ::core::option::Option<f32>,
+}
+#[derive(Clone, Copy, PartialEq, ::prost::Message)]
+pub struct LrnParameter {
+    #[prost(uint32, optional, tag = "1", default = "5")]
+    pub local_size: ::core::option::Option<u32>,
+    #[prost(float, optional, tag = "2", default = "1")]
+    pub alpha: ::core::option::Option<f32>,
+    #[prost(float, optional, tag = "3", default = "0.75")]
+    pub beta: ::core::option::Option<f32>,
+    #[prost(
+        enumeration = "lrn_parameter::NormRegion",
+        optional,
+        tag = "4",
+        default = "AcrossChannels"
+    )]
+    pub norm_region: ::core::option::Option<i32>,
+    #[prost(float, optional, tag = "5", default = "1")]
+    pub k: ::core::option::Option<f32>,
+    #[prost(
+        enumeration = "lrn_parameter::Engine",
+        optional,
+        tag = "6",
+        default = "Default"
+    )]
+    pub engine: ::core::option::Option<i32>,
+}
+/// Nested message and enum types in `LRNParameter`.
+pub mod lrn_parameter {
+    #[derive(
+        Clone,
+        Copy,
+        Debug,
+        PartialEq,
+        Eq,
+        Hash,
+        PartialOrd,
+        Ord,
+        ::prost::Enumeration
+    )]
+    #[repr(i32)]
+    pub enum NormRegion {
+        AcrossChannels = 0,
+        WithinChannel = 1,
+    }
+    impl NormRegion {
+        /// String value of the enum field names used in the ProtoBuf definition.
+        ///
+        /// The values are not transformed in any way and thus are considered stable
+        /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+        pub fn as_str_name(&self) -> &'static str {
+            match self {
+                Self::AcrossChannels => "ACROSS_CHANNELS",
+                Self::WithinChannel => "WITHIN_CHANNEL",
+            }
+        }
+        /// Creates an enum from field names used in the ProtoBuf definition.
+        pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+            match value {
+                "ACROSS_CHANNELS" => Some(Self::AcrossChannels),
+                "WITHIN_CHANNEL" => Some(Self::WithinChannel),
+                _ => None,
+            }
+        }
+    }
+    #[derive(
+        Clone,
+        Copy,
+        Debug,
+        PartialEq,
+        Eq,
+        Hash,
+        PartialOrd,
+        Ord,
+        ::prost::Enumeration
+    )]
+    #[repr(i32)]
+    pub enum Engine {
+        Default = 0,
+        Caffe = 1,
+        Cudnn = 2,
+    }
+    impl Engine {
+        /// String value of the enum field names used in the ProtoBuf definition.
+        ///
+        /// The values are not transformed in any way and thus are considered stable
+        /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+        pub fn as_str_name(&self) -> &'static str {
+            match self {
+                Self::Default => "DEFAULT",
+                Self::Caffe => "CAFFE",
+                Self::Cudnn => "CUDNN",
+            }
+        }
+        /// Creates an enum from field names used in the ProtoBuf definition.
+        pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+            match value {
+                "DEFAULT" => Some(Self::Default),
+                "CAFFE" => Some(Self::Caffe),
+                "CUDNN" => Some(Self::Cudnn),
+                _ => None,
+            }
+        }
+    }
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct MemoryDataParameter {
+    #[prost(uint32, optional, tag = "1")]
+    pub batch_size: ::core::option::Option<u32>,
+    #[prost(uint32, optional, tag = "2")]
+    pub channels: ::core::option::Option<u32>,
+    #[prost(uint32, optional, tag = "3")]
+    pub height: ::core::option::Option<u32>,
+    #[prost(uint32, optional, tag = "4")]
+    pub width: ::core::option::Option<u32>,
+}
+#[derive(Clone, Copy, PartialEq, ::prost::Message)]
+pub struct MvnParameter {
+    #[prost(bool, optional, tag = "1", default = "true")]
+    pub normalize_variance: ::core::option::Option<bool>,
+    #[prost(bool, optional, tag = "2", default = "false")]
+    pub across_channels: ::core::option::Option<bool>,
+    #[prost(float, optional, tag = "3", default = "0.000000001")]
+    pub eps: ::core::option::Option<f32>,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ParameterParameter {
+    #[prost(message, optional, tag = "1")]
+    pub shape: ::core::option::Option<BlobShape>,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct PoolingParameter {
+    #[prost(
+        enumeration = "pooling_parameter::PoolMethod",
+        optional,
+        tag = "1",
+        default = "Max"
+    )]
+    pub pool: ::core::option::Option<i32>,
+    #[prost(uint32, optional, tag = "4", default = "0")]
+    pub pad: ::core::option::Option<u32>,
+    #[prost(uint32, optional, tag = "9", default = "0")]
+    pub pad_h: ::core::option::Option<u32>,
+    #[prost(uint32, optional, tag = "10", default = "0")]
+    pub pad_w: ::core::option::Option<u32>,
+    #[prost(uint32, optional, tag = "2")]
+    pub kernel_size: ::core::option::Option<u32>,
+    #[prost(uint32, optional, tag = "5")]
+    pub kernel_h: ::core::option::Option<u32>,
+    #[prost(uint32, optional, tag = "6")]
+    pub kernel_w: ::core::option::Option<u32>,
+    #[prost(uint32, optional, tag = "3", default = "1")]
+    pub stride: ::core::option::Option<u32>,
+    #[prost(uint32, optional, tag = "7")]
+    pub stride_h: ::core::option::Option<u32>,
+    #[prost(uint32, optional, tag = "8")]
+    pub stride_w: ::core::option::Option<u32>,
+    #[prost(
+        enumeration = "pooling_parameter::Engine",
+        optional,
+        tag = "11",
+        default = "Default"
+    )]
+    pub engine: ::core::option::Option<i32>,
+    #[prost(bool, optional, tag = "12", default = "false")]
+    pub global_pooling: ::core::option::Option<bool>,
+    #[prost(
+        enumeration = "pooling_parameter::RoundMode",
+        optional,
+        tag = "13",
+        default = "Ceil"
+    )]
+    pub round_mode: ::core::option::Option<i32>,
+    /// OpenCV / BVLC PR #3057: ceil_mode false = floor. OpenCV numbers it 13, which is
+    /// round_mode here; text files name the field, so it gets a number of its own.
+    #[prost(bool, optional, tag = "1013", default = "true")]
+    pub ceil_mode: ::core::option::Option<bool>,
+}
+/// Nested message and enum types in `PoolingParameter`.
+pub mod pooling_parameter {
+    #[derive(
+        Clone,
+        Copy,
+        Debug,
+        PartialEq,
+        Eq,
+        Hash,
+        PartialOrd,
+        Ord,
+        ::prost::Enumeration
+    )]
+    #[repr(i32)]
+    pub enum PoolMethod {
+        Max = 0,
+        Ave = 1,
+        Stochastic = 2,
+    }
+    impl PoolMethod {
+        /// String value of the enum field names used in the ProtoBuf definition.
+        ///
+        /// The values are not transformed in any way and thus are considered stable
+        /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+        pub fn as_str_name(&self) -> &'static str {
+            match self {
+                Self::Max => "MAX",
+                Self::Ave => "AVE",
+                Self::Stochastic => "STOCHASTIC",
+            }
+        }
+        /// Creates an enum from field names used in the ProtoBuf definition.
+        pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+            match value {
+                "MAX" => Some(Self::Max),
+                "AVE" => Some(Self::Ave),
+                "STOCHASTIC" => Some(Self::Stochastic),
+                _ => None,
+            }
+        }
+    }
+    #[derive(
+        Clone,
+        Copy,
+        Debug,
+        PartialEq,
+        Eq,
+        Hash,
+        PartialOrd,
+        Ord,
+        ::prost::Enumeration
+    )]
+    #[repr(i32)]
+    pub enum Engine {
+        Default = 0,
+        Caffe = 1,
+        Cudnn = 2,
+    }
+    impl Engine {
+        /// String value of the enum field names used in the ProtoBuf definition.
+        ///
+        /// The values are not transformed in any way and thus are considered stable
+        /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+        pub fn as_str_name(&self) -> &'static str {
+            match self {
+                Self::Default => "DEFAULT",
+                Self::Caffe => "CAFFE",
+                Self::Cudnn => "CUDNN",
+            }
+        }
+        /// Creates an enum from field names used in the ProtoBuf definition.
+        pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+            match value {
+                "DEFAULT" => Some(Self::Default),
+                "CAFFE" => Some(Self::Caffe),
+                "CUDNN" => Some(Self::Cudnn),
+                _ => None,
+            }
+        }
+    }
+    #[derive(
+        Clone,
+        Copy,
+        Debug,
+        PartialEq,
+        Eq,
+        Hash,
+        PartialOrd,
+        Ord,
+        ::prost::Enumeration
+    )]
+    #[repr(i32)]
+    pub enum RoundMode {
+        Ceil = 0,
+        Floor = 1,
+    }
+    impl RoundMode {
+        /// String value of the enum field names used in the ProtoBuf definition.
+        ///
+        /// The values are not transformed in any way and thus are considered stable
+        /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+        pub fn as_str_name(&self) -> &'static str {
+            match self {
+                Self::Ceil => "CEIL",
+                Self::Floor => "FLOOR",
+            }
+        }
+        /// Creates an enum from field names used in the ProtoBuf definition.
+        pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+            match value {
+                "CEIL" => Some(Self::Ceil),
+                "FLOOR" => Some(Self::Floor),
+                _ => None,
+            }
+        }
+    }
+}
+#[derive(Clone, Copy, PartialEq, ::prost::Message)]
+pub struct PowerParameter {
+    #[prost(float, optional, tag = "1", default = "1")]
+    pub power: ::core::option::Option<f32>,
+    #[prost(float, optional, tag = "2", default = "1")]
+    pub scale: ::core::option::Option<f32>,
+    #[prost(float, optional, tag = "3", default = "0")]
+    pub shift: ::core::option::Option<f32>,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct PythonParameter {
+    #[prost(string, optional, tag = "1")]
+    pub module: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(string, optional, tag = "2")]
+    pub layer: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(string, optional, tag = "3", default = "")]
+    pub param_str: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(bool, optional, tag = "4", default = "false")]
+    pub share_in_parallel: ::core::option::Option<bool>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct RecurrentParameter {
+    #[prost(uint32, optional, tag = "1", default = "0")]
+    pub num_output: ::core::option::Option<u32>,
+    #[prost(message, optional, tag = "2")]
+    pub weight_filler: ::core::option::Option<FillerParameter>,
+    #[prost(message, optional, tag = "3")]
+    pub bias_filler: ::core::option::Option<FillerParameter>,
+    #[prost(bool, optional, tag = "4", default = "false")]
+    pub debug_info: ::core::option::Option<bool>,
+    #[prost(bool, optional, tag = "5", default = "false")]
+    pub expose_hidden: ::core::option::Option<bool>,
+}
+#[derive(Clone, Copy, PartialEq, ::prost::Message)]
+pub struct ReductionParameter {
+    #[prost(
+        enumeration = "reduction_parameter::ReductionOp",
+        optional,
+        tag = "1",
+        default = "Sum"
+    )]
+    pub operation: ::core::option::Option<i32>,
+    #[prost(int32, optional, tag = "2", default = "0")]
+    pub axis: ::core::option::Option<i32>,
+    #[prost(float, optional, tag = "3", default = "1")]
+    pub coeff: ::core::option::Option<f32>,
+}
+/// Nested message and enum types in `ReductionParameter`.
+pub mod reduction_parameter {
+    #[derive(
+        Clone,
+        Copy,
+        Debug,
+        PartialEq,
+        Eq,
+        Hash,
+        PartialOrd,
+        Ord,
+        ::prost::Enumeration
+    )]
+    #[repr(i32)]
+    pub enum ReductionOp {
+        Sum = 1,
+        Asum = 2,
+        Sumsq = 3,
+        Mean = 4,
+    }
+    impl ReductionOp {
+        /// String value of the enum field names used in the ProtoBuf definition.
+        ///
+        /// The values are not transformed in any way and thus are considered stable
+        /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+        pub fn as_str_name(&self) -> &'static str {
+            match self {
+                Self::Sum => "SUM",
+                Self::Asum => "ASUM",
+                Self::Sumsq => "SUMSQ",
+                Self::Mean => "MEAN",
+            }
+        }
+        /// Creates an enum from field names used in the ProtoBuf definition.
+        pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+            match value {
+                "SUM" => Some(Self::Sum),
+                "ASUM" => Some(Self::Asum),
+                "SUMSQ" => Some(Self::Sumsq),
+                "MEAN" => Some(Self::Mean),
+                _ => None,
+            }
+        }
+    }
+}
+#[derive(Clone, Copy, PartialEq, ::prost::Message)]
+pub struct ReLuParameter {
+    #[prost(float, optional, tag = "1", default = "0")]
+    pub negative_slope: ::core::option::Option<f32>,
+    #[prost(
+        enumeration = "re_lu_parameter::Engine",
+        optional,
+        tag = "2",
+        default = "Default"
+    )]
+    pub engine: ::core::option::Option<i32>,
+}
+/// Nested message and enum types in `ReLUParameter`.
+pub mod re_lu_parameter {
+    #[derive(
+        Clone,
+        Copy,
+        Debug,
+        PartialEq,
+        Eq,
+        Hash,
+        PartialOrd,
+        Ord,
+        ::prost::Enumeration
+    )]
+    #[repr(i32)]
+    pub enum Engine {
+        Default = 0,
+        Caffe = 1,
+        Cudnn = 2,
+    }
+    impl Engine {
+        /// String value of the enum field names used in the ProtoBuf definition.
+        ///
+        /// The values are not transformed in any way and thus are considered stable
+        /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+        pub fn as_str_name(&self) -> &'static str {
+            match self {
+                Self::Default => "DEFAULT",
+                Self::Caffe => "CAFFE",
+                Self::Cudnn => "CUDNN",
+            }
+        }
+        /// Creates an enum from field names used in the ProtoBuf definition.
+        pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+            match value {
+                "DEFAULT" => Some(Self::Default),
+                "CAFFE" => Some(Self::Caffe),
+                "CUDNN" => Some(Self::Cudnn),
+                _ => None,
+            }
+        }
+    }
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ReshapeParameter {
+    #[prost(message, optional, tag = "1")]
+    pub shape: ::core::option::Option<BlobShape>,
+    #[prost(int32, optional, tag = "2", default = "0")]
+    pub axis: ::core::option::Option<i32>,
+    #[prost(int32, optional, tag = "3", default = "-1")]
+    pub num_axes: ::core::option::Option<i32>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct ScaleParameter {
+    #[prost(int32, optional, tag = "1", default = "1")]
+    pub axis: ::core::option::Option<i32>,
+    #[prost(int32, optional, tag = "2", default = "1")]
+    pub num_axes: ::core::option::Option<i32>,
+    #[prost(message, optional, tag = "3")]
+    pub filler: ::core::option::Option<FillerParameter>,
+    #[prost(bool, optional, tag = "4", default = "false")]
+    pub bias_term: ::core::option::Option<bool>,
+    #[prost(message, optional, tag = "5")]
+    pub bias_filler: ::core::option::Option<FillerParameter>,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct SigmoidParameter {
+    #[prost(
+        enumeration = "sigmoid_parameter::Engine",
+        optional,
+        tag = "1",
+        default = "Default"
+    )]
+    pub engine: ::core::option::Option<i32>,
+}
+/// Nested message and enum types in `SigmoidParameter`.
+pub mod sigmoid_parameter {
+    #[derive(
+        Clone,
+        Copy,
+        Debug,
+        PartialEq,
+        Eq,
+        Hash,
+        PartialOrd,
+        Ord,
+        ::prost::Enumeration
+    )]
+    #[repr(i32)]
+    pub enum Engine {
+        Default = 0,
+        Caffe = 1,
+        Cudnn = 2,
+    }
+    impl Engine {
+        /// String value of the enum field names used in the ProtoBuf definition.
+        ///
+        /// The values are not transformed in any way and thus are considered stable
+        /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+        pub fn as_str_name(&self) -> &'static str {
+            match self {
+                Self::Default => "DEFAULT",
+                Self::Caffe => "CAFFE",
+                Self::Cudnn => "CUDNN",
+            }
+        }
+        /// Creates an enum from field names used in the ProtoBuf definition.
+        pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+            match value {
+                "DEFAULT" => Some(Self::Default),
+                "CAFFE" => Some(Self::Caffe),
+                "CUDNN" => Some(Self::Cudnn),
+                _ => None,
+            }
+        }
+    }
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct SliceParameter {
+    #[prost(int32, optional, tag = "3", default = "1")]
+    pub axis: ::core::option::Option<i32>,
+    #[prost(uint32, repeated, packed = "false", tag = "2")]
+    pub slice_point: ::prost::alloc::vec::Vec<u32>,
+    #[prost(uint32, optional, tag = "1", default = "1")]
+    pub slice_dim: ::core::option::Option<u32>,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct SoftmaxParameter {
+    #[prost(
+        enumeration = "softmax_parameter::Engine",
+        optional,
+        tag = "1",
+        default = "Default"
+    )]
+    pub engine: ::core::option::Option<i32>,
+    #[prost(int32, optional, tag = "2", default = "1")]
+    pub axis: ::core::option::Option<i32>,
+}
+/// Nested message and enum types in `SoftmaxParameter`.
+pub mod softmax_parameter {
+    #[derive(
+        Clone,
+        Copy,
+        Debug,
+        PartialEq,
+        Eq,
+        Hash,
+        PartialOrd,
+        Ord,
+        ::prost::Enumeration
+    )]
+    #[repr(i32)]
+    pub enum Engine {
+        Default = 0,
+        Caffe = 1,
+        Cudnn = 2,
+    }
+    impl Engine {
+        /// String value of the enum field names used in the ProtoBuf definition.
+        ///
+        /// The values are not transformed in any way and thus are considered stable
+        /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+        pub fn as_str_name(&self) -> &'static str {
+            match self {
+                Self::Default => "DEFAULT",
+                Self::Caffe => "CAFFE",
+                Self::Cudnn => "CUDNN",
+            }
+        }
+        /// Creates an enum from field names used in the ProtoBuf definition.
+        pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+            match value {
+                "DEFAULT" => Some(Self::Default),
+                "CAFFE" => Some(Self::Caffe),
+                "CUDNN" => Some(Self::Cudnn),
+                _ => None,
+            }
+        }
+    }
+}
+#[derive(Clone, Copy, PartialEq, ::prost::Message)]
+pub struct SwishParameter {
+    #[prost(float, optional, tag = "1", default = "1")]
+    pub beta: ::core::option::Option<f32>,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct TanHParameter {
+    #[prost(
+        enumeration = "tan_h_parameter::Engine",
+        optional,
+        tag = "1",
+        default = "Default"
+    )]
+    pub engine: ::core::option::Option<i32>,
+}
+/// Nested message and enum types in `TanHParameter`.
+pub mod tan_h_parameter {
+    #[derive(
+        Clone,
+        Copy,
+        Debug,
+        PartialEq,
+        Eq,
+        Hash,
+        PartialOrd,
+        Ord,
+        ::prost::Enumeration
+    )]
+    #[repr(i32)]
+    pub enum Engine {
+        Default = 0,
+        Caffe = 1,
+        Cudnn = 2,
+    }
+    impl Engine {
+        /// String value of the enum field names used in the ProtoBuf definition.
+        ///
+        /// The values are not transformed in any way and thus are considered stable
+        /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+        pub fn as_str_name(&self) -> &'static str {
+            match self {
+                Self::Default => "DEFAULT",
+                Self::Caffe => "CAFFE",
+                Self::Cudnn => "CUDNN",
+            }
+        }
+        /// Creates an enum from field names used in the ProtoBuf definition.
+        pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+            match value {
+                "DEFAULT" => Some(Self::Default),
+                "CAFFE" => Some(Self::Caffe),
+                "CUDNN" => Some(Self::Cudnn),
+                _ => None,
+            }
+        }
+    }
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct TileParameter {
+    #[prost(int32, optional, tag = "1", default = "1")]
+    pub axis: ::core::option::Option<i32>,
+    #[prost(int32, optional, tag = "2")]
+    pub tiles: ::core::option::Option<i32>,
+}
+#[derive(Clone, Copy, PartialEq, ::prost::Message)]
+pub struct ThresholdParameter {
+    #[prost(float, optional, tag = "1", default = "0")]
+    pub threshold: ::core::option::Option<f32>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct WindowDataParameter {
+    #[prost(string, optional, tag = "1")]
+    pub source: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(float, optional, tag = "2", default = "1")]
+    pub scale: ::core::option::Option<f32>,
+    #[prost(string, optional, tag = "3")]
+    pub mean_file: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(uint32, optional, tag = "4")]
+    pub batch_size: ::core::option::Option<u32>,
+    #[prost(uint32, optional, tag = "5", default = "0")]
+    pub crop_size: ::core::option::Option<u32>,
+    #[prost(bool, optional, tag = "6", default = "false")]
+    pub mirror: ::core::option::Option<bool>,
+    #[prost(float, optional, tag = "7", default = "0.5")]
+    pub fg_threshold: ::core::option::Option<f32>,
+    #[prost(float, optional, tag = "8", default = "0.5")]
+    pub bg_threshold: ::core::option::Option<f32>,
+    #[prost(float, optional, tag = "9", default = "0.25")]
+    pub fg_fraction: ::core::option::Option<f32>,
+    #[prost(uint32, optional, tag = "10", default = "0")]
+    pub context_pad: ::core::option::Option<u32>,
+    #[prost(string, optional, tag = "11", default = "warp")]
+    pub crop_mode: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(bool, optional, tag = "12", default = "false")]
+    pub cache_images: ::core::option::Option<bool>,
+    #[prost(string, optional, tag = "13", default = "")]
+    pub root_folder: ::core::option::Option<::prost::alloc::string::String>,
+}
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct SppParameter {
+    #[prost(uint32, optional, tag = "1")]
+    pub pyramid_height: ::core::option::Option<u32>,
+    #[prost(
+        enumeration = "spp_parameter::PoolMethod",
+        optional,
+        tag = "2",
+        default = "Max"
+    )]
+    pub pool: ::core::option::Option<i32>,
+    #[prost(
+        enumeration = "spp_parameter::Engine",
+        optional,
+        tag = "6",
+        default = "Default"
+    )]
+    pub engine: ::core::option::Option<i32>,
+}
+/// Nested message and enum types in `SPPParameter`.
+pub mod spp_parameter {
+    #[derive(
+        Clone,
+        Copy,
+        Debug,
+        PartialEq,
+        Eq,
+        Hash,
+        PartialOrd,
+        Ord,
+        ::prost::Enumeration
+    )]
+    #[repr(i32)]
+    pub enum PoolMethod {
+        Max = 0,
+        Ave = 1,
+        Stochastic = 2,
+    }
+    impl PoolMethod {
+        /// String value of the enum field names used in the ProtoBuf definition.
+        ///
+        /// The values are not transformed in any way and thus are considered stable
+        /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+        pub fn as_str_name(&self) -> &'static str {
+            match self {
+                Self::Max => "MAX",
+                Self::Ave => "AVE",
+                Self::Stochastic => "STOCHASTIC",
+            }
+        }
+        /// Creates an enum from field names used in the ProtoBuf definition.
+        pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+            match value {
+                "MAX" => Some(Self::Max),
+                "AVE" => Some(Self::Ave),
+                "STOCHASTIC" => Some(Self::Stochastic),
+                _ => None,
+            }
+        }
+    }
+    #[derive(
+        Clone,
+        Copy,
+        Debug,
+        PartialEq,
+        Eq,
+        Hash,
+        PartialOrd,
+        Ord,
+        ::prost::Enumeration
+    )]
+    #[repr(i32)]
+    pub enum Engine {
+        Default = 0,
+        Caffe = 1,
+        Cudnn = 2,
+    }
+    impl Engine {
+        /// String value of the enum field names used in the ProtoBuf definition.
+        ///
+        /// The values are not transformed in any way and thus are considered stable
+        /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+        pub fn as_str_name(&self) -> &'static str {
+            match self {
+                Self::Default => "DEFAULT",
+                Self::Caffe => "CAFFE",
+                Self::Cudnn => "CUDNN",
+            }
+        }
+        /// Creates an enum from field names used in the ProtoBuf definition.
+        pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+            match value {
+                "DEFAULT" => Some(Self::Default),
+                "CAFFE" => Some(Self::Caffe),
+                "CUDNN" => Some(Self::Cudnn),
+                _ => None,
+            }
+        }
+    }
 }
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct V1LayerParameter {
@@ -215,16 +1950,89 @@ pub struct V1LayerParameter {
     pub top: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
     #[prost(string, optional, tag = "4")]
     pub name: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(message, repeated, tag = "32")]
+    pub include: ::prost::alloc::vec::Vec<NetStateRule>,
+    #[prost(message, repeated, tag = "33")]
+    pub exclude: ::prost::alloc::vec::Vec<NetStateRule>,
     #[prost(enumeration = "v1_layer_parameter::LayerType", optional, tag = "5")]
     pub r#type: ::core::option::Option<i32>,
     #[prost(message, repeated, tag = "6")]
     pub blobs: ::prost::alloc::vec::Vec<BlobProto>,
+    #[prost(string, repeated, tag = "1001")]
+    pub param: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
+    #[prost(
+        enumeration = "v1_layer_parameter::DimCheckMode",
+        repeated,
+        packed = "false",
+        tag = "1002"
+    )]
+    pub blob_share_mode: ::prost::alloc::vec::Vec<i32>,
     #[prost(float, repeated, packed = "false", tag = "7")]
     pub blobs_lr: ::prost::alloc::vec::Vec<f32>,
     #[prost(float, repeated, packed = "false", tag = "8")]
     pub weight_decay: ::prost::alloc::vec::Vec<f32>,
     #[prost(float, repeated, packed = "false", tag = "35")]
     pub loss_weight: ::prost::alloc::vec::Vec<f32>,
+    #[prost(message, optional, tag = "27")]
+    pub accuracy_param: ::core::option::Option<AccuracyParameter>,
+    #[prost(message, optional, tag = "23")]
+    pub argmax_param: ::core::option::Option<ArgMaxParameter>,
+    #[prost(message, optional, tag = "9")]
+    pub concat_param: ::core::option::Option<ConcatParameter>,
+    #[prost(message, optional, tag = "40")]
+    pub contrastive_loss_param: ::core::option::Option<ContrastiveLossParameter>,
+    #[prost(message, optional, tag = "10")]
+    pub convolution_param: ::core::option::Option<ConvolutionParameter>,
+    #[prost(message, optional, tag = "11")]
+    pub data_param: ::core::option::Option<DataParameter>,
+    #[prost(message, optional, tag = "12")]
+    pub dropout_param: ::core::option::Option<DropoutParameter>,
+    #[prost(message, optional, tag = "26")]
+    pub dummy_data_param: ::core::option::Option<DummyDataParameter>,
+    #[prost(message, optional, tag = "24")]
+    pub eltwise_param: ::core::option::Option<EltwiseParameter>,
+    #[prost(message, optional, tag = "41")]
+    pub exp_param: ::core::option::Option<ExpParameter>,
+    #[prost(message, optional, tag = "13")]
+    pub hdf5_data_param: ::core::option::Option<Hdf5DataParameter>,
+    #[prost(message, optional, tag = "14")]
+    pub hdf5_output_param: ::core::option::Option<Hdf5OutputParameter>,
+    #[prost(message, optional, tag = "29")]
+    pub hinge_loss_param: ::core::option::Option<HingeLossParameter>,
+    #[prost(message, optional, tag = "15")]
+    pub image_data_param: ::core::option::Option<ImageDataParameter>,
+    #[prost(message, optional, tag = "16")]
+    pub infogain_loss_param: ::core::option::Option<InfogainLossParameter>,
+    #[prost(message, optional, tag = "17")]
+    pub inner_product_param: ::core::option::Option<InnerProductParameter>,
+    #[prost(message, optional, tag = "18")]
+    pub lrn_param: ::core::option::Option<LrnParameter>,
+    #[prost(message, optional, tag = "22")]
+    pub memory_data_param: ::core::option::Option<MemoryDataParameter>,
+    #[prost(message, optional, tag = "34")]
+    pub mvn_param: ::core::option::Option<MvnParameter>,
+    #[prost(message, optional, tag = "19")]
+    pub pooling_param: ::core::option::Option<PoolingParameter>,
+    #[prost(message, optional, tag = "21")]
+    pub power_param: ::core::option::Option<PowerParameter>,
+    #[prost(message, optional, tag = "30")]
+    pub relu_param: ::core::option::Option<ReLuParameter>,
+    #[prost(message, optional, tag = "38")]
+    pub sigmoid_param: ::core::option::Option<SigmoidParameter>,
+    #[prost(message, optional, tag = "39")]
+    pub softmax_param: ::core::option::Option<SoftmaxParameter>,
+    #[prost(message, optional, tag = "31")]
+    pub slice_param: ::core::option::Option<SliceParameter>,
+    #[prost(message, optional, tag = "37")]
+    pub tanh_param: ::core::option::Option<TanHParameter>,
+    #[prost(message, optional, tag = "25")]
+    pub threshold_param: ::core::option::Option<ThresholdParameter>,
+    #[prost(message, optional, tag = "20")]
+    pub window_data_param: ::core::option::Option<WindowDataParameter>,
+    #[prost(message, optional, tag = "36")]
+    pub transform_param: ::core::option::Option<TransformationParameter>,
+    #[prost(message, optional, tag = "42")]
+    pub loss_param: ::core::option::Option<LossParameter>,
     #[prost(message, optional, tag = "1")]
     pub layer: ::core::option::Option<V0LayerParameter>,
 }
@@ -380,6 +2188,42 @@ pub mod v1_layer_parameter {
             }
         }
     }
+    #[derive(
+        Clone,
+        Copy,
+        Debug,
+        PartialEq,
+        Eq,
+        Hash,
+        PartialOrd,
+        Ord,
+        ::prost::Enumeration
+    )]
+    #[repr(i32)]
+    pub enum DimCheckMode {
+        Strict = 0,
+        Permissive = 1,
+    }
+    impl DimCheckMode {
+        /// String value of the enum field names used in the ProtoBuf definition.
+        ///
+        /// The values are not transformed in any way and thus are considered stable
+        /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+        pub fn as_str_name(&self) -> &'static str {
+            match self {
+                Self::Strict => "STRICT",
+                Self::Permissive => "PERMISSIVE",
+            }
+        }
+        /// Creates an enum from field names used in the ProtoBuf definition.
+        pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+            match value {
+                "STRICT" => Some(Self::Strict),
+                "PERMISSIVE" => Some(Self::Permissive),
+                _ => None,
+            }
+        }
+    }
 }
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct V0LayerParameter {
@@ -387,23 +2231,303 @@ pub struct V0LayerParameter {
     pub name: ::core::option::Option<::prost::alloc::string::String>,
     #[prost(string, optional, tag = "2")]
     pub r#type: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(uint32, optional, tag = "3")]
+    pub num_output: ::core::option::Option<u32>,
+    #[prost(bool, optional, tag = "4", default = "true")]
+    pub biasterm: ::core::option::Option<bool>,
+    #[prost(message, optional, tag = "5")]
+    pub weight_filler: ::core::option::Option<FillerParameter>,
+    #[prost(message, optional, tag = "6")]
+    pub bias_filler: ::core::option::Option<FillerParameter>,
+    #[prost(uint32, optional, tag = "7", default = "0")]
+    pub pad: ::core::option::Option<u32>,
+    #[prost(uint32, optional, tag = "8")]
+    pub kernelsize: ::core::option::Option<u32>,
+    #[prost(uint32, optional, tag = "9", default = "1")]
+    pub group: ::core::option::Option<u32>,
+    #[prost(uint32, optional, tag = "10", default = "1")]
+    pub stride: ::core::option::Option<u32>,
+    #[prost(
+        enumeration = "v0_layer_parameter::PoolMethod",
+        optional,
+        tag = "11",
+        default = "Max"
+    )]
+    pub pool: ::core::option::Option<i32>,
+    #[prost(float, optional, tag = "12", default = "0.5")]
+    pub dropout_ratio: ::core::option::Option<f32>,
+    #[prost(uint32, optional, tag = "13", default = "5")]
+    pub local_size: ::core::option::Option<u32>,
+    #[prost(float, optional, tag = "14", default = "1")]
+    pub alpha: ::core::option::Option<f32>,
+    #[prost(float, optional, tag = "15", default = "0.75")]
+    pub beta: ::core::option::Option<f32>,
+    #[prost(float, optional, tag = "22", default = "1")]
+    pub k: ::core::option::Option<f32>,
+    #[prost(string, optional, tag = "16")]
+    pub source: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(float, optional, tag = "17", default = "1")]
+    pub scale: ::core::option::Option<f32>,
+    #[prost(string, optional, tag = "18")]
+    pub meanfile: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(uint32, optional, tag = "19")]
+    pub batchsize: ::core::option::Option<u32>,
+    #[prost(uint32, optional, tag = "20", default = "0")]
+    pub cropsize: ::core::option::Option<u32>,
+    #[prost(bool, optional, tag = "21", default = "false")]
+    pub mirror: ::core::option::Option<bool>,
     #[prost(message, repeated, tag = "50")]
     pub blobs: ::prost::alloc::vec::Vec<BlobProto>,
     #[prost(float, repeated, packed = "false", tag = "51")]
     pub blobs_lr: ::prost::alloc::vec::Vec<f32>,
     #[prost(float, repeated, packed = "false", tag = "52")]
     pub weight_decay: ::prost::alloc::vec::Vec<f32>,
+    #[prost(uint32, optional, tag = "53", default = "0")]
+    pub rand_skip: ::core::option::Option<u32>,
+    #[prost(float, optional, tag = "54", default = "0.5")]
+    pub det_fg_threshold: ::core::option::Option<f32>,
+    #[prost(float, optional, tag = "55", default = "0.5")]
+    pub det_bg_threshold: ::core::option::Option<f32>,
+    #[prost(float, optional, tag = "56", default = "0.25")]
+    pub det_fg_fraction: ::core::option::Option<f32>,
+    #[prost(uint32, optional, tag = "58", default = "0")]
+    pub det_context_pad: ::core::option::Option<u32>,
+    #[prost(string, optional, tag = "59", default = "warp")]
+    pub det_crop_mode: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(int32, optional, tag = "60", default = "0")]
+    pub new_num: ::core::option::Option<i32>,
+    #[prost(int32, optional, tag = "61", default = "0")]
+    pub new_channels: ::core::option::Option<i32>,
+    #[prost(int32, optional, tag = "62", default = "0")]
+    pub new_height: ::core::option::Option<i32>,
+    #[prost(int32, optional, tag = "63", default = "0")]
+    pub new_width: ::core::option::Option<i32>,
+    #[prost(bool, optional, tag = "64", default = "false")]
+    pub shuffle_images: ::core::option::Option<bool>,
+    #[prost(uint32, optional, tag = "65", default = "1")]
+    pub concat_dim: ::core::option::Option<u32>,
+    #[prost(message, optional, tag = "1001")]
+    pub hdf5_output_param: ::core::option::Option<Hdf5OutputParameter>,
+}
+/// Nested message and enum types in `V0LayerParameter`.
+pub mod v0_layer_parameter {
+    #[derive(
+        Clone,
+        Copy,
+        Debug,
+        PartialEq,
+        Eq,
+        Hash,
+        PartialOrd,
+        Ord,
+        ::prost::Enumeration
+    )]
+    #[repr(i32)]
+    pub enum PoolMethod {
+        Max = 0,
+        Ave = 1,
+        Stochastic = 2,
+    }
+    impl PoolMethod {
+        /// String value of the enum field names used in the ProtoBuf definition.
+        ///
+        /// The values are not transformed in any way and thus are considered stable
+        /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+        pub fn as_str_name(&self) -> &'static str {
+            match self {
+                Self::Max => "MAX",
+                Self::Ave => "AVE",
+                Self::Stochastic => "STOCHASTIC",
+            }
+        }
+        /// Creates an enum from field names used in the ProtoBuf definition.
+        pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+            match value {
+                "MAX" => Some(Self::Max),
+                "AVE" => Some(Self::Ave),
+                "STOCHASTIC" => Some(Self::Stochastic),
+                _ => None,
+            }
+        }
+    }
 }
 #[derive(Clone, PartialEq, ::prost::Message)]
-pub struct SolverState {
-    #[prost(int32, optional, tag = "1")]
-    pub iter: ::core::option::Option<i32>,
+pub struct PReLuParameter {
+    #[prost(message, optional, tag = "1")]
+    pub filler: ::core::option::Option<FillerParameter>,
+    #[prost(bool, optional, tag = "2", default = "false")]
+    pub channel_shared: ::core::option::Option<bool>,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct PermuteParameter {
+    #[prost(uint32, repeated, packed = "false", tag = "1")]
+    pub order: ::prost::alloc::vec::Vec<u32>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct NormalizeBBoxParameter {
+    #[prost(bool, optional, tag = "1", default = "true")]
+    pub across_spatial: ::core::option::Option<bool>,
+    #[prost(message, optional, tag = "2")]
+    pub scale_filler: ::core::option::Option<FillerParameter>,
+    #[prost(bool, optional, tag = "3", default = "true")]
+    pub channel_shared: ::core::option::Option<bool>,
+    #[prost(float, optional, tag = "4", default = "0.0000000001")]
+    pub eps: ::core::option::Option<f32>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct PriorBoxParameter {
+    #[prost(float, repeated, packed = "false", tag = "1")]
+    pub min_size: ::prost::alloc::vec::Vec<f32>,
+    #[prost(float, repeated, packed = "false", tag = "2")]
+    pub max_size: ::prost::alloc::vec::Vec<f32>,
+    #[prost(float, repeated, packed = "false", tag = "3")]
+    pub aspect_ratio: ::prost::alloc::vec::Vec<f32>,
+    #[prost(bool, optional, tag = "4", default = "true")]
+    pub flip: ::core::option::Option<bool>,
+    /// weiliu89's default (false); OpenCV's .proto says true but its layer reads false
+    /// when the field is absent.
+    #[prost(bool, optional, tag = "5", default = "false")]
+    pub clip: ::core::option::Option<bool>,
+    #[prost(float, repeated, packed = "false", tag = "6")]
+    pub variance: ::prost::alloc::vec::Vec<f32>,
+    #[prost(uint32, optional, tag = "7")]
+    pub img_size: ::core::option::Option<u32>,
+    #[prost(uint32, optional, tag = "8")]
+    pub img_h: ::core::option::Option<u32>,
+    #[prost(uint32, optional, tag = "9")]
+    pub img_w: ::core::option::Option<u32>,
+    #[prost(float, optional, tag = "10")]
+    pub step: ::core::option::Option<f32>,
+    #[prost(float, optional, tag = "11")]
+    pub step_h: ::core::option::Option<f32>,
+    #[prost(float, optional, tag = "12")]
+    pub step_w: ::core::option::Option<f32>,
+    #[prost(float, optional, tag = "13", default = "0.5")]
+    pub offset: ::core::option::Option<f32>,
+    /// OpenCV extensions: explicit offsets and box sizes.
+    #[prost(float, repeated, packed = "false", tag = "14")]
+    pub offset_h: ::prost::alloc::vec::Vec<f32>,
+    #[prost(float, repeated, packed = "false", tag = "15")]
+    pub offset_w: ::prost::alloc::vec::Vec<f32>,
+    #[prost(float, repeated, packed = "false", tag = "16")]
+    pub width: ::prost::alloc::vec::Vec<f32>,
+    #[prost(float, repeated, packed = "false", tag = "17")]
+    pub height: ::prost::alloc::vec::Vec<f32>,
+}
+/// Nested message and enum types in `PriorBoxParameter`.
+pub mod prior_box_parameter {
+    #[derive(
+        Clone,
+        Copy,
+        Debug,
+        PartialEq,
+        Eq,
+        Hash,
+        PartialOrd,
+        Ord,
+        ::prost::Enumeration
+    )]
+    #[repr(i32)]
+    pub enum CodeType {
+        Corner = 1,
+        CenterSize = 2,
+        CornerSize = 3,
+    }
+    impl CodeType {
+        /// String value of the enum field names used in the ProtoBuf definition.
+        ///
+        /// The values are not transformed in any way and thus are considered stable
+        /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+        pub fn as_str_name(&self) -> &'static str {
+            match self {
+                Self::Corner => "CORNER",
+                Self::CenterSize => "CENTER_SIZE",
+                Self::CornerSize => "CORNER_SIZE",
+            }
+        }
+        /// Creates an enum from field names used in the ProtoBuf definition.
+        pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+            match value {
+                "CORNER" => Some(Self::Corner),
+                "CENTER_SIZE" => Some(Self::CenterSize),
+                "CORNER_SIZE" => Some(Self::CornerSize),
+                _ => None,
+            }
+        }
+    }
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct DetectionOutputParameter {
+    #[prost(uint32, optional, tag = "1")]
+    pub num_classes: ::core::option::Option<u32>,
+    #[prost(bool, optional, tag = "2", default = "true")]
+    pub share_location: ::core::option::Option<bool>,
+    #[prost(int32, optional, tag = "3", default = "0")]
+    pub background_label_id: ::core::option::Option<i32>,
+    #[prost(message, optional, tag = "4")]
+    pub nms_param: ::core::option::Option<NonMaximumSuppressionParameter>,
+    #[prost(message, optional, tag = "5")]
+    pub save_output_param: ::core::option::Option<SaveOutputParameter>,
+    #[prost(
+        enumeration = "prior_box_parameter::CodeType",
+        optional,
+        tag = "6",
+        default = "Corner"
+    )]
+    pub code_type: ::core::option::Option<i32>,
+    #[prost(bool, optional, tag = "8", default = "false")]
+    pub variance_encoded_in_target: ::core::option::Option<bool>,
+    #[prost(int32, optional, tag = "7", default = "-1")]
+    pub keep_top_k: ::core::option::Option<i32>,
+    #[prost(float, optional, tag = "9")]
+    pub confidence_threshold: ::core::option::Option<f32>,
+    /// OpenCV extensions.
+    #[prost(bool, optional, tag = "10", default = "true")]
+    pub normalized_bbox: ::core::option::Option<bool>,
+    #[prost(bool, optional, tag = "1000", default = "false")]
+    pub clip: ::core::option::Option<bool>,
+}
+#[derive(Clone, Copy, PartialEq, ::prost::Message)]
+pub struct NonMaximumSuppressionParameter {
+    #[prost(float, optional, tag = "1", default = "0.3")]
+    pub nms_threshold: ::core::option::Option<f32>,
+    #[prost(int32, optional, tag = "2")]
+    pub top_k: ::core::option::Option<i32>,
+    #[prost(float, optional, tag = "3", default = "1")]
+    pub eta: ::core::option::Option<f32>,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct SaveOutputParameter {
+    #[prost(string, optional, tag = "1")]
+    pub output_directory: ::core::option::Option<::prost::alloc::string::String>,
     #[prost(string, optional, tag = "2")]
-    pub learned_net: ::core::option::Option<::prost::alloc::string::String>,
-    #[prost(message, repeated, tag = "3")]
-    pub history: ::prost::alloc::vec::Vec<BlobProto>,
-    #[prost(int32, optional, tag = "4", default = "0")]
-    pub current_step: ::core::option::Option<i32>,
+    pub output_name_prefix: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(string, optional, tag = "3")]
+    pub output_format: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(string, optional, tag = "4")]
+    pub label_map_file: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(string, optional, tag = "5")]
+    pub name_size_file: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(uint32, optional, tag = "6")]
+    pub num_test_image: ::core::option::Option<u32>,
+}
+#[derive(Clone, Copy, PartialEq, ::prost::Message)]
+pub struct RoiPoolingParameter {
+    #[prost(uint32, optional, tag = "1", default = "0")]
+    pub pooled_h: ::core::option::Option<u32>,
+    #[prost(uint32, optional, tag = "2", default = "0")]
+    pub pooled_w: ::core::option::Option<u32>,
+    #[prost(float, optional, tag = "3", default = "1")]
+    pub spatial_scale: ::core::option::Option<f32>,
+}
+#[derive(Clone, Copy, PartialEq, ::prost::Message)]
+pub struct PsroiPoolingParameter {
+    #[prost(float, optional, tag = "1")]
+    pub spatial_scale: ::core::option::Option<f32>,
+    #[prost(int32, optional, tag = "2")]
+    pub output_dim: ::core::option::Option<i32>,
+    #[prost(int32, optional, tag = "3")]
+    pub group_size: ::core::option::Option<i32>,
 }
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
 #[repr(i32)]
