@@ -14,6 +14,7 @@
 //! tidy rules in `tidy.rs`.
 
 mod codegen;
+mod codegen_onnx;
 mod fixtures;
 mod test;
 mod tidy;
@@ -27,7 +28,7 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let check = args.iter().any(|a| a == "--check");
     let result = match args.first().map(String::as_str) {
-        Some("codegen") => codegen::run(check),
+        Some("codegen") => codegen::run(check).and_then(|()| codegen_onnx::run(check)),
         Some("fixtures") => fixtures::run(check),
         Some("test") => test::run(&args[1..]),
         _ => {

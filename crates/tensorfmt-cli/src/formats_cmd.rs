@@ -30,7 +30,7 @@ struct Row {
 }
 
 /// The table, in [`Format::ALL`] order.
-const TABLE: [Row; 7] = [
+const TABLE: [Row; 8] = [
     Row {
         format: Format::Npy,
         title: "numpy array",
@@ -126,6 +126,15 @@ const TABLE: [Row; 7] = [
             ),
             kind("tensor", "a Tensor from one tensor", "primitiv:tensor"),
         ],
+    },
+    Row {
+        format: Format::Onnx,
+        title: "ONNX",
+        reads: &[
+            kind("model", "a model's initializers", ""),
+            kind("weights", "a graph of initializers only", ""),
+        ],
+        writes: &[kind("weights", "every tensor as an initializer", "onnx")],
     },
     Row {
         format: Format::Caffe,

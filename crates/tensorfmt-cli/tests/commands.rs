@@ -40,6 +40,7 @@ fn formats_text_and_json() {
             "pvp",
             "som",
             "primitiv",
+            "onnx",
             "caffe"
         ]
     );
@@ -56,7 +57,7 @@ fn formats_text_and_json() {
             assert!(k.get("to").is_none());
         }
     }
-    let caffe = &formats[6];
+    let caffe = &formats[7];
     assert_eq!(
         caffe["extensions"],
         serde_json::json!([

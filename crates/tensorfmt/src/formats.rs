@@ -45,17 +45,20 @@ pub enum Format {
     Primitiv,
     /// Caffe protobuf files: `.caffemodel`, `.binaryproto`, `.solverstate`.
     Caffe,
+    /// ONNX models, `.onnx`: their initializers as tensors.
+    Onnx,
 }
 
 impl Format {
     /// Every format, in detection order (strong magics first).
-    pub const ALL: [Format; 7] = [
+    pub const ALL: [Format; 8] = [
         Format::Npy,
         Format::Npz,
         Format::Safetensors,
         Format::Pvp,
         Format::Som,
         Format::Primitiv,
+        Format::Onnx,
         Format::Caffe,
     ];
 
@@ -69,6 +72,7 @@ impl Format {
             Format::Som => "som",
             Format::Primitiv => "primitiv",
             Format::Caffe => "caffe",
+            Format::Onnx => "onnx",
         }
     }
 
@@ -87,6 +91,7 @@ impl Format {
                 "blobprotovector",
                 "solverstate",
             ],
+            Format::Onnx => &["onnx"],
         }
     }
 
@@ -98,6 +103,7 @@ impl Format {
             Format::Som => cfg!(feature = "som"),
             Format::Primitiv => cfg!(feature = "primitiv"),
             Format::Caffe => cfg!(feature = "caffe"),
+            Format::Onnx => cfg!(feature = "onnx"),
         }
     }
 
@@ -122,6 +128,7 @@ impl Format {
                 "blobprotovector",
                 "solverstate",
             ],
+            Format::Onnx => &[],
         }
     }
 
@@ -147,6 +154,8 @@ impl Format {
             Format::Primitiv => tensorfmt_primitiv::sniff(head, file_len),
             #[cfg(feature = "caffe")]
             Format::Caffe => tensorfmt_caffe::sniff(head, file_len),
+            #[cfg(feature = "onnx")]
+            Format::Onnx => tensorfmt_onnx::sniff(head, file_len),
             #[allow(unreachable_patterns)]
             _ => false,
         }
@@ -352,6 +361,8 @@ pub fn open_bytes(
         Format::Primitiv => tensorfmt_primitiv::open_tensor_file(data, options)?,
         #[cfg(feature = "caffe")]
         Format::Caffe => tensorfmt_caffe::open_tensor_file(data, options)?,
+        #[cfg(feature = "onnx")]
+        Format::Onnx => tensorfmt_onnx::open_tensor_file(data, options)?,
         #[allow(unreachable_patterns)]
         other => return Err(other.not_enabled()),
     })
@@ -524,6 +535,8 @@ fn save_only(
         Format::Primitiv => Ok(tensorfmt_primitiv::save_tensors(path, tensors, options)?),
         #[cfg(feature = "caffe")]
         Format::Caffe => Ok(tensorfmt_caffe::save_tensors(path, tensors, options)?),
+        #[cfg(feature = "onnx")]
+        Format::Onnx => Ok(tensorfmt_onnx::save_tensors(path, tensors, options)?),
         #[allow(unreachable_patterns)]
         other => Err(other.not_enabled()),
     }

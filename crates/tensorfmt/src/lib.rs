@@ -113,6 +113,8 @@ pub use tensorfmt_core::*;
 
 #[cfg(feature = "caffe")]
 pub use tensorfmt_caffe as caffe;
+#[cfg(feature = "onnx")]
+pub use tensorfmt_onnx as onnx;
 #[cfg(feature = "primitiv")]
 pub use tensorfmt_primitiv as primitiv;
 #[cfg(feature = "pvp")]
@@ -124,6 +126,8 @@ pub use tensorfmt_som as som;
 pub use ndarray;
 #[cfg(feature = "caffe")]
 pub use tensorfmt_caffe::{CaffeError, CaffeFile};
+#[cfg(feature = "onnx")]
+pub use tensorfmt_onnx::{OnnxError, OnnxFile};
 #[cfg(feature = "primitiv")]
 pub use tensorfmt_primitiv::{PrimitivData, PrimitivError, PrimitivFile};
 #[cfg(feature = "pvp")]

@@ -1,0 +1,107 @@
+//! [`OnnxFile`]: an ONNX model as named tensors (its initializers) for the facade.
+
+use tensorfmt_core::{Error, FieldValue, Tensor, TensorFile, TensorInfo};
+
+use crate::read::ModelFile;
+
+/// An ONNX model opened as its initializers. Tensors share the file's bytes when stored
+/// as `raw_data` (zero copy).
+#[derive(Debug, Clone)]
+pub struct OnnxFile {
+    model: ModelFile,
+    index: std::collections::HashMap<String, usize>,
+}
+
+impl OnnxFile {
+    /// Wraps a read model.
+    pub fn new(model: ModelFile) -> OnnxFile {
+        let index = model
+            .initializers
+            .iter()
+            .enumerate()
+            .map(|(i, (n, _))| (n.clone(), i))
+            .collect();
+        OnnxFile { model, index }
+    }
+
+    /// The model as read.
+    pub fn model(&self) -> &ModelFile {
+        &self.model
+    }
+}
+
+fn list(v: &[String]) -> FieldValue {
+    FieldValue::List(v.iter().map(|s| s.clone().into()).collect())
+}
+
+impl TensorFile for OnnxFile {
+    fn format(&self) -> &'static str {
+        "onnx"
+    }
+
+    fn kind(&self) -> String {
+        if self.model.nodes == 0 {
+            "weights".into()
+        } else {
+            "model".into()
+        }
+    }
+
+    fn header(&self) -> Vec<(String, FieldValue)> {
+        let m = &self.model;
+        let mut h: Vec<(String, FieldValue)> = vec![
+            ("ir_version".into(), m.ir_version.into()),
+            (
+                "producer".into(),
+                format!("{} {}", m.producer_name, m.producer_version)
+                    .trim()
+                    .to_string()
+                    .into(),
+            ),
+            (
+                "opset_import".into(),
+                FieldValue::List(
+                    m.opsets
+                        .iter()
+                        .map(|(d, v)| {
+                            let d = if d.is_empty() { "ai.onnx" } else { d };
+                            format!("{d} {v}").into()
+                        })
+                        .collect(),
+                ),
+            ),
+            ("graph".into(), m.graph_name.clone().into()),
+            ("nodes".into(), m.nodes.into()),
+            ("inputs".into(), list(&m.inputs)),
+            ("outputs".into(), list(&m.outputs)),
+            ("initializers".into(), m.initializers.len().into()),
+        ];
+        if !m.metadata.is_empty() {
+            h.push((
+                "metadata_props".into(),
+                FieldValue::Map(
+                    m.metadata
+                        .iter()
+                        .map(|(k, v)| (k.clone(), v.clone().into()))
+                        .collect(),
+                ),
+            ));
+        }
+        h
+    }
+
+    fn tensors(&self) -> Vec<TensorInfo> {
+        self.model
+            .initializers
+            .iter()
+            .map(|(n, t)| TensorInfo::new(n.clone(), t.dtype(), t.shape().clone()))
+            .collect()
+    }
+
+    fn read_tensor(&self, name: &str) -> tensorfmt_core::Result<Tensor> {
+        self.index
+            .get(name)
+            .map(|&i| self.model.initializers[i].1.clone())
+            .ok_or_else(|| Error::NoSuchTensor(name.to_string()))
+    }
+}

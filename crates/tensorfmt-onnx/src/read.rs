@@ -1,0 +1,261 @@
+//! Reading ONNX model files: a wire-level walk of `ModelProto` and `GraphProto` that
+//! locates every initializer (with its byte offset) and decodes only the small messages
+//! it needs with prost. Initializer payloads (`raw_data`) stay slices of the input.
+
+use bytes::Bytes;
+use prost::Message;
+use tensorfmt_core::{Limits, ReadOptions, Tensor};
+
+use crate::error::{OnnxError, Result};
+use crate::proto::{OperatorSetIdProto, StringStringEntryProto, TensorProto, ValueInfoProto};
+use crate::tensor::tensor_from_proto;
+use crate::wire::{self, Field};
+
+/// An ONNX model file as read by [`read_model_file`]: its header and its initializers.
+#[derive(Debug, Clone, Default)]
+pub struct ModelFile {
+    /// `ModelProto.ir_version`.
+    pub ir_version: i64,
+    /// `producer_name`.
+    pub producer_name: String,
+    /// `producer_version`.
+    pub producer_version: String,
+    /// `opset_import` as (domain, version); `""` is the default ONNX domain.
+    pub opsets: Vec<(String, i64)>,
+    /// `metadata_props` in file order.
+    pub metadata: Vec<(String, String)>,
+    /// `graph.name`.
+    pub graph_name: String,
+    /// Number of `graph.node` entries.
+    pub nodes: usize,
+    /// Names of `graph.input`.
+    pub inputs: Vec<String>,
+    /// Names of `graph.output`.
+    pub outputs: Vec<String>,
+    /// `graph.initializer` in file order: (name, tensor). Empty names become
+    /// `initializer[i]`.
+    pub initializers: Vec<(String, Tensor)>,
+}
+
+fn decode<M: Message + Default>(data: &Bytes, f: &Field, path: &str) -> Result<M> {
+    M::decode(data.slice(f.start..f.end)).map_err(|source| OnnxError::Prost {
+        path: path.into(),
+        offset: f.start as u64,
+        source,
+    })
+}
+
+fn string(data: &Bytes, f: &Field, path: &str) -> Result<String> {
+    wire::expect(f, 2, path)?;
+    std::str::from_utf8(&data[f.start..f.end])
+        .map(str::to_string)
+        .map_err(|_| OnnxError::Wire {
+            path: path.into(),
+            offset: f.start as u64,
+            reason: "string is not valid UTF-8".into(),
+        })
+}
+
+fn item_limit(limits: &Limits, n: u64, path: &str, offset: usize) -> Result<()> {
+    if n > limits.max_items {
+        return Err(OnnxError::Limit {
+            path: path.into(),
+            offset: offset as u64,
+            what: "item count",
+            value: n,
+            limit: limits.max_items,
+        });
+    }
+    Ok(())
+}
+
+/// Reads an ONNX model (a `ModelProto`): header fields, graph inputs and outputs, and
+/// every initializer as a tensor (zero copy from `raw_data`). Nodes are counted, not
+/// decoded. `options.limits` caps the items scanned (`max_items`), tensor ranks and the
+/// buffers sized from the file (`max_alloc`).
+///
+/// ```
+/// use tensorfmt_core::{Order, Tensor};
+/// let t = Tensor::from_vec(vec![1f32, 2.0], [2], Order::RowMajor)?;
+/// let mut buf = Vec::new();
+/// tensorfmt_onnx::write_tensors(&mut buf, &[("w".into(), t)])?;
+/// let m = tensorfmt_onnx::read_model_file(buf.into(), &Default::default())?;
+/// assert_eq!(m.initializers[0].0, "w");
+/// assert_eq!(m.initializers[0].1.to_vec::<f32>()?, vec![1.0, 2.0]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn read_model_file(data: Bytes, options: &ReadOptions) -> Result<ModelFile> {
+    let limits = &options.limits;
+    let mut m = ModelFile::default();
+    let mut saw_graph = false;
+    for f in wire::fields(&data, 0, data.len(), "ModelProto")? {
+        match f.number {
+            1 => {
+                wire::expect(&f, 0, "ir_version")?;
+                m.ir_version = f.value as i64;
+            }
+            2 => m.producer_name = string(&data, &f, "producer_name")?,
+            3 => m.producer_version = string(&data, &f, "producer_version")?,
+            7 => {
+                wire::expect(&f, 2, "graph")?;
+                saw_graph = true;
+                read_graph(&data, &f, limits, &mut m)?;
+            }
+            8 => {
+                wire::expect(&f, 2, "opset_import")?;
+                let o: OperatorSetIdProto = decode(&data, &f, "opset_import")?;
+                m.opsets.push((o.domain, o.version));
+            }
+            14 => {
+                wire::expect(&f, 2, "metadata_props")?;
+                let e: StringStringEntryProto = decode(&data, &f, "metadata_props")?;
+                m.metadata.push((e.key, e.value));
+            }
+            _ => {}
+        }
+    }
+    if m.ir_version <= 0 || !saw_graph {
+        return Err(OnnxError::NotOnnx(format!(
+            "a ModelProto needs ir_version and graph (ir_version {}, graph {})",
+            m.ir_version,
+            if saw_graph { "present" } else { "absent" }
+        )));
+    }
+    Ok(m)
+}
+
+fn read_graph(data: &Bytes, g: &Field, limits: &Limits, m: &mut ModelFile) -> Result<()> {
+    let mut items: u64 = 0;
+    let mut used = std::collections::HashSet::new();
+    for f in wire::fields(data, g.start, g.end, "graph")? {
+        items += 1;
+        item_limit(limits, items, "graph", f.offset)?;
+        match f.number {
+            1 => {
+                wire::expect(&f, 2, "graph.node")?;
+                m.nodes += 1;
+            }
+            2 => m.graph_name = string(data, &f, "graph.name")?,
+            5 => {
+                let i = m.initializers.len();
+                let path = format!("graph.initializer[{i}]");
+                wire::expect(&f, 2, &path)?;
+                // Packed varints decode to at most 8 bytes per input byte.
+                let worst = ((f.end - f.start) as u64).saturating_mul(8);
+                if worst > limits.max_alloc {
+                    return Err(OnnxError::Limit {
+                        path,
+                        offset: f.offset as u64,
+                        what: "allocation",
+                        value: worst,
+                        limit: limits.max_alloc,
+                    });
+                }
+                let p: TensorProto = decode(data, &f, &path)?;
+                let t = tensor_from_proto(&p, &path, f.offset as u64, limits)?;
+                let name = if p.name.is_empty() || used.contains(&p.name) {
+                    path.clone()
+                } else {
+                    p.name.clone()
+                };
+                used.insert(name.clone());
+                m.initializers.push((name, t));
+            }
+            11 | 12 => {
+                let path = if f.number == 11 {
+                    "graph.input"
+                } else {
+                    "graph.output"
+                };
+                wire::expect(&f, 2, path)?;
+                let v: ValueInfoProto = decode(data, &f, path)?;
+                if f.number == 11 {
+                    m.inputs.push(v.name);
+                } else {
+                    m.outputs.push(v.name);
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// A cheap content check: an ONNX `ModelProto` starts with `ir_version` (field 1,
+/// varint 1..=32) followed by another ModelProto field with its schema's wire type
+/// (producer_name, graph, opset_import, ...). Caffe mean files also start with field
+/// 1 as a varint, but their field 2 is a varint (`channels`), which ONNX's field 2
+/// (`producer_name`, a string) is not.
+///
+/// ```
+/// assert!(tensorfmt_onnx::sniff(&[0x08, 0x08, 0x12, 0x01, b'x'], 5));
+/// assert!(!tensorfmt_onnx::sniff(&[0x08, 0x01, 0x10, 0x01], 4)); // a Caffe mean file
+/// ```
+pub fn sniff(head: &[u8], file_len: u64) -> bool {
+    let head = &head[..head.len().min(4096)];
+    if head.len() < 4 || (head.len() as u64) > file_len || head[0] != 0x08 {
+        return false;
+    }
+    let mut pos = 1;
+    let Ok(v) = wire_varint(head, &mut pos) else {
+        return false;
+    };
+    if !(1..=32).contains(&v) {
+        return false;
+    }
+    // The following fields (as many as the head holds, at most 8) must be ModelProto
+    // fields with their schema's wire type; its strings must be text. A Caffe solver
+    // state (iter, learned_net, history blobs) fails on the binary history blob.
+    let mut seen = 0;
+    while pos < head.len() && seen < 8 {
+        let Ok(key) = wire_varint(head, &mut pos) else {
+            return seen > 0;
+        };
+        let (number, wt) = (key >> 3, key & 7);
+        match (number, wt) {
+            (5, 0) => {
+                if wire_varint(head, &mut pos).is_err() {
+                    return true;
+                }
+            }
+            (2 | 3 | 4 | 6 | 7 | 8 | 14 | 20 | 25 | 26, 2) => {
+                let Ok(len) = wire_varint(head, &mut pos) else {
+                    return seen > 0;
+                };
+                if (pos as u64).saturating_add(len) > file_len {
+                    return false;
+                }
+                if matches!(number, 2 | 3 | 4 | 6) {
+                    let end = (pos as u64 + len).min(head.len() as u64) as usize;
+                    let text = &head[pos..end];
+                    let ok = match std::str::from_utf8(text) {
+                        Ok(s) => !s
+                            .chars()
+                            .any(|c| c.is_control() && !matches!(c, '\n' | '\r' | '\t')),
+                        Err(e) => end < pos + len as usize && e.error_len().is_none(),
+                    };
+                    if !ok {
+                        return false;
+                    }
+                }
+                pos = pos.saturating_add(len as usize);
+            }
+            _ => return false,
+        }
+        seen += 1;
+    }
+    seen > 0
+}
+
+fn wire_varint(buf: &[u8], pos: &mut usize) -> std::result::Result<u64, ()> {
+    let mut v = 0u64;
+    for i in 0..10 {
+        let b = *buf.get(*pos).ok_or(())?;
+        *pos += 1;
+        v |= u64::from(b & 0x7f) << (7 * i);
+        if b & 0x80 == 0 {
+            return Ok(v);
+        }
+    }
+    Err(())
+}

@@ -1,0 +1,251 @@
+//! Conversions between [`TensorProto`] and [`tensorfmt_core::Tensor`].
+
+use bytes::Bytes;
+use tensorfmt_core::{DType, Limits, Order, Tensor};
+
+use crate::error::{OnnxError, Result};
+use crate::proto::{tensor_proto::DataType, TensorProto};
+
+/// The ONNX element type of a tensorfmt dtype.
+///
+/// ```
+/// use tensorfmt_core::DType;
+/// assert_eq!(tensorfmt_onnx::onnx_data_type(DType::F32), 1); // TensorProto.FLOAT
+/// assert_eq!(tensorfmt_onnx::onnx_data_type(DType::I64), 7);
+/// ```
+pub fn onnx_data_type(dtype: DType) -> i32 {
+    (match dtype {
+        DType::F16 => DataType::Float16,
+        DType::BF16 => DataType::Bfloat16,
+        DType::F32 => DataType::Float,
+        DType::F64 => DataType::Double,
+        DType::I8 => DataType::Int8,
+        DType::I16 => DataType::Int16,
+        DType::I32 => DataType::Int32,
+        DType::I64 => DataType::Int64,
+        DType::U8 => DataType::Uint8,
+        DType::U16 => DataType::Uint16,
+        DType::U32 => DataType::Uint32,
+        DType::U64 => DataType::Uint64,
+        DType::Bool => DataType::Bool,
+    }) as i32
+}
+
+/// The tensorfmt dtype of an ONNX element type, `None` for types without one (strings,
+/// complex, 8-bit and 4-bit floats, 4-bit integers).
+///
+/// ```
+/// use tensorfmt_core::DType;
+/// assert_eq!(tensorfmt_onnx::dtype_of(10), Some(DType::F16));
+/// assert_eq!(tensorfmt_onnx::dtype_of(8), None); // STRING
+/// ```
+pub fn dtype_of(data_type: i32) -> Option<DType> {
+    Some(match DataType::try_from(data_type).ok()? {
+        DataType::Float => DType::F32,
+        DataType::Uint8 => DType::U8,
+        DataType::Int8 => DType::I8,
+        DataType::Uint16 => DType::U16,
+        DataType::Int16 => DType::I16,
+        DataType::Int32 => DType::I32,
+        DataType::Int64 => DType::I64,
+        DataType::Bool => DType::Bool,
+        DataType::Float16 => DType::F16,
+        DataType::Double => DType::F64,
+        DataType::Uint32 => DType::U32,
+        DataType::Uint64 => DType::U64,
+        DataType::Bfloat16 => DType::BF16,
+        _ => return None,
+    })
+}
+
+/// A dense tensor as an ONNX `TensorProto` with `raw_data` (little-endian, row-major;
+/// the tensor's bytes are shared, not copied, when it is already row-major).
+///
+/// ```
+/// use tensorfmt_core::{Order, Tensor};
+/// let t = Tensor::from_vec(vec![1f32, 2.0, 3.0], [3], Order::RowMajor)?;
+/// let p = tensorfmt_onnx::tensor_to_proto("w", &t)?;
+/// assert_eq!((p.dims.as_slice(), p.data_type, p.raw_data.len()), (&[3i64][..], 1, 12));
+/// # Ok::<(), tensorfmt_core::Error>(())
+/// ```
+pub fn tensor_to_proto(name: &str, t: &Tensor) -> tensorfmt_core::Result<TensorProto> {
+    let t = t.to_order(Order::RowMajor)?;
+    Ok(TensorProto {
+        dims: t.dims().iter().map(|&d| d as i64).collect(),
+        data_type: onnx_data_type(t.dtype()),
+        name: name.to_string(),
+        raw_data: t.bytes().clone(),
+        ..Default::default()
+    })
+}
+
+fn err(path: &str, offset: u64, reason: impl Into<String>) -> OnnxError {
+    OnnxError::Tensor {
+        path: path.into(),
+        offset,
+        reason: reason.into(),
+    }
+}
+
+/// Reads a decoded `TensorProto` as a row-major tensor: `raw_data` is shared (zero
+/// copy); typed fields (`float_data`, `int32_data`, ...) are converted with one copy.
+/// `path`/`offset` locate the tensor in errors.
+///
+/// ```
+/// use tensorfmt_onnx::{tensor_from_proto, proto::TensorProto};
+/// let p = TensorProto { dims: vec![2], data_type: 1, float_data: vec![1.0, 2.0], ..Default::default() };
+/// let t = tensor_from_proto(&p, "t", 0, &Default::default())?;
+/// assert_eq!(t.to_vec::<f32>()?, vec![1.0, 2.0]);
+/// let bad = TensorProto { dims: vec![3], ..p };
+/// assert!(tensor_from_proto(&bad, "t", 0, &Default::default()).is_err());
+/// # Ok::<(), tensorfmt_onnx::OnnxError>(())
+/// ```
+pub fn tensor_from_proto(
+    p: &TensorProto,
+    path: &str,
+    offset: u64,
+    limits: &Limits,
+) -> Result<Tensor> {
+    if p.data_location == 1 || !p.external_data.is_empty() {
+        let location = p
+            .external_data
+            .iter()
+            .find(|e| e.key == "location")
+            .map(|e| e.value.as_str())
+            .unwrap_or("?");
+        return Err(err(
+            path,
+            offset,
+            format!(
+                "tensor {:?} keeps its data in the external file {location:?}, which is not read",
+                p.name
+            ),
+        ));
+    }
+    if p.segment.is_some() {
+        return Err(err(path, offset, "segmented tensors are not supported"));
+    }
+    let dtype = dtype_of(p.data_type).ok_or_else(|| {
+        let name = DataType::try_from(p.data_type)
+            .map(|d| d.as_str_name().to_string())
+            .unwrap_or_else(|_| format!("unknown data_type {}", p.data_type));
+        err(
+            path,
+            offset,
+            format!("element type {name} has no tensorfmt dtype"),
+        )
+    })?;
+    if p.dims.len() > limits.max_rank {
+        return Err(OnnxError::Limit {
+            path: format!("{path}.dims"),
+            offset,
+            what: "rank",
+            value: p.dims.len() as u64,
+            limit: limits.max_rank as u64,
+        });
+    }
+    let mut dims = Vec::with_capacity(p.dims.len());
+    let mut numel: u64 = 1;
+    for &d in &p.dims {
+        if d < 0 {
+            return Err(err(
+                path,
+                offset,
+                format!("negative dimension {d} in {:?}", p.dims),
+            ));
+        }
+        numel = numel.checked_mul(d as u64).ok_or_else(|| {
+            err(
+                path,
+                offset,
+                format!("element count of {:?} overflows", p.dims),
+            )
+        })?;
+        dims.push(usize::try_from(d).map_err(|_| err(path, offset, "dimension exceeds usize"))?);
+    }
+    let byte_len = numel
+        .checked_mul(dtype.size() as u64)
+        .ok_or_else(|| err(path, offset, "byte length overflows"))?;
+    let count = |field: &str, n: usize| -> Result<()> {
+        if n as u64 != numel {
+            Err(err(
+                path,
+                offset,
+                format!(
+                    "{field} has {n} values, the shape {:?} needs {numel}",
+                    p.dims
+                ),
+            ))
+        } else {
+            Ok(())
+        }
+    };
+    if !p.raw_data.is_empty() || numel == 0 {
+        if p.raw_data.len() as u64 != byte_len {
+            return Err(err(
+                path,
+                offset,
+                format!(
+                    "raw_data has {} bytes, the shape {:?} of {} needs {byte_len}",
+                    p.raw_data.len(),
+                    p.dims,
+                    dtype.name()
+                ),
+            ));
+        }
+        return Ok(Tensor::from_bytes(
+            dtype,
+            dims,
+            Order::RowMajor,
+            p.raw_data.clone(),
+        )?);
+    }
+    let alloc = |n: u64| -> Result<()> {
+        limits.check_alloc(n).map_err(|_| OnnxError::Limit {
+            path: path.into(),
+            offset,
+            what: "allocation",
+            value: n,
+            limit: limits.max_alloc,
+        })
+    };
+    let (field, present) = match dtype {
+        DType::F32 => ("float_data", p.float_data.len()),
+        DType::F64 => ("double_data", p.double_data.len()),
+        DType::I64 => ("int64_data", p.int64_data.len()),
+        DType::U32 | DType::U64 => ("uint64_data", p.uint64_data.len()),
+        _ => ("int32_data", p.int32_data.len()),
+    };
+    count(field, present)?;
+    alloc(byte_len)?;
+    let bytes: Bytes = match dtype {
+        DType::F32 => {
+            Tensor::from_vec(p.float_data.clone(), dims.clone(), Order::RowMajor)?.into_bytes()
+        }
+        DType::F64 => {
+            Tensor::from_vec(p.double_data.clone(), dims.clone(), Order::RowMajor)?.into_bytes()
+        }
+        DType::I64 => {
+            Tensor::from_vec(p.int64_data.clone(), dims.clone(), Order::RowMajor)?.into_bytes()
+        }
+        DType::U32 | DType::U64 => {
+            if dtype == DType::U64 {
+                Tensor::from_vec(p.uint64_data.clone(), dims.clone(), Order::RowMajor)?.into_bytes()
+            } else {
+                let v: Vec<u32> = p.uint64_data.iter().map(|&x| x as u32).collect();
+                Tensor::from_vec(v, dims.clone(), Order::RowMajor)?.into_bytes()
+            }
+        }
+        _ => {
+            // int32_data holds I32, I16, I8, U16, U8, BOOL, F16 and BF16 (the latter two
+            // as their 16-bit patterns), one value per element, little-endian narrowed.
+            let size = dtype.size();
+            let mut out = Vec::with_capacity(byte_len as usize);
+            for &v in &p.int32_data {
+                out.extend_from_slice(&v.to_le_bytes()[..size]);
+            }
+            Bytes::from(out)
+        }
+    };
+    Ok(Tensor::from_bytes(dtype, dims, Order::RowMajor, bytes)?)
+}

@@ -1,0 +1,167 @@
+//! Writing ONNX files: a streaming `ModelProto` encoder (initializer payloads go from
+//! the tensors' bytes straight to the writer, never through one big buffer) and
+//! weights-only models built from named tensors.
+
+use std::io::Write;
+
+use prost::Message;
+use tensorfmt_core::Tensor;
+
+use crate::error::{OnnxError, Result};
+use crate::proto::{GraphProto, ModelProto, OperatorSetIdProto, TensorProto};
+use crate::tensor::tensor_to_proto;
+use crate::wire::put_varint;
+
+/// The IR version written (ONNX 1.13+, opset 17-18 era; onnxruntime 1.14+ reads it).
+pub const IR_VERSION: i64 = 8;
+/// The default-domain opset written.
+pub const OPSET: i64 = 17;
+
+fn varint_len(v: u64) -> usize {
+    let mut n = 1;
+    let mut v = v >> 7;
+    while v > 0 {
+        n += 1;
+        v >>= 7;
+    }
+    n
+}
+
+fn key(field: u32) -> u8 {
+    ((field << 3) | 2) as u8
+}
+
+/// A tensor message split into its small fields and its payload.
+struct SplitTensor {
+    head: Vec<u8>,
+    raw: bytes::Bytes,
+}
+
+impl SplitTensor {
+    fn new(t: &TensorProto) -> SplitTensor {
+        let mut rest = t.clone();
+        let raw = std::mem::take(&mut rest.raw_data);
+        SplitTensor {
+            head: rest.encode_to_vec(),
+            raw,
+        }
+    }
+    fn len(&self) -> usize {
+        let mut n = self.head.len();
+        if !self.raw.is_empty() {
+            n += 1 + varint_len(self.raw.len() as u64) + self.raw.len();
+        }
+        n
+    }
+    fn write(&self, w: &mut dyn Write) -> std::io::Result<()> {
+        w.write_all(&self.head)?;
+        if !self.raw.is_empty() {
+            let mut k = vec![key(9)];
+            put_varint(&mut k, self.raw.len() as u64);
+            w.write_all(&k)?;
+            w.write_all(&self.raw)?;
+        }
+        Ok(())
+    }
+}
+
+/// Encodes `model` to `w`, streaming each initializer's `raw_data` from its bytes (a
+/// 100 MB model is not copied into a second 100 MB buffer). Fields come out in the
+/// order ModelProto minus graph, graph minus initializers, then the initializers (each
+/// with `raw_data` last); protobuf parsers accept fields in any order.
+///
+/// ```
+/// use prost::Message;
+/// use tensorfmt_onnx::proto::{GraphProto, ModelProto, TensorProto};
+/// let m = ModelProto { ir_version: 8, graph: Some(GraphProto {
+///     initializer: vec![TensorProto { name: "w".into(), dims: vec![1], data_type: 1,
+///                                     raw_data: vec![0, 0, 128, 63].into(), ..Default::default() }],
+///     ..Default::default() }), ..Default::default() };
+/// let mut out = Vec::new();
+/// tensorfmt_onnx::write_model(&mut out, &m)?;
+/// assert_eq!(ModelProto::decode(out.as_slice())?, m);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn write_model(w: &mut dyn Write, model: &ModelProto) -> Result<()> {
+    let mut top = model.clone();
+    let graph = top.graph.take();
+    w.write_all(&top.encode_to_vec())?;
+    if let Some(mut g) = graph {
+        let inits = std::mem::take(&mut g.initializer);
+        let split: Vec<SplitTensor> = inits.iter().map(SplitTensor::new).collect();
+        let rest = g.encode_to_vec();
+        let mut len = rest.len() as u64;
+        for s in &split {
+            let l = s.len() as u64;
+            len = len
+                .checked_add(1 + varint_len(l) as u64 + l)
+                .ok_or_else(|| OnnxError::Write("model size overflows".into()))?;
+        }
+        let mut head = vec![key(7)];
+        put_varint(&mut head, len);
+        w.write_all(&head)?;
+        w.write_all(&rest)?;
+        for s in &split {
+            let mut k = vec![key(5)];
+            put_varint(&mut k, s.len() as u64);
+            w.write_all(&k)?;
+            s.write(w)?;
+        }
+    }
+    Ok(())
+}
+
+/// A weights-only model: a graph with no nodes whose initializers are `tensors`
+/// (names kept, row-major `raw_data`), IR version [`IR_VERSION`], opset [`OPSET`].
+///
+/// ```
+/// use tensorfmt_core::{Order, Tensor};
+/// let t = Tensor::from_vec(vec![1i64, 2], [2], Order::RowMajor)?;
+/// let m = tensorfmt_onnx::weights_model(&[("k".into(), t)])?;
+/// assert_eq!(m.graph.unwrap().initializer[0].data_type, 7);
+/// # Ok::<(), tensorfmt_onnx::OnnxError>(())
+/// ```
+pub fn weights_model(tensors: &[(String, Tensor)]) -> Result<ModelProto> {
+    let mut seen = std::collections::HashSet::new();
+    let mut initializer = Vec::with_capacity(tensors.len());
+    for (name, t) in tensors {
+        if name.is_empty() {
+            return Err(OnnxError::Write(
+                "an initializer needs a non-empty name".into(),
+            ));
+        }
+        if !seen.insert(name.as_str()) {
+            return Err(OnnxError::Write(format!("duplicate tensor name {name:?}")));
+        }
+        initializer.push(tensor_to_proto(name, t)?);
+    }
+    Ok(ModelProto {
+        ir_version: IR_VERSION,
+        producer_name: "tensorfmt".into(),
+        producer_version: env!("CARGO_PKG_VERSION").into(),
+        opset_import: vec![OperatorSetIdProto {
+            domain: String::new(),
+            version: OPSET,
+        }],
+        graph: Some(GraphProto {
+            name: "weights".into(),
+            initializer,
+            ..Default::default()
+        }),
+        ..Default::default()
+    })
+}
+
+/// [`weights_model`] encoded into any writer.
+///
+/// ```
+/// use tensorfmt_core::{Order, Tensor};
+/// use tensorfmt_core::testing::FailAfter;
+/// let t = Tensor::from_vec(vec![1f32], [1], Order::RowMajor)?;
+/// let named = [("w".to_string(), t)];
+/// assert!(tensorfmt_onnx::write_tensors(&mut FailAfter::new(5), &named).is_err());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn write_tensors(w: &mut dyn Write, tensors: &[(String, Tensor)]) -> Result<()> {
+    write_model(w, &weights_model(tensors)?)
+}

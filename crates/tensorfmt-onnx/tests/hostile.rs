@@ -1,0 +1,286 @@
+//! Hostile input: bad sizes, bad dtypes, allocation bombs, deep nesting and limits give
+//! errors naming the place, never panics or huge allocations.
+
+use bytes::Bytes;
+use prost::Message;
+use tensorfmt_core::{Limits, Order, ReadOptions, Tensor};
+use tensorfmt_onnx::proto::{
+    GraphProto, ModelProto, NodeProto, StringStringEntryProto, TensorProto,
+};
+use tensorfmt_onnx::{open_tensor_file, read_model_file, OnnxError};
+
+fn model(inits: Vec<TensorProto>) -> Bytes {
+    ModelProto {
+        ir_version: 8,
+        graph: Some(GraphProto {
+            initializer: inits,
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+    .encode_to_vec()
+    .into()
+}
+
+fn tensor_err(t: TensorProto) -> String {
+    match read_model_file(model(vec![t]), &ReadOptions::default()) {
+        Err(e @ OnnxError::Tensor { .. }) => e.to_string(),
+        other => panic!("expected a tensor error, got {other:?}"),
+    }
+}
+
+#[test]
+fn raw_data_must_match_the_shape() {
+    let e = tensor_err(TensorProto {
+        name: "w".into(),
+        dims: vec![4],
+        data_type: 1,
+        raw_data: vec![0u8; 12].into(),
+        ..Default::default()
+    });
+    assert!(
+        e.contains("graph.initializer[0]") && e.contains("needs 16"),
+        "{e}"
+    );
+}
+
+#[test]
+fn huge_dims_are_refused_before_allocating() {
+    for dims in [vec![1 << 40], vec![i64::MAX, i64::MAX], vec![-1]] {
+        let e = tensor_err(TensorProto {
+            dims: dims.clone(),
+            data_type: 1,
+            float_data: vec![1.0],
+            ..Default::default()
+        });
+        assert!(!e.is_empty(), "{dims:?}");
+    }
+}
+
+#[test]
+fn unsupported_types_and_external_data_are_named() {
+    let e = tensor_err(TensorProto {
+        dims: vec![1],
+        data_type: 8,
+        ..Default::default()
+    });
+    assert!(e.contains("STRING"), "{e}");
+    let e = tensor_err(TensorProto {
+        dims: vec![1],
+        data_type: 99,
+        ..Default::default()
+    });
+    assert!(e.contains("99"), "{e}");
+    let e = tensor_err(TensorProto {
+        name: "big".into(),
+        dims: vec![1],
+        data_type: 1,
+        data_location: 1,
+        external_data: vec![StringStringEntryProto {
+            key: "location".into(),
+            value: "w.bin".into(),
+        }],
+        ..Default::default()
+    });
+    assert!(e.contains("w.bin"), "{e}");
+}
+
+#[test]
+fn typed_fields_are_read_with_their_narrowing() {
+    let f16 = half_bits(1.5);
+    let m = read_model_file(
+        model(vec![
+            TensorProto {
+                name: "h".into(),
+                dims: vec![1],
+                data_type: 10,
+                int32_data: vec![f16 as i32],
+                ..Default::default()
+            },
+            TensorProto {
+                name: "b".into(),
+                dims: vec![2],
+                data_type: 9,
+                int32_data: vec![1, 0],
+                ..Default::default()
+            },
+            TensorProto {
+                name: "u".into(),
+                dims: vec![1],
+                data_type: 12,
+                uint64_data: vec![7],
+                ..Default::default()
+            },
+            TensorProto {
+                name: "e".into(),
+                dims: vec![0, 3],
+                data_type: 1,
+                ..Default::default()
+            },
+        ]),
+        &ReadOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(
+        m.initializers[0]
+            .1
+            .cast(tensorfmt_core::DType::F32)
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap(),
+        vec![1.5]
+    );
+    assert_eq!(m.initializers[1].1.bytes().as_ref(), &[1, 0]);
+    assert_eq!(m.initializers[2].1.to_vec::<u32>().unwrap(), vec![7]);
+    assert_eq!(m.initializers[3].1.dims(), &[0, 3]);
+}
+
+fn half_bits(x: f32) -> u16 {
+    // 1.5 = sign 0, exponent 15, mantissa 0x200
+    assert_eq!(x, 1.5);
+    0x3e00
+}
+
+#[test]
+fn raw_data_is_zero_copy() {
+    let t = Tensor::from_vec(vec![1f32; 256], [256], Order::RowMajor).unwrap();
+    let mut buf = Vec::new();
+    tensorfmt_onnx::write_tensors(&mut buf, &[("w".into(), t)]).unwrap();
+    let data = Bytes::from(buf);
+    let range = data.as_ptr() as usize..data.as_ptr() as usize + data.len();
+    let m = read_model_file(data.clone(), &ReadOptions::default()).unwrap();
+    assert!(range.contains(&(m.initializers[0].1.bytes().as_ptr() as usize)));
+}
+
+#[test]
+fn limits_cap_items_rank_and_allocation() {
+    let many: Vec<TensorProto> = (0..50)
+        .map(|i| TensorProto {
+            name: format!("t{i}"),
+            dims: vec![0],
+            data_type: 1,
+            ..Default::default()
+        })
+        .collect();
+    let opts = ReadOptions {
+        limits: Limits {
+            max_items: 10,
+            ..Limits::default()
+        },
+        ..Default::default()
+    };
+    assert!(matches!(
+        read_model_file(model(many), &opts),
+        Err(OnnxError::Limit {
+            what: "item count",
+            ..
+        })
+    ));
+    let deep = TensorProto {
+        dims: vec![1; 100],
+        data_type: 1,
+        float_data: vec![1.0],
+        ..Default::default()
+    };
+    let opts = ReadOptions {
+        limits: Limits {
+            max_rank: 8,
+            ..Limits::default()
+        },
+        ..Default::default()
+    };
+    assert!(matches!(
+        read_model_file(model(vec![deep]), &opts),
+        Err(OnnxError::Limit { what: "rank", .. })
+    ));
+    let big = TensorProto {
+        dims: vec![1000],
+        data_type: 1,
+        float_data: vec![0.0; 1000],
+        ..Default::default()
+    };
+    let opts = ReadOptions {
+        limits: Limits {
+            max_alloc: 1000,
+            ..Limits::default()
+        },
+        ..Default::default()
+    };
+    assert!(matches!(
+        read_model_file(model(vec![big]), &opts),
+        Err(OnnxError::Limit {
+            what: "allocation",
+            ..
+        })
+    ));
+}
+
+#[test]
+fn garbage_and_deep_nesting_are_errors() {
+    for bytes in [
+        &b""[..],
+        &[0x08][..],
+        &[0x08, 0x08, 0x3a, 0xff, 0xff, 0xff, 0xff, 0x0f][..],
+        &[0x0b, 0x0c][..],
+        &[0x08, 0x08, 0x3a, 0x02, 0x2a, 0x10][..],
+        &[0xff; 12][..],
+    ] {
+        assert!(
+            open_tensor_file(Bytes::copy_from_slice(bytes), &ReadOptions::default()).is_err(),
+            "{bytes:?}"
+        );
+    }
+    // A node whose attribute holds a graph holding a node ... 2000 deep: nodes are not
+    // decoded, so this reads (and a node list is only counted).
+    let mut g = GraphProto::default();
+    for _ in 0..200 {
+        g = GraphProto {
+            node: vec![NodeProto {
+                attribute: vec![tensorfmt_onnx::proto::AttributeProto {
+                    g: Some(g),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+    }
+    let m = ModelProto {
+        ir_version: 8,
+        graph: Some(g),
+        ..Default::default()
+    };
+    let read = read_model_file(m.encode_to_vec().into(), &ReadOptions::default()).unwrap();
+    assert_eq!(read.nodes, 1);
+}
+
+#[test]
+fn sniff_accepts_onnx_and_refuses_caffe_mean_files() {
+    let mut buf = Vec::new();
+    tensorfmt_onnx::write_tensors(&mut buf, &[]).unwrap();
+    assert!(tensorfmt_onnx::sniff(&buf, buf.len() as u64));
+    let mean = [
+        0x08, 1, 0x10, 1, 0x18, 1, 0x20, 2, 0x2a, 8, 0, 0, 0, 0x3f, 0, 0, 0x80, 0x3f,
+    ];
+    assert!(!tensorfmt_onnx::sniff(&mean, mean.len() as u64));
+}
+
+#[test]
+fn sniff_refuses_a_solver_state_with_a_small_iter() {
+    // SolverState: iter 5, learned_net "x.caffemodel", a history blob (data: 2 floats).
+    let mut s = vec![0x08, 5, 0x12, 12];
+    s.extend_from_slice(b"x.caffemodel");
+    s.extend_from_slice(&[0x1a, 10, 0x2a, 8, 0, 0, 0x80, 0x3f, 0, 0, 0, 0x40]);
+    assert!(!tensorfmt_onnx::sniff(&s, s.len() as u64));
+    // A model written by python onnx: ir_version, graph, opset_import.
+    let m = ModelProto {
+        ir_version: 10,
+        graph: Some(GraphProto {
+            name: "g".into(),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+    .encode_to_vec();
+    assert!(tensorfmt_onnx::sniff(&m, m.len() as u64));
+}
