@@ -3,7 +3,7 @@
 //! `blobs/<i>` for a BlobProtoVector).
 
 use bytes::Bytes;
-use tensorfmt_core::{FieldValue, Tensor, TensorFile, TensorInfo};
+use tensorfmt_core::{FieldValue, SourceLayout, Tensor, TensorFile, TensorInfo};
 
 use crate::error::{CaffeError, Result};
 use crate::raw::{shape_string, Model, RawBlob, RawSolverState};
@@ -34,6 +34,8 @@ pub struct CaffeFile {
     entries: Vec<(TensorInfo, Tensor)>,
     header: Vec<(String, FieldValue)>,
     warnings: Vec<String>,
+    /// The bytes the file was parsed from (set by [`CaffeFile::open_as`]).
+    source: Option<Bytes>,
 }
 
 fn blob_entry(name: String, b: &RawBlob, path: &str) -> Result<(TensorInfo, Tensor)> {
@@ -132,6 +134,7 @@ impl CaffeFile {
             entries,
             header,
             warnings,
+            source: None,
         })
     }
 
@@ -159,16 +162,18 @@ impl CaffeFile {
     /// Opens `data` as the given kind.
     pub fn open_as(data: Bytes, kind: FileKind, opts: &CaffeReadOptions) -> Result<CaffeFile> {
         let content = match kind {
-            FileKind::Model => Content::Model(crate::read::read_model_with(data, opts)?),
-            FileKind::Mean => Content::Mean(crate::read::read_blob_proto_with(data, opts)?),
+            FileKind::Model => Content::Model(crate::read::read_model_with(data.clone(), opts)?),
+            FileKind::Mean => Content::Mean(crate::read::read_blob_proto_with(data.clone(), opts)?),
             FileKind::BlobVector => {
-                Content::BlobVector(crate::read::read_blob_vector_with(data, opts)?)
+                Content::BlobVector(crate::read::read_blob_vector_with(data.clone(), opts)?)
             }
             FileKind::SolverState => {
-                Content::SolverState(crate::read::read_solver_state_with(data, opts)?)
+                Content::SolverState(crate::read::read_solver_state_with(data.clone(), opts)?)
             }
         };
-        CaffeFile::new(content)
+        let mut file = CaffeFile::new(content)?;
+        file.source = Some(data);
+        Ok(file)
     }
 
     /// The parsed contents.
@@ -215,6 +220,20 @@ impl TensorFile for CaffeFile {
             .find(|(i, _)| i.name == name)
             .map(|(_, t)| t.clone())
             .ok_or_else(|| tensorfmt_core::Error::NoSuchTensor(name.to_string()))
+    }
+
+    /// A blob whose values are one packed run is the reader's slice of the file, so
+    /// its offset is where that slice starts; values gathered from several runs or
+    /// unpacked fields have none.
+    fn source_layout(&self, name: &str) -> Option<SourceLayout> {
+        let file = self.source.as_ref()?;
+        let (_, t) = self.entries.iter().find(|(i, _)| i.name == name)?;
+        let data = t.bytes();
+        let offset = (data.as_ptr() as usize).checked_sub(file.as_ptr() as usize)?;
+        if data.is_empty() || offset.checked_add(data.len())? > file.len() {
+            return None;
+        }
+        Some(SourceLayout::contiguous(offset as u64, data.len() as u64))
     }
 
     fn warnings(&self) -> Vec<String> {

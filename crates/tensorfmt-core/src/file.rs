@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use crate::{DType, Result, Shape, Tensor};
+use crate::{DType, Order, Result, Shape, Tensor};
 
 /// Name, dtype and shape of one tensor in a file, known without decoding it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -160,6 +160,184 @@ impl SparseRow {
 /// The rows of a sparsely stored tensor (see [`TensorFile::sparse_rows`]).
 pub type SparseRows<'a> = Box<dyn Iterator<Item = Result<SparseRow>> + 'a>;
 
+/// One regular run of a tensor's bytes in its file: pieces of `len` bytes, the first
+/// at `offset`, repeated along `repeat` (`(count, stride)` levels, outermost first;
+/// empty: one piece). Pieces are enumerated with the last level varying fastest, and
+/// every stride is at least the extent of the levels inside it, so the pieces come in
+/// increasing file order and never overlap.
+///
+/// ```
+/// use tensorfmt_core::SourceRun;
+/// // Three frames of 16 value bytes, each behind an 8-byte time: 88, 112, 136.
+/// let r = SourceRun { offset: 88, len: 16, repeat: vec![(3, 24)] };
+/// assert_eq!(r.byte_len(), Some(48));
+/// assert_eq!(r.pieces().collect::<Vec<_>>(), [88, 112, 136]);
+/// assert!(r.is_regular());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceRun {
+    /// File offset of the first piece.
+    pub offset: u64,
+    /// Bytes per piece.
+    pub len: u64,
+    /// `(count, stride)` per level, outermost first.
+    pub repeat: Vec<(u64, u64)>,
+}
+
+impl SourceRun {
+    /// One contiguous piece.
+    pub fn contiguous(offset: u64, len: u64) -> SourceRun {
+        SourceRun {
+            offset,
+            len,
+            repeat: Vec::new(),
+        }
+    }
+
+    /// Number of pieces (`None` on overflow).
+    pub fn piece_count(&self) -> Option<u64> {
+        self.repeat
+            .iter()
+            .try_fold(1u64, |n, &(count, _)| n.checked_mul(count))
+    }
+
+    /// Bytes of the tensor this run holds (`None` on overflow).
+    pub fn byte_len(&self) -> Option<u64> {
+        self.piece_count()?.checked_mul(self.len)
+    }
+
+    /// File offset just past the last piece (`offset` for an empty run; `None` on
+    /// overflow).
+    pub fn end(&self) -> Option<u64> {
+        if self.piece_count()? == 0 || self.len == 0 {
+            return Some(self.offset);
+        }
+        self.offset.checked_add(self.extent(0)?)
+    }
+
+    /// The span of levels `level..` (from the first byte of their first piece to the
+    /// end of their last).
+    fn extent(&self, level: usize) -> Option<u64> {
+        let mut span = self.len;
+        for &(count, stride) in self.repeat[level..].iter().rev() {
+            span = stride
+                .checked_mul(count.checked_sub(1)?)?
+                .checked_add(span)?;
+        }
+        Some(span)
+    }
+
+    /// Whether the pieces come in increasing file order without overlapping: every
+    /// stride (of a level repeated more than once) is at least the span of the levels
+    /// inside it, and nothing overflows.
+    pub fn is_regular(&self) -> bool {
+        if self.byte_len().is_none() || self.end().is_none() {
+            return false;
+        }
+        if self.piece_count() == Some(0) {
+            return true;
+        }
+        self.repeat.iter().enumerate().all(|(i, &(count, stride))| {
+            count < 2 || self.extent(i + 1).is_some_and(|inner| stride >= inner)
+        })
+    }
+
+    /// The file offset of every piece, in order (for a regular run: increasing).
+    pub fn pieces(&self) -> impl Iterator<Item = u64> + '_ {
+        let total = self.piece_count().unwrap_or(0);
+        let mut index = vec![0u64; self.repeat.len()];
+        let mut k = 0u64;
+        std::iter::from_fn(move || {
+            if k >= total {
+                return None;
+            }
+            let at = self
+                .repeat
+                .iter()
+                .zip(&index)
+                .fold(self.offset, |a, (&(_, stride), &i)| {
+                    a.wrapping_add(stride.wrapping_mul(i))
+                });
+            k += 1;
+            for (i, &(count, _)) in index.iter_mut().zip(&self.repeat).rev() {
+                *i += 1;
+                if *i < count {
+                    break;
+                }
+                *i = 0;
+            }
+            Some(at)
+        })
+    }
+}
+
+/// Where a tensor's bytes lie in the file it was read from, as the reader that decodes
+/// it knows them (see [`TensorFile::source_layout`]): the concatenation of the runs'
+/// pieces, in order, is the tensor's bytes in `order`, little-endian, of the listed
+/// dtype and shape, exactly as `read_tensor` returns them.
+///
+/// ```
+/// use tensorfmt_core::{Order, SourceLayout, SourceRun};
+/// let l = SourceLayout { order: Order::RowMajor, runs: vec![SourceRun::contiguous(32, 24)] };
+/// assert_eq!(l.byte_len(), Some(24));
+/// assert!(l.check(56, 24).is_ok());
+/// assert!(l.check(50, 24).is_err()); // runs past the end of the file
+/// assert!(l.check(56, 20).is_err()); // not the tensor's size
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceLayout {
+    /// The element order of the bytes in the file (column-major for primitiv).
+    pub order: Order,
+    /// The runs, in tensor order; each starts after the previous one ends.
+    pub runs: Vec<SourceRun>,
+}
+
+impl SourceLayout {
+    /// A tensor stored as one contiguous row-major block.
+    pub fn contiguous(offset: u64, len: u64) -> SourceLayout {
+        SourceLayout {
+            order: Order::RowMajor,
+            runs: vec![SourceRun::contiguous(offset, len)],
+        }
+    }
+
+    /// The tensor bytes the layout holds (`None` on overflow).
+    pub fn byte_len(&self) -> Option<u64> {
+        self.runs
+            .iter()
+            .try_fold(0u64, |n, r| n.checked_add(r.byte_len()?))
+    }
+
+    /// Checks the layout against a file of `file_len` bytes and a tensor of
+    /// `tensor_len` bytes: every run regular, in file order, inside the file, and
+    /// together exactly the tensor's size. The message says what is wrong.
+    pub fn check(&self, file_len: u64, tensor_len: u64) -> std::result::Result<(), String> {
+        let mut after = 0u64;
+        for (i, r) in self.runs.iter().enumerate() {
+            if !r.is_regular() {
+                return Err(format!("run {i} overlaps itself or overflows"));
+            }
+            let end = r.end().unwrap_or(u64::MAX);
+            if r.byte_len() != Some(0) {
+                if r.offset < after {
+                    return Err(format!("run {i} starts before the previous one ends"));
+                }
+                after = end;
+            }
+            if end > file_len {
+                return Err(format!(
+                    "run {i} ends at byte {end}, past the file's {file_len} bytes"
+                ));
+            }
+        }
+        match self.byte_len() {
+            Some(n) if n == tensor_len => Ok(()),
+            Some(n) => Err(format!("the runs hold {n} bytes, the tensor {tensor_len}")),
+            None => Err("the runs' size overflows".into()),
+        }
+    }
+}
+
 /// "A file's named tensors": what every format crate implements for each file kind.
 ///
 /// Listing ([`tensors`](TensorFile::tensors)) decodes nothing; decoding happens one
@@ -228,6 +406,15 @@ pub trait TensorFile: Send + Sync {
     /// entries can give without densifying (`diff`). `None` (the default) for tensors
     /// stored densely.
     fn sparse_rows<'a>(&'a self, _name: &str) -> Option<Result<SparseRows<'a>>> {
+        None
+    }
+
+    /// Where tensor `name`'s bytes lie in the file this view was opened from, when
+    /// they are stored verbatim (see [`SourceLayout`]); `None` (the default) when the
+    /// reader computes, decodes or gathers them irregularly. Declared from the reader's
+    /// own offsets, never found by searching; this is what lets an edited tensor go
+    /// back into exactly the bytes it came from.
+    fn source_layout(&self, _name: &str) -> Option<SourceLayout> {
         None
     }
 

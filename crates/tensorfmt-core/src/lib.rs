@@ -48,7 +48,10 @@ pub mod testing;
 
 pub use dtype::{DType, Element};
 pub use error::{Error, Result};
-pub use file::{streamed_stats, Chunks, FieldValue, SparseRow, SparseRows, TensorFile, TensorInfo};
+pub use file::{
+    streamed_stats, Chunks, FieldValue, SourceLayout, SourceRun, SparseRow, SparseRows, TensorFile,
+    TensorInfo,
+};
 pub use limits::Limits;
 pub use options::{ReadOptions, WriteOptions};
 pub use shape::{Order, Shape};

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use tensorfmt_core::{
-    DType, Error, FieldValue, Order, Tensor, TensorFile, TensorInfo, WriteOptions,
+    DType, Error, FieldValue, Order, SourceLayout, Tensor, TensorFile, TensorInfo, WriteOptions,
 };
 
 use crate::data::{Key, Model, Parameter, PrimitivData, PrimitivShape, PrimitivTensor};
@@ -25,6 +25,8 @@ pub struct PrimitivFile {
     tensors: Vec<(String, PrimitivTensor)>,
     warnings: Vec<String>,
     max_alloc: u64,
+    /// The bytes the file was decoded from, when known ([`PrimitivFile::with_source`]).
+    source: Option<bytes::Bytes>,
 }
 
 impl PrimitivFile {
@@ -84,7 +86,26 @@ impl PrimitivFile {
             tensors,
             warnings,
             max_alloc,
+            source: None,
         }
+    }
+
+    /// Remembers the bytes the file was decoded from, so that
+    /// [`TensorFile::source_layout`] can say where each tensor's values lie in them.
+    ///
+    /// ```
+    /// use tensorfmt_core::TensorFile;
+    /// use tensorfmt_primitiv::{read_file, PrimitivFile, ReaderOptions};
+    /// let hex = "ce00000000ce00000001ce0000010092ce00000002ce00000002ce00000001c4100000803f000000400000404000008040";
+    /// let bytes: bytes::Bytes = (0..hex.len()).step_by(2).map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap()).collect::<Vec<u8>>().into();
+    /// let f = PrimitivFile::new(read_file(bytes.clone(), &ReaderOptions::default())?, u64::MAX).with_source(bytes);
+    /// let l = f.source_layout("tensor").unwrap();
+    /// assert_eq!((l.runs[0].offset, l.runs[0].len), (32, 16)); // column-major, as stored
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn with_source(mut self, data: bytes::Bytes) -> PrimitivFile {
+        self.source = Some(data);
+        self
     }
 
     /// The decoded data.
@@ -193,6 +214,20 @@ impl TensorFile for PrimitivFile {
         .check_alloc(t.data().len() as u64)?;
         // Core's reordering reads the file bytes at their (arbitrary) alignment directly.
         core.to_order(Order::RowMajor)
+    }
+
+    /// The tensor's value bytes are the reader's slice of the file (primitiv's own
+    /// layout: column-major, batch last); their offset is where that slice starts.
+    fn source_layout(&self, name: &str) -> Option<SourceLayout> {
+        let file = self.source.as_ref()?;
+        let data = self.primitiv_tensor(name)?.data();
+        let offset = (data.as_ptr() as usize).checked_sub(file.as_ptr() as usize)?;
+        if data.is_empty() || offset.checked_add(data.len())? > file.len() {
+            return None;
+        }
+        let mut l = SourceLayout::contiguous(offset as u64, data.len() as u64);
+        l.order = Order::ColumnMajor;
+        Some(l)
     }
 
     fn warnings(&self) -> Vec<String> {

@@ -139,11 +139,10 @@ pub fn open_tensor_file(
         },
         limits: options.limits,
     };
-    let decoded = read_file(data, &ro)?;
-    Ok(Box::new(PrimitivFile::new(
-        decoded,
-        options.limits.max_alloc,
-    )))
+    let decoded = read_file(data.clone(), &ro)?;
+    Ok(Box::new(
+        PrimitivFile::new(decoded, options.limits.max_alloc).with_source(data),
+    ))
 }
 
 /// Saves named tensors as a primitiv file: a Model file from the export names, or a

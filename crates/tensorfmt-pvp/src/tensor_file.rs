@@ -6,10 +6,12 @@ use std::ops::Range;
 
 use bytes::Bytes;
 use tensorfmt_core::{
-    Chunks, DType, Error, FieldValue, Order, ReadOptions, Stats, Tensor, TensorFile, TensorInfo,
+    Chunks, DType, Error, FieldValue, Order, ReadOptions, SourceLayout, SourceRun, Stats, Tensor,
+    TensorFile, TensorInfo,
 };
 
 use crate::error::{PvpError, Result};
+use crate::header::{HEADER_SIZE, WEIGHT_HEADER_SIZE};
 use crate::layout::{DenseElement, OpenOptions};
 use crate::read::PvpFile;
 
@@ -308,6 +310,58 @@ impl TensorFile for PvpTensorFile {
                 });
                 Some(Ok(Box::new(rows)))
             }
+            _ => None,
+        }
+    }
+
+    /// Dense `values` (contiguous frames only: legacy MPI blocks and borders are
+    /// reassembled, so they have none) and `time` (each frame's leading f64; none for
+    /// filetype 1, whose frames repeat the header's time), f32 `weights` between their
+    /// patch headers and each weight frame's header `time`. Sparse tensors are built
+    /// from entries: none.
+    fn source_layout(&self, name: &str) -> Option<SourceLayout> {
+        let (start, n) = (self.range.start as u64, self.range.len() as u64);
+        let strided = |offset: u64, len: u64, frame_bytes: u64| {
+            Some(SourceLayout {
+                order: Order::RowMajor,
+                runs: vec![SourceRun {
+                    offset: offset.checked_add(start.checked_mul(frame_bytes)?)?,
+                    len,
+                    repeat: vec![(n, frame_bytes)],
+                }],
+            })
+        };
+        match (&self.file, name) {
+            (PvpFile::Dense(d), "values") => {
+                let l = d.layout();
+                if !l.is_contiguous() {
+                    return None;
+                }
+                let time = if l.has_time { 8 } else { 0 };
+                let len = (l.neurons() as u64).checked_mul(l.elem_bytes() as u64)?;
+                strided(HEADER_SIZE as u64 + time, len, l.frame_bytes)
+            }
+            (PvpFile::Dense(d), "time") if d.layout().has_time => {
+                strided(HEADER_SIZE as u64, 8, d.layout().frame_bytes)
+            }
+            (PvpFile::Weights(w), "weights") => {
+                let l = w.layout();
+                if l.bytes {
+                    return None; // decoded through wMin/wMax
+                }
+                let patches = (l.arbors as u64).checked_mul(l.numpatches as u64)?;
+                let first = (WEIGHT_HEADER_SIZE + l.patch_header_bytes) as u64;
+                Some(SourceLayout {
+                    order: Order::RowMajor,
+                    runs: vec![SourceRun {
+                        offset: first.checked_add(start.checked_mul(l.frame_bytes)?)?,
+                        len: (l.patch_values() as u64).checked_mul(4)?,
+                        repeat: vec![(n, l.frame_bytes), (patches, l.patch_bytes() as u64)],
+                    }],
+                })
+            }
+            // The base header's time field (bytes 72..80) of every weight frame.
+            (PvpFile::Weights(w), "time") => strided(72, 8, w.layout().frame_bytes),
             _ => None,
         }
     }

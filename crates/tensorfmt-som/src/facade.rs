@@ -6,7 +6,8 @@ use std::path::Path;
 
 use bytes::Bytes;
 use tensorfmt_core::{
-    Chunks, DType, FieldValue, ReadOptions, Tensor, TensorFile, TensorInfo, WriteOptions,
+    Chunks, DType, FieldValue, Order, ReadOptions, SourceLayout, SourceRun, Tensor, TensorFile,
+    TensorInfo, WriteOptions,
 };
 
 use crate::header::{parse_v2, CommentBlock, DataType, FileKind, ParseRules};
@@ -281,6 +282,36 @@ impl TensorFile for SomTensors {
                 Box::new(std::iter::once(Ok(t)))
             }
         })
+    }
+
+    /// Data, SOM and mapping payloads are one contiguous block (the selected entries);
+    /// rotation/flip records interleave a flip byte and an f32 angle, 5 bytes apart.
+    /// Hexagonal axial coordinates are computed: none.
+    fn source_layout(&self, name: &str) -> Option<SourceLayout> {
+        let f = &self.file;
+        let unit = (f.payload_len() / f.units().max(1)) as u64;
+        let start =
+            (f.payload_offset() as u64).checked_add(unit.checked_mul(self.range.start as u64)?)?;
+        let len = unit.checked_mul(self.range.len() as u64)?;
+        let records = |skip: u64, len: u64| {
+            let n = (self.range.len() as u64).checked_mul(self.neurons() as u64)?;
+            Some(SourceLayout {
+                order: Order::RowMajor,
+                runs: vec![SourceRun {
+                    offset: start.checked_add(skip)?,
+                    len,
+                    repeat: vec![(n, crate::read::ROTFLIP_RECORD as u64)],
+                }],
+            })
+        };
+        match (f.kind(), name) {
+            (FileKind::Data, "data")
+            | (FileKind::Som, "som")
+            | (FileKind::Mapping, "distances") => Some(SourceLayout::contiguous(start, len)),
+            (FileKind::RotFlip, "flip") => records(0, 1),
+            (FileKind::RotFlip, "angle") => records(1, 4),
+            _ => None,
+        }
     }
 
     fn warnings(&self) -> Vec<String> {

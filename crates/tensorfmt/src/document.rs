@@ -384,8 +384,15 @@ impl Document {
                     return Ok(report);
                 }
             }
-            match provenance::restore(self, path, &plain_target, &plain)? {
-                Restored::Written(report) => return Ok(report),
+            let reopen = |data: Bytes| {
+                formats::open_bytes(data, target.format, None, &ReadOptions::default())
+            };
+            let restored =
+                provenance::restore(&*self.file, path, target.format.name(), &plain, &reopen)?;
+            match restored {
+                Restored::Written => {
+                    return formats::report(path, target.format, self.file.tensors().len(), &plain)
+                }
                 Restored::Refused(why) => notes.push(why),
                 Restored::NotRecorded => {}
             }
@@ -394,7 +401,7 @@ impl Document {
             && matches!(target.format, Format::Safetensors | Format::Npz)
             && options.dtype.is_none()
         {
-            let rec = provenance::record(self)?;
+            let rec = provenance::record(&*self.file, self.source.as_deref(), &self.path)?;
             notes.extend(rec.note);
             if let Some(json) = rec.json {
                 options.extra.insert(provenance::KEY.to_string(), json);

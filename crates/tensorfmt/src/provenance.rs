@@ -4,24 +4,29 @@
 //! times, comment blocks, layer definitions, solver fields, unknown protobuf fields,
 //! even the byte order of MessagePack maps. Converting it to safetensors or npz keeps
 //! the tensors as tensors and the rest as the file's **skeleton**: its bytes with the
-//! tensors' bytes cut out, plus where each cut was. The skeleton travels in the
-//! target's metadata (safetensors `__metadata__["tensorfmt.source"]`, npz member
-//! `__tensorfmt__.npy`, a 0-d bytes array that `np.load` / `np.savez` carry along), as
-//! JSON with a readable copy of the header beside the base64 skeleton.
+//! tensors' bytes cut out, plus where each tensor lay. The skeleton travels in the
+//! target's metadata (safetensors `__metadata__["tensorfmt.source"]`; in an npz, bytes
+//! of the archive outside every member, so `np.load` sees only the tensors), as JSON
+//! with a readable copy of the header beside the base64 skeleton.
+//!
+//! **Where a tensor lay is what its reader declares** ([`TensorFile::source_layout`]):
+//! regular runs (offset, piece length, and `(count, stride)` repeats), so a movie of a
+//! million frames is two runs, not two million cuts. Nothing is ever found by searching
+//! the file for a tensor's bytes. A tensor without a declared layout (computed,
+//! decoded, sparse) stays inside the skeleton and is compared after splicing.
 //!
 //! Converting back to the original format splices the tensors into the skeleton, so
-//! `X -> safetensors -> X` and `X -> npz -> X` give back the very same bytes whatever
-//! the original writer did (hash-ordered maps, padding, unknown fields). A file edited
-//! in numpy in between keeps its metadata when every tensor keeps its name, dtype and
-//! shape; the bytes a reader computes rather than finds verbatim in the file (a PVP
-//! file's `time`, a sparse frame's entries) are checked by reading the spliced file
-//! back, and when they no longer agree the conversion falls back to writing from the
-//! tensors alone and says so.
+//! `X -> safetensors -> X` and `X -> npz -> X` give back the very same bytes, and an
+//! edited value lands in exactly the bytes it came from. The carried metadata is input
+//! like any other: bounded ([`MAX_METADATA`], [`MAX_SKELETON`]), every run checked
+//! against the file size and its tensor, pieces that overlap refused, and the spliced
+//! file opened again before it is committed: its tensors must be the document's (the
+//! reader must declare the same layouts for the cut ones, and the others must read back
+//! equal). When anything disagrees the file is written from the tensors alone and the
+//! report says why.
 //!
-//! The rule for a cut is generic: a tensor chunk whose bytes are a slice of the mapped
-//! input (a zero-copy read) is cut out; everything else stays in the skeleton. A
-//! skeleton larger than [`MAX_SKELETON`] (a big sparse movie) is not recorded; the
-//! conversion says so.
+//! This module sits below the dispatch: it knows [`TensorFile`] and bytes, not
+//! [`Document`](crate::Document) nor the format table, which hand it what it needs.
 //!
 //! ```
 //! use tensorfmt::{Document, Format};
@@ -35,107 +40,93 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use std::collections::HashMap;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
 use std::io::Write;
 use std::path::Path;
 
+use bytes::Bytes;
 use serde_json::{json, Value};
 use tensorfmt_core::{
-    DType, Error, FieldValue, Order, Result, Shape, Tensor, TensorFile, WriteOptions,
+    DType, Error, FieldValue, Order, Result, Shape, SourceLayout, SourceRun, TensorFile,
+    WriteOptions,
 };
 
-use crate::document::Document;
-use crate::formats::{self, Format, Target, WriteReport};
-
-/// The safetensors `__metadata__` key (and npz member stem `__tensorfmt__`) that
-/// carries a legacy file's skeleton.
+/// The safetensors `__metadata__` key that carries a legacy file's skeleton (also the
+/// header field under which npz and safetensors documents show it).
 pub const KEY: &str = "tensorfmt.source";
 
-/// The npz member name (without `.npy`) that carries the skeleton.
+/// The npz member name (without `.npy`) that carried the skeleton in files written
+/// before it moved outside the archive's members; still read.
 pub const NPZ_MEMBER: &str = "__tensorfmt__";
 
-/// The largest skeleton recorded (bytes outside the tensors); beyond it the metadata
-/// would outgrow what safetensors readers accept in a header (100 MB in the Python
-/// package).
+/// The largest skeleton recorded (bytes outside the cut tensors); beyond it, nothing
+/// is recorded and the conversion says so.
 pub const MAX_SKELETON: usize = 16 << 20;
 
-/// Version of the JSON layout.
-const VERSION: u64 = 1;
+/// The largest metadata text recorded or read (the skeleton's base64 and the JSON
+/// around it), well below what safetensors readers accept in a header (100 MB).
+pub const MAX_METADATA: usize = 32 << 20;
 
-/// What [`record`] found for a document.
+/// The most runs one tensor's layout may have in carried metadata.
+const MAX_RUNS: usize = 1 << 16;
+
+/// Version of the JSON layout.
+const VERSION: u64 = 2;
+
+/// The legacy formats whose files are recorded (their [`TensorFile::format`] names).
+const LEGACY: [&str; 4] = ["pvp", "som", "primitiv", "caffe"];
+
+/// What [`record`] found for a file.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Recording {
-    /// The JSON to store under [`KEY`], when the document's format has anything to
-    /// carry and it fits.
+    /// The JSON to store under [`KEY`], when the file's format has anything to carry
+    /// and it fits.
     pub json: Option<String>,
-    /// Why nothing was recorded for a legacy file (too large, a partial read).
+    /// Why nothing was recorded for a legacy file (too large, a partial read), or what
+    /// was not cut from it.
     pub note: Option<String>,
 }
 
 /// What [`restore`] did.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Restored {
-    /// The original file was rebuilt from the skeleton and the tensors.
-    Written(WriteReport),
+    /// The original file was rebuilt from the skeleton and the tensors, and committed.
+    Written,
     /// The document carries no skeleton for this target (or options ask for a change).
     NotRecorded,
-    /// The document carries a skeleton that no longer fits its tensors; why.
+    /// The document carries a skeleton that does not fit its tensors; why. Nothing was
+    /// written.
     Refused(String),
 }
 
-/// One cut: `count` runs of `len` bytes, the `i`-th at `file_offset + i * stride` in
-/// the original file and at `tensor_offset + i * len` in the row-major bytes of tensor
-/// number `tensor`.
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct Cut {
-    file_offset: u64,
-    len: u64,
-    tensor: usize,
-    tensor_offset: u64,
-    count: u64,
-    stride: u64,
-}
-
-impl Cut {
-    fn pieces(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
-        (0..self.count).map(|i| {
-            (
-                self.file_offset + i * self.stride,
-                self.tensor_offset + i * self.len,
-            )
-        })
-    }
-}
-
-/// One tensor of the original file: what the cuts refer to and what must match.
+/// One tensor of the original file.
 #[derive(Debug, Clone, PartialEq)]
 struct Listed {
     name: String,
     dtype: DType,
     shape: Shape,
-    /// Every byte of the tensor was cut from a zero-copy read (so the spliced file
-    /// holds it verbatim and it need not be read back).
-    covered: bool,
-    /// The cuts hold the tensor's column-major bytes.
-    column_major: bool,
+    /// Where its bytes lay; `None`: they are in the skeleton.
+    layout: Option<SourceLayout>,
+}
+
+impl Listed {
+    fn byte_len(&self) -> Option<u64> {
+        self.shape
+            .byte_len(self.dtype.size())
+            .ok()
+            .map(|n| n as u64)
+    }
 }
 
 /// A parsed skeleton.
 #[derive(Debug, Clone, PartialEq)]
 struct Skeleton {
-    format: Format,
+    format: String,
     kind: String,
     size: u64,
     tensors: Vec<Listed>,
-    cuts: Vec<Cut>,
     bytes: Vec<u8>,
-}
-
-fn is_legacy(f: Format) -> bool {
-    matches!(
-        f,
-        Format::Pvp | Format::Som | Format::Primitiv | Format::Caffe
-    )
 }
 
 /// A header field as JSON (what `inspect --json` prints).
@@ -159,140 +150,137 @@ pub fn field_json(v: &FieldValue) -> Value {
     }
 }
 
-/// Records the skeleton of a whole legacy document for a conversion to safetensors or
-/// npz. Decodes nothing it does not have to: a tensor whose dense size exceeds the file
-/// cannot be stored verbatim and is not walked (a sparse movie stays sparse); the others
-/// are walked chunk by chunk, which for the zero-copy readers touches no data.
+/// The pieces of several layouts merged in file order: `(offset, len, tensor)`, each
+/// layout's pieces already in file order (regular runs, runs in order).
+fn merged<'a>(
+    layouts: &[Option<&'a SourceLayout>],
+) -> impl Iterator<Item = (u64, u64, usize)> + 'a {
+    type Pieces<'a> = Box<dyn Iterator<Item = (u64, u64)> + 'a>;
+    let mut iters: Vec<Pieces<'a>> = layouts
+        .iter()
+        .map(|l| -> Pieces<'a> {
+            match l {
+                Some(l) => Box::new(
+                    l.runs
+                        .iter()
+                        .filter(|r| r.len > 0)
+                        .flat_map(|r| r.pieces().map(move |o| (o, r.len))),
+                ),
+                None => Box::new(std::iter::empty()),
+            }
+        })
+        .collect();
+    let mut heap = BinaryHeap::new();
+    for (t, it) in iters.iter_mut().enumerate() {
+        if let Some((o, len)) = it.next() {
+            heap.push(Reverse((o, len, t)));
+        }
+    }
+    std::iter::from_fn(move || {
+        let Reverse((o, len, t)) = heap.pop()?;
+        if let Some((o2, len2)) = iters[t].next() {
+            heap.push(Reverse((o2, len2, t)));
+        }
+        Some((o, len, t))
+    })
+}
+
+/// The first tensor whose pieces overlap an earlier piece, if any.
+fn first_overlap(layouts: &[Option<&SourceLayout>]) -> Option<usize> {
+    let mut end = 0u64;
+    for (o, len, t) in merged(layouts) {
+        if o < end {
+            return Some(t);
+        }
+        end = o + len;
+    }
+    None
+}
+
+/// Records the skeleton of a whole legacy file for a conversion to safetensors or
+/// npz: `file` is the opened view, `data` the bytes it was opened from (`None` when
+/// only part of the file was read), `origin` its path (for notes). The cuts are the
+/// layouts its reader declares ([`TensorFile::source_layout`]), each checked against
+/// the file and the tensor; no tensor data is read.
 ///
 /// ```
 /// let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/pvp/dense_f32.pvp");
 /// let doc = tensorfmt::Document::open(&src)?;
-/// let rec = tensorfmt::provenance::record(&doc)?;
+/// let rec = tensorfmt::provenance::record(&*doc, doc.source_bytes().map(|b| &b[..]), doc.path())?;
 /// assert!(rec.json.unwrap().contains("\"format\":\"pvp\""));
 /// # Ok::<(), tensorfmt::Error>(())
 /// ```
-pub fn record(doc: &Document) -> Result<Recording> {
+pub fn record(file: &dyn TensorFile, data: Option<&[u8]>, origin: &Path) -> Result<Recording> {
     // The skeleton is read from the mapping before any output exists, so no
     // `AtomicFile` sees a fault here: an input that shrank meanwhile must fail now,
     // or zeros read from it would be published with the output.
     let faults = tensorfmt_core::io::guarded_faults();
-    let recording = record_mapped(doc)?;
+    let recording = record_mapped(file, data, origin)?;
     if tensorfmt_core::io::guarded_faults() != faults {
         return Err(Error::InputChanged {
-            path: doc.path().display().to_string(),
+            path: origin.display().to_string(),
         });
     }
     Ok(recording)
 }
 
-fn record_mapped(doc: &Document) -> Result<Recording> {
-    if !is_legacy(doc.file_format()) {
+fn record_mapped(file: &dyn TensorFile, data: Option<&[u8]>, origin: &Path) -> Result<Recording> {
+    if !LEGACY.contains(&file.format()) {
         return Ok(Recording::default());
     }
-    let Some(data) = doc.source_bytes() else {
+    let Some(data) = data else {
         return Ok(Recording {
             json: None,
             note: Some(format!(
                 "{}: only part of the file was read (frames or CSR export), so its header \
                  and layout are not kept in the metadata",
-                doc.path().display()
+                origin.display()
             )),
         });
     };
-    let base = data.as_ptr() as usize;
-    let end = base + data.len();
-    let mut tensors = Vec::new();
-    let mut pieces: Vec<(u64, u64, usize, u64)> = Vec::new();
-    // First the tensors whose chunks view the file: their places are known for free.
-    for (index, info) in doc.tensors().into_iter().enumerate() {
-        let dense = info.shape.byte_len(info.dtype.size()).ok();
-        let mut cut = 0u64;
-        if dense.is_some_and(|d| d <= data.len()) {
-            let mut offset = 0u64;
-            for chunk in doc.read_chunks(&info.name)? {
-                let chunk = chunk?;
-                let b = chunk.bytes();
-                let p = b.as_ptr() as usize;
-                // Zero copy (row-major, as chunks are by contract): the file's own bytes.
-                let row_major = chunk.order() == Order::RowMajor || chunk.dims().len() < 2;
-                if row_major && !b.is_empty() && p >= base && p + b.len() <= end {
-                    pieces.push(((p - base) as u64, b.len() as u64, index, offset));
-                    cut += b.len() as u64;
-                }
-                offset += b.len() as u64;
-            }
-        }
-        tensors.push((info, cut, dense));
-    }
-    // Then the tensors their readers copied (unaligned, or between per-patch headers),
-    // looked for only in the bytes the views left: a dense PVP movie's `time` is sought
-    // in its frame headers, not in every page of the movie.
-    pieces.sort_by_key(|p| p.0);
-    let haystack = Haystack::new(data, &pieces);
-    // Where the search for the next copied tensor starts: tensors come in file order.
-    let mut cursor = 0usize;
-    let mut column_major = vec![false; tensors.len()];
-    for (index, (info, cut, dense)) in tensors.iter().enumerate() {
-        if !(dense.is_some_and(|d| d > 0 && d <= haystack.bytes.len()) && *cut == 0) {
-            continue;
-        }
-        // A wrong match is harmless while the values stay (the same bytes go back), and
-        // such tensors are checked after splicing. Row-major first; then column-major
-        // (primitiv, Fortran-minded writers).
-        let t = doc.read_tensor(&info.name)?.to_order(Order::RowMajor)?;
-        let elem = t.dtype().size();
-        let hay = &haystack.bytes[..];
-        let mut found = search(hay, t.bytes(), t.dims(), elem, cursor);
-        if found.is_none() && t.dims().iter().filter(|&&d| d > 1).count() > 1 {
-            let c = t.to_order(Order::ColumnMajor)?;
-            let reversed: Vec<usize> = t.dims().iter().rev().copied().collect();
-            found = search(hay, c.bytes(), &reversed, elem, cursor);
-            if found.is_some() {
-                column_major[index] = true;
-            }
-        }
-        if let Some(found) = found {
-            cursor = found.last().map_or(cursor, |p| (p.0 + p.1) as usize);
-            for (at, len, off) in found {
-                haystack.add_piece(at, len, off, index, &mut pieces);
-            }
-        }
-    }
-    // Two tensors viewing the same bytes: the first keeps the cut.
-    pieces.sort_by_key(|p| p.0);
-    let mut kept: Vec<(u64, u64, usize, u64)> = Vec::with_capacity(pieces.len());
-    let mut dropped = vec![false; tensors.len()];
-    for p in pieces {
-        match kept.last() {
-            Some(last) if p.0 < last.0 + last.1 => dropped[p.2] = true,
-            _ => kept.push(p),
-        }
-    }
-    let mut cut_by_tensor = vec![0u64; tensors.len()];
-    for p in &kept {
-        cut_by_tensor[p.2] += p.1;
-    }
-    let listed: Vec<Listed> = tensors
+    let size = data.len() as u64;
+    let mut tensors: Vec<Listed> = file
+        .tensors()
         .into_iter()
-        .enumerate()
-        .map(|(i, (info, _, dense))| Listed {
-            column_major: column_major[i],
-            covered: !dropped[i] && dense == Some(cut_by_tensor[i] as usize),
-            name: info.name,
-            dtype: info.dtype,
-            shape: info.shape,
+        .map(|info| {
+            let len = info
+                .shape
+                .byte_len(info.dtype.size())
+                .ok()
+                .map(|n| n as u64);
+            let layout = file
+                .source_layout(&info.name)
+                .filter(|l| len.is_some_and(|n| l.check(size, n).is_ok()));
+            Listed {
+                name: info.name,
+                dtype: info.dtype,
+                shape: info.shape,
+                layout,
+            }
         })
         .collect();
-    let cut_total: u64 = kept.iter().map(|p| p.1).sum();
-    let skeleton_len = data.len() as u64 - cut_total;
+    // Two tensors declaring the same bytes (a view of a view): the first keeps them.
+    loop {
+        let layouts: Vec<Option<&SourceLayout>> =
+            tensors.iter().map(|t| t.layout.as_ref()).collect();
+        match first_overlap(&layouts) {
+            Some(t) => tensors[t].layout = None,
+            None => break,
+        }
+    }
+    let cut: u64 = tensors
+        .iter()
+        .filter_map(|t| t.layout.as_ref().and_then(SourceLayout::byte_len))
+        .sum();
+    let skeleton_len = size - cut;
     if skeleton_len > MAX_SKELETON as u64 {
         return Ok(Recording {
             json: None,
             note: Some(format!(
-                "{}: {} MiB of the file lie outside its tensors (more than the {} MiB \
-                 that travel in metadata), so converting back gives the same tensors, \
-                 not the same file",
-                doc.path().display(),
+                "{}: {} MiB of the file lie outside the tensors stored verbatim (more than \
+                 the {} MiB that travel in metadata), so converting back gives the same \
+                 tensors, not the same file",
+                origin.display(),
                 skeleton_len >> 20,
                 MAX_SKELETON >> 20
             )),
@@ -300,205 +288,150 @@ fn record_mapped(doc: &Document) -> Result<Recording> {
     }
     let mut bytes = Vec::with_capacity(skeleton_len as usize);
     let mut at = 0usize;
-    for p in &kept {
-        bytes.extend_from_slice(&data[at..p.0 as usize]);
-        at = (p.0 + p.1) as usize;
+    {
+        let layouts: Vec<Option<&SourceLayout>> =
+            tensors.iter().map(|t| t.layout.as_ref()).collect();
+        for (o, len, _) in merged(&layouts) {
+            bytes.extend_from_slice(&data[at..o as usize]);
+            at = (o + len) as usize;
+        }
     }
     bytes.extend_from_slice(&data[at..]);
     let skeleton = Skeleton {
-        format: doc.file_format(),
-        kind: doc.kind(),
-        size: data.len() as u64,
-        tensors: listed,
-        cuts: runs(&kept),
+        format: file.format().to_string(),
+        kind: file.kind(),
+        size,
+        tensors,
         bytes,
     };
     let header = Value::Object(
-        doc.header()
+        file.header()
             .iter()
             .map(|(k, v)| (k.clone(), field_json(v)))
             .collect(),
     );
+    let text = to_json(&skeleton, header).to_string();
+    if text.len() > MAX_METADATA {
+        return Ok(Recording {
+            json: None,
+            note: Some(format!(
+                "{}: its header and layout take {} MiB, more than the {} MiB that travel \
+                 in metadata, so converting back gives the same tensors, not the same file",
+                origin.display(),
+                text.len() >> 20,
+                MAX_METADATA >> 20
+            )),
+        });
+    }
     Ok(Recording {
-        json: Some(to_json(&skeleton, header).to_string()),
+        json: Some(text),
         note: None,
     })
 }
 
-/// Where copied tensors are sought: the file's bytes outside the zero-copy pieces,
-/// gathered into one buffer with the file offset of each run. The whole file (no copy)
-/// when nothing was viewed, or when the rest is too large to gather.
-struct Haystack<'a> {
-    bytes: std::borrow::Cow<'a, [u8]>,
-    /// `(offset in bytes, offset in the file, length)`, in order.
-    runs: Vec<(u64, u64, u64)>,
-}
-
-impl<'a> Haystack<'a> {
-    /// Gathering more than this would cost more than the search it narrows.
-    const MAX_GATHERED: u64 = 64 << 20;
-
-    fn new(data: &'a [u8], sorted_pieces: &[(u64, u64, usize, u64)]) -> Haystack<'a> {
-        let whole = || Haystack {
-            bytes: std::borrow::Cow::Borrowed(data),
-            runs: vec![(0, 0, data.len() as u64)],
-        };
-        if sorted_pieces.is_empty() {
-            return whole();
-        }
-        let mut runs = Vec::new();
-        let (mut at, mut gathered) = (0u64, 0u64);
-        for &(offset, len, _, _) in sorted_pieces {
-            if offset > at {
-                runs.push((gathered, at, offset - at));
-                gathered += offset - at;
-            }
-            at = at.max(offset + len);
-        }
-        if (data.len() as u64) > at {
-            runs.push((gathered, at, data.len() as u64 - at));
-            gathered += data.len() as u64 - at;
-        }
-        if gathered > Self::MAX_GATHERED {
-            return whole();
-        }
-        let mut bytes = Vec::with_capacity(gathered as usize);
-        for &(_, file_offset, len) in &runs {
-            bytes.extend_from_slice(&data[file_offset as usize..(file_offset + len) as usize]);
-        }
-        Haystack {
-            bytes: std::borrow::Cow::Owned(bytes),
-            runs,
-        }
-    }
-
-    /// Adds a found piece (`len` bytes at `at` in the haystack, `tensor_offset` into
-    /// the tensor) to `pieces` in file offsets, split where it spans two runs.
-    fn add_piece(
-        &self,
-        at: u64,
-        len: u64,
-        tensor_offset: u64,
-        tensor: usize,
-        pieces: &mut Vec<(u64, u64, usize, u64)>,
-    ) {
-        let first = self.runs.partition_point(|r| r.0 + r.2 <= at);
-        let (mut at, mut left, mut off) = (at, len, tensor_offset);
-        for &(start, file_offset, run_len) in &self.runs[first..] {
-            if left == 0 {
-                break;
-            }
-            let take = left.min(start + run_len - at);
-            pieces.push((file_offset + (at - start), take, tensor, off));
-            at += take;
-            off += take;
-            left -= take;
-        }
-    }
-}
-
-/// Finds `bytes` (a row-major tensor of `dims`) in `file` from `from` on: whole, or
-/// else as consecutive slices along axis 0, 1, ... (weights between patch headers),
-/// each found after the previous one. Returns `(file offset, length, tensor offset)`
-/// pieces. The scan per level is at most one pass over the file.
-fn search(
-    file: &[u8],
-    bytes: &[u8],
-    dims: &[usize],
-    elem: usize,
-    from: usize,
-) -> Option<Vec<(u64, u64, u64)>> {
-    const MAX_PIECES: usize = 1 << 16;
-    for level in 0..dims.len().max(1) {
-        let piece = dims.get(level..).map_or(1, |d| d.iter().product::<usize>()) * elem;
-        if piece == 0 || bytes.len() / piece > MAX_PIECES {
-            return None;
-        }
-        // Pieces of a few bytes match anywhere; not worth cutting.
-        if piece < 16 && level > 0 {
-            return None;
-        }
-        let mut at = from;
-        let mut found = Vec::with_capacity(bytes.len() / piece);
-        for (k, p) in bytes.chunks(piece).enumerate() {
-            match memchr::memmem::find(file.get(at..)?, p) {
-                Some(i) => {
-                    found.push(((at + i) as u64, p.len() as u64, (k * piece) as u64));
-                    at += i + p.len();
-                }
-                None => break,
-            }
-        }
-        if found.len() * piece >= bytes.len() {
-            return Some(found);
-        }
-    }
-    None
-}
-
-/// Merges cut pieces (sorted by file offset) into regular runs.
-fn runs(pieces: &[(u64, u64, usize, u64)]) -> Vec<Cut> {
-    let mut out: Vec<Cut> = Vec::new();
-    for &(file_offset, len, tensor, tensor_offset) in pieces {
-        if let Some(c) = out.last_mut() {
-            let same = c.tensor == tensor
-                && c.len == len
-                && tensor_offset == c.tensor_offset + c.count * len;
-            if same && c.count == 1 && file_offset >= c.file_offset + len {
-                c.stride = file_offset - c.file_offset;
-                c.count = 2;
-                continue;
-            }
-            if same && c.count > 1 && file_offset == c.file_offset + c.count * c.stride {
-                c.count += 1;
-                continue;
-            }
-        }
-        out.push(Cut {
-            file_offset,
-            len,
-            tensor,
-            tensor_offset,
-            count: 1,
-            stride: len,
-        });
-    }
-    out
+fn layout_json(l: &SourceLayout) -> Value {
+    json!({
+        "order": if l.order == Order::ColumnMajor { "F" } else { "C" },
+        "runs": l.runs.iter().map(|r| json!([
+            r.offset,
+            r.len,
+            r.repeat.iter().map(|&(c, s)| json!([c, s])).collect::<Vec<_>>(),
+        ])).collect::<Vec<_>>(),
+    })
 }
 
 fn to_json(s: &Skeleton, header: Value) -> Value {
     json!({
         "tensorfmt": VERSION,
-        "format": s.format.name(),
+        "format": s.format,
         "kind": s.kind,
         "size": s.size,
         "header": header,
-        "tensors": s.tensors.iter().map(|t| json!({
-            "name": t.name,
-            "dtype": t.dtype.name(),
-            "shape": t.shape.dims(),
-            "covered": t.covered,
-            "order": if t.column_major { "F" } else { "C" },
-        })).collect::<Vec<_>>(),
-        "cuts": s.cuts.iter().map(|c| json!([
-            c.file_offset, c.len, c.tensor, c.tensor_offset, c.count, c.stride
-        ])).collect::<Vec<_>>(),
+        "tensors": s.tensors.iter().map(|t| {
+            let mut v = json!({
+                "name": t.name,
+                "dtype": t.dtype.name(),
+                "shape": t.shape.dims(),
+            });
+            if let Some(l) = &t.layout {
+                v["layout"] = layout_json(l);
+            }
+            v
+        }).collect::<Vec<_>>(),
         "skeleton": base64_encode(&s.bytes),
     })
 }
 
+fn parse_layout(v: &Value) -> std::result::Result<SourceLayout, String> {
+    let u = |v: &Value, what: &str| v.as_u64().ok_or_else(|| format!("{what} is not a count"));
+    let order = match v["order"].as_str() {
+        Some("C") => Order::RowMajor,
+        Some("F") => Order::ColumnMajor,
+        _ => return Err("a layout without order C or F".into()),
+    };
+    let runs = v["runs"].as_array().ok_or("a layout without runs")?;
+    if runs.len() > MAX_RUNS {
+        return Err(format!(
+            "a layout of {} runs (at most {MAX_RUNS})",
+            runs.len()
+        ));
+    }
+    let mut out = Vec::with_capacity(runs.len());
+    for r in runs {
+        let f = r
+            .as_array()
+            .filter(|f| f.len() == 3)
+            .ok_or("a run is not [offset, len, repeats]")?;
+        let repeats = f[2].as_array().ok_or("a run without repeats")?;
+        if repeats.len() > 8 {
+            return Err("a run nested more than 8 deep".into());
+        }
+        let mut repeat = Vec::with_capacity(repeats.len());
+        for x in repeats {
+            let p = x
+                .as_array()
+                .filter(|p| p.len() == 2)
+                .ok_or("a repeat is not [count, stride]")?;
+            repeat.push((u(&p[0], "a count")?, u(&p[1], "a stride")?));
+        }
+        out.push(SourceRun {
+            offset: u(&f[0], "an offset")?,
+            len: u(&f[1], "a length")?,
+            repeat,
+        });
+    }
+    Ok(SourceLayout { order, runs: out })
+}
+
+/// Parses and checks carried metadata: sizes bounded, every layout inside the file and
+/// exactly its tensor's size, and skeleton plus cuts exactly the file.
 fn parse(text: &str) -> std::result::Result<Skeleton, String> {
+    if text.len() > MAX_METADATA {
+        return Err(format!(
+            "{} bytes of metadata (at most {MAX_METADATA})",
+            text.len()
+        ));
+    }
     let v: Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
     let u = |v: &Value, what: &str| v.as_u64().ok_or_else(|| format!("{what} is not a count"));
-    if v.get("tensorfmt").and_then(Value::as_u64) != Some(VERSION) {
-        return Err(format!("unknown layout version {}", v["tensorfmt"]));
+    match v.get("tensorfmt").and_then(Value::as_u64) {
+        Some(VERSION) => {}
+        Some(1) => {
+            return Err(
+                "it was written by an older tensorfmt, whose cuts were found by \
+                        searching the file and cannot be trusted"
+                    .into(),
+            )
+        }
+        _ => return Err(format!("unknown layout version {}", v["tensorfmt"])),
     }
-    let format: Format = v["format"]
-        .as_str()
-        .ok_or("no format")?
-        .parse()
-        .map_err(|e: Error| e.to_string())?;
+    let format = v["format"].as_str().ok_or("no format")?.to_string();
+    if !LEGACY.contains(&format.as_str()) {
+        return Err(format!("{format:?} is not a legacy format"));
+    }
+    let size = u(&v["size"], "size")?;
     let mut tensors = Vec::new();
+    let mut cut = 0u64;
     for t in v["tensors"].as_array().ok_or("no tensor list")? {
         let dims = t["shape"]
             .as_array()
@@ -506,70 +439,34 @@ fn parse(text: &str) -> std::result::Result<Skeleton, String> {
             .iter()
             .map(|d| u(d, "a dimension").map(|d| d as usize))
             .collect::<std::result::Result<Vec<_>, _>>()?;
-        tensors.push(Listed {
+        let listed = Listed {
             name: t["name"].as_str().ok_or("a tensor without a name")?.into(),
             dtype: DType::from_name(t["dtype"].as_str().ok_or("a tensor without a dtype")?)
                 .map_err(|e| e.to_string())?,
             shape: Shape::new(dims),
-            covered: t["covered"].as_bool().unwrap_or(false),
-            column_major: t["order"] == "F",
-        });
-    }
-    let size = u(&v["size"], "size")?;
-    let bytes = base64_decode(v["skeleton"].as_str().ok_or("no skeleton")?)?;
-    let mut cuts = Vec::new();
-    let mut cut_total = 0u64;
-    let mut end = 0u64;
-    for c in v["cuts"].as_array().ok_or("no cut list")? {
-        let f = c
-            .as_array()
-            .filter(|f| f.len() == 6)
-            .ok_or("a cut is not 6 numbers")?;
-        let n: Vec<u64> = f
-            .iter()
-            .map(|x| u(x, "a cut field"))
-            .collect::<std::result::Result<_, _>>()?;
-        let cut = Cut {
-            file_offset: n[0],
-            len: n[1],
-            tensor: n[2] as usize,
-            tensor_offset: n[3],
-            count: n[4],
-            stride: n[5],
+            layout: match t.get("layout") {
+                None | Some(Value::Null) => None,
+                Some(l) => Some(parse_layout(l)?),
+            },
         };
-        // Checked here so that splicing cannot run out of the skeleton or a tensor.
-        let t = tensors.get(cut.tensor).ok_or("a cut names no tensor")?;
-        let tensor_len = t
-            .shape
-            .byte_len(t.dtype.size())
-            .map_err(|e| e.to_string())? as u64;
-        let last = cut.count.checked_sub(1).ok_or("an empty cut")?;
-        let ok = cut.len > 0
-            && cut.stride >= cut.len
-            && cut.file_offset >= end
-            && cut
-                .stride
-                .checked_mul(last)
-                .and_then(|s| s.checked_add(cut.file_offset))
-                .and_then(|s| s.checked_add(cut.len))
-                .is_some_and(|e| {
-                    end = e;
-                    e <= size
-                })
-            && cut
-                .len
-                .checked_mul(cut.count)
-                .and_then(|l| l.checked_add(cut.tensor_offset))
-                .is_some_and(|e| e <= tensor_len);
-        if !ok {
-            return Err("a cut runs outside the file or its tensor".into());
+        if let Some(l) = &listed.layout {
+            let len = listed
+                .byte_len()
+                .ok_or_else(|| format!("tensor {:?}: its size overflows", listed.name))?;
+            l.check(size, len)
+                .map_err(|why| format!("tensor {:?}: {why}", listed.name))?;
+            cut = cut.checked_add(len).ok_or("the cuts' size overflows")?;
         }
-        cut_total += cut.len * cut.count;
-        cuts.push(cut);
+        tensors.push(listed);
     }
-    if cut_total.checked_add(bytes.len() as u64) != Some(size) {
+    let skeleton = v["skeleton"].as_str().ok_or("no skeleton")?;
+    if skeleton.len() / 4 * 3 > MAX_SKELETON + 3 {
+        return Err(format!("a skeleton over {MAX_SKELETON} bytes"));
+    }
+    let bytes = base64_decode(skeleton)?;
+    if cut.checked_add(bytes.len() as u64) != Some(size) {
         return Err(format!(
-            "skeleton of {} bytes and cuts of {cut_total} do not make {size}",
+            "a skeleton of {} bytes and cuts of {cut} do not make the {size} bytes of the file",
             bytes.len()
         ));
     }
@@ -578,17 +475,16 @@ fn parse(text: &str) -> std::result::Result<Skeleton, String> {
         kind: v["kind"].as_str().unwrap_or_default().into(),
         size,
         tensors,
-        cuts,
         bytes,
     })
 }
 
-/// The skeleton JSON a safetensors or npz document carries, if any.
+/// The skeleton JSON a safetensors or npz file carries, if any.
 ///
 /// ```
 /// let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/core/model.safetensors");
 /// let doc = tensorfmt::Document::open(&p)?;
-/// assert!(tensorfmt::provenance::carried(&doc).is_none());
+/// assert!(tensorfmt::provenance::carried(doc.file()).is_none());
 /// # Ok::<(), tensorfmt::Error>(())
 /// ```
 pub fn carried(file: &dyn TensorFile) -> Option<String> {
@@ -606,67 +502,170 @@ pub fn carried(file: &dyn TensorFile) -> Option<String> {
 }
 
 /// Whether `options` ask for nothing beyond the target format (`skip_fsync` aside).
-fn asks_nothing(target: &Target, options: &WriteOptions) -> bool {
-    target.kind.is_none()
-        && options.kind.is_none()
-        && !options.hex
-        && options.dtype.is_none()
-        && options.extra.is_empty()
+pub fn asks_nothing(options: &WriteOptions) -> bool {
+    options.kind.is_none() && !options.hex && options.dtype.is_none() && options.extra.is_empty()
 }
 
-/// Rebuilds the original legacy file from a safetensors or npz document that carries
-/// its skeleton, when `target` is that file's format and nothing else is asked. The
-/// tensors must keep their names, dtypes and shapes (values may change); bytes the
-/// original's reader computes rather than finds verbatim are compared after splicing.
+/// A tensor's bytes in a given order, handed out front to back.
+struct Stream<'a> {
+    chunks: tensorfmt_core::Chunks<'a>,
+    current: Bytes,
+    at: usize,
+    dtype: DType,
+    order: Order,
+}
+
+impl<'a> Stream<'a> {
+    fn open(file: &'a dyn TensorFile, t: &Listed, order: Order) -> Result<Stream<'a>> {
+        let chunks: tensorfmt_core::Chunks<'a> = if order == Order::RowMajor {
+            file.read_chunks(&t.name)?
+        } else {
+            let whole = file.read_tensor(&t.name)?.to_order(order)?;
+            Box::new(std::iter::once(Ok(whole)))
+        };
+        Ok(Stream {
+            chunks,
+            current: Bytes::new(),
+            at: 0,
+            dtype: t.dtype,
+            order,
+        })
+    }
+
+    /// Writes the next `len` bytes to `out`; `Ok(false)` when the tensor runs out.
+    fn copy(&mut self, mut len: u64, out: &mut dyn Write) -> Result<bool> {
+        while len > 0 {
+            if self.at == self.current.len() {
+                let Some(chunk) = self.chunks.next() else {
+                    return Ok(false);
+                };
+                let chunk = chunk?;
+                if chunk.dtype() != self.dtype {
+                    return Ok(false);
+                }
+                let chunk = chunk.to_order(self.order)?;
+                self.current = chunk.bytes().clone();
+                self.at = 0;
+                continue;
+            }
+            let take = (len as usize).min(self.current.len() - self.at);
+            out.write_all(&self.current[self.at..self.at + take])?;
+            self.at += take;
+            len -= take as u64;
+        }
+        Ok(true)
+    }
+}
+
+/// Whether two layouts describe the same bytes (pieces compared after joining
+/// adjacent ones), streamed.
+fn same_bytes(a: &SourceLayout, b: &SourceLayout) -> bool {
+    fn joined(l: &SourceLayout) -> impl Iterator<Item = (u64, u64)> + '_ {
+        let mut pieces = l
+            .runs
+            .iter()
+            .filter(|r| r.len > 0)
+            .flat_map(|r| r.pieces().map(move |o| (o, r.len)))
+            .peekable();
+        std::iter::from_fn(move || {
+            let (o, mut len) = pieces.next()?;
+            while let Some(&(o2, l2)) = pieces.peek() {
+                if o2 != o + len {
+                    break;
+                }
+                len += l2;
+                pieces.next();
+            }
+            Some((o, len))
+        })
+    }
+    a.order == b.order && joined(a).eq(joined(b))
+}
+
+/// Whether tensor `t` holds the same bytes in two files, compared piece by piece.
+fn same_values(a: &dyn TensorFile, b: &dyn TensorFile, t: &Listed) -> Result<bool> {
+    let mut sa = Stream::open(a, t, Order::RowMajor)?;
+    let mut sb = Stream::open(b, t, Order::RowMajor)?;
+    let (mut x, mut y) = (Vec::new(), Vec::new());
+    loop {
+        x.clear();
+        y.clear();
+        let more_a = sa.copy(1 << 20, &mut x)?;
+        let more_b = sb.copy(1 << 20, &mut y)?;
+        if x != y || more_a != more_b {
+            return Ok(false);
+        }
+        if !more_a {
+            return Ok(true);
+        }
+    }
+}
+
+/// Opens a spliced file again, as the original format's reader: the dispatch hands
+/// this in, so that this module needs no format table.
+pub type Reopen<'a> = dyn Fn(Bytes) -> Result<Box<dyn TensorFile>> + 'a;
+
+/// Rebuilds the original legacy file at `path` from `file` (a safetensors or npz view
+/// carrying its skeleton), when `target` (a format name) is that file's format and
+/// `options` ask for nothing else ([`asks_nothing`]). The tensors must keep their
+/// names, dtypes and shapes (values may change). Before committing, the spliced file
+/// is opened again with `reopen`: it must list the same tensors, its reader must
+/// declare the recorded layout for every cut tensor, and every other tensor must read
+/// back equal; otherwise nothing is written and [`Restored::Refused`] says why.
 ///
 /// ```
-/// use tensorfmt::{provenance::{restore, Restored}, Document, Format, Target};
+/// use tensorfmt::provenance::{restore, Restored};
+/// use tensorfmt::{Document, Format};
 /// let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/pvp/dense_f32.pvp");
 /// let dir = tempfile::tempdir()?;
 /// let npz = dir.path().join("x.npz");
 /// Document::open(&src)?.convert_to(&npz, Format::Npz)?;
 /// let out = dir.path().join("x.pvp");
-/// let done = restore(&Document::open(&npz)?, &out, &Target::new(Format::Pvp), &Default::default())?;
-/// assert!(matches!(done, Restored::Written(_)));
+/// let reopen = |b: bytes::Bytes| tensorfmt::open_bytes(b, Format::Pvp, None, &Default::default());
+/// let done = restore(&*Document::open(&npz)?, &out, "pvp", &Default::default(), &reopen)?;
+/// assert_eq!(done, Restored::Written);
 /// assert_eq!(std::fs::read(&out)?, std::fs::read(&src)?);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn restore(
-    doc: &Document,
+    file: &dyn TensorFile,
     path: &Path,
-    target: &Target,
+    target: &str,
     options: &WriteOptions,
+    reopen: &Reopen<'_>,
 ) -> Result<Restored> {
-    let Some(text) = carried(doc.file()) else {
+    let Some(text) = carried(file) else {
         return Ok(Restored::NotRecorded);
     };
-    if !asks_nothing(target, options) {
+    if !asks_nothing(options) {
         return Ok(Restored::NotRecorded);
     }
     let skeleton = match parse(&text) {
         Ok(s) => s,
         Err(why) => {
             return Ok(Restored::Refused(format!(
-                "the metadata {KEY:?} is not readable ({why}); written from the tensors alone"
+                "the metadata {KEY:?} was not used ({why}); written from the tensors alone"
             )))
         }
     };
-    if skeleton.format != target.format {
+    if skeleton.format != target {
         return Ok(Restored::NotRecorded);
     }
-    let fallback = |why: String| {
+    let refuse = |why: String| {
         Ok(Restored::Refused(format!(
             "the original {} file's header and layout were not kept: {why}; written from \
              the tensors alone",
             skeleton.format
         )))
     };
-    let infos = doc.tensors();
+    let infos = file.tensors();
+    let by_name: HashMap<&str, &tensorfmt_core::TensorInfo> =
+        infos.iter().map(|i| (i.name.as_str(), i)).collect();
     for t in &skeleton.tensors {
-        match infos.iter().find(|i| i.name == t.name) {
-            None => return fallback(format!("tensor {:?} is missing", t.name)),
+        match by_name.get(t.name.as_str()) {
+            None => return refuse(format!("tensor {:?} is missing", t.name)),
             Some(i) if i.dtype != t.dtype || i.shape != t.shape => {
-                return fallback(format!(
+                return refuse(format!(
                     "tensor {:?} is {} {}, the original's was {} {}",
                     t.name, i.dtype, i.shape, t.dtype, t.shape
                 ))
@@ -674,83 +673,100 @@ pub fn restore(
             Some(_) => {}
         }
     }
-    if let Some(extra) = infos
-        .iter()
-        .find(|i| !skeleton.tensors.iter().any(|t| t.name == i.name))
-    {
-        return fallback(format!(
-            "tensor {:?} was not in the original file",
-            extra.name
+    if infos.len() != skeleton.tensors.len() {
+        let listed: std::collections::HashSet<&str> =
+            skeleton.tensors.iter().map(|t| t.name.as_str()).collect();
+        let extra = infos
+            .iter()
+            .find(|i| !listed.contains(i.name.as_str()))
+            .map_or_else(|| "a name twice".to_string(), |i| format!("{:?}", i.name));
+        return refuse(format!(
+            "the file holds {extra}, which the original did not"
         ));
     }
     let mut out = tensorfmt_core::io::AtomicFile::create(path)?.sync(!options.skip_fsync);
-    let mut loaded: HashMap<usize, Tensor> = HashMap::new();
-    let mut written = 0u64;
-    let mut from_skeleton = 0usize;
     let io = |e: std::io::Error| Error::io_op(path, "writing", e);
-    for cut in &skeleton.cuts {
-        if let std::collections::hash_map::Entry::Vacant(slot) = loaded.entry(cut.tensor) {
-            let listed = &skeleton.tensors[cut.tensor];
-            let order = if listed.column_major {
-                Order::ColumnMajor
-            } else {
-                Order::RowMajor
-            };
-            slot.insert(doc.read_tensor(&listed.name)?.to_order(order)?);
+    let layouts: Vec<Option<&SourceLayout>> =
+        skeleton.tensors.iter().map(|t| t.layout.as_ref()).collect();
+    let mut streams: Vec<Option<Stream<'_>>> = skeleton.tensors.iter().map(|_| None).collect();
+    let (mut written, mut from_skeleton) = (0u64, 0usize);
+    for (offset, len, t) in merged(&layouts) {
+        if offset < written {
+            return refuse(format!(
+                "tensor {:?} overlaps other bytes at offset {offset}",
+                skeleton.tensors[t].name
+            ));
         }
-        let tensor = loaded[&cut.tensor].bytes();
-        if (tensor.len() as u64) < cut.tensor_offset + cut.len * cut.count {
-            let name = &skeleton.tensors[cut.tensor].name;
-            return fallback(format!("tensor {name:?} holds fewer bytes than its shape"));
+        let gap = (offset - written) as usize;
+        let Some(bytes) = skeleton.bytes.get(from_skeleton..from_skeleton + gap) else {
+            return refuse("the skeleton is shorter than its layout".into());
+        };
+        out.write_all(bytes).map_err(io)?;
+        from_skeleton += gap;
+        let listed = &skeleton.tensors[t];
+        let stream = match &mut streams[t] {
+            Some(s) => s,
+            slot => {
+                let order = listed.layout.as_ref().map_or(Order::RowMajor, |l| l.order);
+                slot.insert(Stream::open(file, listed, order)?)
+            }
+        };
+        if !stream.copy(len, &mut out)? {
+            return refuse(format!(
+                "tensor {:?} holds fewer bytes than its shape",
+                listed.name
+            ));
         }
-        for (file_offset, tensor_offset) in cut.pieces() {
-            let gap = (file_offset - written) as usize;
-            out.write_all(&skeleton.bytes[from_skeleton..from_skeleton + gap])
-                .map_err(io)?;
-            from_skeleton += gap;
-            let at = tensor_offset as usize;
-            out.write_all(&tensor[at..at + cut.len as usize])
-                .map_err(io)?;
-            written = file_offset + cut.len;
-        }
-        // Tensors are read once each; cuts of one tensor are usually one run.
-        if !skeleton
-            .cuts
-            .iter()
-            .any(|c| c.tensor == cut.tensor && c.file_offset > cut.file_offset)
-        {
-            loaded.remove(&cut.tensor);
-        }
+        written = offset + len;
     }
+    drop(streams);
     out.write_all(&skeleton.bytes[from_skeleton..])
         .map_err(io)?;
     out.flush().map_err(io)?;
-    // What the skeleton holds of a tensor (computed by the reader, not cut) must still
-    // be what the document says.
-    let uncovered: Vec<&Listed> = skeleton.tensors.iter().filter(|t| !t.covered).collect();
-    if !uncovered.is_empty() {
-        let data = tensorfmt_core::io::map_file(out.temp_path())?;
-        let back = formats::open_bytes(data, skeleton.format, None, &Default::default());
-        let back = match back {
-            Ok(b) => b,
-            Err(e) => return fallback(format!("the spliced file does not read back ({e})")),
+    // The spliced file, read as its format: it must be the document.
+    let data = tensorfmt_core::io::map_file(out.temp_path())?;
+    if data.len() as u64 != skeleton.size {
+        return refuse(format!(
+            "the spliced file has {} bytes, not {}",
+            data.len(),
+            skeleton.size
+        ));
+    }
+    let back = match reopen(data) {
+        Ok(b) => b,
+        Err(e) => return refuse(format!("the spliced file does not read back ({e})")),
+    };
+    let back_infos = back.tensors();
+    if back_infos.len() != infos.len()
+        || back_infos
+            .iter()
+            .any(|b| by_name.get(b.name.as_str()).is_none_or(|i| *i != b))
+    {
+        return refuse("the spliced file lists other tensors".into());
+    }
+    for t in &skeleton.tensors {
+        let agrees = match &t.layout {
+            Some(l) => back
+                .source_layout(&t.name)
+                .is_some_and(|b| same_bytes(l, &b)),
+            None => same_values(file, &*back, t).unwrap_or(false),
         };
-        for t in uncovered {
-            let theirs = doc.read_tensor(&t.name)?.to_order(Order::RowMajor)?;
-            let ours = back
-                .read_tensor(&t.name)
-                .and_then(|x| x.to_order(Order::RowMajor));
-            if ours.as_ref().ok() != Some(&theirs) {
-                return fallback(format!(
+        if !agrees {
+            return refuse(match &t.layout {
+                Some(_) => format!(
+                    "tensor {:?} does not lie where the metadata says in the spliced file",
+                    t.name
+                ),
+                None => format!(
                     "tensor {:?} changed, and the {} format does not store it as plain bytes",
                     t.name, skeleton.format
-                ));
-            }
+                ),
+            });
         }
     }
+    drop(back);
     out.commit()?;
-    let report = formats::report(path, target.format, infos.len(), options)?;
-    Ok(Restored::Written(report))
+    Ok(Restored::Written)
 }
 
 const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -825,63 +841,89 @@ mod tests {
         assert!(base64_decode("TW!u").is_err());
     }
 
-    #[test]
-    fn regular_pieces_merge_into_runs() {
-        // Three frames of 16 bytes behind 8-byte frame headers, then another tensor.
-        let pieces = [
-            (88, 16, 0, 0),
-            (112, 16, 0, 16),
-            (136, 16, 0, 32),
-            (200, 4, 1, 0),
-        ];
-        let r = runs(&pieces);
-        assert_eq!(r.len(), 2);
-        assert_eq!((r[0].count, r[0].stride), (3, 24));
-        assert_eq!(
-            r[0].pieces().collect::<Vec<_>>(),
-            [(88, 0), (112, 16), (136, 32)]
-        );
-        assert_eq!((r[1].file_offset, r[1].count), (200, 1));
+    fn strided(offset: u64, len: u64, count: u64, stride: u64) -> SourceLayout {
+        SourceLayout {
+            order: Order::RowMajor,
+            runs: vec![SourceRun {
+                offset,
+                len,
+                repeat: vec![(count, stride)],
+            }],
+        }
     }
 
     #[test]
-    fn hostile_metadata_is_refused_not_trusted() {
-        let good = Skeleton {
-            format: Format::Pvp,
+    fn interleaved_layouts_merge_in_file_order() {
+        // A dense movie: 8-byte times before 16 value bytes, three frames.
+        let time = strided(80, 8, 3, 24);
+        let values = strided(88, 16, 3, 24);
+        let got: Vec<_> = merged(&[Some(&values), Some(&time)]).collect();
+        assert_eq!(
+            got,
+            [
+                (80, 8, 1),
+                (88, 16, 0),
+                (104, 8, 1),
+                (112, 16, 0),
+                (128, 8, 1),
+                (136, 16, 0)
+            ]
+        );
+        assert_eq!(first_overlap(&[Some(&values), Some(&time)]), None);
+        let overlapping = strided(84, 8, 1, 8);
+        assert_eq!(first_overlap(&[Some(&values), Some(&overlapping)]), Some(0));
+    }
+
+    fn good() -> Skeleton {
+        Skeleton {
+            format: "pvp".into(),
             kind: "k".into(),
             size: 12,
             tensors: vec![Listed {
                 name: "v".into(),
                 dtype: DType::F32,
                 shape: Shape::new([1]),
-                covered: true,
-                column_major: false,
-            }],
-            cuts: vec![Cut {
-                file_offset: 4,
-                len: 4,
-                tensor: 0,
-                tensor_offset: 0,
-                count: 1,
-                stride: 4,
+                layout: Some(SourceLayout::contiguous(4, 4)),
             }],
             bytes: vec![0; 8],
+        }
+    }
+
+    fn text(s: &Skeleton) -> String {
+        to_json(s, Value::Null).to_string()
+    }
+
+    #[test]
+    fn hostile_metadata_is_refused_not_trusted() {
+        assert_eq!(parse(&text(&good())).unwrap(), good());
+        let with = |f: &dyn Fn(&mut Skeleton)| {
+            let mut s = good();
+            f(&mut s);
+            parse(&text(&s))
         };
-        let text = to_json(&good, Value::Null).to_string();
-        assert_eq!(parse(&text).unwrap(), good);
-        let mut bad = good.clone();
-        bad.cuts[0].tensor_offset = 1; // runs past the 4-byte tensor
-        assert!(parse(&to_json(&bad, Value::Null).to_string()).is_err());
-        let mut bad = good.clone();
-        bad.cuts[0].count = u64::MAX; // overflow
-        assert!(parse(&to_json(&bad, Value::Null).to_string()).is_err());
-        let mut bad = good.clone();
-        bad.size = 13; // bytes do not add up
-        assert!(parse(&to_json(&bad, Value::Null).to_string()).is_err());
-        let mut bad = good;
-        bad.cuts[0].tensor = 5;
-        assert!(parse(&to_json(&bad, Value::Null).to_string()).is_err());
-        assert!(parse("{\"tensorfmt\": 99}").is_err());
+        // Runs past the end of the file.
+        assert!(with(&|s| s.tensors[0].layout = Some(SourceLayout::contiguous(10, 4))).is_err());
+        // More (or fewer) bytes than the tensor holds.
+        assert!(with(&|s| s.tensors[0].layout = Some(strided(0, 4, 2, 4))).is_err());
+        // Overflowing counts and strides.
+        assert!(with(&|s| s.tensors[0].layout = Some(strided(0, 4, u64::MAX, 4))).is_err());
+        assert!(with(&|s| s.tensors[0].layout = Some(strided(0, 4, 2, u64::MAX))).is_err());
+        // A run whose pieces overlap each other.
+        assert!(with(&|s| {
+            s.tensors[0].shape = Shape::new([2]);
+            s.size = 16;
+            s.tensors[0].layout = Some(strided(4, 4, 2, 2));
+        })
+        .is_err());
+        // Bytes that do not add up to the file.
+        assert!(with(&|s| s.size = 13).is_err());
+        // A huge file claimed from a small skeleton.
+        assert!(with(&|s| s.size = 1 << 40).is_err());
+        // Not a legacy format, an old or unknown version, not JSON.
+        assert!(with(&|s| s.format = "safetensors".into()).is_err());
+        assert!(parse(r#"{"tensorfmt": 1}"#).is_err());
+        assert!(parse(r#"{"tensorfmt": 99}"#).is_err());
         assert!(parse("not json").is_err());
+        assert!(parse(&" ".repeat(MAX_METADATA + 1)).is_err());
     }
 }
