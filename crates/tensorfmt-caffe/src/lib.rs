@@ -57,6 +57,7 @@ mod net;
 mod prototxt;
 mod raw;
 mod read;
+mod shapes;
 mod upgrade;
 mod wire;
 mod write;
@@ -88,6 +89,9 @@ pub use read::{
     read_blob_vector, read_blob_vector_with, read_model, read_model_with, read_solver_state,
     read_solver_state_with, sniff, transpose, CaffeReadOptions, FileKind, LayerMatch,
     CAFFE_READ_LIMIT, HDF5_SIGNATURE,
+};
+pub use shapes::{
+    infer_shapes, random_weights, LayerShapes, NetShapes, KNOWN_LAYER_TYPES, MAX_BLOB_COUNT,
 };
 pub use write::{
     blob_from_tensor, encode_weights_model, mean_blob_from_tensor, write_weights_model,

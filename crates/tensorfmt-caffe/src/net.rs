@@ -193,6 +193,26 @@ impl LayerDef {
         Some(fork_value(&v, &f.kind()))
     }
 
+    /// [`LayerDef::fork_field`] only when the prototxt sets the field (protobuf
+    /// `has_field`), `None` when it is left at its default.
+    ///
+    /// ```
+    /// use tensorfmt_caffe::{parse_net, Schema};
+    /// let text = "layer { name: 'p' type: 'Pooling' pooling_param { kernel_size: 3 } }";
+    /// let net = parse_net(text, Schema::builtin(), &Default::default())?;
+    /// assert!(net.layers[0].fork_field_if_set("pooling_param", "kernel_size").is_some());
+    /// assert!(net.layers[0].fork_field_if_set("pooling_param", "stride").is_none());
+    /// # Ok::<(), tensorfmt_caffe::CaffeError>(())
+    /// ```
+    pub fn fork_field_if_set(&self, param_field: &str, field: &str) -> Option<ForkValue> {
+        let pm = self.param_message(param_field)?;
+        let f = pm.descriptor().get_field_by_name(field)?;
+        if !pm.has_field(&f) {
+            return None;
+        }
+        Some(fork_value(&pm.get_field(&f), &f.kind()))
+    }
+
     /// Whether the layer sets the parameter message `param_field` (e.g. `bn_param`).
     pub fn has_param(&self, param_field: &str) -> bool {
         self.param_message(param_field).is_some()

@@ -1,0 +1,1328 @@
+//! Caffe's own shape rules: for a [`NetDef`] and its input shapes, every blob's shape
+//! and every layer's parameter blob shapes, computed as each layer's `LayerSetUp` /
+//! `Reshape` does in BVLC Caffe (`src/caffe/layers/*.cpp`) and, for the fork layers, in
+//! the fork that defines them (rules and sources: `docs/caffe-layers.md`).
+//!
+//! Errors, never panics: unknown layer types (all listed at once), inputs without a
+//! shape (all listed at once), a bottom no earlier layer produces (a cycle when a later
+//! layer does), a top produced by two layers, kernels larger than their padded input,
+//! and any blob above Caffe's count limit (`INT_MAX` elements, so a 2^40-element blob is
+//! refused before anything is allocated).
+
+use std::collections::HashMap;
+
+use tensorfmt_core::{Order, Tensor};
+
+use crate::error::{CaffeError, Result};
+use crate::net::{LayerDef, NetDef};
+use crate::proto;
+
+/// Caffe's blob count limit (`Blob::Reshape`: "blob size exceeds INT_MAX").
+pub const MAX_BLOB_COUNT: u64 = i32::MAX as u64;
+
+/// The layer types [`infer_shapes`] knows: BVLC Caffe's deploy-time layers and the fork
+/// layers of the corpus (SSD, SegNet/ENet, PSPNet, ShuffleNet, SENet).
+pub const KNOWN_LAYER_TYPES: &[&str] = &[
+    // BVLC
+    "AbsVal",
+    "ArgMax",
+    "BatchNorm",
+    "Bias",
+    "BNLL",
+    "Clip",
+    "Concat",
+    "Convolution",
+    "Crop",
+    "Deconvolution",
+    "Dropout",
+    "ELU",
+    "Eltwise",
+    "Exp",
+    "Flatten",
+    "InnerProduct",
+    "Log",
+    "LRN",
+    "MVN",
+    "Parameter",
+    "Pooling",
+    "Power",
+    "PReLU",
+    "Reduction",
+    "ReLU",
+    "Reshape",
+    "Scale",
+    "Sigmoid",
+    "Silence",
+    "Slice",
+    "Softmax",
+    "Split",
+    "Swish",
+    "TanH",
+    "Threshold",
+    "Tile",
+    // forks
+    "Axpy",
+    "BN",
+    "ConvolutionDepthwise",
+    "DetectionOutput",
+    "Interp",
+    "Normalize",
+    "Permute",
+    "PriorBox",
+    "ShuffleChannel",
+    "Upsample",
+];
+
+/// The shapes of one layer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LayerShapes {
+    /// Layer name.
+    pub name: String,
+    /// Layer type.
+    pub kind: String,
+    /// Shape of each bottom, in order.
+    pub bottoms: Vec<Vec<usize>>,
+    /// Shape of each top, in order.
+    pub tops: Vec<Vec<usize>>,
+    /// Shape of each parameter blob Caffe gives the layer (weights, bias, BatchNorm's
+    /// mean/variance/factor, ...), in blob order.
+    pub params: Vec<Vec<usize>>,
+}
+
+/// Shapes of a whole net: see [`infer_shapes`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NetShapes {
+    /// Input blobs and their shapes.
+    pub inputs: Vec<(String, Vec<usize>)>,
+    /// One entry per [`NetDef::layers`] entry, same order.
+    pub layers: Vec<LayerShapes>,
+    blobs: HashMap<String, Vec<usize>>,
+}
+
+impl NetShapes {
+    /// The shape of blob `name` after the whole net ran (the last write of an in-place
+    /// blob).
+    pub fn blob(&self, name: &str) -> Option<&[usize]> {
+        self.blobs.get(name).map(Vec::as_slice)
+    }
+
+    /// The first layer named `name`.
+    pub fn layer(&self, name: &str) -> Option<&LayerShapes> {
+        self.layers.iter().find(|l| l.name == name)
+    }
+}
+
+/// Infers every blob and parameter shape of `net` with Caffe's rules. `overrides` give
+/// input shapes by input name (replacing the declared ones; required for inputs that
+/// declare none).
+///
+/// ```
+/// use tensorfmt_caffe::{infer_shapes, parse_net, Schema};
+/// let text = "input: 'data' input_dim: 1 input_dim: 3 input_dim: 227 input_dim: 227\n\
+///   layer { name: 'conv1' type: 'Convolution' bottom: 'data' top: 'conv1'\n\
+///           convolution_param { num_output: 96 kernel_size: 11 stride: 4 } }\n\
+///   layer { name: 'pool1' type: 'Pooling' bottom: 'conv1' top: 'pool1'\n\
+///           pooling_param { pool: MAX kernel_size: 3 stride: 2 } }\n";
+/// let net = parse_net(text, Schema::builtin(), &Default::default())?;
+/// let shapes = infer_shapes(&net, &[])?;
+/// assert_eq!(shapes.blob("pool1"), Some(&[1, 96, 27, 27][..]));
+/// assert_eq!(shapes.layers[0].params, vec![vec![96, 3, 11, 11], vec![96]]);
+/// let bigger = infer_shapes(&net, &[("data".into(), vec![2, 3, 300, 300])])?;
+/// assert_eq!(bigger.blob("conv1"), Some(&[2, 96, 73, 73][..]));
+/// # Ok::<(), tensorfmt_caffe::CaffeError>(())
+/// ```
+pub fn infer_shapes(net: &NetDef, overrides: &[(String, Vec<usize>)]) -> Result<NetShapes> {
+    // Everything that can be reported at once is: unknown types, unknown overrides,
+    // inputs without shapes.
+    let mut problems = Vec::new();
+    for l in &net.layers {
+        if !KNOWN_LAYER_TYPES.contains(&l.kind.as_str()) {
+            problems.push(format!(
+                "unsupported layer {:?} of type {:?} (line {})",
+                l.name, l.kind, l.line
+            ));
+        }
+    }
+    for (name, _) in overrides {
+        if !net.inputs.iter().any(|i| &i.name == name) {
+            problems.push(format!(
+                "no net input named {name:?} (inputs: {:?})",
+                net.inputs
+                    .iter()
+                    .map(|i| i.name.as_str())
+                    .collect::<Vec<_>>()
+            ));
+        }
+    }
+    let mut blobs: HashMap<String, Vec<usize>> = HashMap::new();
+    let mut inputs = Vec::new();
+    for i in &net.inputs {
+        let shape = match overrides.iter().rev().find(|(n, _)| n == &i.name) {
+            Some((_, s)) => s.clone(),
+            None if !i.shape.is_empty() => {
+                let mut dims = Vec::with_capacity(i.shape.len());
+                for &d in &i.shape {
+                    match usize::try_from(d) {
+                        Ok(d) => dims.push(d),
+                        Err(_) => problems.push(format!(
+                            "input {:?} (line {}) has a negative dimension {d}",
+                            i.name, i.line
+                        )),
+                    }
+                }
+                dims
+            }
+            None => {
+                problems.push(format!(
+                    "input {:?} (line {}) declares no shape: give one (--input-shape {}=N,C,H,W)",
+                    i.name, i.line, i.name
+                ));
+                continue;
+            }
+        };
+        if let Err(e) = check_count(&shape) {
+            problems.push(format!("input {:?}: {e}", i.name));
+        }
+        if blobs.insert(i.name.clone(), shape.clone()).is_some() {
+            problems.push(format!("input {:?} is declared twice", i.name));
+        }
+        inputs.push((i.name.clone(), shape));
+    }
+    if !problems.is_empty() {
+        return Err(CaffeError::Shapes(problems));
+    }
+    // First producer of each blob name, to tell a cycle from a missing blob.
+    let mut producer: HashMap<&str, usize> = HashMap::new();
+    for (i, l) in net.layers.iter().enumerate() {
+        for t in &l.tops {
+            producer.entry(t.as_str()).or_insert(i);
+        }
+    }
+    let mut layers = Vec::with_capacity(net.layers.len());
+    for (index, l) in net.layers.iter().enumerate() {
+        let fail = |message: String| CaffeError::Net {
+            line: l.line,
+            message: format!("layer {:?} ({}): {message}", l.name, l.kind),
+        };
+        let mut bottoms = Vec::with_capacity(l.bottoms.len());
+        for b in &l.bottoms {
+            match blobs.get(b) {
+                Some(s) => bottoms.push(s.clone()),
+                None => {
+                    return Err(fail(match producer.get(b.as_str()) {
+                        Some(&p) if p >= index => {
+                            let by = &net.layers[p];
+                            format!(
+                                "bottom {b:?} is produced only later, by layer {:?} (line {}): a cycle or a layer out of order",
+                                by.name, by.line
+                            )
+                        }
+                        _ => format!(
+                            "unknown bottom blob {b:?} (no input or earlier layer produces it)"
+                        ),
+                    }))
+                }
+            }
+        }
+        let (tops, params) = layer_shapes(l, &bottoms).map_err(fail)?;
+        if tops.len() != l.tops.len() {
+            return Err(fail(format!(
+                "has {} tops, the layer produces {}",
+                l.tops.len(),
+                tops.len()
+            )));
+        }
+        for (j, (name, shape)) in l.tops.iter().zip(&tops).enumerate() {
+            check_count(shape).map_err(|e| fail(format!("top {name:?}: {e}")))?;
+            let in_place = l.bottoms.get(j) == Some(name);
+            if !in_place && blobs.contains_key(name) {
+                return Err(fail(format!(
+                    "top blob {name:?} produced by multiple sources (Caffe requires an in-place top to be the bottom at the same index)"
+                )));
+            }
+        }
+        for (j, p) in params.iter().enumerate() {
+            check_count(p).map_err(|e| fail(format!("parameter blob {j}: {e}")))?;
+        }
+        for (name, shape) in l.tops.iter().zip(&tops) {
+            blobs.insert(name.clone(), shape.clone());
+        }
+        layers.push(LayerShapes {
+            name: l.name.clone(),
+            kind: l.kind.clone(),
+            bottoms,
+            tops,
+            params,
+        });
+    }
+    Ok(NetShapes {
+        inputs,
+        layers,
+        blobs,
+    })
+}
+
+type Shapes = (Vec<Vec<usize>>, Vec<Vec<usize>>);
+type R<T> = std::result::Result<T, String>;
+
+/// Refuses shapes above Caffe's INT_MAX count (checked arithmetic, no allocation).
+fn check_count(shape: &[usize]) -> R<()> {
+    let mut count: u64 = 1;
+    for &d in shape {
+        count = count
+            .checked_mul(d as u64)
+            .filter(|&c| c <= MAX_BLOB_COUNT)
+            .ok_or_else(|| {
+                format!(
+                    "shape {shape:?} has more than {MAX_BLOB_COUNT} elements (Caffe: blob size exceeds INT_MAX)"
+                )
+            })?;
+    }
+    Ok(())
+}
+
+/// Caffe's `Blob::CanonicalAxisIndex`.
+fn axis(a: i32, rank: usize, what: &str) -> R<usize> {
+    let r = rank as i64;
+    let a = i64::from(a);
+    if a < -r || a >= r {
+        return Err(format!("{what} {a} out of range for a {rank}-axis blob"));
+    }
+    Ok(if a < 0 { (a + r) as usize } else { a as usize })
+}
+
+fn count(shape: &[usize]) -> R<usize> {
+    let mut c: usize = 1;
+    for &d in shape {
+        c = c
+            .checked_mul(d)
+            .ok_or_else(|| format!("shape {shape:?} overflows"))?;
+    }
+    Ok(c)
+}
+
+fn exactly(bottoms: &[Vec<usize>], n: usize) -> R<()> {
+    if bottoms.len() != n {
+        return Err(format!("takes {n} bottom(s), got {}", bottoms.len()));
+    }
+    Ok(())
+}
+
+fn at_least(bottoms: &[Vec<usize>], n: usize) -> R<()> {
+    if bottoms.len() < n {
+        return Err(format!(
+            "takes at least {n} bottom(s), got {}",
+            bottoms.len()
+        ));
+    }
+    Ok(())
+}
+
+fn u(v: u32) -> usize {
+    v as usize
+}
+
+/// Tops and parameter shapes of one layer.
+fn layer_shapes(l: &LayerDef, bottoms: &[Vec<usize>]) -> R<Shapes> {
+    let p = &l.param;
+    let n_tops = l.tops.len();
+    match l.kind.as_str() {
+        "AbsVal" | "BNLL" | "Clip" | "Dropout" | "ELU" | "Exp" | "Log" | "Power" | "ReLU"
+        | "Sigmoid" | "Swish" | "TanH" | "Threshold" | "MVN" => {
+            exactly(bottoms, 1)?;
+            Ok((vec![bottoms[0].clone()], vec![]))
+        }
+        "Split" => {
+            exactly(bottoms, 1)?;
+            Ok((vec![bottoms[0].clone(); n_tops], vec![]))
+        }
+        "Silence" => Ok((vec![], vec![])),
+        "Softmax" => {
+            exactly(bottoms, 1)?;
+            let sp = p.softmax_param.unwrap_or_default();
+            axis(sp.axis(), bottoms[0].len(), "softmax axis")?;
+            Ok((vec![bottoms[0].clone()], vec![]))
+        }
+        "LRN" => {
+            exactly(bottoms, 1)?;
+            if bottoms[0].len() != 4 {
+                return Err(format!("input must have 4 axes, has {:?}", bottoms[0]));
+            }
+            let size = p.lrn_param.unwrap_or_default().local_size();
+            if size % 2 == 0 {
+                return Err(format!(
+                    "LRN only supports odd values for local_size, got {size}"
+                ));
+            }
+            Ok((vec![bottoms[0].clone()], vec![]))
+        }
+        "PReLU" => {
+            exactly(bottoms, 1)?;
+            let b = &bottoms[0];
+            if b.len() < 2 {
+                return Err(format!(
+                    "number of axes of bottom blob must be >= 2, got {b:?}"
+                ));
+            }
+            let shared = p.prelu_param.clone().unwrap_or_default().channel_shared();
+            let slope = if shared { vec![] } else { vec![b[1]] };
+            Ok((vec![b.clone()], vec![slope]))
+        }
+        "BatchNorm" => {
+            exactly(bottoms, 1)?;
+            let b = &bottoms[0];
+            let c = if b.len() == 1 {
+                1
+            } else {
+                *b.get(1).ok_or("a 0-axis bottom")?
+            };
+            let mut params = vec![vec![c], vec![c], vec![1]];
+            if p.batch_norm_param.unwrap_or_default().scale_bias() {
+                params.push(vec![c]);
+                params.push(vec![c]);
+            }
+            Ok((vec![b.clone()], params))
+        }
+        "BN" => {
+            exactly(bottoms, 1)?;
+            let b = &bottoms[0];
+            if b.len() < 2 {
+                return Err(format!("bottom must have a channel axis, got {b:?}"));
+            }
+            let c = vec![1, b[1], 1, 1];
+            // SegNet/ENet's BN (bn_mode in its BNParameter): scale, shift. PSPNet's
+            // (yjxiong's): slope, bias, mean, variance.
+            let n = if l.fork_field("bn_param", "bn_mode").is_some()
+                || (!l.has_param("bn_param") && l.fork_field("bn_param", "frozen").is_none())
+            {
+                2
+            } else {
+                4
+            };
+            Ok((vec![b.clone()], vec![c; n]))
+        }
+        "Scale" | "Bias" => {
+            at_least(bottoms, 1)?;
+            if bottoms.len() > 2 {
+                return Err(format!("takes 1 or 2 bottoms, got {}", bottoms.len()));
+            }
+            let b = &bottoms[0];
+            let (ax, num_axes, bias_term) = if l.kind == "Scale" {
+                let sp = p.scale_param.clone().unwrap_or_default();
+                (sp.axis(), sp.num_axes(), sp.bias_term())
+            } else {
+                let bp = p.bias_param.clone().unwrap_or_default();
+                (bp.axis(), bp.num_axes(), false)
+            };
+            let mut params = Vec::new();
+            if bottoms.len() == 2 {
+                let s = &bottoms[1];
+                let start = if s.is_empty() {
+                    0
+                } else {
+                    axis(ax, b.len(), "axis")?
+                };
+                if b.len() < start + s.len() || b[start..start + s.len()] != s[..] {
+                    return Err(format!(
+                        "second bottom {s:?} does not match bottom {b:?} from axis {start}"
+                    ));
+                }
+                if bias_term {
+                    params.push(s.clone());
+                }
+            } else {
+                let start = axis(ax, b.len(), "axis")?;
+                if num_axes < -1 {
+                    return Err(format!(
+                        "num_axes must be non-negative or -1, got {num_axes}"
+                    ));
+                }
+                let end = if num_axes == -1 {
+                    b.len()
+                } else {
+                    start + num_axes as usize
+                };
+                if end > b.len() {
+                    return Err(format!(
+                        "parameter shape extends past the bottom {b:?} (axis {start}, num_axes {num_axes})"
+                    ));
+                }
+                let shape = b[start..end].to_vec();
+                params.push(shape.clone());
+                if bias_term {
+                    params.push(shape);
+                }
+            }
+            Ok((vec![b.clone()], params))
+        }
+        "Convolution" | "Deconvolution" | "ConvolutionDepthwise" => conv(l, bottoms),
+        "Pooling" => pooling(l, bottoms),
+        "InnerProduct" => {
+            exactly(bottoms, 1)?;
+            let ip = p.inner_product_param.clone().unwrap_or_default();
+            let b = &bottoms[0];
+            let a = axis(ip.axis(), b.len(), "axis")?;
+            let n = u(ip.num_output());
+            if n == 0 {
+                return Err("num_output must be set (> 0)".into());
+            }
+            let k = count(&b[a..])?;
+            let mut top = b[..a].to_vec();
+            top.push(n);
+            let mut params = vec![if ip.transpose() {
+                vec![k, n]
+            } else {
+                vec![n, k]
+            }];
+            if ip.bias_term() {
+                params.push(vec![n]);
+            }
+            Ok((vec![top], params))
+        }
+        "Concat" => {
+            at_least(bottoms, 1)?;
+            let cp = p.concat_param.unwrap_or_default();
+            let rank = bottoms[0].len();
+            let a = match cp.concat_dim {
+                Some(d) if (d as usize) < rank => d as usize,
+                Some(d) => return Err(format!("concat_dim {d} out of range for rank {rank}")),
+                None => axis(cp.axis(), rank, "axis")?,
+            };
+            let mut top = bottoms[0].clone();
+            for b in &bottoms[1..] {
+                if b.len() != rank || (0..rank).any(|j| j != a && b[j] != top[j]) {
+                    return Err(format!(
+                        "bottoms {:?} and {b:?} differ outside the concat axis {a}",
+                        bottoms[0]
+                    ));
+                }
+                top[a] = top[a].checked_add(b[a]).ok_or("overflow")?;
+            }
+            Ok((vec![top], vec![]))
+        }
+        "Slice" => {
+            exactly(bottoms, 1)?;
+            let sp = p.slice_param.clone().unwrap_or_default();
+            let b = &bottoms[0];
+            let a = match sp.slice_dim {
+                Some(d) if (d as usize) < b.len() => d as usize,
+                Some(d) => return Err(format!("slice_dim {d} out of range for {b:?}")),
+                None => axis(sp.axis(), b.len(), "axis")?,
+            };
+            let dim = b[a];
+            let mut sizes = Vec::with_capacity(n_tops);
+            if !sp.slice_point.is_empty() {
+                if sp.slice_point.len() + 1 != n_tops {
+                    return Err(format!(
+                        "{} slice points for {n_tops} tops (needs one fewer than tops)",
+                        sp.slice_point.len()
+                    ));
+                }
+                let mut prev = 0usize;
+                for &pt in &sp.slice_point {
+                    let pt = u(pt);
+                    if pt <= prev {
+                        return Err(format!(
+                            "slice points must increase, got {:?}",
+                            sp.slice_point
+                        ));
+                    }
+                    sizes.push(pt - prev);
+                    prev = pt;
+                }
+                if prev >= dim {
+                    return Err(format!("slice point {prev} beyond the axis size {dim}"));
+                }
+                sizes.push(dim - prev);
+            } else {
+                if n_tops == 0 || dim % n_tops != 0 {
+                    return Err(format!(
+                        "number of top blobs ({n_tops}) should evenly divide input slice axis ({dim})"
+                    ));
+                }
+                sizes = vec![dim / n_tops; n_tops];
+            }
+            let tops = sizes
+                .into_iter()
+                .map(|s| {
+                    let mut t = b.clone();
+                    t[a] = s;
+                    t
+                })
+                .collect();
+            Ok((tops, vec![]))
+        }
+        "Eltwise" => {
+            at_least(bottoms, 2)?;
+            let ep = p.eltwise_param.clone().unwrap_or_default();
+            if !ep.coeff.is_empty() && ep.coeff.len() != bottoms.len() {
+                return Err("Eltwise takes one coefficient per bottom blob".into());
+            }
+            if !ep.coeff.is_empty() && ep.operation() != proto::eltwise_parameter::EltwiseOp::Sum {
+                return Err("Eltwise only takes coefficients for summation".into());
+            }
+            for b in &bottoms[1..] {
+                if b != &bottoms[0] {
+                    return Err(format!("bottom shapes differ: {:?} and {b:?}", bottoms[0]));
+                }
+            }
+            Ok((vec![bottoms[0].clone()], vec![]))
+        }
+        "Flatten" => {
+            exactly(bottoms, 1)?;
+            let fp = p.flatten_param.unwrap_or_default();
+            let b = &bottoms[0];
+            if l.tops.first() == l.bottoms.first() {
+                return Err("Flatten does not allow in-place computation".into());
+            }
+            let start = axis(fp.axis(), b.len(), "axis")?;
+            let end = axis(fp.end_axis(), b.len(), "end_axis")?;
+            if end < start {
+                return Err(format!("end_axis {end} before axis {start}"));
+            }
+            let mut top = b[..start].to_vec();
+            top.push(count(&b[start..=end])?);
+            top.extend_from_slice(&b[end + 1..]);
+            Ok((vec![top], vec![]))
+        }
+        "Reshape" => {
+            exactly(bottoms, 1)?;
+            reshape(p.reshape_param.clone().unwrap_or_default(), &bottoms[0])
+                .map(|t| (vec![t], vec![]))
+        }
+        "Crop" => {
+            exactly(bottoms, 2)?;
+            let cp = p.crop_param.clone().unwrap_or_default();
+            let (a, b) = (&bottoms[0], &bottoms[1]);
+            if a.len() != b.len() {
+                return Err(format!("bottoms {a:?} and {b:?} differ in rank"));
+            }
+            let start = axis(cp.axis(), a.len(), "axis")?;
+            if cp.offset.len() > 1 && cp.offset.len() != a.len() - start {
+                return Err(format!(
+                    "{} offsets for {} cropped axes",
+                    cp.offset.len(),
+                    a.len() - start
+                ));
+            }
+            let mut top = a.clone();
+            for i in start..a.len() {
+                let off = match cp.offset.len() {
+                    0 => 0,
+                    1 => u(cp.offset[0]),
+                    _ => u(cp.offset[i - start]),
+                };
+                if a[i] < off || a[i] - off < b[i] {
+                    return Err(format!(
+                        "invalid crop parameters in dimension {i}: {} - offset {off} < {}",
+                        a[i], b[i]
+                    ));
+                }
+                top[i] = b[i];
+            }
+            Ok((vec![top], vec![]))
+        }
+        "ArgMax" => {
+            exactly(bottoms, 1)?;
+            let ap = p.argmax_param.unwrap_or_default();
+            let b = &bottoms[0];
+            let k = u(ap.top_k());
+            if k == 0 {
+                return Err("top_k must be at least 1".into());
+            }
+            let top = match ap.axis {
+                Some(ax) => {
+                    let a = axis(ax, b.len(), "axis")?;
+                    if k > b[a] {
+                        return Err(format!("top_k {k} exceeds the axis size {}", b[a]));
+                    }
+                    let mut t = b.clone();
+                    t[a] = k;
+                    t
+                }
+                None => {
+                    if b.is_empty() || k > count(&b[1..])? {
+                        return Err(format!("top_k {k} exceeds the per-item count of {b:?}"));
+                    }
+                    let mut t = vec![1; b.len().max(3)];
+                    t[0] = b[0];
+                    t[2] = k;
+                    if ap.out_max_val() {
+                        t[1] = 2;
+                    }
+                    t
+                }
+            };
+            Ok((vec![top], vec![]))
+        }
+        "Tile" => {
+            exactly(bottoms, 1)?;
+            let tp = p.tile_param.unwrap_or_default();
+            let a = axis(tp.axis(), bottoms[0].len(), "axis")?;
+            if tp.tiles() <= 0 {
+                return Err("tiles must be positive".into());
+            }
+            let mut t = bottoms[0].clone();
+            t[a] = t[a].checked_mul(tp.tiles() as usize).ok_or("overflow")?;
+            Ok((vec![t], vec![]))
+        }
+        "Reduction" => {
+            exactly(bottoms, 1)?;
+            let rp = p.reduction_param.unwrap_or_default();
+            let a = axis(rp.axis(), bottoms[0].len().max(1), "axis")?;
+            Ok((vec![bottoms[0][..a.min(bottoms[0].len())].to_vec()], vec![]))
+        }
+        "Parameter" => {
+            let s: Vec<usize> = p
+                .parameter_param
+                .as_ref()
+                .and_then(|pp| pp.shape.as_ref())
+                .map(|s| {
+                    s.dim
+                        .iter()
+                        .map(|&d| usize::try_from(d).map_err(|_| format!("negative dim {d}")))
+                        .collect::<R<Vec<_>>>()
+                })
+                .transpose()?
+                .unwrap_or_default();
+            Ok((vec![s.clone()], vec![s]))
+        }
+        // ---- fork layers ----
+        "ShuffleChannel" => {
+            exactly(bottoms, 1)?;
+            let b = &bottoms[0];
+            let g = l
+                .fork_field("shuffle_channel_param", "group")
+                .and_then(|v| v.as_i64())
+                .unwrap_or(1);
+            if b.len() < 2 || g <= 0 || b[1] % g as usize != 0 {
+                return Err(format!("channels of {b:?} not divisible by group {g}"));
+            }
+            Ok((vec![b.clone()], vec![]))
+        }
+        "Permute" => {
+            exactly(bottoms, 1)?;
+            let b = &bottoms[0];
+            let order = p.permute_param.clone().unwrap_or_default().order;
+            let mut seen = vec![false; b.len()];
+            let mut axes = Vec::with_capacity(b.len());
+            for &o in &order {
+                let o = u(o);
+                if o >= b.len() || seen[o] {
+                    return Err(format!("bad permute order {order:?} for {b:?}"));
+                }
+                seen[o] = true;
+                axes.push(o);
+            }
+            axes.extend((0..b.len()).filter(|&i| !seen[i]));
+            Ok((vec![axes.iter().map(|&a| b[a]).collect()], vec![]))
+        }
+        "Normalize" => {
+            exactly(bottoms, 1)?;
+            let b = &bottoms[0];
+            if b.len() < 2 {
+                return Err(format!("bottom must have a channel axis, got {b:?}"));
+            }
+            let shared = p.norm_param.clone().unwrap_or_default().channel_shared();
+            Ok((
+                vec![b.clone()],
+                vec![if shared { vec![] } else { vec![b[1]] }],
+            ))
+        }
+        "PriorBox" => {
+            exactly(bottoms, 2)?;
+            let b = &bottoms[0];
+            if b.len() != 4 {
+                return Err(format!("feature map must have 4 axes, got {b:?}"));
+            }
+            let n = prior_count(&p.prior_box_param.clone().unwrap_or_default())?;
+            let len = b[2]
+                .checked_mul(b[3])
+                .and_then(|x| x.checked_mul(n))
+                .and_then(|x| x.checked_mul(4))
+                .ok_or("overflow")?;
+            Ok((vec![vec![1, 2, len]], vec![]))
+        }
+        "DetectionOutput" => {
+            at_least(bottoms, 3)?;
+            let dp = p.detection_output_param.clone().unwrap_or_default();
+            let k = if dp.keep_top_k() > 0 {
+                dp.keep_top_k() as usize
+            } else {
+                1
+            };
+            Ok((vec![vec![1, 1, k, 7]], vec![]))
+        }
+        "Axpy" => {
+            exactly(bottoms, 3)?;
+            let (a, x, y) = (&bottoms[0], &bottoms[1], &bottoms[2]);
+            if x != y || x.len() < 2 || a.len() < 2 || a[..2] != x[..2] || count(a)? != x[0] * x[1]
+            {
+                return Err(format!(
+                    "bottoms a {a:?}, x {x:?}, y {y:?}: a must be N x C (x 1 x 1), x and y equal"
+                ));
+            }
+            Ok((vec![x.clone()], vec![]))
+        }
+        "Upsample" => {
+            at_least(bottoms, 1)?;
+            let b = &bottoms[0];
+            if b.len() != 4 {
+                return Err(format!("input must have 4 axes, got {b:?}"));
+            }
+            if bottoms.len() == 2 && bottoms[1] != *b {
+                return Err(format!(
+                    "mask {:?} differs from the input {b:?}",
+                    bottoms[1]
+                ));
+            }
+            let get = |f: &str| {
+                l.fork_field_if_set("upsample_param", f)
+                    .and_then(|v| v.as_i64())
+            };
+            let (h, w) = match (get("upsample_h"), get("upsample_w")) {
+                (Some(h), Some(w)) if h > 0 && w > 0 => (h as usize, w as usize),
+                (Some(_), _) | (_, Some(_)) => {
+                    return Err("upsample_h and upsample_w must both be set and positive".into())
+                }
+                _ => {
+                    let scale = l
+                        .fork_field("upsample_param", "scale")
+                        .and_then(|v| v.as_i64())
+                        .unwrap_or(2);
+                    let sh = get("scale_h").unwrap_or(scale);
+                    let sw = get("scale_w").unwrap_or(scale);
+                    if sh <= 0 || sw <= 0 {
+                        return Err("scale must be positive".into());
+                    }
+                    let pad = |f: &str| {
+                        l.fork_field("upsample_param", f)
+                            .and_then(|v| v.as_bool())
+                            .map_or(0, usize::from)
+                    };
+                    let h = b[2].checked_mul(sh as usize).ok_or("overflow")?;
+                    let w = b[3].checked_mul(sw as usize).ok_or("overflow")?;
+                    (
+                        h.saturating_sub(pad("pad_out_h")),
+                        w.saturating_sub(pad("pad_out_w")),
+                    )
+                }
+            };
+            Ok((vec![vec![b[0], b[1], h, w]], vec![]))
+        }
+        "Interp" => interp(l, bottoms),
+        other => Err(format!("no shape rule for layer type {other:?}")),
+    }
+}
+
+/// Kernel, stride, pad and dilation of a convolution (`BaseConvolutionLayer::LayerSetUp`).
+struct ConvGeom {
+    kernel: Vec<usize>,
+    stride: Vec<usize>,
+    pad: Vec<usize>,
+    dilation: Vec<usize>,
+}
+
+fn per_axis(
+    name: &str,
+    values: &[u32],
+    h: Option<u32>,
+    w: Option<u32>,
+    n: usize,
+    default: Option<usize>,
+) -> R<Vec<usize>> {
+    if h.is_some() || w.is_some() {
+        if n != 2 {
+            return Err(format!(
+                "{name}_h & {name}_w can only be used for 2D convolution"
+            ));
+        }
+        if !values.is_empty() {
+            return Err(format!(
+                "either {name} or {name}_h/w should be specified; not both"
+            ));
+        }
+        return Ok(vec![u(h.unwrap_or(0)), u(w.unwrap_or(0))]);
+    }
+    match (values.len(), default) {
+        (0, Some(d)) => Ok(vec![d; n]),
+        (1, _) => Ok(vec![u(values[0]); n]),
+        (k, _) if k == n => Ok(values.iter().map(|&v| u(v)).collect()),
+        (k, _) => Err(format!(
+            "{name} must be specified once, or once per spatial dimension ({name} given {k} times; {n} spatial dims)"
+        )),
+    }
+}
+
+fn conv_geom(cp: &proto::ConvolutionParameter, n: usize) -> R<ConvGeom> {
+    let kernel = per_axis(
+        "kernel_size",
+        &cp.kernel_size,
+        cp.kernel_h,
+        cp.kernel_w,
+        n,
+        None,
+    )?;
+    if kernel.contains(&0) {
+        return Err(format!("filter dimensions must be nonzero, got {kernel:?}"));
+    }
+    let stride = per_axis("stride", &cp.stride, cp.stride_h, cp.stride_w, n, Some(1))?;
+    if stride.contains(&0) {
+        return Err(format!("stride dimensions must be nonzero, got {stride:?}"));
+    }
+    let pad = per_axis("pad", &cp.pad, cp.pad_h, cp.pad_w, n, Some(0))?;
+    let dilation = per_axis("dilation", &cp.dilation, None, None, n, Some(1))?;
+    if dilation.contains(&0) {
+        return Err(format!("dilation must be nonzero, got {dilation:?}"));
+    }
+    Ok(ConvGeom {
+        kernel,
+        stride,
+        pad,
+        dilation,
+    })
+}
+
+fn conv(l: &LayerDef, bottoms: &[Vec<usize>]) -> R<Shapes> {
+    at_least(bottoms, 1)?;
+    if bottoms.len() != l.tops.len() {
+        return Err(format!(
+            "has {} bottoms and {} tops (one top per bottom)",
+            bottoms.len(),
+            l.tops.len()
+        ));
+    }
+    let cp = l.param.convolution_param.clone().unwrap_or_default();
+    let b = &bottoms[0];
+    for o in &bottoms[1..] {
+        if o != b {
+            return Err(format!(
+                "all bottoms must have the same shape: {b:?} vs {o:?}"
+            ));
+        }
+    }
+    let ca = axis(cp.axis(), b.len(), "axis")?;
+    let n = b.len() - ca - 1;
+    let g = conv_geom(&cp, n)?;
+    let channels = b[ca];
+    let num_output = u(cp.num_output());
+    if num_output == 0 {
+        return Err("num_output must be set (> 0)".into());
+    }
+    let group = if l.kind == "ConvolutionDepthwise" {
+        // The depthwise fork layer: one group per input channel.
+        if channels == 0 || num_output % channels != 0 {
+            return Err(format!(
+                "depthwise: num_output {num_output} must be a multiple of the {channels} input channels"
+            ));
+        }
+        channels
+    } else {
+        u(cp.group())
+    };
+    if group == 0 || channels % group != 0 || num_output % group != 0 {
+        return Err(format!(
+            "channels {channels} and num_output {num_output} must be multiples of group {group}"
+        ));
+    }
+    let deconv = l.kind == "Deconvolution";
+    let mut top = b[..=ca].to_vec();
+    top[ca] = num_output;
+    for i in 0..n {
+        let input = b[ca + 1 + i];
+        let extent = g.dilation[i]
+            .checked_mul(g.kernel[i] - 1)
+            .and_then(|x| x.checked_add(1))
+            .ok_or("overflow")?;
+        let out = if deconv {
+            // stride * (in - 1) + extent - 2 * pad
+            let grown = g.stride[i]
+                .checked_mul(input.saturating_sub(1))
+                .and_then(|x| x.checked_add(extent))
+                .ok_or("overflow")?;
+            let pad2 = g.pad[i].checked_mul(2).ok_or("overflow")?;
+            if input == 0 || grown <= pad2 {
+                return Err(format!(
+                    "deconvolution output size is not positive on spatial axis {i} (input {input}, kernel extent {extent}, stride {}, pad {})",
+                    g.stride[i], g.pad[i]
+                ));
+            }
+            grown - pad2
+        } else {
+            let padded = g.pad[i]
+                .checked_mul(2)
+                .and_then(|x| x.checked_add(input))
+                .ok_or("overflow")?;
+            if padded < extent {
+                return Err(format!(
+                    "kernel extent {extent} (kernel {}, dilation {}) larger than the padded input {padded} (input {input}, pad {}) on spatial axis {i}",
+                    g.kernel[i], g.dilation[i], g.pad[i]
+                ));
+            }
+            (padded - extent) / g.stride[i] + 1
+        };
+        top.push(out);
+    }
+    let mut weight = if deconv {
+        vec![channels, num_output / group]
+    } else {
+        vec![num_output, channels / group]
+    };
+    weight.extend_from_slice(&g.kernel);
+    let mut params = vec![weight];
+    if cp.bias_term() {
+        params.push(vec![num_output]);
+    }
+    Ok((vec![top; bottoms.len()], params))
+}
+
+fn pooling(l: &LayerDef, bottoms: &[Vec<usize>]) -> R<Shapes> {
+    exactly(bottoms, 1)?;
+    let pp = l.param.pooling_param.unwrap_or_default();
+    let b = &bottoms[0];
+    if b.len() != 4 {
+        return Err(format!(
+            "input must have 4 axes, corresponding to (num, channels, height, width), got {b:?}"
+        ));
+    }
+    let global = pp.global_pooling();
+    let (kh, kw) = if global {
+        if pp.kernel_size.is_some() || pp.kernel_h.is_some() || pp.kernel_w.is_some() {
+            return Err("with global_pooling: true, filter size cannot be specified".into());
+        }
+        (b[2], b[3])
+    } else {
+        match (pp.kernel_size, pp.kernel_h, pp.kernel_w) {
+            (Some(k), None, None) => (u(k), u(k)),
+            (None, Some(h), Some(w)) => (u(h), u(w)),
+            (Some(_), _, _) => {
+                return Err("filter size is kernel_size OR kernel_h and kernel_w; not both".into())
+            }
+            _ => {
+                return Err("for non-square filters both kernel_h and kernel_w are required".into())
+            }
+        }
+    };
+    if kh == 0 || kw == 0 {
+        return Err(format!("filter dimensions must be nonzero, got {kh}x{kw}"));
+    }
+    let (ph, pw) = match (pp.pad, pp.pad_h, pp.pad_w) {
+        (_, None, None) => (u(pp.pad()), u(pp.pad())),
+        (None, Some(h), Some(w)) => (u(h), u(w)),
+        _ => return Err("pad is pad OR pad_h and pad_w are required".into()),
+    };
+    let (sh, sw) = match (pp.stride, pp.stride_h, pp.stride_w) {
+        (_, None, None) => (u(pp.stride()), u(pp.stride())),
+        (None, Some(h), Some(w)) => (u(h), u(w)),
+        _ => return Err("stride is stride OR stride_h and stride_w are required".into()),
+    };
+    if sh == 0 || sw == 0 {
+        return Err("stride must be nonzero".into());
+    }
+    if global && (ph != 0 || pw != 0 || sh != 1 || sw != 1) {
+        return Err("with global_pooling: true, only pad = 0 and stride = 1".into());
+    }
+    if (ph != 0 || pw != 0) && (ph >= kh || pw >= kw) {
+        return Err(format!(
+            "pad {ph}x{pw} must be smaller than the kernel {kh}x{kw}"
+        ));
+    }
+    let floor = match (pp.round_mode, pp.ceil_mode) {
+        (Some(r), Some(c)) if (r == proto::pooling_parameter::RoundMode::Floor as i32) == c => {
+            return Err("round_mode and ceil_mode disagree".into())
+        }
+        (Some(r), _) => r == proto::pooling_parameter::RoundMode::Floor as i32,
+        (None, Some(c)) => !c,
+        (None, None) => false,
+    };
+    let out = |input: usize, k: usize, p: usize, s: usize, what: &str| -> R<usize> {
+        let padded = input.checked_add(2 * p).ok_or("overflow")?;
+        if padded < k {
+            return Err(format!(
+                "kernel {k} larger than the padded input {padded} (input {input}, pad {p}) on the {what} axis"
+            ));
+        }
+        let span = padded - k;
+        let mut o = if floor { span / s } else { span.div_ceil(s) } + 1;
+        // Caffe: the last window must start inside the image or its left padding.
+        if (ph != 0 || pw != 0) && (o - 1) * s >= input + p {
+            o -= 1;
+        }
+        Ok(o)
+    };
+    let oh = out(b[2], kh, ph, sh, "height")?;
+    let ow = out(b[3], kw, pw, sw, "width")?;
+    let top = vec![b[0], b[1], oh, ow];
+    let n = l.tops.len();
+    if n == 0 || n > 2 {
+        return Err(format!("takes 1 or 2 tops (output, mask), got {n}"));
+    }
+    Ok((vec![top; n], vec![]))
+}
+
+/// Caffe's `ReshapeLayer::Reshape`: 0 copies a bottom dim, one -1 is inferred; `axis`
+/// and `num_axes` choose the replaced range.
+fn reshape(rp: proto::ReshapeParameter, b: &[usize]) -> R<Vec<usize>> {
+    let dims = rp.shape.as_ref().map(|s| s.dim.clone()).unwrap_or_default();
+    let rank = b.len() as i64;
+    let a = i64::from(rp.axis());
+    let start = if a >= 0 { a } else { rank + a + 1 };
+    if start < 0 || start > rank {
+        return Err(format!("axis {a} out of range for {b:?}"));
+    }
+    let num_axes = i64::from(rp.num_axes());
+    if num_axes < -1 {
+        return Err(format!("num_axes must be >= -1, got {num_axes}"));
+    }
+    let end = if num_axes == -1 {
+        rank
+    } else {
+        start + num_axes
+    };
+    if end > rank {
+        return Err(format!("axis + num_axes = {end} beyond {b:?}"));
+    }
+    let (start, end) = (start as usize, end as usize);
+    let mut top: Vec<usize> = b[..start].to_vec();
+    let mut inferred = None;
+    let mut explicit: usize = 1;
+    for (i, &d) in dims.iter().enumerate() {
+        match d {
+            0 => {
+                let src = start + i;
+                let v = *b.get(src).ok_or_else(|| {
+                    format!("dim {i} is 0 (copy) but the bottom {b:?} has no axis {src}")
+                })?;
+                explicit = explicit.checked_mul(v).ok_or("overflow")?;
+                top.push(v);
+            }
+            -1 => {
+                if inferred.replace(top.len()).is_some() {
+                    return Err("new shape contains multiple -1 dims".into());
+                }
+                top.push(0);
+            }
+            d if d < -1 => return Err(format!("dim {d} is not >= -1")),
+            d => {
+                let d = usize::try_from(d).map_err(|_| "dim too large".to_string())?;
+                explicit = explicit.checked_mul(d).ok_or("overflow")?;
+                top.push(d);
+            }
+        }
+    }
+    top.extend_from_slice(&b[end..]);
+    let total = count(b)?;
+    let kept = count(&b[..start])?
+        .checked_mul(count(&b[end..])?)
+        .ok_or("overflow")?;
+    let known = explicit.checked_mul(kept).ok_or("overflow")?;
+    if let Some(i) = inferred {
+        if known == 0 || total % known != 0 {
+            return Err(format!(
+                "bottom count ({total}) must be divisible by the product of the specified dimensions ({known})"
+            ));
+        }
+        top[i] = total / known;
+    }
+    if count(&top)? != total {
+        return Err(format!(
+            "output count {} must match input count {total} ({b:?} -> {top:?})",
+            count(&top)?
+        ));
+    }
+    Ok(top)
+}
+
+/// Number of priors per location of SSD's PriorBox (`PriorBoxLayer::LayerSetUp`).
+fn prior_count(pp: &proto::PriorBoxParameter) -> R<usize> {
+    if !pp.width.is_empty() || !pp.height.is_empty() {
+        // OpenCV's explicit box sizes.
+        if pp.width.len() != pp.height.len() {
+            return Err("width and height must be given the same number of times".into());
+        }
+        return Ok(pp.width.len() * pp.offset_h.len().max(1));
+    }
+    if pp.min_size.is_empty() {
+        return Err("must specify min_size".into());
+    }
+    if pp.min_size.iter().any(|&m| m <= 0.0) {
+        return Err("min_size must be positive".into());
+    }
+    let mut ratios: Vec<f32> = vec![1.0];
+    for &ar in &pp.aspect_ratio {
+        if ratios.iter().any(|&r| (ar - r).abs() < 1e-6) {
+            continue;
+        }
+        ratios.push(ar);
+        if pp.flip() {
+            ratios.push(1.0 / ar);
+        }
+    }
+    let mut n = ratios.len() * pp.min_size.len();
+    if !pp.max_size.is_empty() {
+        if pp.max_size.len() != pp.min_size.len() {
+            return Err("max_size must be given once per min_size".into());
+        }
+        for (mx, mn) in pp.max_size.iter().zip(&pp.min_size) {
+            if mx <= mn {
+                return Err(format!("max_size {mx} must be greater than min_size {mn}"));
+            }
+            n += 1;
+        }
+    }
+    Ok(n)
+}
+
+/// PSPNet/DeepLab `InterpLayer::Reshape`.
+fn interp(l: &LayerDef, bottoms: &[Vec<usize>]) -> R<Shapes> {
+    at_least(bottoms, 1)?;
+    let b = &bottoms[0];
+    if b.len() != 4 {
+        return Err(format!("input must have 4 axes, got {b:?}"));
+    }
+    let get = |f: &str| {
+        l.fork_field_if_set("interp_param", f)
+            .and_then(|v| v.as_i64())
+    };
+    let pad_beg = get("pad_beg").unwrap_or(0);
+    let pad_end = get("pad_end").unwrap_or(0);
+    if pad_beg > 0 || pad_end > 0 {
+        return Err("only cropping (pad_beg, pad_end <= 0) is supported".into());
+    }
+    let eff = |d: usize| -> R<i64> {
+        let e = d as i64 + pad_beg + pad_end;
+        if e <= 0 {
+            return Err(format!("input {d} cropped to nothing"));
+        }
+        Ok(e)
+    };
+    let (hin, win) = (eff(b[2])?, eff(b[3])?);
+    let (zoom, shrink) = (get("zoom_factor"), get("shrink_factor"));
+    let check = |v: i64, what: &str| {
+        if v < 1 {
+            Err(format!("{what} must be >= 1, got {v}"))
+        } else {
+            Ok(v)
+        }
+    };
+    let (h, w) = match (shrink, zoom, get("height"), get("width")) {
+        (Some(s), None, _, _) => {
+            let s = check(s, "shrink_factor")?;
+            ((hin - 1) / s + 1, (win - 1) / s + 1)
+        }
+        (None, Some(z), _, _) => {
+            let z = check(z, "zoom_factor")?;
+            (hin + (hin - 1) * (z - 1), win + (win - 1) * (z - 1))
+        }
+        (None, None, Some(h), Some(w)) => (h, w),
+        (Some(s), Some(z), _, _) => {
+            let (s, z) = (check(s, "shrink_factor")?, check(z, "zoom_factor")?);
+            let (h, w) = ((hin - 1) / s + 1, (win - 1) / s + 1);
+            (h + (h - 1) * (z - 1), w + (w - 1) * (z - 1))
+        }
+        _ if bottoms.len() == 2 && bottoms[1].len() == 4 => {
+            (bottoms[1][2] as i64, bottoms[1][3] as i64)
+        }
+        _ => return Err(
+            "interp_param needs zoom_factor, shrink_factor, height and width, or a second bottom"
+                .into(),
+        ),
+    };
+    if h <= 0 || w <= 0 || h > i64::from(i32::MAX) || w > i64::from(i32::MAX) {
+        return Err(format!("output size {h}x{w} out of range"));
+    }
+    Ok((vec![vec![b[0], b[1], h as usize, w as usize]], vec![]))
+}
+
+/// Random parameter blobs for every layer with parameters, shaped by `shapes`, for
+/// tests that write a caffemodel with [`crate::write_weights_model`]. Deterministic for
+/// a seed. Weights are uniform in ±sqrt(3 / fan_in) (variance 1/fan_in), biases in
+/// ±0.1; BatchNorm gets means in ±0.1, variances in [0.5, 1.5] and a scale factor of 1;
+/// Scale/BN multipliers lie in [0.5, 1.5], PReLU slopes in [0, 0.5].
+///
+/// ```
+/// use tensorfmt_caffe::{infer_shapes, parse_net, random_weights, Schema};
+/// let text = "input: 'x' input_dim: 1 input_dim: 2 input_dim: 4 input_dim: 4\n\
+///   layer { name: 'bn' type: 'BatchNorm' bottom: 'x' top: 'x' }";
+/// let net = parse_net(text, Schema::builtin(), &Default::default())?;
+/// let w = random_weights(&net, &infer_shapes(&net, &[])?, 7);
+/// assert_eq!(w[0].0, "bn");
+/// assert!(w[0].1[1].to_vec::<f32>()?.iter().all(|&v| v >= 0.5));
+/// assert_eq!(w[0].1[2].to_vec::<f32>()?, vec![1.0]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn random_weights(net: &NetDef, shapes: &NetShapes, seed: u64) -> Vec<(String, Vec<Tensor>)> {
+    let mut rng = SplitMix(seed);
+    let mut out = Vec::new();
+    for (l, s) in net.layers.iter().zip(&shapes.layers) {
+        if s.params.is_empty() {
+            continue;
+        }
+        let mut blobs = Vec::with_capacity(s.params.len());
+        for (j, shape) in s.params.iter().enumerate() {
+            let n: usize = shape.iter().product();
+            let (lo, hi) = param_range(l, j, shape, s);
+            let values: Vec<f32> = if l.kind == "BatchNorm" && j == 2 {
+                vec![1.0; n]
+            } else {
+                (0..n).map(|_| lo + (hi - lo) * rng.unit()).collect()
+            };
+            // The count was checked against INT_MAX by infer_shapes, and `values` has
+            // exactly that many elements, so this cannot fail.
+            let t = Tensor::from_vec(values, shape.clone(), Order::RowMajor)
+                .expect("values match the shape");
+            blobs.push(t);
+        }
+        out.push((l.name.clone(), blobs));
+    }
+    out
+}
+
+fn param_range(l: &LayerDef, j: usize, shape: &[usize], s: &LayerShapes) -> (f32, f32) {
+    let kind = l.kind.as_str();
+    match (kind, j) {
+        ("BatchNorm", 0) => (-0.1, 0.1),
+        ("BatchNorm", 1) => (0.5, 1.5),
+        ("BatchNorm", _) => (0.5, 1.5),
+        ("BN", 0) => (0.5, 1.5),
+        ("BN", 1) | ("BN", 2) => (-0.1, 0.1),
+        ("BN", _) => (0.5, 1.5),
+        ("Scale", 0) if s.bottoms.len() == 1 => (0.5, 1.5),
+        ("Normalize", _) => (0.5, 1.5),
+        ("PReLU", _) => (0.0, 0.5),
+        ("Convolution" | "ConvolutionDepthwise" | "Deconvolution" | "InnerProduct", 0) => {
+            let fan_in: usize = match kind {
+                "InnerProduct" => {
+                    let transpose = l
+                        .param
+                        .inner_product_param
+                        .as_ref()
+                        .is_some_and(|p| p.transpose());
+                    shape[usize::from(!transpose)]
+                }
+                _ => shape[1..].iter().product(),
+            };
+            let a = (3.0 / fan_in.max(1) as f32).sqrt();
+            (-a, a)
+        }
+        _ => (-0.1, 0.1),
+    }
+}
+
+/// SplitMix64: a tiny deterministic generator (no dependency).
+struct SplitMix(u64);
+
+impl SplitMix {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in [0, 1).
+    fn unit(&mut self) -> f32 {
+        (self.next() >> 40) as f32 / (1u64 << 24) as f32
+    }
+}
