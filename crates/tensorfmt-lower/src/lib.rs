@@ -224,6 +224,8 @@ pub fn lower(
             layers: unsupported,
         });
     }
+    // Caffe's own shape rules (tensorfmt-caffe), which every lowered layer must agree with.
+    let caffe_shapes = tensorfmt_caffe::infer_shapes(net, &opts.input_shapes)?;
     let mut cx = Cx {
         b: Builder::default(),
         layer: String::new(),
@@ -342,6 +344,13 @@ pub fn lower(
         let first_node = cx.b.nodes.len();
         let f = layers::lookup(&l.kind).expect("checked above");
         let shapes = f(&mut cx, l, &ins, &tops, layer_blobs).map_err(|Fail(r)| layer_err(l, r))?;
+        let expected = caffe_shapes.layers.get(li).map(|s| &s.tops);
+        if expected != Some(&shapes) {
+            return Err(layer_err(
+                l,
+                format!("the lowering computes tops {shapes:?}, Caffe's shape rules give {expected:?} (a lowering bug)"),
+            ));
+        }
         if shapes.len() != tops.len() {
             return Err(layer_err(
                 l,
@@ -394,7 +403,11 @@ pub fn lower(
     }
     // 5. Outputs.
     let outputs: Vec<String> = if opts.outputs.is_empty() {
-        let mut o: Vec<String> = net
+        // A blob consumed only by Silence layers is an output too (Caffe silences the
+        // blobs it should not print, e.g. colorization's class8_ab).
+        let mut unsilenced = net.clone();
+        unsilenced.layers.retain(|l| l.kind != "Silence");
+        let mut o: Vec<String> = unsilenced
             .output_blobs()
             .into_iter()
             .filter(|b| !stopped_tops.contains(b))

@@ -25,7 +25,6 @@ pub(crate) type LowerFn =
 const REGISTRY: &[(&str, LowerFn)] = &[
     ("Convolution", conv::convolution),
     ("ConvolutionDepthwise", conv::depthwise),
-    ("DepthwiseConvolution", conv::depthwise),
     ("Deconvolution", conv::deconvolution),
     ("InnerProduct", conv::inner_product),
     ("Pooling", pool::pooling),
