@@ -1,0 +1,371 @@
+//! The graph under construction: ONNX nodes and initializers with unique value names,
+//! attribute helpers, and ONNX's own shape rules for the ops the lowering emits (the
+//! second shape rule every layer's Caffe shape is checked against).
+
+use std::collections::{HashMap, HashSet};
+
+use tensorfmt_core::{Order, Tensor};
+use tensorfmt_onnx::proto::{
+    attribute_proto::AttributeType, AttributeProto, NodeProto, TensorProto,
+};
+
+/// A value of the graph: its name and (static) shape.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Value {
+    /// ONNX value name.
+    pub name: String,
+    /// Shape (Caffe's, verified against ONNX's rule).
+    pub shape: Vec<usize>,
+}
+
+/// An attribute value.
+pub(crate) enum A {
+    I(i64),
+    F(f32),
+    Is(Vec<i64>),
+}
+
+/// Builds one attribute.
+pub(crate) fn attr(name: &str, v: A) -> AttributeProto {
+    let mut a = AttributeProto {
+        name: name.into(),
+        ..Default::default()
+    };
+    match v {
+        A::I(i) => {
+            a.i = i;
+            a.set_type(AttributeType::Int);
+        }
+        A::F(f) => {
+            a.f = f;
+            a.set_type(AttributeType::Float);
+        }
+        A::Is(v) => {
+            a.ints = v;
+            a.set_type(AttributeType::Ints);
+        }
+    }
+    a
+}
+
+/// Nodes, initializers and names.
+#[derive(Default)]
+pub(crate) struct Builder {
+    pub nodes: Vec<NodeProto>,
+    pub inits: Vec<TensorProto>,
+    names: HashSet<String>,
+    node_names: HashSet<String>,
+    /// Constant int64 initializers by name (shapes for Reshape, sizes for Split).
+    pub ints: HashMap<String, Vec<i64>>,
+    /// Shapes of every initializer.
+    pub init_shapes: HashMap<String, Vec<usize>>,
+}
+
+impl Builder {
+    /// Reserves a name that must stay exactly as given (graph inputs, blob names).
+    pub fn reserve(&mut self, name: &str) {
+        self.names.insert(name.to_string());
+    }
+
+    /// A fresh value name based on `base`.
+    pub fn fresh(&mut self, base: &str) -> String {
+        if self.names.insert(base.to_string()) {
+            return base.to_string();
+        }
+        let mut i = 1usize;
+        loop {
+            let n = format!("{base}_{i}");
+            if self.names.insert(n.clone()) {
+                return n;
+            }
+            i += 1;
+        }
+    }
+
+    /// Adds an initializer (the tensor's bytes are shared) and returns its name.
+    pub fn init(&mut self, base: &str, t: &Tensor) -> tensorfmt_core::Result<String> {
+        let name = self.fresh(base);
+        self.init_shapes.insert(name.clone(), t.dims().to_vec());
+        self.inits.push(tensorfmt_onnx::tensor_to_proto(&name, t)?);
+        Ok(name)
+    }
+
+    /// An f32 initializer.
+    pub fn f32s(
+        &mut self,
+        base: &str,
+        data: Vec<f32>,
+        dims: Vec<usize>,
+    ) -> tensorfmt_core::Result<String> {
+        let t = Tensor::from_vec(data, dims, Order::RowMajor)?;
+        self.init(base, &t)
+    }
+
+    /// A 1-D int64 initializer.
+    pub fn i64s(&mut self, base: &str, data: Vec<i64>) -> tensorfmt_core::Result<String> {
+        let n = data.len();
+        let t = Tensor::from_vec(data.clone(), [n], Order::RowMajor)?;
+        let name = self.init(base, &t)?;
+        self.ints.insert(name.clone(), data);
+        Ok(name)
+    }
+
+    /// Appends a node.
+    pub fn node(
+        &mut self,
+        op: &str,
+        name: &str,
+        inputs: Vec<String>,
+        outputs: Vec<String>,
+        attrs: Vec<AttributeProto>,
+    ) {
+        let mut unique = name.to_string();
+        let mut i = 1usize;
+        while !self.node_names.insert(unique.clone()) {
+            unique = format!("{name}_{i}");
+            i += 1;
+        }
+        self.nodes.push(NodeProto {
+            input: inputs,
+            output: outputs,
+            name: unique,
+            op_type: op.to_string(),
+            attribute: attrs,
+            ..Default::default()
+        });
+    }
+}
+
+fn ints(n: &NodeProto, name: &str) -> Option<Vec<i64>> {
+    n.attribute
+        .iter()
+        .find(|a| a.name == name)
+        .map(|a| a.ints.clone())
+}
+fn int(n: &NodeProto, name: &str) -> Option<i64> {
+    n.attribute.iter().find(|a| a.name == name).map(|a| a.i)
+}
+
+fn broadcast(shapes: &[&Vec<usize>]) -> Option<Vec<usize>> {
+    let rank = shapes.iter().map(|s| s.len()).max()?;
+    let mut out = vec![1usize; rank];
+    for s in shapes {
+        let off = rank - s.len();
+        for (i, &d) in s.iter().enumerate() {
+            let o = &mut out[off + i];
+            if *o == 1 {
+                *o = d;
+            } else if d != 1 && d != *o {
+                return None;
+            }
+        }
+    }
+    Some(out)
+}
+
+fn norm_axis(axis: i64, rank: usize) -> Option<usize> {
+    let a = if axis < 0 { axis + rank as i64 } else { axis };
+    (0..rank as i64).contains(&a).then_some(a as usize)
+}
+
+/// ONNX's output shapes of `n` (opset 17 rules) from its input shapes; `None` when the
+/// rule is not implemented here or the inputs are invalid for the op.
+pub(crate) fn onnx_shapes(
+    n: &NodeProto,
+    ins: &[Option<&Vec<usize>>],
+    consts: &HashMap<String, Vec<i64>>,
+) -> Option<Vec<Vec<usize>>> {
+    let x = || ins.first().copied().flatten();
+    let one = |s: Vec<usize>| Some(vec![s]);
+    match n.op_type.as_str() {
+        "Relu" | "LeakyRelu" | "Sigmoid" | "Tanh" | "Elu" | "Abs" | "Softplus" | "Exp" | "Log"
+        | "Identity" | "Softmax" | "LRN" | "Cast" | "BatchNormalization" | "Sqrt"
+        | "Reciprocal" | "Neg" => one(x()?.clone()),
+        "Add" | "Mul" | "Sub" | "Div" | "Pow" | "Max" | "Sum" | "PRelu" | "Greater" => {
+            let all: Option<Vec<&Vec<usize>>> = ins.iter().copied().collect();
+            one(broadcast(&all?)?)
+        }
+        "Conv" | "ConvTranspose" | "MaxPool" | "AveragePool" => {
+            let x = x()?;
+            if x.len() != 4 {
+                return None;
+            }
+            let k = match n.op_type.as_str() {
+                "Conv" | "ConvTranspose" => {
+                    let w = ins.get(1).copied().flatten()?;
+                    vec![w[2] as i64, w[3] as i64]
+                }
+                _ => ints(n, "kernel_shape")?,
+            };
+            let pads = ints(n, "pads").unwrap_or(vec![0; 4]);
+            let s = ints(n, "strides").unwrap_or(vec![1, 1]);
+            let d = ints(n, "dilations").unwrap_or(vec![1, 1]);
+            let mut out = vec![x[0], 0, 0, 0];
+            out[1] = match n.op_type.as_str() {
+                "Conv" => ins.get(1).copied().flatten()?[0],
+                "ConvTranspose" => {
+                    ins.get(1).copied().flatten()?[1] * int(n, "group").unwrap_or(1) as usize
+                }
+                _ => x[1],
+            };
+            for i in 0..2 {
+                let h = x[2 + i] as i64;
+                let v = if n.op_type == "ConvTranspose" {
+                    s[i] * (h - 1) + d[i] * (k[i] - 1) + 1 - pads[i] - pads[i + 2]
+                } else {
+                    let eff = d[i] * (k[i] - 1) + 1;
+                    let num = h + pads[i] + pads[i + 2] - eff;
+                    if num < 0 {
+                        return None;
+                    }
+                    if int(n, "ceil_mode") == Some(1) {
+                        (num + s[i] - 1) / s[i] + 1
+                    } else {
+                        num / s[i] + 1
+                    }
+                };
+                if v <= 0 {
+                    return None;
+                }
+                out[2 + i] = v as usize;
+            }
+            one(out)
+        }
+        "GlobalMaxPool" | "GlobalAveragePool" => {
+            let x = x()?;
+            let mut o = x.clone();
+            for d in o.iter_mut().skip(2) {
+                *d = 1;
+            }
+            one(o)
+        }
+        "Gemm" => {
+            let a = x()?;
+            let b = ins.get(1).copied().flatten()?;
+            let ta = int(n, "transA").unwrap_or(0) == 1;
+            let tb = int(n, "transB").unwrap_or(0) == 1;
+            if a.len() != 2 || b.len() != 2 {
+                return None;
+            }
+            let (m, k1) = if ta { (a[1], a[0]) } else { (a[0], a[1]) };
+            let (k2, nn) = if tb { (b[1], b[0]) } else { (b[0], b[1]) };
+            (k1 == k2).then(|| vec![vec![m, nn]])
+        }
+        "Flatten" => {
+            let x = x()?;
+            let axis = norm_axis(int(n, "axis").unwrap_or(1), x.len() + 1)?;
+            one(vec![x[..axis].iter().product(), x[axis..].iter().product()])
+        }
+        "Reshape" => {
+            let x = x()?;
+            let spec = consts.get(n.input.get(1)?)?;
+            let total: usize = x.iter().product();
+            let mut out = Vec::with_capacity(spec.len());
+            let mut infer = None;
+            for (i, &d) in spec.iter().enumerate() {
+                match d {
+                    0 => out.push(*x.get(i)?),
+                    -1 => {
+                        infer = Some(i);
+                        out.push(1);
+                    }
+                    d if d > 0 => out.push(d as usize),
+                    _ => return None,
+                }
+            }
+            if let Some(i) = infer {
+                let rest: usize = out.iter().product();
+                if rest == 0 || total % rest != 0 {
+                    return None;
+                }
+                out[i] = total / rest;
+            }
+            (out.iter().product::<usize>() == total).then(|| vec![out])
+        }
+        "Pad" => {
+            let x = x()?;
+            let pads = consts.get(n.input.get(1)?)?;
+            if pads.len() != 2 * x.len() {
+                return None;
+            }
+            let o: Option<Vec<usize>> = x
+                .iter()
+                .enumerate()
+                .map(|(i, &d)| usize::try_from(d as i64 + pads[i] + pads[i + x.len()]).ok())
+                .collect();
+            one(o?)
+        }
+        "Transpose" => {
+            let x = x()?;
+            let perm = ints(n, "perm")?;
+            let o: Option<Vec<usize>> = perm.iter().map(|&p| x.get(p as usize).copied()).collect();
+            one(o?)
+        }
+        "Concat" => {
+            let all: Option<Vec<&Vec<usize>>> = ins.iter().copied().collect();
+            let all = all?;
+            let axis = norm_axis(int(n, "axis")?, all[0].len())?;
+            let mut o = all[0].clone();
+            o[axis] = 0;
+            for s in &all {
+                if s.len() != o.len() || s.iter().enumerate().any(|(i, &d)| i != axis && d != o[i])
+                {
+                    return None;
+                }
+                o[axis] += s[axis];
+            }
+            one(o)
+        }
+        "Split" => {
+            let x = x()?;
+            let axis = norm_axis(int(n, "axis").unwrap_or(0), x.len())?;
+            let sizes = consts.get(n.input.get(1)?)?;
+            if sizes.iter().sum::<i64>() != x[axis] as i64 || sizes.len() != n.output.len() {
+                return None;
+            }
+            Some(
+                sizes
+                    .iter()
+                    .map(|&s| {
+                        let mut o = x.clone();
+                        o[axis] = s as usize;
+                        o
+                    })
+                    .collect(),
+            )
+        }
+        "Slice" => {
+            let x = x()?;
+            let starts = consts.get(n.input.get(1)?)?;
+            let ends = consts.get(n.input.get(2)?)?;
+            let axes = consts.get(n.input.get(3)?)?;
+            let mut o = x.clone();
+            for ((&s, &e), &a) in starts.iter().zip(ends).zip(axes) {
+                let a = norm_axis(a, x.len())?;
+                let e = e.min(x[a] as i64);
+                if s < 0 || e < s {
+                    return None;
+                }
+                o[a] = (e - s) as usize;
+            }
+            one(o)
+        }
+        "ArgMax" | "ReduceMax" | "ReduceSum" | "ReduceMean" | "ReduceL2" => {
+            let x = x()?;
+            let mut o = x.clone();
+            let axes: Vec<i64> = match n.op_type.as_str() {
+                "ArgMax" => vec![int(n, "axis").unwrap_or(0)],
+                "ReduceSum" => consts.get(n.input.get(1)?)?.clone(),
+                _ => ints(n, "axes")?,
+            };
+            for a in axes {
+                o[norm_axis(a, x.len())?] = 1;
+            }
+            if int(n, "keepdims").unwrap_or(1) != 1 {
+                return None;
+            }
+            one(o)
+        }
+        _ => None,
+    }
+}

@@ -1,0 +1,120 @@
+//! SSD's PriorBox (weiliu89/caffe `prior_box_layer.cpp`, OpenCV `prior_box_layer.cpp`):
+//! the boxes depend only on the feature map's and the image's sizes, so they are
+//! computed at conversion time and stored as a constant `[1, 2, H*W*priors*4]`
+//! (boxes, then variances).
+
+use tensorfmt_caffe::LayerDef;
+use tensorfmt_core::Tensor;
+
+use super::{arity, at_most};
+use crate::builder::Value;
+use crate::error::{Fail, LResult};
+use crate::Cx;
+
+/// The prior boxes and variances of one PriorBox layer.
+pub(crate) fn prior_boxes(
+    p: &tensorfmt_caffe::proto::PriorBoxParameter,
+    layer: [usize; 2],
+    image: [usize; 2],
+) -> LResult<Vec<f32>> {
+    if p.min_size.is_empty() {
+        return Err(Fail("no min_size".into()));
+    }
+    if !p.max_size.is_empty() && p.max_size.len() != p.min_size.len() {
+        return Err(Fail("max_size must be given once per min_size".into()));
+    }
+    if !p.width.is_empty() || !p.offset_h.is_empty() {
+        return Err(Fail(
+            "OpenCV's explicit width/height/offset_h lists are not lowered".into(),
+        ));
+    }
+    let mut ars = vec![1.0f32];
+    for &ar in &p.aspect_ratio {
+        if ars.iter().any(|&x| (x - ar).abs() < 1e-6) {
+            continue;
+        }
+        ars.push(ar);
+        if p.flip() {
+            ars.push(1.0 / ar);
+        }
+    }
+    let (lh, lw) = (layer[0], layer[1]);
+    let (img_h, img_w) = match (p.img_h, p.img_w, p.img_size) {
+        (Some(h), Some(w), _) => (h as f32, w as f32),
+        (None, None, Some(s)) => (s as f32, s as f32),
+        _ => (image[0] as f32, image[1] as f32),
+    };
+    let (step_h, step_w) = match (p.step_h, p.step_w, p.step) {
+        (Some(h), Some(w), _) => (h, w),
+        (None, None, Some(s)) => (s, s),
+        _ => (img_h / lh as f32, img_w / lw as f32),
+    };
+    let offset = p.offset();
+    let mut boxes: Vec<f32> = Vec::new();
+    let push = |boxes: &mut Vec<f32>, cx: f32, cy: f32, bw: f32, bh: f32| {
+        boxes.push((cx - bw / 2.0) / img_w);
+        boxes.push((cy - bh / 2.0) / img_h);
+        boxes.push((cx + bw / 2.0) / img_w);
+        boxes.push((cy + bh / 2.0) / img_h);
+    };
+    for h in 0..lh {
+        for w in 0..lw {
+            let cx = (w as f32 + offset) * step_w;
+            let cy = (h as f32 + offset) * step_h;
+            for (s, &min) in p.min_size.iter().enumerate() {
+                push(&mut boxes, cx, cy, min, min);
+                if let Some(&max) = p.max_size.get(s) {
+                    let side = (min * max).sqrt();
+                    push(&mut boxes, cx, cy, side, side);
+                }
+                for &ar in &ars {
+                    if (ar - 1.0).abs() < 1e-6 {
+                        continue;
+                    }
+                    push(&mut boxes, cx, cy, min * ar.sqrt(), min / ar.sqrt());
+                }
+            }
+        }
+    }
+    if p.clip() {
+        for v in &mut boxes {
+            *v = v.clamp(0.0, 1.0);
+        }
+    }
+    let var: [f32; 4] = match p.variance.as_slice() {
+        [] => [0.1; 4],
+        [v] => [*v; 4],
+        [a, b, c, d] => [*a, *b, *c, *d],
+        v => return Err(Fail(format!("{} variances (1 or 4 expected)", v.len()))),
+    };
+    let n = boxes.len();
+    let mut out = boxes;
+    out.reserve(n);
+    for i in 0..n {
+        out.push(var[i % 4]);
+    }
+    Ok(out)
+}
+
+/// `PriorBox`: a constant.
+pub(crate) fn prior_box(
+    cx: &mut Cx,
+    l: &LayerDef,
+    ins: &[Value],
+    tops: &[String],
+    blobs: Vec<Tensor>,
+) -> LResult<Vec<Vec<usize>>> {
+    arity(ins, &[2])?;
+    at_most(&blobs, 0)?;
+    let (f, img) = (&ins[0].shape, &ins[1].shape);
+    if f.len() != 4 || img.len() != 4 {
+        return Err(Fail(format!("bottoms {f:?} and {img:?} must be 4-D")));
+    }
+    let p = l.param.prior_box_param.clone().unwrap_or_default();
+    let data = prior_boxes(&p, [f[2], f[3]], [img[2], img[3]])?;
+    let len = data.len() / 2;
+    let c =
+        cx.b.f32s(&format!("{}/priors", l.name), data, vec![1, 2, len])?;
+    cx.identity(&c, &tops[0]);
+    Ok(vec![vec![1, 2, len]])
+}

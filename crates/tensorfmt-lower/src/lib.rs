@@ -1,0 +1,652 @@
+//! # tensorfmt-lower
+//!
+//! Caffe nets (a deploy prototxt read by `tensorfmt-caffe` into a [`NetDef`], joined
+//! with a caffemodel's blobs by layer name) lowered to ONNX models (opset
+//! [`tensorfmt_onnx::OPSET`]) written by `tensorfmt-onnx`. It sits above both format
+//! crates, which know nothing of each other.
+//!
+//! How a net is lowered:
+//! - every layer type must have a lowering in the registry ([`supported_layers`]);
+//!   otherwise the error lists **every** unsupported layer (name and type) before
+//!   anything is written;
+//! - each blob write gets a fresh SSA value (in-place `ReLU`, `BatchNorm`, `Scale`,
+//!   `Dropout` ...); the last write of a blob carries the blob's own name, so graph
+//!   inputs and outputs are named after the net's blobs;
+//! - each layer computes its tops' shapes with **Caffe's** rule, and the ONNX nodes it
+//!   emits are run through **ONNX's** shape rules; a disagreement is an error naming the
+//!   layer (this is how ceil-mode pooling, Flatten and Deconvolution mistakes are caught
+//!   before any runtime sees the model). Only verified shapes go into `value_info`;
+//! - graph outputs are the blobs no later layer consumes (or [`LowerOptions::outputs`]),
+//!   and nodes that do not feed an output are pruned. A `DetectionOutput` layer is not
+//!   lowered: the graph stops before it and outputs its bottoms (`Lowered::stopped`).
+//!
+//! ```
+//! use tensorfmt_caffe::{parse_net, Schema};
+//! let net = parse_net("input: 'x' input_shape { dim: 1 dim: 2 dim: 3 dim: 3 } \
+//!     layer { name: 'r' type: 'ReLU' bottom: 'x' top: 'x' } \
+//!     layer { name: 'p' type: 'Pooling' bottom: 'x' top: 'p' \
+//!             pooling_param { pool: MAX kernel_size: 2 stride: 2 } }", Schema::builtin(), &Default::default())?;
+//! let mut no_blobs = std::collections::HashMap::new();
+//! let lowered = tensorfmt_lower::lower(&net, &mut no_blobs, &Default::default())?;
+//! let g = lowered.model.graph.as_ref().unwrap();
+//! assert_eq!(g.output[0].name, "p");
+//! // Caffe's ceil mode: 3x3 pooled 2/2 gives 2x2 (ONNX's floor rule would give 1x1).
+//! assert_eq!(lowered.shapes["p"], vec![1, 2, 2, 2]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+#![warn(missing_docs)]
+
+mod builder;
+mod error;
+mod layers;
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+
+use tensorfmt_caffe::{LayerBlobs, LayerDef, NetDef, Schema};
+use tensorfmt_core::ReadOptions;
+use tensorfmt_onnx::proto::{
+    tensor_shape_proto::{dimension::Value as DimValue, Dimension},
+    type_proto, GraphProto, ModelProto, OperatorSetIdProto, StringStringEntryProto,
+    TensorShapeProto, TypeProto, ValueInfoProto,
+};
+
+pub use builder::Value;
+pub use error::LowerError;
+pub use layers::supported_layers;
+
+use builder::Builder;
+use error::Fail;
+
+/// Where a lowering takes each layer's blobs from: a caffemodel's
+/// [`LayerBlobs`], or a map from layer name to tensors (hand-built and random nets).
+pub trait BlobSource {
+    /// The blobs of the next layer named `name` (each name consumed once per layer).
+    fn take(&mut self, name: &str) -> Option<Vec<tensorfmt_core::Tensor>>;
+    /// Layers with blobs nobody took, as `name (type)` strings.
+    fn unused(&self) -> Vec<String>;
+}
+
+impl BlobSource for LayerBlobs {
+    fn take(&mut self, name: &str) -> Option<Vec<tensorfmt_core::Tensor>> {
+        LayerBlobs::take(self, name)
+    }
+    fn unused(&self) -> Vec<String> {
+        self.remaining()
+            .iter()
+            .map(|(n, k)| format!("{n} ({k})"))
+            .collect()
+    }
+}
+
+impl BlobSource for HashMap<String, Vec<tensorfmt_core::Tensor>> {
+    fn take(&mut self, name: &str) -> Option<Vec<tensorfmt_core::Tensor>> {
+        self.remove(name)
+    }
+    fn unused(&self) -> Vec<String> {
+        let mut v: Vec<String> = self.keys().cloned().collect();
+        v.sort();
+        v
+    }
+}
+
+/// Options of [`lower`] (the CLI's `--input-shape`, `--outputs`, `--dynamic-batch`).
+#[derive(Debug, Clone, Default)]
+pub struct LowerOptions {
+    /// Input shapes replacing the prototxt's, by input blob name.
+    pub input_shapes: Vec<(String, Vec<usize>)>,
+    /// Blobs to expose as graph outputs instead of the net's outputs.
+    pub outputs: Vec<String>,
+    /// A symbolic batch dimension (`N`) on inputs and outputs.
+    pub dynamic_batch: bool,
+    /// Refuse what would otherwise be a warning (unused caffemodel layers).
+    pub strict: bool,
+}
+
+/// The result of [`lower`].
+#[derive(Debug, Clone)]
+pub struct Lowered {
+    /// The ONNX model.
+    pub model: ModelProto,
+    /// Graph output blob names.
+    pub outputs: Vec<String>,
+    /// Caffe shapes of every blob's final version, by blob name.
+    pub shapes: HashMap<String, Vec<usize>>,
+    /// Layers the graph stops before (name, type), e.g. `DetectionOutput`.
+    pub stopped: Vec<(String, String)>,
+    /// Things that were accepted but deserve a note (unused caffemodel layers, ...).
+    pub warnings: Vec<String>,
+}
+
+/// What a layer lowering gets to work with.
+pub(crate) struct Cx {
+    pub b: Builder,
+    pub layer: String,
+}
+
+impl Cx {
+    /// A node with one fresh output.
+    pub fn op(
+        &mut self,
+        op: &str,
+        inputs: Vec<String>,
+        attrs: Vec<tensorfmt_onnx::proto::AttributeProto>,
+    ) -> String {
+        let out = self
+            .b
+            .fresh(&format!("{}/{}", self.layer, op.to_ascii_lowercase()));
+        self.op_to(op, inputs, &out, attrs);
+        out
+    }
+
+    /// A node writing `out`.
+    pub fn op_to(
+        &mut self,
+        op: &str,
+        inputs: Vec<String>,
+        out: &str,
+        attrs: Vec<tensorfmt_onnx::proto::AttributeProto>,
+    ) {
+        let name = format!("{}/{}", self.layer, op);
+        self.b.node(op, &name, inputs, vec![out.to_string()], attrs);
+    }
+
+    /// A Reshape of `x` (shape `from`) to `to`; dim 0 is copied (`0`) when it does not
+    /// change, so a symbolic batch stays symbolic.
+    pub fn reshape_to(
+        &mut self,
+        x: &str,
+        from: &[usize],
+        to: &[usize],
+        out: Option<&str>,
+    ) -> Result<String, Fail> {
+        let mut spec: Vec<i64> = to.iter().map(|&d| d as i64).collect();
+        if !from.is_empty() && !to.is_empty() && from[0] == to[0] {
+            spec[0] = 0;
+        }
+        let s = self.b.i64s(&format!("{}/shape", self.layer), spec)?;
+        Ok(match out {
+            Some(o) => {
+                self.op_to("Reshape", vec![x.into(), s], o, vec![]);
+                o.to_string()
+            }
+            None => self.op("Reshape", vec![x.into(), s], vec![]),
+        })
+    }
+
+    /// An Identity node writing `out`.
+    pub fn identity(&mut self, x: &str, out: &str) {
+        self.op_to("Identity", vec![x.into()], out, vec![]);
+    }
+}
+
+/// Element count cap of any blob: Caffe's `count()` must fit an `int`.
+const MAX_BLOB_COUNT: u64 = i32::MAX as u64;
+
+fn check_shape(shape: &[usize]) -> Result<(), String> {
+    let mut n: u64 = 1;
+    for &d in shape {
+        n = n.saturating_mul(d as u64);
+    }
+    if n > MAX_BLOB_COUNT {
+        return Err(format!(
+            "blob shape {shape:?} has {n} elements, more than Caffe's limit of {MAX_BLOB_COUNT}"
+        ));
+    }
+    Ok(())
+}
+
+fn layer_err(l: &LayerDef, reason: impl Into<String>) -> LowerError {
+    LowerError::Layer {
+        layer: l.name.clone(),
+        kind: l.kind.clone(),
+        line: l.line,
+        reason: reason.into(),
+    }
+}
+
+/// Lowers a parsed net with its caffemodel blobs (taken from `blobs` by layer name) to
+/// an ONNX model. Nothing is written; see [`convert_files`] for the whole path.
+pub fn lower(
+    net: &NetDef,
+    blobs: &mut dyn BlobSource,
+    opts: &LowerOptions,
+) -> Result<Lowered, LowerError> {
+    // 1. Every layer type must be known: list all unknown ones at once.
+    let unsupported: Vec<(String, String)> = net
+        .layers
+        .iter()
+        .filter(|l| layers::lookup(&l.kind).is_none() && !layers::is_stop(&l.kind))
+        .map(|l| (l.name.clone(), l.kind.clone()))
+        .collect();
+    if !unsupported.is_empty() {
+        return Err(LowerError::Unsupported {
+            layers: unsupported,
+        });
+    }
+    // Caffe's own shape rules (tensorfmt-caffe), which every lowered layer must agree with.
+    let caffe_shapes = tensorfmt_caffe::infer_shapes(net, &opts.input_shapes)?;
+    let mut cx = Cx {
+        b: Builder::default(),
+        layer: String::new(),
+    };
+    // 2. Inputs.
+    let input_names: HashSet<&str> = net.inputs.iter().map(|i| i.name.as_str()).collect();
+    for (name, _) in &opts.input_shapes {
+        if !input_names.contains(name.as_str()) {
+            return Err(LowerError::Net(format!(
+                "--input-shape names {name:?}, which is not an input of the net (inputs: {})",
+                net.inputs
+                    .iter()
+                    .map(|i| i.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+    }
+    let mut current: HashMap<String, Value> = HashMap::new();
+    let mut graph_inputs = Vec::new();
+    for b in net
+        .layers
+        .iter()
+        .flat_map(|l| l.tops.iter())
+        .chain(net.inputs.iter().map(|i| &i.name))
+    {
+        cx.b.reserve(b);
+    }
+    for i in &net.inputs {
+        let shape: Vec<usize> = match opts.input_shapes.iter().find(|(n, _)| n == &i.name) {
+            Some((_, s)) => s.clone(),
+            None => i
+                .shape
+                .iter()
+                .map(|&d| usize::try_from(d).ok().filter(|&d| d > 0))
+                .collect::<Option<Vec<usize>>>()
+                .ok_or_else(|| {
+                    LowerError::Net(format!(
+                        "input {:?} has shape {:?}; give a positive shape with --input-shape {}=...",
+                        i.name, i.shape, i.name
+                    ))
+                })?,
+        };
+        if shape.contains(&0) {
+            return Err(LowerError::Net(format!(
+                "input {:?} has a zero dimension in {shape:?}",
+                i.name
+            )));
+        }
+        check_shape(&shape).map_err(|e| LowerError::Net(format!("input {:?}: {e}", i.name)))?;
+        let v = Value {
+            name: i.name.clone(),
+            shape,
+        };
+        graph_inputs.push(v.clone());
+        current.insert(i.name.clone(), v);
+    }
+    // 3. The last write of each blob keeps the blob's name.
+    let mut last_write: HashMap<&str, usize> = HashMap::new();
+    for (li, l) in net.layers.iter().enumerate() {
+        for t in &l.tops {
+            last_write.insert(t.as_str(), li);
+        }
+    }
+    // 4. Layers in order.
+    let mut stopped = Vec::new();
+    let mut stopped_tops: HashSet<String> = HashSet::new();
+    let mut stop_bottoms: Vec<String> = Vec::new();
+    let mut onnx_shapes: HashMap<String, Vec<usize>> = graph_inputs
+        .iter()
+        .map(|v| (v.name.clone(), v.shape.clone()))
+        .collect();
+    let mut verified: Vec<Value> = Vec::new();
+    for (li, l) in net.layers.iter().enumerate() {
+        if layers::is_stop(&l.kind) {
+            stopped.push((l.name.clone(), l.kind.clone()));
+            stopped_tops.extend(l.tops.iter().cloned());
+            for b in &l.bottoms {
+                if !stop_bottoms.contains(b) {
+                    stop_bottoms.push(b.clone());
+                }
+            }
+            continue;
+        }
+        let mut ins = Vec::with_capacity(l.bottoms.len());
+        for b in &l.bottoms {
+            match current.get(b) {
+                Some(v) => ins.push(v.clone()),
+                None if stopped_tops.contains(b) => {
+                    return Err(layer_err(
+                        l,
+                        format!("bottom {b:?} is the output of a layer the graph stops before"),
+                    ));
+                }
+                None => {
+                    return Err(layer_err(
+                        l,
+                        format!("bottom {b:?} is not produced by an input or an earlier layer"),
+                    ))
+                }
+            }
+        }
+        let tops: Vec<String> = l
+            .tops
+            .iter()
+            .map(|t| {
+                if last_write.get(t.as_str()) == Some(&li) && !input_names.contains(t.as_str()) {
+                    t.clone()
+                } else {
+                    cx.b.fresh(&format!("{t}/{}", l.name))
+                }
+            })
+            .collect();
+        let layer_blobs = blobs.take(&l.name).unwrap_or_default();
+        cx.layer = l.name.clone();
+        let first_node = cx.b.nodes.len();
+        let f = layers::lookup(&l.kind).expect("checked above");
+        let shapes = f(&mut cx, l, &ins, &tops, layer_blobs).map_err(|Fail(r)| layer_err(l, r))?;
+        let expected = caffe_shapes.layers.get(li).map(|s| &s.tops);
+        if expected != Some(&shapes) {
+            return Err(layer_err(
+                l,
+                format!("the lowering computes tops {shapes:?}, Caffe's shape rules give {expected:?} (a lowering bug)"),
+            ));
+        }
+        if shapes.len() != tops.len() {
+            return Err(layer_err(
+                l,
+                format!(
+                    "the lowering produced {} tops, the layer has {}",
+                    shapes.len(),
+                    tops.len()
+                ),
+            ));
+        }
+        // ONNX's shape rules over the new nodes.
+        for n in &cx.b.nodes[first_node..] {
+            let in_shapes: Vec<Option<&Vec<usize>>> = n
+                .input
+                .iter()
+                .map(|i| onnx_shapes.get(i).or_else(|| cx.b.init_shapes.get(i)))
+                .collect();
+            if let Some(outs) = builder::onnx_shapes(n, &in_shapes, &cx.b.ints) {
+                for (o, s) in n.output.iter().zip(outs) {
+                    onnx_shapes.insert(o.clone(), s);
+                }
+            }
+        }
+        for ((t, name), shape) in l.tops.iter().zip(&tops).zip(shapes) {
+            check_shape(&shape).map_err(|e| layer_err(l, format!("top {t:?}: {e}")))?;
+            if shape.contains(&0) {
+                return Err(layer_err(
+                    l,
+                    format!("top {t:?} would have the empty shape {shape:?}"),
+                ));
+            }
+            match onnx_shapes.get(name) {
+                Some(s) if *s == shape => verified.push(Value { name: name.clone(), shape: shape.clone() }),
+                Some(s) => {
+                    return Err(layer_err(
+                        l,
+                        format!("ONNX's shape rule gives {s:?} for top {t:?}, Caffe's gives {shape:?} (a lowering bug)"),
+                    ))
+                }
+                None => {}
+            }
+            current.insert(
+                t.clone(),
+                Value {
+                    name: name.clone(),
+                    shape,
+                },
+            );
+        }
+    }
+    // 5. Outputs.
+    let outputs: Vec<String> = if opts.outputs.is_empty() {
+        // A blob consumed only by Silence layers is an output too (Caffe silences the
+        // blobs it should not print, e.g. colorization's class8_ab).
+        let mut unsilenced = net.clone();
+        unsilenced.layers.retain(|l| l.kind != "Silence");
+        let mut o: Vec<String> = unsilenced
+            .output_blobs()
+            .into_iter()
+            .filter(|b| !stopped_tops.contains(b))
+            .collect();
+        for b in stop_bottoms {
+            if !o.contains(&b) {
+                o.push(b);
+            }
+        }
+        o
+    } else {
+        opts.outputs.clone()
+    };
+    let mut out_values = Vec::new();
+    for o in &outputs {
+        let v = current.get(o).ok_or_else(|| {
+            LowerError::Net(format!(
+                "output {o:?} is not a blob the lowered graph computes"
+            ))
+        })?;
+        if v.name != *o {
+            return Err(LowerError::Net(format!(
+                "output {o:?} is rewritten in place by a later layer that is pruned"
+            )));
+        }
+        out_values.push(v.clone());
+    }
+    if out_values.is_empty() {
+        return Err(LowerError::Net("the net has no output blobs".into()));
+    }
+    // 6. Prune nodes that feed no output.
+    let mut needed: HashSet<String> = out_values.iter().map(|v| v.name.clone()).collect();
+    let mut keep = vec![false; cx.b.nodes.len()];
+    for (i, n) in cx.b.nodes.iter().enumerate().rev() {
+        if n.output.iter().any(|o| needed.contains(o)) {
+            keep[i] = true;
+            needed.extend(n.input.iter().cloned());
+        }
+    }
+    let nodes: Vec<_> =
+        cx.b.nodes
+            .drain(..)
+            .zip(keep)
+            .filter(|(_, k)| *k)
+            .map(|(n, _)| n)
+            .collect();
+    let inits: Vec<_> =
+        cx.b.inits
+            .drain(..)
+            .filter(|t| needed.contains(&t.name))
+            .collect();
+    let out_names: HashSet<&str> = out_values.iter().map(|v| v.name.as_str()).collect();
+    // 7. Warnings: caffemodel layers nobody asked for.
+    let mut warnings = net.warnings.clone();
+    let unused = blobs.unused();
+    if !unused.is_empty() {
+        let list = unused.join(", ");
+        if opts.strict {
+            return Err(LowerError::Net(format!(
+                "caffemodel layers not in the net: {list}"
+            )));
+        }
+        warnings.push(format!("ignoring caffemodel layers not in the net: {list}"));
+    }
+    let infos: Vec<ValueInfoProto> = verified
+        .iter()
+        .filter(|v| needed.contains(&v.name) && !out_names.contains(v.name.as_str()))
+        .map(|v| value_info(v, false))
+        .collect();
+    let mut metadata = vec![("tensorfmt.source".to_string(), "caffe".to_string())];
+    if !net.name.is_empty() {
+        metadata.push(("caffe.net".into(), net.name.clone()));
+    }
+    if !stopped.is_empty() {
+        metadata.push((
+            "tensorfmt.stopped_before".into(),
+            stopped
+                .iter()
+                .map(|(n, k)| format!("{n} ({k})"))
+                .collect::<Vec<_>>()
+                .join(", "),
+        ));
+    }
+    if let Some(t) = &net.transform {
+        metadata.push(("preprocess.channel_order".into(), "BGR".into()));
+        if t.scale != 1.0 {
+            metadata.push(("preprocess.scale".into(), t.scale.to_string()));
+        }
+        if !t.mean_values.is_empty() {
+            metadata.push((
+                "preprocess.mean_values".into(),
+                t.mean_values
+                    .iter()
+                    .map(|v| v.to_string())
+                    .collect::<Vec<_>>()
+                    .join(","),
+            ));
+        }
+        if let Some(m) = &t.mean_file {
+            metadata.push(("preprocess.mean_file".into(), m.clone()));
+        }
+        if t.crop_size > 0 {
+            metadata.push(("preprocess.crop_size".into(), t.crop_size.to_string()));
+        }
+    }
+    let graph = GraphProto {
+        node: nodes,
+        name: if net.name.is_empty() {
+            "caffe".into()
+        } else {
+            net.name.clone()
+        },
+        initializer: inits,
+        input: graph_inputs
+            .iter()
+            .map(|v| value_info(v, opts.dynamic_batch))
+            .collect(),
+        output: out_values
+            .iter()
+            .map(|v| value_info(v, opts.dynamic_batch))
+            .collect(),
+        value_info: if opts.dynamic_batch {
+            Vec::new()
+        } else {
+            infos
+        },
+        ..Default::default()
+    };
+    let model = ModelProto {
+        ir_version: tensorfmt_onnx::IR_VERSION,
+        opset_import: vec![OperatorSetIdProto {
+            domain: String::new(),
+            version: tensorfmt_onnx::OPSET,
+        }],
+        producer_name: "tensorfmt".into(),
+        producer_version: env!("CARGO_PKG_VERSION").into(),
+        graph: Some(graph),
+        metadata_props: metadata
+            .into_iter()
+            .map(|(key, value)| StringStringEntryProto { key, value })
+            .collect(),
+        ..Default::default()
+    };
+    let shapes = current.into_iter().map(|(k, v)| (k, v.shape)).collect();
+    Ok(Lowered {
+        model,
+        outputs,
+        shapes,
+        stopped,
+        warnings,
+    })
+}
+
+fn value_info(v: &Value, dynamic_batch: bool) -> ValueInfoProto {
+    let dim = v
+        .shape
+        .iter()
+        .enumerate()
+        .map(|(i, &d)| Dimension {
+            value: Some(if i == 0 && dynamic_batch {
+                DimValue::DimParam("N".into())
+            } else {
+                DimValue::DimValue(d as i64)
+            }),
+            ..Default::default()
+        })
+        .collect();
+    ValueInfoProto {
+        name: v.name.clone(),
+        r#type: Some(TypeProto {
+            value: Some(type_proto::Value::TensorType(type_proto::Tensor {
+                elem_type: 1,
+                shape: Some(TensorShapeProto { dim }),
+            })),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// Inputs of [`convert_files`].
+#[derive(Debug, Clone, Copy)]
+pub struct Sources<'a> {
+    /// The `.caffemodel` (weights).
+    pub caffemodel: &'a Path,
+    /// The deploy prototxt.
+    pub prototxt: &'a Path,
+    /// A fork's `caffe.proto`, compiled at run time for its extra fields.
+    pub fork_proto: Option<&'a Path>,
+}
+
+/// Reads a caffemodel + deploy prototxt (+ fork schema), lowers the net and writes the
+/// ONNX model to `out` atomically (nothing is left behind on error). Returns the
+/// [`Lowered`] description (the model itself included).
+///
+/// ```no_run
+/// use tensorfmt_lower::{convert_files, LowerOptions, Sources};
+/// let src = Sources { caffemodel: "lenet.caffemodel".as_ref(), prototxt: "lenet.prototxt".as_ref(), fork_proto: None };
+/// let lowered = convert_files(src, "lenet.onnx".as_ref(), &LowerOptions::default(), &Default::default())?;
+/// println!("outputs: {:?}", lowered.outputs);
+/// # Ok::<(), tensorfmt_lower::LowerError>(())
+/// ```
+pub fn convert_files(
+    src: Sources<'_>,
+    out: &Path,
+    opts: &LowerOptions,
+    read: &ReadOptions,
+) -> Result<Lowered, LowerError> {
+    let (net, mut blobs) = load(src, read)?;
+    let lowered = lower(&net, &mut blobs, opts)?;
+    tensorfmt_core::io::write_atomic(out, |w| tensorfmt_onnx::write_model(w, &lowered.model))?;
+    Ok(lowered)
+}
+
+/// Reads the prototxt (with the fork schema if given) and the caffemodel's blobs.
+pub fn load(src: Sources<'_>, read: &ReadOptions) -> Result<(NetDef, LayerBlobs), LowerError> {
+    let compiled;
+    let schema = match src.fork_proto {
+        Some(p) => {
+            compiled = Schema::compile(p, &read.limits)?;
+            &compiled
+        }
+        None => Schema::builtin(),
+    };
+    let text = read_text(src.prototxt, read)?;
+    let net = tensorfmt_caffe::parse_net(&text, schema, read)?;
+    let data = tensorfmt_core::io::map_file(src.caffemodel)?;
+    let model =
+        tensorfmt_caffe::read_model_with(data, &tensorfmt_caffe::CaffeReadOptions::from(read))?;
+    let blobs = tensorfmt_caffe::layer_blobs(&model)?;
+    Ok((net, blobs))
+}
+
+fn read_text(path: &Path, read: &ReadOptions) -> Result<String, LowerError> {
+    let len = std::fs::metadata(path)
+        .map_err(tensorfmt_core::Error::from)?
+        .len();
+    read.limits.check_alloc(len)?;
+    let bytes = std::fs::read(path).map_err(tensorfmt_core::Error::from)?;
+    String::from_utf8(bytes)
+        .map_err(|_| LowerError::Net(format!("{}: the prototxt is not UTF-8", path.display())))
+}
