@@ -8,6 +8,8 @@
 //!
 //! - `cargo xtask test [--python-only] [PYTEST ARGS]`: every test, Rust (`cargo test
 //!   --workspace`) and Python (the package built into `target/py-venv`, then pytest).
+//! - `cargo xtask wheel [--out DIR]`: the Python package as one abi3 wheel (every
+//!   CPython >= 3.9 of this platform), in `target/wheels` by default.
 //!
 //! `--check` changes nothing and fails when a file is stale; `cargo test` runs both
 //! checks (see the tests at the bottom of `codegen.rs` and `fixtures/mod.rs`), and the
@@ -19,10 +21,11 @@ mod fixtures;
 mod test;
 mod tidy;
 mod util;
+mod wheel;
 
 use std::process::ExitCode;
 
-const HELP: &str = "usage: cargo xtask <codegen|fixtures> [--check] | cargo xtask test [--python-only] [PYTEST ARGS]";
+const HELP: &str = "usage: cargo xtask <codegen|fixtures> [--check] | cargo xtask test [--python-only] [PYTEST ARGS] | cargo xtask wheel [--out DIR]";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -31,6 +34,7 @@ fn main() -> ExitCode {
         Some("codegen") => codegen::run(check).and_then(|()| codegen_onnx::run(check)),
         Some("fixtures") => fixtures::run(check),
         Some("test") => test::run(&args[1..]),
+        Some("wheel") => wheel::run(&args[1..]),
         _ => {
             eprintln!("{HELP}");
             return ExitCode::from(2);

@@ -53,13 +53,98 @@ pub fn open_file(
         options.limits.max_alloc = m;
     }
     let p = path.clone();
-    let doc = run(py, move || match format {
-        Some(f) => tensorfmt::open_as(&p, parse_format(&f)?, &options),
-        None => tensorfmt::open(&p, &options),
+    let doc = run(py, move || {
+        let format = match format {
+            Some(f) => parse_format(&f)?,
+            None => detect(&p)?,
+        };
+        open_named_kind(&p, format, options)
     })?;
     Ok(File {
         doc: RwLock::new(Some(Arc::new(doc))),
         path,
+    })
+}
+
+/// The file-kind identifier (one of [`Format::write_kinds`] where the format has
+/// several, plus primitiv's read-only `shape` and `optimizer`) of a document whose format
+/// crate describes its kind as `description` (`TensorFile::kind`, prose for people).
+pub fn kind_id(format: Format, description: &str) -> String {
+    let lower = description.to_ascii_lowercase();
+    // PINK files from before version 2 read as `legacy v1 <kind> ...`.
+    let d = match lower.strip_prefix("legacy ") {
+        Some(rest) => rest.split_once(' ').map_or(rest, |(_, kind)| kind),
+        None => &lower,
+    };
+    let id = match format {
+        Format::Pvp if d.contains("sparse") => "sparse",
+        Format::Pvp if d.contains("weights") => "weights",
+        Format::Pvp => "dense",
+        Format::Som if d.starts_with("rotation/flip") => "som-rotflip",
+        Format::Som if d.starts_with("mapping") => "som-mapping",
+        Format::Som if d.starts_with("som") => "som",
+        Format::Som => "som-data",
+        Format::Caffe if d.starts_with("model") => "caffemodel",
+        Format::Caffe if d.starts_with("mean") => "binaryproto",
+        Format::Caffe if d.starts_with("blobprotovector") => "blobprotovector",
+        Format::Caffe => "solverstate",
+        Format::Primitiv => return d.split_whitespace().next().unwrap_or("").to_string(),
+        other => return other.name().to_string(),
+    };
+    id.to_string()
+}
+
+/// Opens `path` as `format`. A Caffe file whose structure the content check cannot
+/// place (a truncated `.caffemodel` no longer parses as any kind) is read again as the
+/// kind its extension names, so the error says what is wrong with it (truncated at byte
+/// N) instead of "not a Caffe file".
+fn open_named_kind(
+    path: &std::path::Path,
+    format: Format,
+    options: tensorfmt::ReadOptions,
+) -> Result<Document, Error> {
+    let unplaced = |e: &Error| match e {
+        Error::Format { source, .. } => matches!(
+            source.downcast_ref::<tensorfmt::CaffeError>(),
+            Some(tensorfmt::CaffeError::NotCaffe(_))
+        ),
+        _ => false,
+    };
+    match tensorfmt::open_as(path, format, &options) {
+        Err(e) if format == Format::Caffe && options.kind.is_none() && unplaced(&e) => {
+            match tensorfmt::Target::from_path(path).and_then(|t| t.kind) {
+                Some(kind) => tensorfmt::open_as(
+                    path,
+                    format,
+                    &tensorfmt::ReadOptions {
+                        kind: Some(kind),
+                        ..options
+                    },
+                ),
+                None => Err(e),
+            }
+        }
+        other => other,
+    }
+}
+
+/// The format of a file (content first, extension second), failing with what a Python
+/// caller can do about it: name it with `format=`.
+pub fn detect(path: &std::path::Path) -> Result<Format, Error> {
+    let head = tensorfmt::io::map_file(path)?;
+    let sniffed = &head[..head.len().min(tensorfmt::formats::SNIFF_LEN)];
+    tensorfmt::detect_bytes(sniffed, head.len() as u64, Some(path)).ok_or_else(|| {
+        let names: Vec<&str> = Format::ALL
+            .iter()
+            .filter(|f| f.is_enabled())
+            .map(|f| f.name())
+            .collect();
+        Error::Invalid(format!(
+            "{}: cannot tell the file format from its content or extension; \
+             pass format= (one of {})",
+            path.display(),
+            names.join(", ")
+        ))
     })
 }
 
@@ -71,9 +156,19 @@ impl File {
         Ok(self.doc(py)?.file_format().to_string())
     }
 
-    /// File kind within the format (`dense`, `sparse`, `model`, `data`, ...).
+    /// File kind within the format as the identifier `to=` takes (`dense`, `sparse`,
+    /// `weights`, `som-data`, `som`, `caffemodel`, `model`, ...; the format name for
+    /// npy, npz and safetensors).
     #[getter]
     fn kind(&self, py: Python<'_>) -> PyResult<String> {
+        let doc = self.doc(py)?;
+        Ok(kind_id(doc.file_format(), &doc.kind()))
+    }
+
+    /// What the file is, in words (`dense activity`, `SOM (hexagonal 3x3)`, `model (V2
+    /// NetParameter)`).
+    #[getter]
+    fn description(&self, py: Python<'_>) -> PyResult<String> {
         Ok(self.doc(py)?.kind())
     }
 

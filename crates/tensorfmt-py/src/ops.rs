@@ -128,8 +128,8 @@ pub fn diff<'py>(
 ) -> PyResult<Bound<'py, PyDict>> {
     let report = run(py, move || {
         let opts = read_options(None, false, None, false);
-        let fa = tensorfmt::open(&a, &opts)?;
-        let fb = tensorfmt::open(&b, &opts)?;
+        let fa = tensorfmt::open_as(&a, crate::document::detect(&a)?, &opts)?;
+        let fb = tensorfmt::open_as(&b, crate::document::detect(&b)?, &opts)?;
         let options = DiffOptions {
             tolerance: Tolerance { rtol, atol },
             max_diffs,
@@ -190,5 +190,5 @@ pub fn formats() -> Vec<(String, Vec<String>, Vec<String>, bool)> {
 /// The format of a file, from its content first and its extension second.
 #[pyfunction]
 pub fn detect(py: Python<'_>, path: PathBuf) -> PyResult<String> {
-    run(py, move || Ok(tensorfmt::detect(&path)?.to_string()))
+    run(py, move || Ok(crate::document::detect(&path)?.to_string()))
 }

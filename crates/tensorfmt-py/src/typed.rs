@@ -66,8 +66,22 @@ pub fn caffe_contents<'py>(
             ..ReadOptions::default()
         };
         let opts = CaffeReadOptions::from(&read);
+        // A file the content check cannot place (a truncated `.caffemodel`) is read as
+        // the kind its extension names, so the error says what is wrong with it.
+        let named = tensorfmt::Target::from_path(&path).and_then(|t| t.kind);
         let file = match kind.as_deref() {
-            None => CaffeFile::open(data, &opts),
+            None => match CaffeFile::open(data.clone(), &opts) {
+                Err(tensorfmt::caffe::CaffeError::NotCaffe(why)) => {
+                    match named
+                        .as_deref()
+                        .and_then(tensorfmt::caffe::FileKind::from_name)
+                    {
+                        Some(k) => CaffeFile::open_as(data, k, &opts),
+                        None => Err(tensorfmt::caffe::CaffeError::NotCaffe(why)),
+                    }
+                }
+                other => other,
+            },
             Some(name) => {
                 let k = tensorfmt::caffe::FileKind::from_name(name).ok_or_else(|| {
                     Error::Invalid(format!(

@@ -16,7 +16,7 @@ DENSE = TESTDATA / "pvp" / "dense_f32.pvp"
 def test_document_is_a_lazy_read_only_mapping():
     with tensorfmt.open(DENSE) as doc:
         assert doc.format == "pvp"
-        assert doc.kind.startswith("dense")
+        assert doc.kind == "dense" and doc.description.startswith("dense")
         assert "values" in doc and len(doc) == len(list(doc))
         info = doc.info("values")
         assert info.dtype == np.float32 and len(info.shape) == 4
@@ -93,11 +93,25 @@ def test_fortran_and_big_endian_npy_read_right():
     np.testing.assert_array_equal(arr, np.load(TESTDATA / "core" / "f64_be_3.npy"))
 
 
-def test_bf16_is_widened_exactly():
+def test_bf16_is_bfloat16_with_ml_dtypes_else_widened_exactly(monkeypatch):
     with tensorfmt.open(TESTDATA / "core" / "bf16_4.npy") as doc:
         (name,) = list(doc)
         assert doc.info(name).stored_dtype == "bf16"
-        assert doc[name].dtype == np.float32
+        got = doc[name]
+        try:
+            import ml_dtypes
+        except ImportError:
+            assert got.dtype == np.float32
+        else:
+            assert got.dtype == ml_dtypes.bfloat16
+    # Without ml_dtypes: float32, every bf16 value exactly.
+    import tensorfmt._api as api
+
+    monkeypatch.setattr(api, "_bfloat16", lambda: None)
+    with tensorfmt.open(TESTDATA / "core" / "bf16_4.npy") as doc:
+        wide = doc[name]
+        assert wide.dtype == np.float32 == doc.info(name).dtype
+        np.testing.assert_array_equal(wide, got.astype(np.float32))
 
 
 @pytest.mark.parametrize(
@@ -152,12 +166,13 @@ def test_legacy_kinds_round_trip_exactly(tmp_path):
             np.testing.assert_array_equal(got.reshape(want.shape), want, err_msg=fname)
 
 
-def test_save_refuses_to_overwrite_without_overwrite(tmp_path):
+def test_save_overwrites_like_numpy_unless_overwrite_false(tmp_path):
     p = tmp_path / "a.npz"
     tensorfmt.save(p, {"a": np.zeros(2)})
+    tensorfmt.save(p, {"a": np.ones(2)})  # as np.save and safetensors' save_file do
+    np.testing.assert_array_equal(tensorfmt.load(p)["a"], np.ones(2))
     with pytest.raises(FileExistsError):
-        tensorfmt.save(p, {"a": np.ones(2)})
-    tensorfmt.save(p, {"a": np.ones(2)}, overwrite=True)
+        tensorfmt.save(p, {"a": np.full(2, 2.0)}, overwrite=False)
     np.testing.assert_array_equal(tensorfmt.load(p)["a"], np.ones(2))
     assert [f for f in os.listdir(tmp_path) if f != "a.npz"] == []
 

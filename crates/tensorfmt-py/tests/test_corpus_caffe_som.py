@@ -62,7 +62,7 @@ def test_caffe_model(name):
     d = require_corpus("caffe")
     kind, net, layers, blobs, total = CAFFE[name]
     with tensorfmt.open(d / name) as doc:
-        assert doc.format == "caffe" and doc.kind.startswith(kind), doc.kind
+        assert doc.format == "caffe" and doc.description.startswith(kind), doc.description
         assert doc.header["name"] == net
         assert doc.header["layers"] == layers
         for blob, shape in blobs.items():
@@ -78,7 +78,7 @@ def test_caffe_model(name):
 def test_caffe_solverstate():
     d = require_corpus("caffe")
     with tensorfmt.open(d / "v1_cifar10_quick_iter_4000.solverstate") as doc:
-        assert doc.kind.startswith("solver state")
+        assert doc.description.startswith("solver state")
         assert doc.header["iter"] == 4000
         assert doc.header["learned_net"] == "examples/cifar10/cifar10_quick_iter_4000.caffemodel"
         assert len(doc) == 10
@@ -165,7 +165,7 @@ def test_som_file(name):
         return
     kind, shapes = want
     with tensorfmt.open(path) as doc:
-        assert doc.format == "som" and doc.kind.startswith(kind), doc.kind
+        assert doc.format == "som" and doc.description.startswith(kind), doc.description
         assert {n: doc.info(n).shape for n in doc} == shapes
         for n in doc:
             assert doc[n].shape == shapes[n]

@@ -37,7 +37,7 @@ def test_corpus_file(name):
         assert doc.format == "primitiv"
         for kind in ("model", "parameter", "optimizer", "shape", "tensor"):
             if kind in x:
-                assert doc.kind.startswith(kind), (doc.kind, kind)
+                assert doc.description.startswith(kind), (doc.description, kind)
         arrays = doc.to_dict()
         for key, p in params(x):
             v = p["value"]

@@ -2,13 +2,14 @@
 
 Reads and writes PetaVision PVP files, PINK self-organising-map binaries, primitiv
 model files and Caffe models / mean files / solver states, plus npy, npz and
-safetensors::
+safetensors:
 
-    import tensorfmt
-    doc = tensorfmt.open("run/a1_V1.pvp")     # lazy, mapped; a Mapping of arrays
-    frames = doc["values"]                    # [frames, ny, nx, nf], a view of the file
-    tensorfmt.save("v1.safetensors", {"values": frames})
-    tensorfmt.convert("net.caffemodel", "net.npz")
+>>> import tensorfmt
+>>> doc = tensorfmt.open("testdata/pvp/dense_f32.pvp")  # lazy, mapped; a Mapping of arrays
+>>> frames = doc["values"]                  # [frames, ny, nx, nf], a view of the file
+>>> tensorfmt.save("v1.safetensors", {"values": frames})
+>>> tensorfmt.convert("testdata/caffe/v2_tiny.caffemodel", "net.npz")
+['conv1/0', 'conv1/1', 'ip/0']
 
 See :func:`open`, :func:`load`, :func:`save`, :func:`convert`, :func:`diff`,
 :func:`validate`, the per-format modules :mod:`tensorfmt.pvp` (frames, streaming

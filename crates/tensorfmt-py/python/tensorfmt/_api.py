@@ -53,22 +53,80 @@ _NUMPY_DTYPES = {
 }
 
 
-def _frames(frames: Frames) -> Optional[Tuple[int, Optional[int]]]:
-    if frames is None:
+def _bfloat16() -> Any:
+    """``ml_dtypes.bfloat16`` when ml_dtypes is installed, else None."""
+    try:
+        import ml_dtypes
+    except ImportError:
         return None
+    return ml_dtypes.bfloat16
+
+
+def _numpy_dtype(stored: str) -> np.dtype:
+    """The dtype of the array a tensor stored as ``stored`` comes as: bf16 is
+    ``ml_dtypes.bfloat16`` when ml_dtypes is installed, float32 (exact) otherwise."""
+    if stored == "bf16":
+        bf16 = _bfloat16()
+        if bf16 is not None:
+            return np.dtype(bf16)
+    return np.dtype(_NUMPY_DTYPES[stored])
+
+
+def _bf16(widened: np.ndarray) -> np.ndarray:
+    """A bf16 tensor the native layer widened to float32 (exactly), back as
+    ``ml_dtypes.bfloat16`` when ml_dtypes is installed."""
+    bf16 = _bfloat16()
+    return widened if bf16 is None else widened.astype(bf16)
+
+
+def _to_torch(arr: np.ndarray, stored: str) -> Any:
+    """A torch tensor owning a copy of ``arr`` (writable, so torch does not warn about
+    read-only memory, and no write can reach the file's shared pages); bf16 stays
+    ``torch.bfloat16``."""
+    import torch
+
+    if stored == "bf16":
+        if arr.dtype.name == "bfloat16":
+            return torch.from_numpy(np.array(arr.view(np.int16))).view(torch.bfloat16)
+        return torch.from_numpy(np.array(arr)).to(torch.bfloat16)
+    return torch.from_numpy(np.array(arr))
+
+
+def _frame_slice(frames: Frames, count: int) -> Tuple[int, int, int]:
+    """``frames`` as ``(start, stop, step)`` over ``count`` frames, as Python indexing
+    reads it: negative positions count from the end, a range past the end stops at the
+    last frame (pvtools' ``lastFrame``), ``(start, stop)`` is ``slice(start, stop)``; a
+    single frame out of range raises :class:`IndexError`."""
+    if isinstance(frames, bool):
+        raise TypeError("frames= takes an int, a slice or (start, stop), not a bool")
     if isinstance(frames, (int, np.integer)):
         k = int(frames)
-        return (k, k + 1)
-    if isinstance(frames, slice):
-        if frames.step not in (None, 1):
-            raise InvalidArgumentError("frames= takes a slice with step 1")
-        return (frames.start or 0, frames.stop)
-    start, stop = frames
-    return (int(start), None if stop is None else int(stop))
+        if not -count <= k < count:
+            raise IndexError(f"frame {k} is out of range: the file has {count} frames")
+        k %= count
+        return (k, k + 1, 1)
+    if isinstance(frames, tuple) and len(frames) == 2:
+        frames = slice(*frames)
+    if not isinstance(frames, slice):
+        raise TypeError(f"frames= takes an int, a slice or (start, stop), not {type(frames).__name__}")
+    if frames.step is not None and not isinstance(frames.step, (int, np.integer)):
+        raise TypeError("frames= slice steps must be integers")
+    if frames.step is not None and int(frames.step) <= 0:
+        raise InvalidArgumentError(f"frames= takes a positive step (the file is read forwards), not {frames.step}")
+    for bound in (frames.start, frames.stop):
+        if bound is not None and (isinstance(bound, bool) or not isinstance(bound, (int, np.integer))):
+            raise TypeError(f"frames= slice bounds must be integers or None, not {bound!r}")
+    start, stop, step = frames.indices(count)
+    return (start, max(start, stop), step)
 
 
-class Document(Mapping[str, np.ndarray]):
-    """An open file: a read-only mapping of tensor names to numpy arrays.
+Framework = str  # "numpy" or "pt"
+_FRAMEWORKS = ("numpy", "np", "pt", "torch")
+
+
+class Document(Mapping[str, Any]):
+    """An open file: a read-only mapping of tensor names to numpy arrays (or torch
+    tensors, with ``framework="pt"``).
 
     Nothing is decoded until a tensor is asked for; then the array is a read-only view
     of the mapped file wherever the layout allows (dense PVP frames, PINK payloads,
@@ -76,9 +134,12 @@ class Document(Mapping[str, np.ndarray]):
     array stays valid after the document is closed: it keeps the mapping alive.
 
     >>> import tensorfmt
-    >>> with tensorfmt.open("testdata/pvp/dense_f32.pvp") as doc:   # doctest: +SKIP
+    >>> with tensorfmt.open("testdata/pvp/dense_f32.pvp") as doc:
     ...     print(doc.format, doc.kind, list(doc))
     ...     frames = doc["values"]          # [frames, ny, nx, nf], no copy
+    pvp dense ['values', 'time']
+    >>> frames.shape
+    (3, 2, 3, 2)
     """
 
     def __init__(
@@ -86,11 +147,16 @@ class Document(Mapping[str, np.ndarray]):
         native: "_native.File",
         frames: Optional[Tuple[int, Optional[int]]] = None,
         sparse: bool = False,
+        *,
+        step: int = 1,
+        framework: str = "numpy",
     ) -> None:
         self._file = native
         self._infos: Optional[Dict[str, TensorInfo]] = None
         self._frames = frames
         self._sparse = sparse
+        self._step = step
+        self._framework = "pt" if framework in ("pt", "torch") else "numpy"
         self._pvp_file: Any = None
 
     # -- what the file is -------------------------------------------------------------
@@ -106,8 +172,25 @@ class Document(Mapping[str, np.ndarray]):
 
     @property
     def kind(self) -> str:
-        """File kind within the format (``dense``, ``sparse``, ``weights``, ``data``, ``model``...)."""
+        """File kind within the format, as ``to=`` names it: ``dense``, ``sparse``,
+        ``weights`` (PVP), ``som-data``, ``som``, ``som-mapping``, ``som-rotflip``
+        (PINK), ``caffemodel``, ``binaryproto``, ``blobprotovector``, ``solverstate``
+        (Caffe), ``model``, ``parameter``, ``tensor``, ``shape``, ``optimizer``
+        (primitiv); the format name for npy, npz and safetensors. So
+        ``save(p, doc, to=f"{doc.format}:{doc.kind}")`` writes the same kind of file.
+        :attr:`description` says it in words."""
         return self._file.kind
+
+    @property
+    def description(self) -> str:
+        """What the file is, in words (``'dense activity'``, ``'SOM (hexagonal 3x3)'``,
+        ``'model (V2 NetParameter)'``)."""
+        return self._file.description
+
+    def metadata(self) -> Dict[str, str]:
+        """The header as ``{field: text}`` (what safetensors' ``metadata()`` gives: plain
+        strings; :attr:`header` keeps the numbers and nesting)."""
+        return {k: v if isinstance(v, str) else repr(v) for k, v in self.header.items()}
 
     @property
     def header(self) -> Dict[str, Any]:
@@ -123,8 +206,12 @@ class Document(Mapping[str, np.ndarray]):
     def _info_map(self) -> Dict[str, TensorInfo]:
         if self._infos is None:
             infos: Dict[str, TensorInfo] = {}
+            span = None if self._frames is None else (self._frames[1] or 0) - self._frames[0]
             for name, dtype, shape in self._file.tensors():
-                infos[name] = TensorInfo(name, np.dtype(_NUMPY_DTYPES[dtype]), tuple(shape), dtype)
+                shape = tuple(shape)
+                if self._step != 1 and span is not None and shape and shape[0] == span:
+                    shape = (len(range(0, span, self._step)),) + shape[1:]
+                infos[name] = TensorInfo(name, _numpy_dtype(dtype), shape, dtype)
             self._infos = infos
         return self._infos
 
@@ -146,29 +233,58 @@ class Document(Mapping[str, np.ndarray]):
         """Every tensor's :class:`TensorInfo`, in file order."""
         return list(self._info_map().values())
 
-    def __getitem__(self, name: str) -> np.ndarray:
+    def __getitem__(self, name: str) -> Any:
+        arr = self._array(name)
+        if self._framework == "pt":
+            return _to_torch(arr, self.info(name).stored_dtype)
+        return arr
+
+    def _array(self, name: str) -> np.ndarray:
         info = self.info(name)  # a clear KeyError for unknown names
-        if name == "values" and self.format == "pvp" and not self._sparse and self.kind.startswith("dense"):
+        arr: Optional[np.ndarray] = None
+        if name == "values" and self.format == "pvp" and not self._sparse and self.kind == "dense":
             # Frames are separated by their timestamps: a strided view instead of a copy.
             arr = self._pvp_movie()
-            if arr is not None and arr.shape == info.shape and arr.dtype == info.dtype:
-                return arr
-        return np.asarray(self._file.read(name))
+            if arr is not None and not (arr.shape == info.shape and arr.dtype == info.dtype):
+                arr = None
+        if arr is None:
+            arr = np.asarray(self._file.read(name))
+            if self._step != 1 and arr.shape[:1] != info.shape[:1]:
+                arr = arr[:: self._step]
+            if info.stored_dtype == "bf16":
+                arr = _bf16(arr)
+        return arr
 
     def _pvp_movie(self) -> Optional[np.ndarray]:
         from . import pvp
 
         if self._pvp_file is None:
-            self._pvp_file = pvp.open(self.path)
+            self._pvp_file = pvp._open(self.path, warn=False)
         f = self._pvp_file
         if f.kind != "dense":
             return None
         start, stop = self._frames if self._frames is not None else (0, None)
-        return f.movie(start, len(f) if stop is None else stop)
+        movie = f.movie(start, len(f) if stop is None else stop)
+        return movie[:: self._step] if self._step != 1 else movie
 
-    def get_tensor(self, name: str) -> np.ndarray:
+    def get_tensor(self, name: str) -> Any:
         """The same as ``doc[name]`` (the name safetensors' ``safe_open`` uses)."""
         return self[name]
+
+    def get_slice(self, name: str) -> "TensorSlice":
+        """A lazy handle on one tensor, indexed like an array (safetensors'
+        ``get_slice``): ``doc.get_slice("w")[:2, 1]`` reads only the bytes of those
+        elements where the tensor is a view of the file (npy, safetensors, stored npz
+        members, dense PVP frames, PINK payloads...), and decodes the tensor once
+        otherwise.
+
+        >>> import tensorfmt
+        >>> with tensorfmt.open("testdata/pvp/dense_f32.pvp") as doc:
+        ...     part = doc.get_slice("values")
+        ...     part.get_shape(), part[-1, 0, :, 0].tolist()
+        ([3, 2, 3, 2], [5.0, 5.5, 6.0])
+        """
+        return TensorSlice(self, name)
 
     def keys(self):  # type: ignore[override]
         """Tensor names in file order."""
@@ -203,9 +319,23 @@ class Document(Mapping[str, np.ndarray]):
             error = e
         return ValidationReport(self.path, error is None, self.format, self.kind, self.warnings, error)
 
-    def convert(self, path: PathLike, **kwargs: Any) -> List[str]:
-        """Writes this document's tensors to ``path``; the keywords of :func:`convert`."""
-        return _convert_open(self, path, **kwargs)
+    def convert(
+        self,
+        path: PathLike,
+        *,
+        to: Optional[str] = None,
+        tensors: Optional[Sequence[str]] = None,
+        dtype: Optional[str] = None,
+        settings: Optional[Mapping[str, Any]] = None,
+        overwrite: bool = True,
+        hex: bool = False,
+        fsync: bool = True,
+    ) -> List[str]:
+        """Writes this document's tensors to ``path``; the write keywords of
+        :func:`convert`."""
+        return _convert_open(
+            self, path, to=to, tensors=tensors, dtype=dtype, settings=settings, overwrite=overwrite, hex=hex, fsync=fsync
+        )
 
     # -- lifetime ---------------------------------------------------------------------
     @property
@@ -232,6 +362,42 @@ class Document(Mapping[str, np.ndarray]):
         return f"<tensorfmt.Document {self.format}:{self.kind} {self.path} {{{names}{more}}}>"
 
 
+class TensorSlice:
+    """One tensor of a :class:`Document`, indexed lazily (see
+    :meth:`Document.get_slice`)."""
+
+    def __init__(self, doc: Document, name: str) -> None:
+        self._doc = doc
+        self._info = doc.info(name)
+
+    def get_shape(self) -> List[int]:
+        """The tensor's shape, as a list (as safetensors gives it)."""
+        return list(self._info.shape)
+
+    def get_dtype(self) -> str:
+        """The element type as stored (``f32``, ``bf16``, ``u8``...)."""
+        return self._info.stored_dtype
+
+    @property
+    def shape(self) -> Tuple[int, ...]:
+        return self._info.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._info.dtype
+
+    def __len__(self) -> int:
+        return self._info.shape[0] if self._info.shape else 0
+
+    def __getitem__(self, key: Any) -> Any:
+        # The array is a view of the mapping where the layout allows: indexing it copies
+        # the selected elements only, touching only their pages.
+        part = np.array(self._doc._array(self._info.name)[key])
+        if self._doc._framework == "pt":
+            return _to_torch(part, self._info.stored_dtype)
+        return part
+
+
 def _summary(a: Any) -> str:
     """An array as ``float32[20, 1, 5, 5]`` (reprs of typed records show shapes, not
     megabytes of values)."""
@@ -246,6 +412,32 @@ def _errors_base():
     return TensorfmtError
 
 
+def _warn_leniency(path: str, warnings: Sequence[str], stacklevel: int = 3) -> None:
+    """Each thing the lenient reader accepted (a crash-truncated PVP file read up to its
+    last whole frame, ...) as a :class:`TensorfmtWarning`."""
+    import warnings as _warnings
+
+    from ._errors import TensorfmtWarning
+
+    for w in warnings:
+        _warnings.warn(f"{path}: {w}", TensorfmtWarning, stacklevel=stacklevel)
+
+
+def _frame_count(native: "_native.File", path: str, kind: Optional[str], strict: bool) -> int:
+    """How many frames (PVP) or entries (PINK) ``frames=`` selects from."""
+    fmt = native.format
+    if fmt == "pvp":
+        return int(_native.open_pvp(path, strict).frame_count())
+    if fmt == "som":
+        n = _native.open_som(path, kind, strict).n_entries()
+        if n is not None:
+            return int(n)
+    raise InvalidArgumentError(
+        f"{path}: frames= selects the frames of a PVP file or the entries of a PINK file; "
+        f"this is {fmt} ({native.description})"
+    )
+
+
 def open(  # noqa: A001 - the name users expect, like io.open / safetensors.safe_open
     path: PathLike,
     *,
@@ -255,37 +447,77 @@ def open(  # noqa: A001 - the name users expect, like io.open / safetensors.safe
     frames: Frames = None,
     sparse: bool = False,
     max_alloc: Optional[int] = None,
+    framework: str = "numpy",
 ) -> Document:
     """Opens a tensor file and returns a lazy :class:`Document`.
 
     ``format`` forces a format instead of detecting it (content first, extension
     second); ``kind`` resolves legacy PINK files that fit several readings (``som``,
-    ``som-data``, ``mapping``, ``rotflip``); ``strict`` refuses what the original
-    program refuses (crash-truncated PVP, generic MessagePack in primitiv...) instead of
-    reading it with a warning; ``frames`` selects PVP frames / PINK entries (an int, a
-    ``slice`` or ``(start, stop)``); ``sparse`` exports sparse PVP files as CSR
-    (``indptr``, ``indices``, ``data``) instead of dense.
+    ``som-data``, ``mapping``, ``rotflip``) and Caffe files whose bytes do not tell
+    (``caffemodel``, ``binaryproto``...); ``strict`` refuses what the original program
+    refuses (crash-truncated PVP, generic MessagePack in primitiv...) instead of reading
+    it with a :class:`TensorfmtWarning`; ``frames`` selects PVP frames / PINK entries as
+    Python indexing does (an int, a ``slice`` with negative positions and steps, or
+    ``(start, stop)``; a range past the end stops at the last frame); ``sparse``
+    exports sparse PVP files as CSR (``indptr``, ``indices``, ``data``) instead of
+    dense; ``framework="pt"`` gives torch tensors (writable copies, as safetensors'
+    ``safe_open(framework="pt")``) instead of read-only numpy views.
 
-    >>> import tensorfmt, numpy as np
-    >>> tensorfmt.save("/tmp/w.npz", {"w": np.eye(2, dtype=np.float32)}, overwrite=True)
-    >>> with tensorfmt.open("/tmp/w.npz") as doc:
-    ...     doc["w"].sum()
-    np.float32(2.0)
+    >>> import tensorfmt
+    >>> with tensorfmt.open("testdata/pvp/dense_f32.pvp", frames=slice(-2, None)) as doc:
+    ...     doc["values"].shape, doc["time"].tolist()
+    ((2, 2, 3, 2), [1.5, 2.5])
+    >>> with tensorfmt.open("testdata/core/model.safetensors") as doc:
+    ...     doc.format, doc.kind, sorted(doc)
+    ('safetensors', 'safetensors', ['embed.weight', 'layer.bias', 'mask'])
     """
-    selected = _frames(frames)
-    native = _native.open_file(os.fspath(path), format, kind, strict, selected, sparse, max_alloc)
-    return Document(native, selected, sparse)
+    if framework not in _FRAMEWORKS:
+        raise InvalidArgumentError(f"framework= is 'numpy' or 'pt', not {framework!r}")
+    p = os.fspath(path)
+    native = _native.open_file(p, format, kind, strict, None, sparse, max_alloc)
+    selected: Optional[Tuple[int, Optional[int]]] = None
+    step = 1
+    if frames is not None:
+        count = _frame_count(native, p, kind, strict)
+        start, stop, step = _frame_slice(frames, count)
+        selected = (start, stop)
+        if (start, stop) != (0, count):
+            fmt = native.format
+            native.close()
+            native = _native.open_file(p, fmt, kind, strict, selected, sparse, max_alloc)
+    doc = Document(native, selected, sparse, step=step, framework=framework)
+    _warn_leniency(p, native.warnings)
+    return doc
 
 
-def load(path: PathLike, **options: Any) -> Dict[str, np.ndarray]:
+def load(
+    path: PathLike,
+    *,
+    format: Optional[str] = None,
+    kind: Optional[str] = None,
+    strict: bool = False,
+    frames: Frames = None,
+    sparse: bool = False,
+    max_alloc: Optional[int] = None,
+    framework: str = "numpy",
+) -> Dict[str, Any]:
     """Every tensor of a file as a dict of arrays (the keywords of :func:`open`).
 
     >>> import tensorfmt
-    >>> arrays = tensorfmt.load("/tmp/w.npz")
-    >>> sorted(arrays)
-    ['w']
+    >>> arrays = tensorfmt.load("testdata/caffe/v2_tiny.caffemodel")
+    >>> {name: a.shape for name, a in arrays.items()}
+    {'conv1/0': (2, 1, 2, 2), 'conv1/1': (2,), 'ip/0': (3, 2)}
     """
-    with open(path, **options) as doc:
+    with open(
+        path,
+        format=format,
+        kind=kind,
+        strict=strict,
+        frames=frames,
+        sparse=sparse,
+        max_alloc=max_alloc,
+        framework=framework,
+    ) as doc:
         return doc.to_dict()
 
 
@@ -303,6 +535,11 @@ def _as_array(name: str, value: Any) -> Tuple[np.ndarray, str]:
             return np.ascontiguousarray(t.contiguous().view(torch.int16).numpy()).view(np.uint16), "bf16"
         value = t.numpy()
     a = np.asarray(value)
+    if a.dtype.name == "bfloat16":  # ml_dtypes.bfloat16: the raw bits, said to be bf16
+        bits = a.view(np.uint16)
+        if not (bits.flags.c_contiguous or (bits.ndim > 1 and bits.flags.f_contiguous)):
+            bits = np.ascontiguousarray(bits)
+        return bits, "bf16"
     if a.dtype.kind not in "biuf" or a.dtype.itemsize > 8 or (a.dtype.kind == "f" and a.dtype.itemsize < 2):
         raise UnsupportedError(f"tensor {name!r}: dtype {a.dtype} cannot be stored (numbers and bools only)")
     if not a.dtype.isnative:
@@ -312,6 +549,11 @@ def _as_array(name: str, value: Any) -> Tuple[np.ndarray, str]:
     return a, a.dtype.str
 
 
+def _refuse_existing(p: str, overwrite: bool) -> None:
+    if not overwrite and os.path.exists(p):
+        raise TensorfmtFileExistsError(f"{p} exists and overwrite=False")
+
+
 def save(
     path: PathLike,
     arrays: Union[Mapping[str, Any], Any],
@@ -319,32 +561,33 @@ def save(
     to: Optional[str] = None,
     dtype: Optional[str] = None,
     settings: Optional[Mapping[str, Any]] = None,
-    overwrite: bool = False,
+    overwrite: bool = True,
     hex: bool = False,
     fsync: bool = True,
 ) -> None:
     """Writes arrays to ``path`` in any writable format, atomically.
 
     ``arrays`` is a dict of anything ``numpy.asarray`` accepts (numpy arrays of any
-    strides and byte order, CPU torch tensors, lists), or one array. ``to`` names the
-    format and file kind (``"pvp:sparse"``, ``"som-data"``, ``"caffe:binaryproto"``,
-    ``"primitiv:parameter"``, ``"safetensors"``...; default: from the extension);
-    ``dtype`` the stored element type where the format offers a choice; ``settings``
-    format-specific keys (the CLI's ``--set``); ``hex`` a hexagonal PINK layout. An
-    existing file is replaced only with ``overwrite=True``. The file is written to a
-    temporary name, synced to disk and renamed into place; ``fsync=False`` skips the
-    sync, for any format (faster for large scratch files: still atomic, but a power
-    failure can lose the new file — what numpy and safetensors do).
+    strides and byte order, ``ml_dtypes.bfloat16`` arrays, CPU torch tensors, lists),
+    or one array. ``to`` names the format and file kind (``"pvp:sparse"``,
+    ``"som-data"``, ``"caffe:binaryproto"``, ``"primitiv:parameter"``,
+    ``"safetensors"``...; default: from the extension); ``dtype`` the stored element
+    type where the format offers a choice; ``settings`` format-specific keys (the CLI's
+    ``--set``); ``hex`` a hexagonal PINK layout. An existing file is replaced, as
+    ``numpy.save`` and safetensors' ``save_file`` do (``overwrite=False`` refuses it
+    instead); nothing is lost if the write fails: the file is written to a temporary
+    name, synced to disk and renamed into place. ``fsync=False`` skips the sync, for any
+    format (faster for large scratch files: still atomic, but a power failure can lose
+    the new file — what numpy and safetensors do).
 
     >>> import tensorfmt, numpy as np
     >>> frames = np.zeros((3, 4, 5, 1), dtype=np.float32)        # [frames, ny, nx, nf]
-    >>> tensorfmt.save("/tmp/act.pvp", {"values": frames}, overwrite=True)
-    >>> tensorfmt.open("/tmp/act.pvp").kind
+    >>> tensorfmt.save("act.pvp", {"values": frames})
+    >>> tensorfmt.open("act.pvp").kind
     'dense'
     """
     p = os.fspath(path)
-    if not overwrite and os.path.exists(p):
-        raise TensorfmtFileExistsError(f"{p} exists; pass overwrite=True to replace it")
+    _refuse_existing(p, overwrite)
     if not isinstance(arrays, Mapping):
         arrays = {"arr_0": arrays}
     items = []
@@ -393,13 +636,12 @@ def _convert_open(
     tensors: Optional[Sequence[str]] = None,
     dtype: Optional[str] = None,
     settings: Optional[Mapping[str, Any]] = None,
-    overwrite: bool = False,
+    overwrite: bool = True,
     hex: bool = False,
     fsync: bool = True,
 ) -> List[str]:
     p = os.fspath(path)
-    if not overwrite and os.path.exists(p):
-        raise TensorfmtFileExistsError(f"{p} exists; pass overwrite=True to replace it")
+    _refuse_existing(p, overwrite)
     names = None if tensors is None else [str(t) for t in tensors]
     if names is not None:
         for n in names:
@@ -416,7 +658,7 @@ def convert(
     tensors: Optional[Sequence[str]] = None,
     dtype: Optional[str] = None,
     settings: Optional[Mapping[str, Any]] = None,
-    overwrite: bool = False,
+    overwrite: bool = True,
     hex: bool = False,
     fsync: bool = True,
     format: Optional[str] = None,
@@ -424,20 +666,25 @@ def convert(
     strict: bool = False,
     frames: Frames = None,
     sparse: bool = False,
+    max_alloc: Optional[int] = None,
 ) -> List[str]:
     """Converts ``src`` to ``dst`` without going through Python objects (streamed for
     npy, npz and safetensors outputs); returns the names of the tensors the written file
     holds (a :class:`TensorfmtWarning` says when that is fewer than given, or when the
     original program will not read the file).
 
-    Write keywords as in :func:`save` (``tensors`` picks some), read keywords as in
-    :func:`open`.
+    Write keywords as in :func:`save` (``tensors`` picks some; an existing ``dst`` is
+    replaced unless ``overwrite=False``), read keywords as in :func:`open`.
 
     >>> import tensorfmt
-    >>> tensorfmt.convert("/tmp/act.pvp", "/tmp/act.safetensors", overwrite=True)
-    ['values']
+    >>> tensorfmt.convert("testdata/pvp/dense_f32.pvp", "act.safetensors")
+    ['time', 'values']
+    >>> tensorfmt.load("act.safetensors")["values"].shape
+    (3, 2, 3, 2)
     """
-    with open(src, format=format, kind=kind, strict=strict, frames=frames, sparse=sparse) as doc:
+    with open(
+        src, format=format, kind=kind, strict=strict, frames=frames, sparse=sparse, max_alloc=max_alloc
+    ) as doc:
         return _convert_open(
             doc, dst, to=to, tensors=tensors, dtype=dtype, settings=settings, overwrite=overwrite, hex=hex, fsync=fsync
         )
@@ -535,7 +782,9 @@ def diff(
     ``tensors_only``; ``result.header`` lists ``(field, a, b)`` differences.
 
     >>> import tensorfmt
-    >>> tensorfmt.diff("/tmp/act.pvp", "/tmp/act.safetensors").equal
+    >>> tensorfmt.convert("testdata/caffe/v2_tiny.caffemodel", "tiny.npz")
+    ['conv1/0', 'conv1/1', 'ip/0']
+    >>> tensorfmt.diff("testdata/caffe/v2_tiny.caffemodel", "tiny.npz").equal
     True
     """
     raw = _native.diff(
@@ -595,7 +844,7 @@ def validate(path: PathLike, *, lenient: bool = False, format: Optional[str] = N
     tensorfmt reads it.
 
     >>> import tensorfmt
-    >>> tensorfmt.validate("/tmp/act.pvp").ok
+    >>> tensorfmt.validate("testdata/pvp/dense_f32.pvp").ok
     True
     """
     from ._errors import TensorfmtError

@@ -4,14 +4,19 @@ width) of old files, and ``diff`` beside ``data``; solver states with their coun
 
 :func:`open` reads a ``.caffemodel`` (V0, V1, V2), a mean file (``.binaryproto``), a
 BlobProtoVector or a ``.solverstate``; the arrays are zero-copy views of the mapped file
-where Caffe stores them packed (one bulk copy otherwise)::
+where Caffe stores them packed (one bulk copy otherwise):
 
-    import tensorfmt.caffe
-    net = tensorfmt.caffe.open("bvlc_reference_caffenet.caffemodel")
-    for layer in net.layers:
-        print(layer.name, layer.type, [b.shape for b in layer.blobs])
-    w = net["conv1"].blobs[0].data         # [96, 3, 11, 11], read-only
-    mean = tensorfmt.caffe.open("imagenet_mean.binaryproto").blobs[0].data
+>>> import tensorfmt.caffe
+>>> net = tensorfmt.caffe.open("testdata/caffe/v2_tiny.caffemodel")
+>>> for layer in net.layers:
+...     print(layer.name, layer.type, [b.shape for b in layer.blobs])
+conv1 Convolution [(2, 1, 2, 2), (2,)]
+ip InnerProduct [(3, 2)]
+>>> net["conv1"].blobs[0].data.shape     # read-only
+(2, 1, 2, 2)
+>>> mean = tensorfmt.caffe.open("testdata/caffe/mean_legacy.binaryproto").blobs[0]
+>>> mean.legacy, mean.data.shape         # (num, channels, height, width)
+((1, 3, 2, 2), (1, 3, 2, 2))
 
 For a flat ``{"conv1/0": array}`` dict use :func:`tensorfmt.load`.
 """
@@ -86,6 +91,7 @@ class CaffeFile:
 
     def __init__(self, path: PathLike, *, kind: Optional[str] = None, strict: bool = False) -> None:
         self.path = os.fspath(path)
+        self._strict = strict
         d = _native.caffe_contents(self.path, kind, strict)
         self.kind: str = d["kind"]
         self.name: Optional[str] = d.get("name")
@@ -118,8 +124,33 @@ class CaffeFile:
 
     def weights(self) -> Dict[str, List[np.ndarray]]:
         """``{layer name: [blob data, ...]}`` for the layers that have blobs (the
-        ``net.params`` of pycaffe)."""
-        return {l.name: [b.data for b in l.blobs] for l in self.layers if l.blobs}
+        ``net.params`` of pycaffe; the first layer of a name, as Caffe copies weights),
+        shaped as :func:`tensorfmt.load` shapes them (a legacy V1 bias ``(1, 1, 1, 32)``
+        is ``(32,)`` in both).
+
+        >>> import tensorfmt, tensorfmt.caffe
+        >>> net = tensorfmt.caffe.open("testdata/caffe/v1_legacy.caffemodel")
+        >>> flat = tensorfmt.load("testdata/caffe/v1_legacy.caffemodel")
+        >>> all(w.shape == flat[f"{name}/{i}"].shape
+        ...     for name, ws in net.weights().items() for i, w in enumerate(ws))
+        True
+        """
+        import warnings
+
+        from ._api import open as _open_document
+        from ._errors import TensorfmtWarning
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", TensorfmtWarning)  # open() said them already
+            with _open_document(self.path, format="caffe", kind=self.kind, strict=self._strict) as doc:
+                shapes = {i.name: i.shape for i in doc.tensors}
+        out: Dict[str, List[np.ndarray]] = {}
+        for layer in self.layers:
+            if layer.blobs and layer.name not in out:
+                out[layer.name] = [
+                    b.data.reshape(shapes.get(f"{layer.name}/{i}", b.data.shape)) for i, b in enumerate(layer.blobs)
+                ]
+        return out
 
     def __repr__(self) -> str:
         what = {
@@ -136,12 +167,16 @@ def open(path: PathLike, *, kind: Optional[str] = None, strict: bool = False) ->
     does (by default their ``layers`` are read, as OpenCV did, with a warning).
 
     >>> import numpy as np, tensorfmt, tensorfmt.caffe
-    >>> tensorfmt.save("/tmp/n.caffemodel", {"ip/0": np.ones((3, 2), np.float32)}, overwrite=True)
-    >>> net = tensorfmt.caffe.open("/tmp/n.caffemodel")
+    >>> tensorfmt.save("n.caffemodel", {"ip/0": np.ones((3, 2), np.float32)})
+    >>> net = tensorfmt.caffe.open("n.caffemodel")
     >>> net.kind, [l.name for l in net.layers], net["ip"].blobs[0].shape
     ('caffemodel', ['ip'], (3, 2))
     """
-    return CaffeFile(path, kind=kind, strict=strict)
+    from ._api import _warn_leniency
+
+    f = CaffeFile(path, kind=kind, strict=strict)
+    _warn_leniency(f.path, f.warnings)
+    return f
 
 
 __all__ = ["open", "CaffeFile", "Layer", "Blob"]

@@ -1,14 +1,19 @@
 """primitiv files with their structure: models as nested parameters (``enc.w``,
 ``dec.attn.b`` ...) each with its value and optimizer statistics (``Adam.m1``...),
 single parameters, tensors with their batch size, shapes, and optimizer states with
-their configuration::
+their configuration:
 
-    import tensorfmt.primitiv
-    m = tensorfmt.primitiv.open("model.data")
-    m.parameters["enc.w"].value            # a read-only view, in primitiv's logical shape
-    m.parameters["enc.w"].stats["Adam.m1"]
-    m.tree()["enc"]["w"]                   # the same Parameter, nested as in the Model
-    tensorfmt.primitiv.open("adam.data").optimizer   # name and configs
+>>> import tensorfmt.primitiv
+>>> m = tensorfmt.primitiv.open("testdata/primitiv/model_nested_adam.data")
+>>> sorted(m.parameters)[:3]
+['b', 'dec.attn.a_parameter_name_that_is_exactly_40_char', 'dec.w']
+>>> p = m.parameters["dec.w"]          # the value is a read-only view, in primitiv's logical shape
+>>> p.value.shape, sorted(p.stats)
+((2, 2), ['Adam.m1', 'Adam.m2'])
+>>> m.tree()["dec"]["w"] is p          # the same Parameter, nested as in the Model
+True
+>>> tensorfmt.primitiv.open("testdata/primitiv/optimizer_adam.data").optimizer.name
+'Adam'
 
 Values come in primitiv's logical shape ``[d0, d1, ...]`` with a trailing batch axis
 when the batch is above 1 (:attr:`Parameter.batch` tells).
@@ -167,10 +172,10 @@ def open(path: PathLike, *, strict: bool = False) -> PrimitivFile:  # noqa: A001
     """Opens a primitiv file with its structure.
 
     >>> import numpy as np, tensorfmt, tensorfmt.primitiv
-    >>> tensorfmt.save("/tmp/m.data", {"enc.w": np.ones((3, 2), np.float32),
+    >>> tensorfmt.save("m.data", {"enc.w": np.ones((3, 2), np.float32),
     ...                                "enc.w/Adam.m1": np.zeros((3, 2), np.float32)},
-    ...                to="primitiv:model", overwrite=True)
-    >>> m = tensorfmt.primitiv.open("/tmp/m.data")
+    ...                to="primitiv:model")
+    >>> m = tensorfmt.primitiv.open("m.data")
     >>> m.kind, list(m.parameters), sorted(m.tree()["enc"]["w"].stats)
     ('model', ['enc.w'], ['Adam.m1'])
     """

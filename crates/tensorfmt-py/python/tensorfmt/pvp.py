@@ -3,13 +3,21 @@
 :func:`open` gives a :class:`PvpFile` whose frames are read lazily: dense frames are
 zero-copy views of the mapped file (``movie()`` is the whole file as one strided view),
 sparse frames come as active-neuron indices and values (``to_scipy()`` gives CSR), and
-weight frames carry their patch geometry::
+weight frames carry their patch geometry. The class follows the file's kind
+(:class:`DenseFile`, :class:`SparseFile`, :class:`WeightsFile`), so ``f[k]`` is typed
+precisely once you know it (``open(p, kind="dense")``, or ``isinstance``):
 
-    import tensorfmt.pvp
-    f = tensorfmt.pvp.open("output/a1_V1.pvp")
-    for frame in f:                      # lazy
-        print(frame.time, frame.values.mean())
-    csr = tensorfmt.pvp.open("output/a2_S1.pvp").to_scipy()    # sparse files
+>>> import tensorfmt.pvp
+>>> f = tensorfmt.pvp.open("testdata/pvp/dense_f32.pvp")
+>>> for frame in f:                      # lazy
+...     print(frame.time, frame.values.mean())
+0.5 0.375
+1.5 3.375
+2.5 6.375
+>>> [frame.time for frame in f[-2:]]     # Python slices: negative, steps
+[1.5, 2.5]
+>>> tensorfmt.pvp.open("testdata/pvp/sparse_values_dt4.pvp").to_scipy().shape   # sparse files
+(3, 12)
 
 Writing: :class:`DenseWriter`, :class:`SparseWriter` and :class:`WeightsWriter` (see
 their docs), or :func:`tensorfmt.save` with ``to="pvp:dense"`` / ``"pvp:sparse"`` /
@@ -20,7 +28,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any, Dict, Iterator, List, Optional, Tuple, Type, TypeVar, Union
+from typing import Any, Dict, Iterator, List, Optional, Tuple, Type, TypeVar, Union, overload
+
+try:  # Python >= 3.8
+    from typing import Literal
+except ImportError:  # pragma: no cover
+    from typing_extensions import Literal  # type: ignore[assignment]
 
 import numpy as np
 
@@ -80,8 +93,13 @@ class WeightFrame:
         )
 
 
+_F = TypeVar("_F", bound="Union[Frame, WeightFrame]")
+
+
 class PvpFile:
-    """A PVP file opened with the typed reader (see :func:`open`)."""
+    """A PVP file opened with the typed reader (see :func:`open`, which returns the
+    subclass for the file's kind: :class:`DenseFile`, :class:`SparseFile` or
+    :class:`WeightsFile`)."""
 
     def __init__(self, path: PathLike, *, strict: bool = False) -> None:
         self.path = os.fspath(path)
@@ -101,7 +119,8 @@ class PvpFile:
 
     @property
     def warnings(self) -> List[str]:
-        """What the lenient reader accepted (e.g. a crash-truncated last frame)."""
+        """What the lenient reader accepted (e.g. a crash-truncated last frame); each
+        was also emitted as a :class:`tensorfmt.TensorfmtWarning` by :func:`open`."""
         return list(self._f.warnings)
 
     def __len__(self) -> int:
@@ -112,11 +131,10 @@ class PvpFile:
     def _index(self, k: int) -> int:
         n = len(self)
         if not -n <= k < n:
-            raise IndexError(f"frame {k} out of range (the file has {n})")
+            raise IndexError(f"frame {k} is out of range: the file has {n} frames")
         return k % n
 
-    def frame(self, k: int) -> Union[Frame, WeightFrame]:
-        """Frame ``k`` (negative counts from the end)."""
+    def _frame(self, k: int) -> Union["Frame", "WeightFrame"]:
         k = self._index(int(k))
         d = self._f.frame(k)
         if self.kind == "weights":
@@ -134,38 +152,59 @@ class PvpFile:
             return Frame(k, d["time"], np.asarray(d["values"]), np.asarray(d["indices"]))
         return Frame(k, d["time"], np.asarray(d["values"]))
 
-    def __getitem__(self, k: int) -> Union[Frame, WeightFrame]:
-        return self.frame(k)
+    def frame(self, k: int) -> Union["Frame", "WeightFrame"]:
+        """Frame ``k`` (negative counts from the end)."""
+        return self._frame(k)
 
-    def __iter__(self) -> Iterator[Union[Frame, WeightFrame]]:
+    def _select(self, key: Union[int, slice]) -> Any:
+        if isinstance(key, slice):
+            return [self._frame(k) for k in range(*key.indices(len(self)))]
+        if isinstance(key, bool) or not isinstance(key, (int, np.integer)):
+            raise TypeError(f"frames are indexed by int or slice, not {type(key).__name__}")
+        return self._frame(int(key))
+
+    @overload
+    def __getitem__(self, k: int) -> Union["Frame", "WeightFrame"]: ...
+    @overload
+    def __getitem__(self, k: slice) -> List[Union["Frame", "WeightFrame"]]: ...
+    def __getitem__(self, k: Union[int, slice]) -> Any:
+        """``f[k]`` one frame, ``f[a:b:c]`` a list of frames (Python slice rules: a
+        range past the end stops at the last frame)."""
+        return self._select(k)
+
+    def __iter__(self) -> Iterator[Union["Frame", "WeightFrame"]]:
         for k in range(len(self)):
-            yield self.frame(k)
+            yield self._frame(k)
 
     def times(self) -> np.ndarray:
         """Every frame's time."""
         return np.asarray(self._f.times(), dtype=np.float64)
 
+    def _range(self, start: int, stop: Optional[int]) -> Tuple[int, int]:
+        a, b, _ = slice(start, stop).indices(len(self))
+        return a, max(a, b)
+
     def movie(self, start: int = 0, stop: Optional[int] = None) -> np.ndarray:
-        """Dense files: frames ``start..stop`` as one ``[frames, ny, nx, nf]`` array, a
-        strided zero-copy view of the file (one bulk copy for multi-process files)."""
+        """Dense files: frames ``start..stop`` (Python slice rules) as one ``[frames,
+        ny, nx, nf]`` array, a strided zero-copy view of the file (one bulk copy for
+        multi-process files)."""
         if self.kind != "dense":
             raise InvalidArgumentError(f"{self.path} is {self.kind}; movie() is for dense files")
-        stop = len(self) if stop is None else stop
-        return np.asarray(self._f.dense_frames(start, stop))
+        return np.asarray(self._f.dense_frames(*self._range(start, stop)))
 
     def csr(self, start: int = 0, stop: Optional[int] = None) -> Tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-        """Sparse files: frames ``start..stop`` as ``(indptr, indices, data, width)``."""
+        """Sparse files: frames ``start..stop`` (Python slice rules) as ``(indptr,
+        indices, data, width)``."""
         if self.kind != "sparse":
             raise InvalidArgumentError(f"{self.path} is {self.kind}; csr() is for sparse files")
-        stop = len(self) if stop is None else stop
-        indptr, indices, data, width = self._f.csr(start, stop)
+        indptr, indices, data, width = self._f.csr(*self._range(start, stop))
         return np.asarray(indptr), np.asarray(indices), np.asarray(data), width
 
     def to_scipy(self, start: int = 0, stop: Optional[int] = None) -> Any:
         """Sparse files: frames as a ``scipy.sparse.csr_array`` ``[frames, nx*ny*nf]``
         (needs scipy)."""
         try:
-            import scipy.sparse
+            import scipy.sparse  # type: ignore[import-untyped, unused-ignore]
         except ImportError as e:  # pragma: no cover - depends on the environment
             raise ImportError("to_scipy() needs scipy: pip install scipy") from e
         indptr, indices, data, width = self.csr(start, stop)
@@ -182,19 +221,109 @@ class PvpFile:
         )
 
     def __repr__(self) -> str:
-        return f"<tensorfmt.pvp.PvpFile {self.kind} {self.path} frames={len(self)} shape={self.shape}>"
+        return f"<tensorfmt.pvp.{type(self).__name__} {self.kind} {self.path} frames={len(self)} shape={self.shape}>"
 
 
-def open(path: PathLike, *, strict: bool = False) -> PvpFile:  # noqa: A001
-    """Opens a PVP file for frame-by-frame access.
+class DenseFile(PvpFile):
+    """A dense activity file: ``f[k]`` is a :class:`Frame` whose ``values`` are
+    ``[ny, nx, nf]``; :meth:`movie` is the whole file as one array."""
 
-    >>> import tensorfmt, tensorfmt.pvp, numpy as np
-    >>> tensorfmt.save("/tmp/m.pvp", {"values": np.ones((2, 3, 4, 1), np.float32)}, overwrite=True)
-    >>> f = tensorfmt.pvp.open("/tmp/m.pvp")
-    >>> len(f), f.shape, f[1].values.shape
-    (2, (3, 4, 1), (3, 4, 1))
+    def frame(self, k: int) -> "Frame":
+        """Frame ``k`` (negative counts from the end)."""
+        return self._frame(k)  # type: ignore[return-value]
+
+    @overload  # type: ignore[override]
+    def __getitem__(self, k: int) -> "Frame": ...
+    @overload
+    def __getitem__(self, k: slice) -> List["Frame"]: ...
+    def __getitem__(self, k: Union[int, slice]) -> Any:
+        return self._select(k)
+
+    def __iter__(self) -> Iterator["Frame"]:  # type: ignore[override]
+        return super().__iter__()  # type: ignore[return-value]
+
+
+class SparseFile(PvpFile):
+    """A sparse activity file: ``f[k]`` is a :class:`Frame` with active-neuron
+    ``indices`` and their ``values``; :meth:`to_scipy` is the whole file as CSR."""
+
+    def frame(self, k: int) -> "Frame":
+        """Frame ``k`` (negative counts from the end)."""
+        return self._frame(k)  # type: ignore[return-value]
+
+    @overload  # type: ignore[override]
+    def __getitem__(self, k: int) -> "Frame": ...
+    @overload
+    def __getitem__(self, k: slice) -> List["Frame"]: ...
+    def __getitem__(self, k: Union[int, slice]) -> Any:
+        return self._select(k)
+
+    def __iter__(self) -> Iterator["Frame"]:  # type: ignore[override]
+        return super().__iter__()  # type: ignore[return-value]
+
+
+class WeightsFile(PvpFile):
+    """A weight file (shared or not): ``f[k]`` is a :class:`WeightFrame`."""
+
+    def frame(self, k: int) -> "WeightFrame":
+        """Frame ``k`` (negative counts from the end)."""
+        return self._frame(k)  # type: ignore[return-value]
+
+    @overload  # type: ignore[override]
+    def __getitem__(self, k: int) -> "WeightFrame": ...
+    @overload
+    def __getitem__(self, k: slice) -> List["WeightFrame"]: ...
+    def __getitem__(self, k: Union[int, slice]) -> Any:
+        return self._select(k)
+
+    def __iter__(self) -> Iterator["WeightFrame"]:  # type: ignore[override]
+        return super().__iter__()  # type: ignore[return-value]
+
+
+AnyPvpFile = Union[DenseFile, SparseFile, WeightsFile]
+_CLASSES: Dict[str, Type[PvpFile]] = {"dense": DenseFile, "sparse": SparseFile, "weights": WeightsFile}
+
+
+def _open(path: PathLike, strict: bool = False, kind: Optional[str] = None, warn: bool = True) -> Any:
+    p = os.fspath(path)
+    if kind is not None and kind not in _CLASSES:
+        raise InvalidArgumentError(f"kind= is 'dense', 'sparse' or 'weights', not {kind!r}")
+    base = PvpFile(p, strict=strict)
+    if kind is not None and base.kind != kind:
+        raise InvalidArgumentError(f"{p} is a {base.kind} file, not {kind}")
+    f = _CLASSES[base.kind].__new__(_CLASSES[base.kind])
+    f.__dict__.update(base.__dict__)
+    if warn:
+        from ._api import _warn_leniency
+
+        _warn_leniency(p, f.warnings, stacklevel=4)
+    return f
+
+
+@overload
+def open(path: PathLike, *, strict: bool = ..., kind: Literal["dense"]) -> DenseFile: ...  # noqa: A001
+@overload
+def open(path: PathLike, *, strict: bool = ..., kind: Literal["sparse"]) -> SparseFile: ...  # noqa: A001
+@overload
+def open(path: PathLike, *, strict: bool = ..., kind: Literal["weights"]) -> WeightsFile: ...  # noqa: A001
+@overload
+def open(path: PathLike, *, strict: bool = ..., kind: None = ...) -> AnyPvpFile: ...  # noqa: A001
+def open(path: PathLike, *, strict: bool = False, kind: Optional[str] = None) -> Any:  # noqa: A001
+    """Opens a PVP file for frame-by-frame access: a :class:`DenseFile`,
+    :class:`SparseFile` or :class:`WeightsFile` as the file says; ``kind`` insists on
+    one (and types the result precisely). What the lenient reader accepts (a last frame
+    cut short by a crash, ...) is emitted as a :class:`tensorfmt.TensorfmtWarning`;
+    ``strict=True`` refuses it instead.
+
+    >>> import tensorfmt.pvp
+    >>> f = tensorfmt.pvp.open("testdata/pvp/dense_f32.pvp", kind="dense")
+    >>> len(f), f.shape, f[1].values.shape, [fr.index for fr in f[1:8]]
+    (3, (2, 3, 2), (2, 3, 2), [1, 2])
+    >>> w = tensorfmt.pvp.open("testdata/pvp/kernel_f32.pvp")
+    >>> type(w).__name__, w[0].weights.ndim
+    ('WeightsFile', 5)
     """
-    return PvpFile(path, strict=strict)
+    return _open(path, strict, kind)
 
 
 # --- streaming writers -------------------------------------------------------------
@@ -280,10 +409,10 @@ class DenseWriter(_StreamWriter):
     one.
 
     >>> import numpy as np, tensorfmt.pvp
-    >>> with tensorfmt.pvp.DenseWriter("/tmp/a.pvp", nx=4, ny=3, nf=2, overwrite=True) as w:
+    >>> with tensorfmt.pvp.DenseWriter("a.pvp", nx=4, ny=3, nf=2) as w:
     ...     for t in range(5):
     ...         w.write_frame(t, np.full((3, 4, 2), t, np.float32))   # [ny, nx, nf]
-    >>> f = tensorfmt.pvp.open("/tmp/a.pvp")
+    >>> f = tensorfmt.pvp.open("a.pvp")
     >>> len(f), float(f[4].values[0, 0, 0])
     (5, 4.0)
     """
@@ -320,10 +449,10 @@ class SparseWriter(_StreamWriter):
     :class:`DenseWriter`.
 
     >>> import numpy as np, tensorfmt.pvp
-    >>> with tensorfmt.pvp.SparseWriter("/tmp/s.pvp", nx=8, ny=8, nf=4, overwrite=True) as w:
+    >>> with tensorfmt.pvp.SparseWriter("s.pvp", nx=8, ny=8, nf=4) as w:
     ...     w.write_frame(0.0, [7, 3], [0.5, 2.0])
     ...     w.write_dense_frame(1.0, np.eye(8, 32, dtype=np.float32).reshape(8, 8, 4))
-    >>> f = tensorfmt.pvp.open("/tmp/s.pvp")
+    >>> f = tensorfmt.pvp.open("s.pvp")
     >>> f[0].indices.tolist(), f[0].values.tolist()
     ([3, 7], [2.0, 0.5])
     """
@@ -403,9 +532,9 @@ class WeightsWriter(_StreamWriter):
 
     >>> import numpy as np, tensorfmt.pvp
     >>> w = np.random.default_rng(0).standard_normal((1, 2, 3, 3, 4)).astype(np.float32)
-    >>> with tensorfmt.pvp.WeightsWriter("/tmp/w.pvp", nxp=3, nyp=3, nfp=4, nf=2, overwrite=True) as out:
+    >>> with tensorfmt.pvp.WeightsWriter("w.pvp", nxp=3, nyp=3, nfp=4, nf=2) as out:
     ...     out.write_frame(0.0, w)
-    >>> f = tensorfmt.pvp.open("/tmp/w.pvp")
+    >>> f = tensorfmt.pvp.open("w.pvp")
     >>> bool((f[0].weights == w).all()), f.weight_geometry["numpatches"]
     (True, 2)
     """
@@ -430,8 +559,12 @@ class WeightsWriter(_StreamWriter):
     ) -> None:
         p = os.fspath(path)
         mx, my = (margin, margin) if isinstance(margin, (int, np.integer)) else margin
-        dims = _dims(nx=nx, ny=ny, nf=nf, margin_x=mx, margin_y=my, nxp=nxp, nyp=nyp, nfp=nfp, arbors=arbors)
-        native = _native.pvp_weights_writer(p, bool(shared), *dims, bool(compress), overwrite)
+        nx, ny, nf, mx, my, nxp, nyp, nfp, arbors = _dims(
+            nx=nx, ny=ny, nf=nf, margin_x=mx, margin_y=my, nxp=nxp, nyp=nyp, nfp=nfp, arbors=arbors
+        )
+        native = _native.pvp_weights_writer(
+            p, bool(shared), nx, ny, nf, mx, my, nxp, nyp, nfp, arbors, bool(compress), overwrite
+        )
         super().__init__(native, p)
 
     @property
@@ -459,6 +592,9 @@ class WeightsWriter(_StreamWriter):
 __all__ = [
     "open",
     "PvpFile",
+    "DenseFile",
+    "SparseFile",
+    "WeightsFile",
     "Frame",
     "WeightFrame",
     "DenseWriter",

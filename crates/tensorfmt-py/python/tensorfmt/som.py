@@ -1,15 +1,19 @@
 """PINK self-organising-map binary files with their map layout: data files (training
 or mapping input), SOMs, mappings (distances of every entry to every neuron) and
 rotation/flip files, cartesian or hexagonal, with hexagonal axial coordinates and
-best-matching units::
+best-matching units:
 
-    import tensorfmt.som
-    som = tensorfmt.som.open("som.bin")
-    som.layout, som.map_shape            # ('hexagonal', (11, 11)) or ('cartesian', (10, 10))
-    som.neurons                          # [neurons..., *neuron dims], a view of the file
-    som.axial()                          # [neurons, 2] (q, r) of a hexagonal map
-    m = tensorfmt.som.open("mapping.bin")
-    m.best_matches(), m.bmu_counts()     # streamed, bounded memory
+>>> import tensorfmt.som
+>>> som = tensorfmt.som.open("testdata/som/som_hex3.bin")
+>>> som.layout, som.map_shape            # or ('cartesian', (10, 10))
+('hexagonal', (3, 3))
+>>> som.neurons.shape                    # [neurons..., *neuron dims], a view of the file
+(7, 2, 2)
+>>> som.axial().shape                    # (q, r) of each neuron of a hexagonal map
+(7, 2)
+>>> m = tensorfmt.som.open("testdata/som/map_cart_2x3.bin")
+>>> m.best_matches().tolist(), m.bmu_counts().tolist()     # streamed, bounded memory
+([0, 2, 4], [1, 0, 1, 0, 1, 0])
 
 Arrays are zero-copy views of the mapped file (one bulk copy for pre-version-2 files
 whose layout needs it).
@@ -176,8 +180,8 @@ def open(path: PathLike, *, kind: Optional[str] = None, strict: bool = False) ->
     ``strict`` refuses what PINK itself refuses.
 
     >>> import numpy as np, tensorfmt, tensorfmt.som
-    >>> tensorfmt.save("/tmp/d.bin", {"data": np.zeros((5, 4, 4), np.float32)}, to="som-data", overwrite=True)
-    >>> d = tensorfmt.som.open("/tmp/d.bin")
+    >>> tensorfmt.save("d.bin", {"data": np.zeros((5, 4, 4), np.float32)}, to="som-data")
+    >>> d = tensorfmt.som.open("d.bin")
     >>> d.kind, len(d), d.item_shape, d.entries.shape
     ('data', 5, (4, 4), (5, 4, 4))
     """

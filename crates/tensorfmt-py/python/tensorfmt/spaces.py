@@ -134,7 +134,7 @@ class Conv2DSpace(Space):
         if (num_channels is None) == (channels is None):
             raise TypeError("Conv2DSpace takes exactly one of num_channels and channels")
         self.shape = tuple(int(s) for s in shape)
-        self.num_channels = int(num_channels if num_channels is not None else channels)
+        self.num_channels = int(num_channels if num_channels is not None else channels)  # type: ignore[arg-type]
         self.axes = tuple(axes)
         self.dtype = dtype
         labels = [str(a) for a in self.axes]

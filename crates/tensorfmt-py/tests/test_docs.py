@@ -1,0 +1,118 @@
+"""Every Python example a user reads runs: the README's ```python blocks and the
+docstring examples (``>>>``) of every module of the package.
+
+Each example runs on its own, in a fresh temporary directory holding a ``testdata``
+link to the repository's fixtures: it may read ``testdata/...`` and write any relative
+name, and it cannot lean on files another example wrote.
+"""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+import os
+import pathlib
+import pkgutil
+import re
+import warnings
+
+import pytest
+
+from conftest import REPO, TESTDATA
+
+import tensorfmt
+
+
+def _python_blocks(text: str):
+    """``(line, source)`` of every fenced ```python block."""
+    out = []
+    for m in re.finditer(r"^```python\n(.*?)^```", text, flags=re.S | re.M):
+        out.append((text.count("\n", 0, m.start()) + 1, m.group(1)))
+    return out
+
+
+README_BLOCKS = _python_blocks((REPO / "README.md").read_text(encoding="utf-8"))
+
+
+@pytest.fixture
+def sandbox(tmp_path, monkeypatch):
+    """A fresh working directory with ``testdata`` pointing at the fixtures."""
+    (tmp_path / "testdata").symlink_to(TESTDATA, target_is_directory=True)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_readme_has_python_examples():
+    assert len(README_BLOCKS) >= 2
+
+
+@pytest.mark.parametrize("line,source", README_BLOCKS, ids=[f"README.md:{l}" for l, _ in README_BLOCKS])
+def test_readme_python_block_runs(line, source, sandbox):
+    code = compile(source, f"README.md:{line}", "exec")
+    with warnings.catch_warnings():
+        # A README example that warns is one a user would be puzzled by.
+        warnings.simplefilter("error")
+        exec(code, {"__name__": "__readme__"})
+
+
+def _modules():
+    names = ["tensorfmt"]
+    for info in pkgutil.iter_modules(tensorfmt.__path__, "tensorfmt."):
+        if info.name != "tensorfmt._native":
+            names.append(info.name)
+    return sorted(names)
+
+
+def _doctests():
+    finder = doctest.DocTestFinder(exclude_empty=True)
+    out = []
+    for name in _modules():
+        try:
+            module = importlib.import_module(name)
+        except ImportError as e:  # an optional extra (dask, matplotlib) not installed
+            out.append(pytest.param(name, None, marks=pytest.mark.skip(reason=f"{name}: {e}")))
+            continue
+        for test in finder.find(module, name):
+            if test.examples:
+                out.append(pytest.param(name, test, id=test.name))
+    return out
+
+
+DOCTESTS = _doctests()
+
+
+def test_docstrings_have_examples():
+    """The package documents its main entry points with runnable examples."""
+    names = {p.values[1].name for p in DOCTESTS if p.values[1] is not None}
+    for expected in [
+        "tensorfmt._api.open",
+        "tensorfmt._api.load",
+        "tensorfmt._api.save",
+        "tensorfmt._api.convert",
+        "tensorfmt.pvp.open",
+        "tensorfmt.caffe.open",
+        "tensorfmt.som.open",
+        "tensorfmt.primitiv.open",
+    ]:
+        assert expected in names
+
+
+@pytest.mark.parametrize("module,test", DOCTESTS)
+def test_docstring_examples_run(module, test, sandbox):
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    # A copy: a docstring's names do not leak into the next one.
+    test.globs = dict(test.globs)
+    failures = []
+    runner.run(test, out=failures.append)
+    runner_failed = runner.summarize(verbose=False).failed
+    assert not runner_failed, "".join(failures)
+
+
+def test_doc_examples_name_only_files_in_testdata():
+    """No example reads an invented path: every ``testdata/...`` it names exists."""
+    texts = [s for _, s in README_BLOCKS] + [
+        p.values[1].docstring or "" for p in DOCTESTS if p.values[1] is not None
+    ]
+    for text in texts:
+        for rel in re.findall(r"testdata/[\w./-]+", text):
+            assert (REPO / rel.rstrip(".")).exists(), rel
