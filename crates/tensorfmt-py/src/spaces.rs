@@ -18,11 +18,8 @@ use crate::errors::run;
 
 fn dtype_of(v: &Bound<'_, PyAny>) -> PyResult<Option<DType>> {
     let s: Option<String> = v.extract()?;
-    s.map(|s| {
-        s.parse::<DType>()
-            .map_err(|e| bad(e.to_string()))
-    })
-    .transpose()
+    s.map(|s| s.parse::<DType>().map_err(|e| bad(e.to_string())))
+        .transpose()
 }
 
 fn bad(msg: impl Into<String>) -> PyErr {
@@ -309,9 +306,7 @@ pub fn specs_flatten<'py>(
     let m = mapping(py, space, source)?;
     let mut leaves = Vec::new();
     let n = nested_of(nested, &mut leaves)?;
-    let flat = m
-        .flatten(&n)
-        .map_err(|e| space_to_py(py, e))?;
+    let flat = m.flatten(&n).map_err(|e| space_to_py(py, e))?;
     flat.iter().map(|f| nested_to_py(py, f, &leaves)).collect()
 }
 
@@ -333,9 +328,7 @@ pub fn specs_nest<'py>(
             }
         })
         .collect();
-    let nested = m
-        .nest(&items)
-        .map_err(|e| space_to_py(py, e))?;
+    let nested = m.nest(&items).map_err(|e| space_to_py(py, e))?;
     nested_to_py(py, &nested, &flat)
 }
 

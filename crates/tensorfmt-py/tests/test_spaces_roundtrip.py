@@ -150,6 +150,9 @@ def assert_same(a, b):
 @given(invertible_pair(), st.integers(0, 4), st.integers(0, 2**32 - 1))
 def test_format_then_undo_is_the_identity(pair, n, seed):
     src, dst = pair
+    # A composite without data has no batch size to carry through a VectorSpace(0).
+    hypothesis.assume(not n or not any(isinstance(s, CompositeSpace) and s.get_total_dimension() == 0
+                                       for s in pair))
     batch = random_batch(src, n, np.random.default_rng(seed))
     formatted = src.np_format_as(batch, dst)
     dst.np_validate(formatted)

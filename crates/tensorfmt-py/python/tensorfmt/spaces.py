@@ -427,13 +427,13 @@ class VectorSpace(SimplyTypedSpace):
         return int(batch.shape[0])
 
     def _format_as(self, batch: Batch, space: Space) -> Batch:
-        if isinstance(space, IndexSpace):
+        if isinstance(space, (NullSpace, SequenceSpace, VectorSequenceSpace)):
             raise SpaceNotImplementedError(f"{self} doesn't know how to format as {space}")
+        self._check_sizes(space)  # first, as upstream (an IndexSpace target too)
         if not isinstance(space, (VectorSpace, Conv2DSpace, CompositeSpace)):
             raise SpaceNotImplementedError(f"{self} doesn't know how to format as {space}")
-        self._check_sizes(space)
         if isinstance(space, CompositeSpace):
-            pieces = []
+            pieces: List[Any] = []
             pos = 0
             for component in space.components:
                 if isinstance(component, NullSpace):
@@ -797,7 +797,7 @@ class CompositeSpace(Space):
             raise SpaceTypeError(f"a CompositeSpace dtype is None, a string or a tuple, not {dtype!r}")
         out = []
         for c, d in zip(self.components, dtypes):
-            if isinstance(d, tuple) != isinstance(c, CompositeSpace):
+            if isinstance(d, tuple) and not isinstance(c, CompositeSpace):
                 raise SpaceTypeError("Tree structure mismatch.")
             out.append(c.get_origin_batch(batch_size, d))
         return tuple(out)
@@ -842,7 +842,7 @@ class CompositeSpace(Space):
                     f"{self} with total dimension {width} can't format a batch into {space} because its "
                     f"total dimension is {space.dim}"
                 )
-            pieces = []
+            pieces: List[Any] = []
             for c, b in zip(self.components, batch):
                 w = _flat_width(c)
                 if w == 0 or isinstance(c, NullSpace):
