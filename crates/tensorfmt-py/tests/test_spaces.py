@@ -144,6 +144,8 @@ def test_sparse_vector_spaces():
     np.testing.assert_array_equal(parts[1], x[:, 1:])
     again = comp.np_format_as(parts, sparse_space)
     np.testing.assert_array_equal(again.toarray(), x)
+    coo = sparse.coo_matrix(x)
+    np.testing.assert_array_equal(sparse_space.np_format_as(coo, comp)[1], x[:, 1:])
     conv = Conv2DSpace((2, 2), num_channels=1)
     to_sparse = conv.np_format_as(x.reshape(2, 2, 2, 1), sparse_space)
     np.testing.assert_array_equal(to_sparse.toarray(), x)
@@ -427,6 +429,8 @@ def test_spaces_compare_and_print():
 
     assert _native_str(comp) == str(comp)
     assert Conv2DSpace((2, 2), channels=1) == Conv2DSpace([2, 2], num_channels=1)
+    numpy_axes = Conv2DSpace(np.array([2, 2]), channels=1, axes=("b", np.int64(0), np.int64(1), "c"))
+    assert str(numpy_axes) == str(Conv2DSpace((2, 2), channels=1))
     assert len({VectorSpace(3), VectorSpace(3), VectorSpace(3, dtype="float64")}) == 2
 
 

@@ -433,6 +433,8 @@ class VectorSpace(SimplyTypedSpace):
         if not isinstance(space, (VectorSpace, Conv2DSpace, CompositeSpace)):
             raise SpaceNotImplementedError(f"{self} doesn't know how to format as {space}")
         if isinstance(space, CompositeSpace):
+            if _issparse(batch) and batch.format != "csr":
+                batch = batch.tocsr()  # COO and others cannot be sliced by columns
             pieces: List[Any] = []
             pos = 0
             for component in space.components:
@@ -495,7 +497,9 @@ class Conv2DSpace(SimplyTypedSpace):
                 raise SpaceAssertionError(f"Conv2DSpace shape and channels must be positive integers, got {x!r}")
         self.shape = tuple(int(s) for s in shape)
         self.num_channels = int(num_channels)  # type: ignore[arg-type]
-        axes = self.default_axes if axes is None else tuple(axes)
+        axes = self.default_axes if axes is None else tuple(
+            int(a) if isinstance(a, numbers.Integral) and not isinstance(a, bool) else a for a in axes
+        )
         if len(axes) != 4:
             raise SpaceAssertionError(f"Conv2DSpace axes must have length 4, got {axes}")
         if sorted(map(str, axes)) != sorted(map(str, _AXES)) or any(
