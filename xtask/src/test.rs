@@ -38,6 +38,8 @@ const REQUIREMENTS: &[&str] = &[
     "ml_dtypes",
     "mypy",
     "matplotlib",
+    // Property tests (tensorfmt.spaces round trips).
+    "hypothesis",
 ];
 
 fn status(cmd: &mut Command) -> Result<(), String> {

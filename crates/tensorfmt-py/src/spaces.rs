@@ -5,29 +5,26 @@
 //! `("composite", [specs])`, `("null",)`) and a batch as `None`, a list (a tuple
 //! batch) or a dict `{"data": bytes, "dtype": descr, "shape": [...]}` (one array).
 
-use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 use tensorfmt::space::{
     Axes, Axis, Batch, Conv2DSpace, DataSpecsMapping, IndexSpace, Nested, Source, Space,
     VectorSpace,
 };
-use tensorfmt::{DType, Error, Order, Tensor};
+use tensorfmt::{DType, Order, Tensor};
 
 use crate::array::Array;
 use crate::errors::run;
 
 fn dtype_of(v: &Bound<'_, PyAny>) -> PyResult<Option<DType>> {
     let s: Option<String> = v.extract()?;
-    s.map(|s| {
-        s.parse::<DType>()
-            .map_err(|e| PyValueError::new_err(e.to_string()))
-    })
-    .transpose()
+    s.map(|s| s.parse::<DType>().map_err(|e| bad(e.to_string())))
+        .transpose()
 }
 
 fn bad(msg: impl Into<String>) -> PyErr {
-    PyValueError::new_err(msg.into())
+    let msg = msg.into();
+    Python::attach(|py| crate::errors::raise(py, "InvalidArgumentError", &msg, None, None))
 }
 
 /// A space from its Python description.
@@ -36,7 +33,7 @@ pub fn space_of(spec: &Bound<'_, PyAny>) -> PyResult<Space> {
         .cast::<PyTuple>()
         .map_err(|_| bad("a space spec is a tuple"))?;
     let tag: String = t.get_item(0)?.extract()?;
-    let to_py = |e: tensorfmt::space::SpaceError| bad(e.to_string());
+    let to_py = |e: tensorfmt::space::SpaceError| space_to_py(spec.py(), e);
     Ok(match tag.as_str() {
         "vector" => Space::from(
             VectorSpace::new(t.get_item(1)?.extract()?)
@@ -141,8 +138,28 @@ fn batch_to_py<'py>(py: Python<'py>, b: Batch) -> PyResult<Bound<'py, PyAny>> {
     })
 }
 
-fn space_err(e: tensorfmt::space::SpaceError) -> Error {
-    e.into()
+/// A space error as the `tensorfmt._errors` class deriving from the builtin Pylearn2
+/// raised in that case (`TypeError` for a wrong batch kind or dtype, `NotImplementedError`
+/// for a conversion that does not exist, `IndexError` for a label out of range,
+/// `ValueError` for sizes and structure).
+fn space_to_py(py: Python<'_>, e: tensorfmt::space::SpaceError) -> PyErr {
+    use tensorfmt::space::SpaceError as E;
+    let class = match &e {
+        E::DtypeUnsafe { .. } | E::WrongKind { .. } => "SpaceTypeError",
+        E::Unsupported { .. } | E::NoTotalDimension(_) => "SpaceNotImplementedError",
+        E::LabelOutOfRange { .. } => "SpaceIndexError",
+        E::Core(core) => return crate::errors::to_py(py, core),
+        _ => "InvalidArgumentError",
+    };
+    crate::errors::raise(py, class, &e.to_string(), None, None)
+}
+
+/// Runs a space operation without the GIL (panics caught), mapping its error by kind.
+fn run_space<T: Send>(
+    py: Python<'_>,
+    work: impl FnOnce() -> Result<T, tensorfmt::space::SpaceError> + Send,
+) -> PyResult<T> {
+    run(py, move || Ok(work()))?.map_err(|e| space_to_py(py, e))
 }
 
 /// Checks a batch against a space (kind, rank, sizes, dtype rule, label range).
@@ -154,7 +171,7 @@ pub fn space_validate(
 ) -> PyResult<()> {
     let space = space_of(spec)?;
     let batch = batch_of(batch)?;
-    run(py, move || space.validate(&batch).map_err(space_err))
+    run_space(py, move || space.validate(&batch))
 }
 
 /// `batch` (a batch of `spec`) formatted as a batch of `target`.
@@ -168,9 +185,7 @@ pub fn space_format_as<'py>(
     let space = space_of(spec)?;
     let target = space_of(target)?;
     let batch = batch_of(batch)?;
-    let out = run(py, move || {
-        space.format_as(&batch, &target).map_err(space_err)
-    })?;
+    let out = run_space(py, move || space.format_as(&batch, &target))?;
     batch_to_py(py, out)
 }
 
@@ -178,7 +193,7 @@ pub fn space_format_as<'py>(
 #[pyfunction]
 pub fn space_total_dimension(py: Python<'_>, spec: &Bound<'_, PyAny>) -> PyResult<usize> {
     let space = space_of(spec)?;
-    run(py, move || space.total_dimension().map_err(space_err))
+    run_space(py, move || space.total_dimension())
 }
 
 /// The number of examples in a batch.
@@ -190,7 +205,7 @@ pub fn space_batch_size(
 ) -> PyResult<usize> {
     let space = space_of(spec)?;
     let batch = batch_of(batch)?;
-    run(py, move || space.batch_size(&batch).map_err(space_err))
+    run_space(py, move || space.batch_size(&batch))
 }
 
 /// A batch of `n` zero examples.
@@ -201,7 +216,7 @@ pub fn space_origin_batch<'py>(
     n: usize,
 ) -> PyResult<Bound<'py, PyAny>> {
     let space = space_of(spec)?;
-    let out = run(py, move || space.origin_batch(n).map_err(space_err))?;
+    let out = run_space(py, move || space.origin_batch(n))?;
     batch_to_py(py, out)
 }
 
@@ -277,9 +292,7 @@ fn mapping(
 ) -> PyResult<DataSpecsMapping> {
     let space = space_of(space)?;
     let source = source_of(source)?;
-    run(py, move || {
-        DataSpecsMapping::new(&space, &source).map_err(space_err)
-    })
+    run_space(py, move || DataSpecsMapping::new(&space, &source))
 }
 
 /// Flattens `nested` (structured like the data specs) into the unique leaves.
@@ -293,9 +306,7 @@ pub fn specs_flatten<'py>(
     let m = mapping(py, space, source)?;
     let mut leaves = Vec::new();
     let n = nested_of(nested, &mut leaves)?;
-    let flat = m
-        .flatten(&n)
-        .map_err(|e| crate::errors::to_py(py, &space_err(e)))?;
+    let flat = m.flatten(&n).map_err(|e| space_to_py(py, e))?;
     flat.iter().map(|f| nested_to_py(py, f, &leaves)).collect()
 }
 
@@ -317,9 +328,7 @@ pub fn specs_nest<'py>(
             }
         })
         .collect();
-    let nested = m
-        .nest(&items)
-        .map_err(|e| crate::errors::to_py(py, &space_err(e)))?;
+    let nested = m.nest(&items).map_err(|e| space_to_py(py, e))?;
     nested_to_py(py, &nested, &flat)
 }
 

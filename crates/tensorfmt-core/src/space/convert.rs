@@ -18,7 +18,7 @@ impl Space {
     /// |---|---|---|---|---|---|
     /// | Vector | equal dim; cast | reshape to `b 0 1 c`, transpose | – | column split, recursive | – |
     /// | Conv2D | transpose to `b 0 1 c`, flatten | transpose (same geometry) | – | – | – |
-    /// | Index | one-hot: merge (dim `max_labels`) or concatenate (dim `dim * max_labels`) | – | same dim and max_labels; cast | – | – |
+    /// | Index | one-hot: merge (dim `max_labels`) or concatenate (dim `dim * max_labels`) | – (Incompatible) | same dim and max_labels; cast | – (Incompatible) | – (Incompatible) |
     /// | Composite | depth-first concatenation | – | – | same tree, leaf-wise | – |
     /// | Null | – | – | – | – | no-op |
     ///
@@ -146,7 +146,9 @@ fn convert(src: &Space, batch: &Batch, dst: &Space) -> Result<Batch> {
     use Space::*;
     match (src, dst) {
         (Null(_), Null(_)) => Ok(Batch::None),
-        (Null(_), _) | (_, Null(_)) => Err(unsupported(src, dst)),
+        (Null(_), _) | (Vector(_) | Conv2D(_) | Composite(_), Null(_)) => {
+            Err(unsupported(src, dst))
+        }
         (Vector(_), Vector(d)) => {
             check_totals(src, dst)?;
             let t = src.tensor(batch)?.to_order(Order::RowMajor)?;
@@ -205,7 +207,12 @@ fn convert(src: &Space, batch: &Batch, dst: &Space) -> Result<Batch> {
             Ok(s.one_hot(src.tensor(batch)?, mode, Some(dtype))?.into())
         }
         (Index(s), Index(d)) => index_to_index(src, s, src.tensor(batch)?, dst, d),
-        (Index(_), _) => Err(unsupported(src, dst)),
+        // Pylearn2's IndexSpace size check: ValueError "Can't convert to <class>".
+        (Index(_), _) => Err(incompatible(
+            src,
+            dst,
+            "an IndexSpace formats only into a VectorSpace (one-hots) or an IndexSpace".into(),
+        )),
         (Composite(s), Vector(d)) => composite_to_vector(src, s, batch, dst, d),
         (Composite(s), Composite(d)) => {
             let items = batch.children().unwrap_or(&[]);

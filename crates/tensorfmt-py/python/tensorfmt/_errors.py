@@ -73,6 +73,28 @@ class InputChangedError(TensorfmtIOError):
     """An input file was truncated or rewritten by another process while being read."""
 
 
+class SpaceTypeError(TensorfmtError, TypeError):
+    """:mod:`tensorfmt.spaces`: a batch of the wrong kind or dtype for its space (a float
+    batch for an integer space, a tuple for a simple space...), a wrong argument type;
+    Pylearn2 raised ``TypeError`` there."""
+
+
+class SpaceNotImplementedError(TensorfmtError, NotImplementedError):
+    """:mod:`tensorfmt.spaces`: a conversion between two kinds of space that does not
+    exist (e.g. Conv2DSpace to IndexSpace); Pylearn2 raised ``NotImplementedError``."""
+
+
+class SpaceAssertionError(TensorfmtError, AssertionError):
+    """:mod:`tensorfmt.spaces`: a broken precondition that Pylearn2 checked with
+    ``assert`` (both ``channels`` and ``num_channels``, a data specs mapping given a
+    non-empty value at a NullSpace position...)."""
+
+
+class SpaceIndexError(TensorfmtError, IndexError):
+    """:mod:`tensorfmt.spaces`: an index out of range (a label >= ``max_labels`` or a
+    negative label, a ``restrict`` index); Pylearn2 raised ``IndexError`` there."""
+
+
 class TensorfmtWarning(UserWarning):
     """A file was written, but the original program will not read all of it (e.g. a
     PINK file with a data type other than f32), or fewer tensors were written than
@@ -92,4 +114,8 @@ __all__ = [
     "TensorfmtFileNotFoundError",
     "TensorfmtFileExistsError",
     "InputChangedError",
+    "SpaceTypeError",
+    "SpaceNotImplementedError",
+    "SpaceAssertionError",
+    "SpaceIndexError",
 ]
