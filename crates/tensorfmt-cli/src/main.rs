@@ -57,16 +57,48 @@ struct ReadArgs {
     /// lenient primitiv markers) instead of reading it with a warning.
     #[arg(long)]
     strict: bool,
+    /// Largest single allocation a reader may make for one file (bytes, or with a
+    /// suffix: 512K, 64M, 2G, 1T; powers of 1024). A file that needs more is refused
+    /// with an error instead of being read; streamed work is unaffected (default 16G,
+    /// as Python's `max_alloc=`).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    max_alloc: Option<u64>,
 }
 
 impl ReadArgs {
     fn options(&self) -> ReadOptions {
-        ReadOptions {
+        let mut o = ReadOptions {
             kind: self.kind.clone(),
             strict: self.strict,
             ..ReadOptions::default()
+        };
+        if let Some(m) = self.max_alloc {
+            o.limits.max_alloc = m;
         }
+        o
     }
+}
+
+/// `123`, `512K`, `64M`, `2G`, `1T` (also `64MiB`, `64MB`: powers of 1024).
+fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(digits);
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("expected a size such as 64M, got {s:?}"))?;
+    let unit = unit.trim().to_ascii_uppercase();
+    let unit = unit.trim_end_matches('B').trim_end_matches('I');
+    let shift = match unit {
+        "" => 0,
+        "K" => 10,
+        "M" => 20,
+        "G" => 30,
+        "T" => 40,
+        _ => return Err(format!("unknown size unit in {s:?} (use K, M, G or T)")),
+    };
+    n.checked_mul(1u64 << shift)
+        .ok_or_else(|| format!("{s:?} is too large"))
 }
 
 #[derive(Debug, Subcommand)]
@@ -574,8 +606,22 @@ mod tests {
         let r = ReadArgs {
             kind: Some("som".into()),
             strict: true,
+            max_alloc: Some(1 << 20),
         };
         let o = r.options();
         assert_eq!((o.kind.as_deref(), o.strict), (Some("som"), true));
+        assert_eq!(o.limits.max_alloc, 1 << 20);
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("123"), Ok(123));
+        assert_eq!(parse_size("64M"), Ok(64 << 20));
+        assert_eq!(parse_size("64MiB"), Ok(64 << 20));
+        assert_eq!(parse_size("2g"), Ok(2 << 30));
+        assert_eq!(parse_size("1T"), Ok(1 << 40));
+        for bad in ["", "x", "12Q", "-1", "99999999999T"] {
+            assert!(parse_size(bad).is_err(), "{bad}");
+        }
     }
 }

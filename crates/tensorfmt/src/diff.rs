@@ -619,9 +619,15 @@ impl Vals {
     }
 }
 
+/// Elements widened to `Vals` at a time: a piece is compared window by window, so
+/// the widened copy (16 bytes per element) stays small whatever the piece's size.
+const WINDOW: usize = 1 << 16;
+
 /// One side's stream of pieces and the position in the current one.
 struct Side<'a> {
     chunks: tensorfmt_core::Chunks<'a>,
+    /// The current piece (row-major) and how many of its elements were widened.
+    piece: Option<(Tensor, usize)>,
     vals: Vals,
     pos: usize,
     /// Elements yielded so far, over all pieces.
@@ -633,6 +639,7 @@ impl<'a> Side<'a> {
     fn new(f: &'a dyn TensorFile, name: &str, label: &'static str) -> Result<Side<'a>> {
         Ok(Side {
             chunks: f.read_chunks(name)?,
+            piece: None,
             vals: Vals::F(Vec::new()),
             pos: 0,
             seen: 0,
@@ -647,12 +654,30 @@ impl<'a> Side<'a> {
     /// Makes sure the current piece has elements left; false at the end of the stream.
     fn fill(&mut self) -> Result<bool> {
         while self.remaining() == 0 {
+            if let Some((t, done)) = &mut self.piece {
+                let n = t.numel();
+                if *done < n {
+                    let k = WINDOW.min(n - *done);
+                    let size = t.dtype().size();
+                    let bytes = t.bytes().slice(*done * size..(*done + k) * size);
+                    let window = Tensor::from_bytes(t.dtype(), [k], Order::RowMajor, bytes)?;
+                    *done += k;
+                    self.vals = Vals::of(&window)?;
+                    self.pos = 0;
+                    self.seen += k as u64;
+                    continue;
+                }
+            }
             match self.chunks.next() {
                 None => return Ok(false),
                 Some(chunk) => {
-                    self.vals = Vals::of(&chunk?)?;
-                    self.pos = 0;
-                    self.seen += self.vals.len() as u64;
+                    let chunk = chunk?;
+                    let t = if chunk.order() == Order::RowMajor || chunk.shape().rank() < 2 {
+                        chunk
+                    } else {
+                        chunk.to_order(Order::RowMajor)?
+                    };
+                    self.piece = Some((t, 0));
                 }
             }
         }

@@ -60,6 +60,9 @@ struct Member {
     stored: Option<Bytes>,
     /// Declared uncompressed size.
     size: u64,
+    /// For a deflated member: where its deflate stream lies in the archive, and the
+    /// CRC-32 of its inflated bytes (`(start, length, crc)`), for streaming reads.
+    deflated: Option<(usize, usize, u32)>,
 }
 
 /// An opened npz archive.
@@ -79,6 +82,8 @@ struct Member {
 #[derive(Debug)]
 pub struct NpzFile {
     archive: Mutex<ZipArchive<Cursor<Bytes>>>,
+    /// The whole archive (deflated members are streamed from it).
+    data: Bytes,
     members: Vec<Member>,
     limits: Limits,
     /// The member `__tensorfmt__.npy`: a legacy file's skeleton (see
@@ -139,6 +144,7 @@ pub fn open(data: Bytes, options: &ReadOptions) -> Result<NpzFile> {
             other => err(other),
         };
         let size = f.size();
+        let mut deflated = None;
         let (header, stored) = match f.compression() {
             CompressionMethod::Stored => {
                 let start = f.data_start().unwrap_or(u64::MAX);
@@ -172,6 +178,18 @@ pub fn open(data: Bytes, options: &ReadOptions) -> Result<NpzFile> {
                             "{size} bytes declared from {packed} compressed bytes \
                              (deflate expands at most {MAX_DEFLATE_RATIO}:1)"
                         ),
+                    )));
+                }
+                let start = f.data_start().unwrap_or(u64::MAX);
+                deflated = start
+                    .checked_add(packed)
+                    .filter(|&e| e <= data.len() as u64)
+                    .map(|_| (start as usize, packed as usize, f.crc32()));
+                if deflated.is_none() {
+                    return Err(bad(InteropError::malformed(
+                        0,
+                        "zip entry",
+                        format!("{packed} compressed bytes at {start} run past the archive"),
                     )));
                 }
                 let mut head = read_up_to(&mut f, 12)
@@ -210,14 +228,47 @@ pub fn open(data: Bytes, options: &ReadOptions) -> Result<NpzFile> {
             header,
             stored,
             size,
+            deflated,
         });
     }
     Ok(NpzFile {
         archive: Mutex::new(archive),
+        data,
         members,
         limits: options.limits,
         carried,
     })
+}
+
+/// About how many bytes a piece of a streamed deflated member holds.
+const STREAM_BYTES: usize = 4 << 20;
+
+/// A deflate stream being inflated, with the CRC-32 of what came out so far.
+struct Inflating {
+    decoder: flate2::read::DeflateDecoder<bytes::buf::Reader<Bytes>>,
+    crc: crc32fast::Hasher,
+}
+
+impl Read for Inflating {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.decoder.read(buf)?;
+        self.crc.update(&buf[..n]);
+        Ok(n)
+    }
+}
+
+fn inflated_size_message(m: &Member, got: u64, want: u64) -> String {
+    if got > want {
+        format!(
+            "{:?} inflates past the {want} bytes its npy header declares",
+            m.name
+        )
+    } else {
+        format!(
+            "{:?} inflates to {got} bytes, its npy header declares {want}",
+            m.name
+        )
+    }
 }
 
 /// The largest `__tensorfmt__` member read (a skeleton's JSON with its base64).
@@ -298,22 +349,26 @@ impl NpzFile {
             .ok_or_else(|| Error::NoSuchTensor(name.to_string()))
     }
 
-    /// Reads a member through the zip reader (inflating, checking the CRC).
+    /// Reads a member through the zip reader (inflating, checking the CRC): exactly
+    /// the npy header plus the data it declares; a member that inflates to more is an
+    /// error found without inflating the rest (a 16-byte array whose stream inflates to
+    /// 1 GiB costs 16 bytes and one more).
     fn inflate(&self, m: &Member) -> Result<Bytes> {
-        self.limits.check_alloc(m.size)?;
+        let want = self.array_end(m)?;
+        self.limits.check_alloc(want)?;
         let mut archive = self
             .archive
             .lock()
             .map_err(|_| Error::Invalid("npz archive lock poisoned".into()))?;
         let f = archive.by_index(m.index).map_err(zip_err)?;
         let mut v = Vec::new();
-        v.try_reserve_exact(m.size as usize)
+        v.try_reserve_exact(want as usize)
             .map_err(|_| Error::LimitExceeded {
                 what: "allocation",
-                value: m.size,
+                value: want,
                 limit: self.limits.max_alloc,
             })?;
-        f.take(m.size.saturating_add(1))
+        f.take(want.saturating_add(1))
             .read_to_end(&mut v)
             .map_err(|e| {
                 err(InteropError::malformed(
@@ -322,19 +377,121 @@ impl NpzFile {
                     format!("{:?}: {e}", m.name),
                 ))
             })?;
-        if v.len() as u64 != m.size {
+        if v.len() as u64 != want {
+            return Err(err(InteropError::malformed(
+                0,
+                "member data",
+                inflated_size_message(m, v.len() as u64, want),
+            )));
+        }
+        Ok(Bytes::from(v))
+    }
+
+    /// Bytes of a member up to the end of its array (npy header + data); the
+    /// directory's size must agree.
+    fn array_end(&self, m: &Member) -> Result<u64> {
+        let need = m.header.shape.byte_len(m.header.dtype.size())? as u64;
+        let end = (m.header.data_offset as u64).saturating_add(need);
+        if end != m.size {
             return Err(err(InteropError::malformed(
                 0,
                 "member data",
                 format!(
-                    "{:?} inflates to {} bytes, the directory says {}",
-                    m.name,
-                    v.len(),
-                    m.size
+                    "{:?}: its npy header declares {end} bytes, the zip directory {}",
+                    m.name, m.size
                 ),
             )));
         }
-        Ok(Bytes::from(v))
+        Ok(end)
+    }
+
+    /// The pieces of a deflated member, inflated from the mapped archive as they are
+    /// asked for (about [`STREAM_BYTES`] each, whole rows), so memory stays bounded
+    /// whatever the array's size. Inflating stops at the size the npy header declares:
+    /// more (or less) is an error, and so is a CRC mismatch, found before the last
+    /// piece is handed out. Fortran-order arrays (whose rows are not contiguous) and
+    /// small ones are inflated whole.
+    fn deflated_chunks<'a>(&'a self, m: &'a Member) -> Result<Chunks<'a>> {
+        let end = self.array_end(m)?;
+        let h = &m.header;
+        let need = end - h.data_offset as u64;
+        let rows = h.shape.dims().first().copied().unwrap_or(0);
+        // Pieces stay under the allocation limit too, when it is smaller.
+        let piece_bytes = (STREAM_BYTES as u64).min(self.limits.max_alloc);
+        let (Some((start, len, crc)), false, true) = (
+            m.deflated,
+            h.fortran_order && h.shape.rank() > 1,
+            need > piece_bytes && rows > 0,
+        ) else {
+            return row_chunks(self.decode(m)?);
+        };
+        let row_bytes = need / rows as u64;
+        let step = (piece_bytes / row_bytes.max(1)).max(1) as usize;
+        self.limits
+            .check_alloc(row_bytes.saturating_mul(step as u64))?;
+        let raw = self.data.slice(start..start + len);
+        let mut stream = Inflating {
+            decoder: flate2::read::DeflateDecoder::new(bytes::Buf::reader(raw)),
+            crc: crc32fast::Hasher::new(),
+        };
+        let fail = |what: String| err(InteropError::malformed(0, "member data", what));
+        let mut head = vec![0u8; h.data_offset];
+        stream
+            .read_exact(&mut head)
+            .map_err(|e| fail(format!("{:?}: {e}", m.name)))?;
+        let mut next_row = 0usize;
+        let mut done = false;
+        Ok(Box::new(std::iter::from_fn(move || {
+            if done || next_row >= rows {
+                return None;
+            }
+            let k = step.min(rows - next_row);
+            let result = (|| {
+                let mut buf = Vec::new();
+                let n = (row_bytes as usize).saturating_mul(k);
+                buf.try_reserve_exact(n).map_err(|_| Error::LimitExceeded {
+                    what: "allocation",
+                    value: n as u64,
+                    limit: self.limits.max_alloc,
+                })?;
+                buf.resize(n, 0);
+                stream.read_exact(&mut buf).map_err(|e| {
+                    fail(format!(
+                        "{:?}: {e} (it inflates to fewer bytes than its npy header declares)",
+                        m.name
+                    ))
+                })?;
+                if next_row + k == rows {
+                    // The end: nothing more may come, and the CRC must match.
+                    let mut one = [0u8; 1];
+                    let more = stream
+                        .read(&mut one)
+                        .map_err(|e| fail(format!("{:?}: {e}", m.name)))?;
+                    if more > 0 {
+                        return Err(fail(format!(
+                            "{:?} inflates past the {end} bytes its npy header declares",
+                            m.name
+                        )));
+                    }
+                    let got = stream.crc.clone().finalize();
+                    if got != crc {
+                        return Err(fail(format!(
+                            "{:?}: CRC-32 {got:08x}, the archive says {crc:08x}",
+                            m.name
+                        )));
+                    }
+                }
+                let mut piece = h.clone();
+                let mut dims = h.shape.dims().to_vec();
+                dims[0] = k;
+                piece.shape = tensorfmt_core::Shape::new(dims);
+                piece.data_offset = 0;
+                npy::decode(&piece, &Bytes::from(buf), &self.limits).map_err(err)
+            })();
+            next_row += k;
+            done = result.is_err();
+            Some(result)
+        })))
     }
 
     fn decode(&self, m: &Member) -> Result<Tensor> {
@@ -389,7 +546,11 @@ impl TensorFile for NpzFile {
         self.decode(self.member(name)?)
     }
     fn read_chunks<'a>(&'a self, name: &str) -> Result<Chunks<'a>> {
-        row_chunks(self.read_tensor(name)?)
+        let m = self.member(name)?;
+        if m.stored.is_some() {
+            return row_chunks(self.decode(m)?);
+        }
+        self.deflated_chunks(m)
     }
     fn validate(&self) -> Result<()> {
         for m in &self.members {
@@ -407,8 +568,13 @@ impl TensorFile for NpzFile {
                         format!("{:?}: {e}", m.name),
                     ))
                 })?;
+                self.decode(m)?;
+            } else {
+                // Streamed: checks sizes and the CRC without holding the array.
+                for piece in self.deflated_chunks(m)? {
+                    piece?;
+                }
             }
-            self.decode(m)?;
         }
         Ok(())
     }
@@ -621,6 +787,88 @@ mod tests {
         }
         f.validate().unwrap();
         f
+    }
+
+    /// An archive of one deflated member holding exactly `npy` (bytes as given).
+    fn deflated_archive(name: &str, npy: &[u8]) -> Bytes {
+        let mut z = ZipWriter::new(Cursor::new(Vec::new()));
+        let o = SimpleFileOptions::default().compression_method(CompressionMethod::Deflated);
+        z.start_file(name, o).unwrap();
+        z.write_all(npy).unwrap();
+        Bytes::from(z.finish().unwrap().into_inner())
+    }
+
+    fn npy_header(descr: &str, shape: &str) -> Vec<u8> {
+        let text = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
+        let total = 10 + text.len() + 1;
+        let padded = text + &" ".repeat(total.next_multiple_of(64) - total) + "\n";
+        let mut v = b"\x93NUMPY\x01\x00".to_vec();
+        v.extend_from_slice(&(padded.len() as u16).to_le_bytes());
+        v.extend_from_slice(padded.as_bytes());
+        v
+    }
+
+    #[test]
+    fn deflated_members_stream_in_bounded_pieces_and_check_the_crc() {
+        let rows = 3000usize;
+        let mut npy = npy_header("<u2", &format!("({rows}, 1024)"));
+        let values: Vec<u16> = (0..rows * 1024).map(|i| (i % 65_521) as u16).collect();
+        for v in &values {
+            npy.extend_from_slice(&v.to_le_bytes());
+        }
+        let data = deflated_archive("big.npy", &npy);
+        let f = open(data.clone(), &ReadOptions::default()).unwrap();
+        let pieces: Vec<Tensor> = f.read_chunks("big").unwrap().map(|p| p.unwrap()).collect();
+        assert!(pieces.len() >= 2, "{} pieces", pieces.len());
+        let mut back = Vec::new();
+        for p in &pieces {
+            assert!(p.bytes().len() <= STREAM_BYTES, "{}", p.bytes().len());
+            back.extend(p.to_vec::<u16>().unwrap());
+        }
+        assert_eq!(back, values);
+        f.validate().unwrap();
+        assert_eq!(f.stats("big").unwrap().count, rows * 1024);
+        // A flipped bit in the deflate stream: an error, never a wrong last piece.
+        let (start, len, _) = f.members[0].deflated.unwrap();
+        let mut bad = data.to_vec();
+        bad[start + len / 2] ^= 0x10;
+        if let Ok(f) = open(Bytes::from(bad), &ReadOptions::default()) {
+            let all: Result<Vec<Tensor>> = f.read_chunks("big").and_then(|c| c.collect());
+            assert!(all.is_err());
+            assert!(f.validate().is_err());
+        }
+    }
+
+    #[test]
+    fn a_member_that_inflates_past_its_npy_header_is_an_error_without_inflating_it() {
+        // The header declares 16 bytes; the member holds 8 MiB more zeros.
+        let mut npy = npy_header("<f4", "(4,)");
+        npy.extend_from_slice(&[0u8; 16]);
+        npy.extend(std::iter::repeat_n(0u8, 8 << 20));
+        let f = open(deflated_archive("x.npy", &npy), &ReadOptions::default()).unwrap();
+        let e = f.read_tensor("x").unwrap_err().to_string();
+        assert!(e.contains("declares"), "{e}");
+        assert!(f.read_chunks("x").is_err());
+        assert!(f.validate().is_err());
+        // A small limit refuses what the header declares, before inflating.
+        let mut npy = npy_header("<f4", "(2097152,)");
+        npy.extend(std::iter::repeat_n(0u8, 8 << 20));
+        let opts = ReadOptions {
+            limits: Limits {
+                max_alloc: 1 << 20,
+                ..Limits::default()
+            },
+            ..ReadOptions::default()
+        };
+        let f = open(deflated_archive("y.npy", &npy), &opts).unwrap();
+        assert!(f.read_tensor("y").is_err());
+        // Streaming still works under the limit: pieces are smaller than it.
+        let n: usize = f
+            .read_chunks("y")
+            .unwrap()
+            .map(|p| p.unwrap().bytes().len() / 4)
+            .sum();
+        assert_eq!(n, 2 << 20);
     }
 
     #[test]

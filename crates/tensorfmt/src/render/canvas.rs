@@ -66,17 +66,24 @@ impl Image {
     /// A `width x height` image filled with `color`. Fails when the size overflows or
     /// exceeds 2^28 pixels.
     pub fn filled(width: usize, height: usize, color: [u8; 3]) -> Result<Image> {
-        let px = width
-            .checked_mul(height)
-            .filter(|&p| p <= 1 << 28)
-            .ok_or_else(|| {
-                Error::Invalid(format!("picture of {width}x{height} pixels is too large"))
-            })?;
+        let px = Image::check_size(width, height)?;
         Ok(Image {
             width: width as u32,
             height: height as u32,
             rgb: color.iter().copied().cycle().take(px * 3).collect(),
         })
+    }
+
+    /// The pixel count of a `width` x `height` picture, or an error when it is over
+    /// 2^28 pixels (768 MiB of RGB). Renderers call it with the size the header
+    /// implies before reading any data, so a huge file is refused at once.
+    pub fn check_size(width: usize, height: usize) -> Result<usize> {
+        width
+            .checked_mul(height)
+            .filter(|&p| p <= 1 << 28)
+            .ok_or_else(|| {
+                Error::Invalid(format!("picture of {width}x{height} pixels is too large"))
+            })
     }
 
     /// The colour at `(x, y)`, `None` outside.

@@ -100,8 +100,14 @@ pub fn som_montage(file: &SomFile, cmap: Colormap) -> Result<Image> {
         .map_layout()
         .ok_or_else(|| Error::Invalid("not a SOM file".into()))?;
     let (c, h, w) = chw(file.neuron_dims().unwrap_or(&[]))?;
-    let values = values_f32(&file.som_tensor()?)?;
+    // The picture's size follows from the header: every neuron gets its own w x h
+    // tile per channel, so a picture smaller than that cannot be; refuse it before
+    // laying out cells or reading any data (a 2 GiB SOM is refused at once).
+    let n = map.neuron_count();
+    Image::check_size(n.saturating_mul(c).saturating_mul(w), h)?;
     let (pos, cw, ch) = cell_positions(map, w, h, GAP);
+    Image::check_size(cw.saturating_mul(c).saturating_add(6 * GAP * c), ch)?;
+    let values = values_f32(&file.som_tensor()?)?;
     let shape = if map.is_hexagonal() {
         CellShape::Hexagon
     } else {
