@@ -456,8 +456,20 @@ impl WriteReport {
     }
 }
 
-/// Reads back what a writer produced (a header-level open: the listing, not the data).
-pub(crate) fn report(
+/// Reads back what a writer produced (a header-level open: the listing, not the data):
+/// the report of a file written outside [`convert`], e.g. by
+/// [`crate::provenance::restore`].
+///
+/// ```
+/// # let dir = tempfile::tempdir()?;
+/// let out = dir.path().join("x.npy");
+/// let t = tensorfmt::Tensor::from_vec(vec![1.0f32, 2.0], vec![2], tensorfmt::Order::RowMajor)?;
+/// tensorfmt::save(&out, tensorfmt::Format::Npy, &[("x".to_string(), t)], &Default::default())?;
+/// let r = tensorfmt::formats::report(&out, tensorfmt::Format::Npy, 1, &Default::default())?;
+/// assert_eq!(r.written.len(), 1);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn report(
     path: &Path,
     format: Format,
     offered: usize,
