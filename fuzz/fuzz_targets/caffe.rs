@@ -18,8 +18,7 @@ fuzz_target!(|data: &[u8]| {
         let _ = model.validate();
     }
     if let Ok(blob) = tensorfmt_caffe::read_blob_proto(bytes.clone()) {
-        let again = tensorfmt_caffe::read_blob_proto(blob.to_bytes().into())
-            .expect("rewritten blob parses");
+        let again = tensorfmt_caffe::read_blob_proto(blob.to_bytes().into()).expect("rewritten blob parses");
         assert_eq!(again, blob);
         let _ = tensorfmt_caffe::Blob::<f32>::from_raw(&blob);
     }

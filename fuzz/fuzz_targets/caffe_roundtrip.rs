@@ -73,9 +73,7 @@ fn same_tensor(a: &Tensor, b: &Tensor) {
 
 fuzz_target!(|raw: &[u8]| {
     let mut u = Unstructured::new(raw);
-    let Ok(desc) = Desc::arbitrary(&mut u) else {
-        return;
-    };
+    let Ok(desc) = Desc::arbitrary(&mut u) else { return };
     match desc {
         Desc::Model(name, layers, replacement) => {
             let layers: Vec<WeightsLayer> = layers
@@ -97,11 +95,7 @@ fuzz_target!(|raw: &[u8]| {
                 assert_eq!(got.blobs, want.blobs);
             }
             m.validate().expect("written blobs are valid");
-            assert_eq!(
-                m.to_bytes(),
-                bytes,
-                "unchanged model rewrites byte for byte"
-            );
+            assert_eq!(m.to_bytes(), bytes, "unchanged model rewrites byte for byte");
             // Replace the first layer's blobs: they read back, every other layer is
             // unchanged.
             if !m.layers.is_empty() {
@@ -117,10 +111,7 @@ fuzz_target!(|raw: &[u8]| {
             }
             let f = open_tensor_file(
                 bytes.into(),
-                &ReadOptions {
-                    kind: Some("caffemodel".into()),
-                    ..ReadOptions::default()
-                },
+                &ReadOptions { kind: Some("caffemodel".into()), ..ReadOptions::default() },
             )
             .unwrap();
             f.validate().unwrap();
@@ -131,10 +122,7 @@ fuzz_target!(|raw: &[u8]| {
             assert_eq!(back, b);
             let f = open_tensor_file(
                 b.to_bytes().into(),
-                &ReadOptions {
-                    kind: Some("binaryproto".into()),
-                    ..ReadOptions::default()
-                },
+                &ReadOptions { kind: Some("binaryproto".into()), ..ReadOptions::default() },
             )
             .unwrap();
             let got = f.read_tensor("mean").unwrap();
@@ -143,24 +131,14 @@ fuzz_target!(|raw: &[u8]| {
         Desc::Vector(v) => {
             let blobs: Vec<RawBlob> = v.iter().take(6).map(blob).collect();
             let mut bytes = Vec::new();
-            let named: Vec<(String, Tensor)> = v
-                .iter()
-                .take(6)
-                .enumerate()
-                .map(|(i, d)| (format!("blobs/{i}"), tensor(d)))
-                .collect();
-            let opts = WriteOptions {
-                kind: Some("blobprotovector".into()),
-                ..WriteOptions::default()
-            };
+            let named: Vec<(String, Tensor)> =
+                v.iter().take(6).enumerate().map(|(i, d)| (format!("blobs/{i}"), tensor(d))).collect();
+            let opts = WriteOptions { kind: Some("blobprotovector".into()), ..WriteOptions::default() };
             write_tensors(&mut bytes, &named, &opts).unwrap();
             assert_eq!(read_blob_vector(bytes.clone().into()).unwrap(), blobs);
             let f = open_tensor_file(
                 bytes.into(),
-                &ReadOptions {
-                    kind: Some("blobprotovector".into()),
-                    ..ReadOptions::default()
-                },
+                &ReadOptions { kind: Some("blobprotovector".into()), ..ReadOptions::default() },
             )
             .unwrap();
             for (n, t) in &named {
@@ -187,18 +165,12 @@ fuzz_target!(|raw: &[u8]| {
                 tensors.push((format!("{layer}/0"), tensor(d)));
             }
             let kind = ["caffemodel", "blobprotovector"][usize::from(kind % 2)];
-            let opts = WriteOptions {
-                kind: Some(kind.into()),
-                ..WriteOptions::default()
-            };
+            let opts = WriteOptions { kind: Some(kind.into()), ..WriteOptions::default() };
             let mut bytes = Vec::new();
             write_tensors(&mut bytes, &tensors, &opts).unwrap();
             let f = open_tensor_file(
                 bytes.into(),
-                &ReadOptions {
-                    kind: Some(kind.into()),
-                    ..ReadOptions::default()
-                },
+                &ReadOptions { kind: Some(kind.into()), ..ReadOptions::default() },
             )
             .unwrap();
             let infos = f.tensors();

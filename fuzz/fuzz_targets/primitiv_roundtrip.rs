@@ -33,17 +33,8 @@ enum Desc {
 
 fn shape(d: &TensorDesc, batch_one: bool) -> Option<PrimitivShape> {
     // At most 8 dims of 1..=8 and a batch of 1..=4: sizes stay small.
-    let dims: Vec<u32> = d
-        .dims
-        .iter()
-        .take(8)
-        .map(|&x| u32::from(x % 8) + 1)
-        .collect();
-    let batch = if batch_one {
-        1
-    } else {
-        u32::from(d.batch % 4) + 1
-    };
+    let dims: Vec<u32> = d.dims.iter().take(8).map(|&x| u32::from(x % 8) + 1).collect();
+    let batch = if batch_one { 1 } else { u32::from(d.batch % 4) + 1 };
     PrimitivShape::new(dims, batch).ok()
 }
 
@@ -90,8 +81,7 @@ fn dedup<T: Copy>(v: &[(String, T)]) -> Vec<(Key, T)> {
 
 fn typed_round_trip(data: PrimitivData) {
     let bytes = to_bytes(&data).expect("valid data writes");
-    let back =
-        read_file(bytes.clone().into(), &ReaderOptions::default()).expect("written data reads");
+    let back = read_file(bytes.clone().into(), &ReaderOptions::default()).expect("written data reads");
     // The one warning valid data can give: keys using pre-release (2017) names.
     assert!(
         back.warnings.iter().all(|w| w.contains("pre-release name")),
@@ -101,10 +91,7 @@ fn typed_round_trip(data: PrimitivData) {
     // Compared as bytes (NaN values are not equal to themselves), then structurally.
     assert_eq!(to_bytes(&back.data).unwrap(), bytes);
     assert_eq!(back.data.data_type(), data.data_type());
-    let strict = ReadOptions {
-        strict: true,
-        ..ReadOptions::default()
-    };
+    let strict = ReadOptions { strict: true, ..ReadOptions::default() };
     let f = open_tensor_file(bytes.into(), &strict).expect("written data opens strictly");
     f.validate().expect("every tensor decodes");
 }
@@ -114,10 +101,7 @@ fn named_round_trip(named: &[(String, TensorDesc)]) {
     let mut tensors = Vec::new();
     let mut seen = std::collections::HashSet::new();
     for (name, d) in named.iter().take(6) {
-        let name: String = name
-            .chars()
-            .filter(|c| *c != '/' && *c != '.' && *c != '~')
-            .collect();
+        let name: String = name.chars().filter(|c| *c != '/' && *c != '.' && *c != '~').collect();
         if name.is_empty() || !seen.insert(name.clone()) {
             continue;
         }
@@ -125,32 +109,21 @@ fn named_round_trip(named: &[(String, TensorDesc)]) {
         let core = t.to_core().unwrap().to_order(Order::RowMajor).unwrap();
         tensors.push((name, core));
     }
-    let opts = WriteOptions {
-        kind: Some("model".into()),
-        ..WriteOptions::default()
-    };
-    let Ok(data) = build(&tensors, &opts) else {
-        return;
-    };
+    let opts = WriteOptions { kind: Some("model".into()), ..WriteOptions::default() };
+    let Ok(data) = build(&tensors, &opts) else { return };
     let bytes = to_bytes(&data).unwrap();
     let f = open_tensor_file(bytes.into(), &ReadOptions::default()).unwrap();
     assert_eq!(f.tensors().len(), tensors.len());
     for (name, t) in &tensors {
         let got: Tensor = f.read_tensor(name).unwrap();
         assert_eq!(got.dims(), t.dims(), "{name}");
-        assert_eq!(
-            got.to_order(Order::RowMajor).unwrap().bytes(),
-            t.bytes(),
-            "{name}"
-        );
+        assert_eq!(got.to_order(Order::RowMajor).unwrap().bytes(), t.bytes(), "{name}");
     }
 }
 
 fuzz_target!(|raw: &[u8]| {
     let mut u = Unstructured::new(raw);
-    let Ok(desc) = Desc::arbitrary(&mut u) else {
-        return;
-    };
+    let Ok(desc) = Desc::arbitrary(&mut u) else { return };
     let data = match &desc {
         Desc::Shape(d) => shape(d, false).map(PrimitivData::Shape),
         Desc::Tensor(d) => tensor(d, false).map(PrimitivData::Tensor),
@@ -162,10 +135,7 @@ fuzz_target!(|raw: &[u8]| {
                     continue;
                 }
                 let Some(param) = parameter(p) else { continue };
-                m.insert(
-                    path.iter().take(3).map(|k| Key::from(k.as_str())).collect(),
-                    param,
-                );
+                m.insert(path.iter().take(3).map(|k| Key::from(k.as_str())).collect(), param);
             }
             m.check_namespace().ok().map(|_| PrimitivData::Model(m))
         }

@@ -96,13 +96,7 @@ fuzz_target!(|d: Desc| {
                 let f = r.frame(k).unwrap();
                 assert_eq!(f.time.to_bits(), time(&d, k).to_bits());
                 assert_eq!(f.values.dims(), &[ny, nx, nf]);
-                let got: Vec<u32> = f
-                    .values
-                    .to_vec::<f32>()
-                    .unwrap()
-                    .iter()
-                    .map(|v| v.to_bits())
-                    .collect();
+                let got: Vec<u32> = f.values.to_vec::<f32>().unwrap().iter().map(|v| v.to_bits()).collect();
                 let want: Vec<u32> = frame(k).iter().map(|v| v.to_bits()).collect();
                 assert_eq!(got, want, "frame {k}");
             }
@@ -119,10 +113,7 @@ fuzz_target!(|d: Desc| {
                 idx.sort_unstable();
                 idx.dedup();
                 let v = if values {
-                    idx.iter()
-                        .enumerate()
-                        .map(|(j, _)| value(&d, k * 64 + j))
-                        .collect()
+                    idx.iter().enumerate().map(|(j, _)| value(&d, k * 64 + j)).collect()
                 } else {
                     Vec::new()
                 };
@@ -139,14 +130,8 @@ fuzz_target!(|d: Desc| {
             for k in 0..split {
                 let (i, v) = frame(k);
                 // Written in reverse order: the writer sorts.
-                let (ri, rv): (Vec<u32>, Vec<f32>) = i
-                    .iter()
-                    .rev()
-                    .zip(v.iter().rev().chain(std::iter::repeat(&0.0)).take(i.len()))
-                    .map(|(a, b)| (*a, *b))
-                    .unzip();
-                w.write_frame(time(&d, k), &ri, if values { &rv } else { &[] })
-                    .unwrap();
+                let (ri, rv): (Vec<u32>, Vec<f32>) = i.iter().rev().zip(v.iter().rev().chain(std::iter::repeat(&0.0)).take(i.len())).map(|(a, b)| (*a, *b)).unzip();
+                w.write_frame(time(&d, k), &ri, if values { &rv } else { &[] }).unwrap();
             }
             w.finish().unwrap();
             let mut w = SparseWriter::append(&mut buf).unwrap();
@@ -167,11 +152,7 @@ fuzz_target!(|d: Desc| {
                 let (i, v) = frame(k);
                 assert_eq!(f.time.to_bits(), time(&d, k).to_bits());
                 assert_eq!(f.indices, i);
-                let want: Vec<u32> = if values {
-                    v.iter().map(|x| x.to_bits()).collect()
-                } else {
-                    vec![1f32.to_bits(); i.len()]
-                };
+                let want: Vec<u32> = if values { v.iter().map(|x| x.to_bits()).collect() } else { vec![1f32.to_bits(); i.len()] };
                 let got: Vec<u32> = f.values.iter().map(|x| x.to_bits()).collect();
                 assert_eq!(got, want);
             }
@@ -186,15 +167,7 @@ fuzz_target!(|d: Desc| {
             let arbors = (d.arbors % 3) as usize + 1;
             let g = match d.kind {
                 Kind::NonShared { mx, my, .. } => WeightGeometry::non_shared(
-                    nx,
-                    ny,
-                    nf,
-                    (mx % 3) as usize,
-                    (my % 3) as usize,
-                    nxp,
-                    nyp,
-                    nfp,
-                    arbors,
+                    nx, ny, nf, (mx % 3) as usize, (my % 3) as usize, nxp, nyp, nfp, arbors,
                 ),
                 _ => WeightGeometry::kernel(nx, ny, nf, nxp, nyp, nfp, arbors),
             };
@@ -206,15 +179,7 @@ fuzz_target!(|d: Desc| {
                     .map(|i| {
                         let v = value(&d, k * nv + i);
                         // Byte weights need finite values (and a sane range).
-                        if byte {
-                            if v.is_finite() {
-                                v.clamp(-1e30, 1e30)
-                            } else {
-                                0.0
-                            }
-                        } else {
-                            v
-                        }
+                        if byte { if v.is_finite() { v.clamp(-1e30, 1e30) } else { 0.0 } } else { v }
                     })
                     .collect()
             };
@@ -245,10 +210,7 @@ fuzz_target!(|d: Desc| {
                     let (lo, hi) = (f.wmin() as f64, f.wmax() as f64);
                     let tol = (hi - lo) / 510.0 + (hi.abs() + lo.abs()) * 1e-6 + 1e-30;
                     for (g, w) in got.iter().zip(&want) {
-                        assert!(
-                            ((*g as f64) - (*w as f64)).abs() <= tol,
-                            "{g} vs {w} (range {lo}..{hi})"
-                        );
+                        assert!(((*g as f64) - (*w as f64)).abs() <= tol, "{g} vs {w} (range {lo}..{hi})");
                     }
                 } else {
                     let got: Vec<u32> = got.iter().map(|v| v.to_bits()).collect();

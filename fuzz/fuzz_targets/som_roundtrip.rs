@@ -63,12 +63,7 @@ fuzz_target!(|d: Desc| {
         .comments
         .iter()
         .take(3)
-        .map(|l| {
-            l.iter()
-                .take(40)
-                .map(|&b| (0x20 + b % 0x5f) as char)
-                .collect()
-        })
+        .map(|l| l.iter().take(40).map(|&b| (0x20 + b % 0x5f) as char).collect())
         .collect();
     let config = WriteConfig {
         comments: comments.clone(),
@@ -118,11 +113,7 @@ fuzz_target!(|d: Desc| {
         }
         Kind::RotFlip => {
             expect = tensor(tensorfmt_core::DType::U8, vec![entries, neurons], &[]);
-            let src: Vec<u8> = if d.values.is_empty() {
-                vec![0]
-            } else {
-                d.values.clone()
-            };
+            let src: Vec<u8> = if d.values.is_empty() { vec![0] } else { d.values.clone() };
             records = (0..entries * neurons)
                 .map(|i| {
                     let b = |j: usize| src[(i * 5 + j) % src.len()];
@@ -152,10 +143,7 @@ fuzz_target!(|d: Desc| {
         .map(|l| l.trim_start_matches('#').trim_start().to_string())
         .collect();
     assert_eq!(texts, given);
-    assert_eq!(
-        f.map_layout().map(|m| m.neuron_count()).unwrap_or(neurons),
-        neurons
-    );
+    assert_eq!(f.map_layout().map(|m| m.neuron_count()).unwrap_or(neurons), neurons);
     if !matches!(d.kind, Kind::Data { .. }) {
         assert_eq!(f.map_layout(), Some(&map));
         assert_eq!(f.hex_inferred(), map.is_hexagonal() && d.pink_cli_compat);
