@@ -385,7 +385,7 @@ pub fn convert_file(a: &ConvertArgs, show_progress: bool) -> Result<Converted, F
         } else {
             Target::new(target.format)
         };
-        match provenance::restore(&doc, &a.output, &plain, &WriteOptions::default())? {
+        match doc.restore_source(&a.output, &plain, &WriteOptions::default())? {
             Restored::Written(report) => return Ok(whole_file(all, target, report)),
             Restored::Refused(why) => notes.push(why),
             Restored::NotRecorded => {}
@@ -394,7 +394,7 @@ pub fn convert_file(a: &ConvertArgs, show_progress: bool) -> Result<Converted, F
     // The skeleton a whole legacy file leaves in safetensors / npz metadata.
     let mut carried = None;
     if whole && a.dtype.is_none() && matches!(target.format, Format::Safetensors | Format::Npz) {
-        let rec = provenance::record(&doc)?;
+        let rec = doc.record_source()?;
         notes.extend(rec.note);
         carried = rec.json;
     }
