@@ -456,26 +456,8 @@ pub fn convert_file(a: &ConvertArgs, show_progress: bool) -> Result<Converted, F
         } else {
             Target::new(target.format)
         };
-        let reopen = |data: tensorfmt::bytes::Bytes| {
-            tensorfmt::open_bytes(data, plain.format, None, &ReadOptions::default())
-        };
-        let restored = provenance::restore(
-            &doc,
-            &a.output,
-            plain.format.name(),
-            &WriteOptions::default(),
-            &reopen,
-        )?;
-        match restored {
-            Restored::Written => {
-                let report = tensorfmt::formats::report(
-                    &a.output,
-                    plain.format,
-                    all.len(),
-                    &WriteOptions::default(),
-                )?;
-                return Ok(whole_file(all, target, report));
-            }
+        match doc.restore_source(&a.output, &plain, &WriteOptions::default())? {
+            Restored::Written(report) => return Ok(whole_file(all, target, report)),
             Restored::Refused(why) => notes.push(why),
             Restored::NotRecorded => {}
         }
@@ -483,7 +465,7 @@ pub fn convert_file(a: &ConvertArgs, show_progress: bool) -> Result<Converted, F
     // The skeleton a whole legacy file leaves in safetensors / npz metadata.
     let mut carried = None;
     if whole && a.dtype.is_none() && matches!(target.format, Format::Safetensors | Format::Npz) {
-        let rec = provenance::record(&doc, doc.source_bytes().map(|b| &b[..]), doc.path())?;
+        let rec = doc.record_source()?;
         notes.extend(rec.note);
         carried = rec.json;
     }

@@ -384,15 +384,8 @@ impl Document {
                     return Ok(report);
                 }
             }
-            let reopen = |data: Bytes| {
-                formats::open_bytes(data, target.format, None, &ReadOptions::default())
-            };
-            let restored =
-                provenance::restore(&*self.file, path, target.format.name(), &plain, &reopen)?;
-            match restored {
-                Restored::Written => {
-                    return formats::report(path, target.format, self.file.tensors().len(), &plain)
-                }
+            match self.restore_source(path, &plain_target, &plain)? {
+                Restored::Written(report) => return Ok(report),
                 Restored::Refused(why) => notes.push(why),
                 Restored::NotRecorded => {}
             }
@@ -401,7 +394,7 @@ impl Document {
             && matches!(target.format, Format::Safetensors | Format::Npz)
             && options.dtype.is_none()
         {
-            let rec = provenance::record(&*self.file, self.source.as_deref(), &self.path)?;
+            let rec = self.record_source()?;
             notes.extend(rec.note);
             if let Some(json) = rec.json {
                 options.extra.insert(provenance::KEY.to_string(), json);
@@ -413,6 +406,63 @@ impl Document {
         let mut report = formats::convert(&*self.file, names, path, target.format, &options)?;
         report.warnings.extend(notes);
         Ok(report)
+    }
+}
+
+impl Document {
+    /// Records this whole legacy file's skeleton for a conversion to safetensors or
+    /// npz ([`provenance::record`] with the bytes the document was opened from).
+    ///
+    /// ```
+    /// let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/pvp/dense_f32.pvp");
+    /// let rec = tensorfmt::Document::open(&src)?.record_source()?;
+    /// assert!(rec.json.unwrap().contains("\"format\":\"pvp\""));
+    /// # Ok::<(), tensorfmt::Error>(())
+    /// ```
+    pub fn record_source(&self) -> Result<provenance::Recording> {
+        provenance::record(&*self.file, self.source.as_deref(), &self.path)
+    }
+
+    /// Rebuilds the legacy file this safetensors or npz document carries, at `path`,
+    /// when `target` is its format and nothing else is asked ([`provenance::restore`],
+    /// checked by reading the spliced file with that format's reader); the report of
+    /// the written file.
+    ///
+    /// ```
+    /// use tensorfmt::{provenance::Restored, Document, Format, Target};
+    /// let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/pvp/dense_f32.pvp");
+    /// let dir = tempfile::tempdir()?;
+    /// let npz = dir.path().join("x.npz");
+    /// Document::open(&src)?.convert_to(&npz, Format::Npz)?;
+    /// let out = dir.path().join("x.pvp");
+    /// let done = Document::open(&npz)?.restore_source(&out, &Target::new(Format::Pvp), &Default::default())?;
+    /// assert!(matches!(done, Restored::Written(_)));
+    /// assert_eq!(std::fs::read(&out)?, std::fs::read(&src)?);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn restore_source(
+        &self,
+        path: &Path,
+        target: &Target,
+        options: &WriteOptions,
+    ) -> Result<Restored<WriteReport>> {
+        if target.kind.is_some() {
+            return Ok(Restored::NotRecorded);
+        }
+        let format = target.format;
+        let reopen = |data: Bytes| formats::open_bytes(data, format, None, &ReadOptions::default());
+        Ok(
+            match provenance::restore(&*self.file, path, format.name(), options, &reopen)? {
+                Restored::Written(()) => Restored::Written(formats::report(
+                    path,
+                    format,
+                    self.file.tensors().len(),
+                    options,
+                )?),
+                Restored::NotRecorded => Restored::NotRecorded,
+                Restored::Refused(why) => Restored::Refused(why),
+            },
+        )
     }
 }
 

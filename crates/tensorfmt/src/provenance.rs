@@ -88,11 +88,13 @@ pub struct Recording {
     pub note: Option<String>,
 }
 
-/// What [`restore`] did.
+/// What [`restore`] did (`W`: what a written file comes with; [`restore`] gives `()`,
+/// [`Document::restore_source`](crate::Document::restore_source) the file's
+/// [`WriteReport`](crate::WriteReport)).
 #[derive(Debug, Clone, PartialEq)]
-pub enum Restored {
+pub enum Restored<W = ()> {
     /// The original file was rebuilt from the skeleton and the tensors, and committed.
-    Written,
+    Written(W),
     /// The document carries no skeleton for this target (or options ask for a change).
     NotRecorded,
     /// The document carries a skeleton that does not fit its tensors; why. Nothing was
@@ -623,7 +625,7 @@ pub type Reopen<'a> = dyn Fn(Bytes) -> Result<Box<dyn TensorFile>> + 'a;
 /// let out = dir.path().join("x.pvp");
 /// let reopen = |b: bytes::Bytes| tensorfmt::open_bytes(b, Format::Pvp, None, &Default::default());
 /// let done = restore(&*Document::open(&npz)?, &out, "pvp", &Default::default(), &reopen)?;
-/// assert_eq!(done, Restored::Written);
+/// assert_eq!(done, Restored::Written(()));
 /// assert_eq!(std::fs::read(&out)?, std::fs::read(&src)?);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -766,7 +768,7 @@ pub fn restore(
     }
     drop(back);
     out.commit()?;
-    Ok(Restored::Written)
+    Ok(Restored::Written(()))
 }
 
 const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";

@@ -390,3 +390,195 @@ fn safetensors_hostile_headers() {
     )
     .is_err());
 }
+
+// ---- carried metadata (`tensorfmt.source`) is input like any other ----
+
+/// `dense_f32.pvp` converted to safetensors: its tensors and its metadata as JSON.
+fn carried_dense() -> (Vec<(String, Tensor)>, serde_json::Value, Vec<u8>) {
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata/pvp/dense_f32.pvp");
+    let dir = tempfile::tempdir().unwrap();
+    let st = dir.path().join("x.safetensors");
+    let doc = crate::Document::open(&src).unwrap();
+    doc.convert_to(&st, crate::Format::Safetensors).unwrap();
+    let mid = crate::Document::open(&st).unwrap();
+    let json = crate::provenance::carried(mid.file()).unwrap();
+    (
+        mid.read_all().unwrap(),
+        serde_json::from_str(&json).unwrap(),
+        std::fs::read(&src).unwrap(),
+    )
+}
+
+fn zeros_like(tensors: &[(String, Tensor)]) -> Vec<(String, Tensor)> {
+    tensors
+        .iter()
+        .map(|(n, t)| {
+            let z = vec![0u8; t.bytes().len()];
+            (
+                n.clone(),
+                Tensor::from_bytes(t.dtype(), t.dims().to_vec(), Order::RowMajor, z).unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn b64(data: &[u8]) -> String {
+    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for c in data.chunks(3) {
+        let n = (u32::from(c[0]) << 16)
+            | (u32::from(*c.get(1).unwrap_or(&0)) << 8)
+            | u32::from(*c.get(2).unwrap_or(&0));
+        for i in 0..4 {
+            out.push(if i <= c.len() {
+                T[(n >> (18 - 6 * i)) as usize & 63] as char
+            } else {
+                '='
+            });
+        }
+    }
+    out
+}
+
+/// Saves `tensors` with metadata `meta` in `via`, converts to PVP, and checks the
+/// outcome: an error, or a PVP whose tensors are exactly `tensors` (never values that
+/// are only in the metadata), no larger than `max_len`, with a note when the metadata
+/// was not used. Returns whether the metadata was used.
+fn lying(
+    tensors: &[(String, Tensor)],
+    meta: &serde_json::Value,
+    via: crate::Format,
+    max_len: u64,
+) -> bool {
+    let dir = tempfile::tempdir().unwrap();
+    let mid = dir.path().join(format!("m.{}", via.extensions()[0]));
+    let mut options = WriteOptions::default();
+    options
+        .extra
+        .insert(crate::provenance::KEY.into(), meta.to_string());
+    crate::save(&mid, via, tensors, &options).unwrap();
+    let out = dir.path().join("out.pvp");
+    let report =
+        match crate::Document::open(&mid).and_then(|d| d.convert_to(&out, crate::Format::Pvp)) {
+            Ok(r) => r,
+            Err(e) => {
+                assert!(!out.exists(), "{e}: output left behind");
+                return false;
+            }
+        };
+    assert!(std::fs::metadata(&out).unwrap().len() <= max_len);
+    let got = crate::Document::open(&out).unwrap();
+    for (n, t) in tensors {
+        assert_eq!(&got.read_tensor(n).unwrap(), t, "{n}: {report:?}");
+    }
+    let used = report.warnings.is_empty();
+    if !used {
+        assert!(
+            report.warnings.iter().any(|w| w.contains("tensors alone")),
+            "{report:?}"
+        );
+    }
+    used
+}
+
+#[test]
+fn carried_metadata_that_lies_is_never_trusted() {
+    let (tensors, meta, original) = carried_dense();
+    let zeros = zeros_like(&tensors);
+    let max = original.len() as u64 * 2;
+    for via in [crate::Format::Safetensors, crate::Format::Npz] {
+        // The honest metadata with other values: spliced in place.
+        assert!(lying(&zeros, &meta, via, max));
+
+        // Issue 23 item 2: "the tensors are already in place": no layouts, the whole
+        // file (values 666) as skeleton. The zeros must win, or nothing is written.
+        let mut m = meta.clone();
+        let mut file = original.clone();
+        for v in file[88..].chunks_exact_mut(4) {
+            v.copy_from_slice(&666f32.to_le_bytes());
+        }
+        for t in m["tensors"].as_array_mut().unwrap() {
+            t.as_object_mut().unwrap().remove("layout");
+        }
+        m["skeleton"] = b64(&file).into();
+        assert!(!lying(&zeros, &m, via, max));
+
+        // A huge file claimed from a small skeleton (the 1.19 MB -> 2.1 GB case):
+        // counts and sizes that do not add up.
+        let mut m = meta.clone();
+        m["size"] = (1u64 << 31).into();
+        assert!(!lying(&zeros, &m, via, max));
+        let mut m = meta.clone();
+        m["tensors"][0]["layout"]["runs"][0][2][0][0] = (1u64 << 40).into();
+        assert!(!lying(&zeros, &m, via, max));
+        let mut m = meta.clone();
+        m["tensors"][0]["layout"]["runs"][0][2] = serde_json::json!([[u64::MAX, u64::MAX]]);
+        assert!(!lying(&zeros, &m, via, max));
+
+        // Layouts inside the file, of the right sizes, tiling it with the skeleton,
+        // but elsewhere (each frame's values claimed before its time): the spliced
+        // file's reader declares other places, so it is refused.
+        let mut m = meta.clone();
+        let (offset, len) = (
+            m["tensors"][0]["layout"]["runs"][0][0].as_u64().unwrap(),
+            m["tensors"][0]["layout"]["runs"][0][1].as_u64().unwrap(),
+        );
+        assert_eq!(
+            m["tensors"][1]["layout"]["runs"][0][0].as_u64(),
+            Some(offset - 8)
+        );
+        m["tensors"][0]["layout"]["runs"][0][0] = (offset - 8).into();
+        m["tensors"][1]["layout"]["runs"][0][0] = (offset - 8 + len).into();
+        assert!(!lying(&zeros, &m, via, max));
+        let dir = tempfile::tempdir().unwrap();
+        let mid = dir.path().join("m.safetensors");
+        let mut options = WriteOptions::default();
+        options
+            .extra
+            .insert(crate::provenance::KEY.into(), m.to_string());
+        crate::save(&mid, crate::Format::Safetensors, &zeros, &options).unwrap();
+        let report = crate::Document::open(&mid)
+            .unwrap()
+            .convert_to(dir.path().join("o.pvp"), crate::Format::Pvp)
+            .unwrap();
+        assert!(
+            report
+                .warnings
+                .iter()
+                .any(|w| w.contains("does not lie where")),
+            "{report:?}"
+        );
+
+        // Two tensors claiming the same bytes.
+        let mut m = meta.clone();
+        let values_runs = m["tensors"][0]["layout"]["runs"][0].clone();
+        m["tensors"][1]["layout"]["runs"][0][0] = values_runs[0].clone();
+        assert!(!lying(&zeros, &m, via, max));
+
+        // Other tensors than recorded, other dtypes or shapes.
+        let mut m = meta.clone();
+        m["tensors"][0]["name"] = "other".into();
+        assert!(!lying(&zeros, &m, via, max));
+        let mut m = meta.clone();
+        m["tensors"][1]["dtype"] = "f32".into();
+        assert!(!lying(&zeros, &m, via, max));
+
+        // Not a legacy format, an old version, garbage, a skeleton over the cap.
+        for (key, value) in [
+            ("format", serde_json::json!("npz")),
+            ("tensorfmt", serde_json::json!(1)),
+            ("skeleton", serde_json::json!("!!!!")),
+            ("tensors", serde_json::json!("x")),
+        ] {
+            let mut m = meta.clone();
+            m[key] = value;
+            let used = lying(&zeros, &m, via, max);
+            assert!(!used || key == "format", "{key}");
+        }
+        let mut m = meta.clone();
+        m["skeleton"] = "A"
+            .repeat(crate::provenance::MAX_SKELETON / 3 * 4 + 8)
+            .into();
+        assert!(!lying(&zeros, &m, via, max));
+    }
+}
