@@ -7,12 +7,20 @@ use tensorfmt_caffe::{infer_shapes, parse_net, random_weights, Schema};
 use tensorfmt_core::{Limits, ReadOptions};
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(text) = std::str::from_utf8(data) else { return };
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
     let opts = ReadOptions {
-        limits: Limits { max_alloc: 256 << 20, max_items: 10_000, max_rank: 64 },
+        limits: Limits {
+            max_alloc: 256 << 20,
+            max_items: 10_000,
+            max_rank: 64,
+        },
         ..ReadOptions::default()
     };
-    let Ok(net) = parse_net(text, Schema::builtin(), &opts) else { return };
+    let Ok(net) = parse_net(text, Schema::builtin(), &opts) else {
+        return;
+    };
     let _ = net.output_blobs();
     for l in &net.layers {
         let _ = l.fork_field("convolution_param", "kernel_size");
@@ -25,7 +33,9 @@ fuzz_target!(|data: &[u8]| {
         .filter(|i| i.shape.is_empty())
         .map(|i| (i.name.clone(), vec![1, 3, 8, 8]))
         .collect();
-    let Ok(shapes) = infer_shapes(&net, &overrides) else { return };
+    let Ok(shapes) = infer_shapes(&net, &overrides) else {
+        return;
+    };
     // Random weights only for nets whose parameters are small.
     let params: u64 = shapes
         .layers
@@ -35,6 +45,13 @@ fuzz_target!(|data: &[u8]| {
         .sum();
     if params <= 1 << 20 {
         let w = random_weights(&net, &shapes, 1);
-        assert_eq!(w.len(), shapes.layers.iter().filter(|l| !l.params.is_empty()).count());
+        assert_eq!(
+            w.len(),
+            shapes
+                .layers
+                .iter()
+                .filter(|l| !l.params.is_empty())
+                .count()
+        );
     }
 });
