@@ -317,7 +317,8 @@ impl NetDef {
 ///
 /// Errors name the line and column: malformed text, an unknown field (naming the field
 /// and suggesting `--proto FORK.proto`), an unknown V1 layer type, inputs whose shapes
-/// do not match their count, a layer with include and exclude rules, a V0 net.
+/// do not match their count, a layer with include and exclude rules, a V0 padding layer
+/// that feeds neither a convolution nor a pooling.
 ///
 /// ```
 /// use tensorfmt_caffe::{parse_net, CaffeError, Schema};
@@ -387,23 +388,31 @@ pub fn parse_net_with(text: &str, schema: &Schema, options: &NetOptions) -> Resu
                 "{msg}; read its `layers` (V1) and ignored `layer`, as OpenCV does"
             ));
         }
+        let mut typed_v1 = Vec::with_capacity(v1.len());
         for (i, m) in v1.into_iter().enumerate() {
             let line = v1_lines.get(i).copied().unwrap_or(0);
             let path = format!("layers[{i}]");
-            let mut typed: proto::V1LayerParameter =
+            let typed: proto::V1LayerParameter =
                 prototxt::to_typed(&m, schema, "V1LayerParameter", &path)?;
-            if typed.layer.is_some() {
-                return Err(CaffeError::Net {
-                    line,
-                    message: format!(
-                        "layer {:?} is a V0 layer (`layers {{ layer {{ ... }} }}`, before March 2014): upgrade the file with Caffe's upgrade_net_proto_text",
-                        typed.layer.as_ref().map(|l| l.name()).unwrap_or("")
-                    ),
-                });
+            typed_v1.push((typed, m, line));
+        }
+        if typed_v1.iter().any(|(t, _, _)| t.layer.is_some()) {
+            // A V0 net: upgraded to V1 first; fork_field does not apply to its layers.
+            let upgraded = crate::upgrade::v0_to_v1(
+                typed_v1.into_iter().map(|(t, _, line)| (t, line)).collect(),
+                &net.input,
+                &mut warnings,
+            )?;
+            for (mut typed, line) in upgraded {
+                crate::upgrade::upgrade_data_transform(&mut typed);
+                layers.push((crate::upgrade::v1_to_v2(typed, line)?, None, line));
             }
-            crate::upgrade::upgrade_data_transform(&mut typed);
-            let l = crate::upgrade::v1_to_v2(typed, line)?;
-            layers.push((l, Some(Arc::new(m)), line));
+        } else {
+            for (mut typed, m, line) in typed_v1 {
+                crate::upgrade::upgrade_data_transform(&mut typed);
+                let l = crate::upgrade::v1_to_v2(typed, line)?;
+                layers.push((l, Some(Arc::new(m)), line));
+            }
         }
     } else {
         for (i, m) in v2.into_iter().enumerate() {
