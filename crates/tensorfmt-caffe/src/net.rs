@@ -317,7 +317,8 @@ impl NetDef {
 ///
 /// Errors name the line and column: malformed text, an unknown field (naming the field
 /// and suggesting `--proto FORK.proto`), an unknown V1 layer type, inputs whose shapes
-/// do not match their count, a layer with include and exclude rules, a V0 net.
+/// do not match their count, a layer with include and exclude rules, a V0 padding layer
+/// that feeds neither a convolution nor a pooling.
 ///
 /// ```
 /// use tensorfmt_caffe::{parse_net, CaffeError, Schema};
@@ -338,8 +339,11 @@ pub fn parse_net(text: &str, schema: &Schema, options: &ReadOptions) -> Result<N
 
 /// [`parse_net`] with a chosen net state and limits.
 pub fn parse_net_with(text: &str, schema: &Schema, options: &NetOptions) -> Result<NetDef> {
-    let parsed = prototxt::parse_text(text, schema, &options.limits)?;
-    let dm = &parsed.message;
+    let mut parsed = prototxt::parse_text(text, schema, &options.limits)?;
+    // The layer lists are moved out (no copy) and converted one by one, so that errors
+    // name the layer; the rest of the NetParameter is converted whole.
+    let v2 = take_list(&mut parsed.message, "layer");
+    let v1 = take_list(&mut parsed.message, "layers");
     let lines_of = |field: &str| {
         parsed
             .scan
@@ -349,9 +353,7 @@ pub fn parse_net_with(text: &str, schema: &Schema, options: &NetOptions) -> Resu
             .unwrap_or_default()
     };
     let net: proto::NetParameter =
-        prototxt::to_typed(&without_layers(dm), schema, "NetParameter", "NetParameter")?;
-    let v2 = dynamic_list(dm, "layer");
-    let v1 = dynamic_list(dm, "layers");
+        prototxt::to_typed(&parsed.message, schema, "NetParameter", "NetParameter")?;
     let total = (v2.len() as u64).saturating_add(v1.len() as u64);
     if options.limits.check_items(total).is_err() {
         return Err(CaffeError::Limit {
@@ -386,23 +388,31 @@ pub fn parse_net_with(text: &str, schema: &Schema, options: &NetOptions) -> Resu
                 "{msg}; read its `layers` (V1) and ignored `layer`, as OpenCV does"
             ));
         }
+        let mut typed_v1 = Vec::with_capacity(v1.len());
         for (i, m) in v1.into_iter().enumerate() {
             let line = v1_lines.get(i).copied().unwrap_or(0);
             let path = format!("layers[{i}]");
-            let mut typed: proto::V1LayerParameter =
+            let typed: proto::V1LayerParameter =
                 prototxt::to_typed(&m, schema, "V1LayerParameter", &path)?;
-            if typed.layer.is_some() {
-                return Err(CaffeError::Net {
-                    line,
-                    message: format!(
-                        "layer {:?} is a V0 layer (`layers {{ layer {{ ... }} }}`, before March 2014): upgrade the file with Caffe's upgrade_net_proto_text",
-                        typed.layer.as_ref().map(|l| l.name()).unwrap_or("")
-                    ),
-                });
+            typed_v1.push((typed, m, line));
+        }
+        if typed_v1.iter().any(|(t, _, _)| t.layer.is_some()) {
+            // A V0 net: upgraded to V1 first; fork_field does not apply to its layers.
+            let upgraded = crate::upgrade::v0_to_v1(
+                typed_v1.into_iter().map(|(t, _, line)| (t, line)).collect(),
+                &net.input,
+                &mut warnings,
+            )?;
+            for (mut typed, line) in upgraded {
+                crate::upgrade::upgrade_data_transform(&mut typed);
+                layers.push((crate::upgrade::v1_to_v2(typed, line)?, None, line));
             }
-            crate::upgrade::upgrade_data_transform(&mut typed);
-            let l = crate::upgrade::v1_to_v2(typed, line)?;
-            layers.push((l, Some(Arc::new(m)), line));
+        } else {
+            for (mut typed, m, line) in typed_v1 {
+                crate::upgrade::upgrade_data_transform(&mut typed);
+                let l = crate::upgrade::v1_to_v2(typed, line)?;
+                layers.push((l, Some(Arc::new(m)), line));
+            }
         }
     } else {
         for (i, m) in v2.into_iter().enumerate() {
@@ -546,21 +556,13 @@ fn data_layer_shape(l: &LayerParameter, i: usize) -> Vec<i64> {
     }
 }
 
-/// The NetParameter message with its layer lists cleared (they are converted one by
-/// one, so that errors name the layer).
-fn without_layers(dm: &DynamicMessage) -> DynamicMessage {
-    let mut m = dm.clone();
-    m.clear_field_by_name("layer");
-    m.clear_field_by_name("layers");
-    m
-}
-
-fn dynamic_list(dm: &DynamicMessage, field: &str) -> Vec<DynamicMessage> {
-    match dm.get_field_by_name(field).as_deref() {
+/// Moves the messages of the repeated message field `field` out of `dm`.
+fn take_list(dm: &mut DynamicMessage, field: &str) -> Vec<DynamicMessage> {
+    match dm.take_field_by_name(field) {
         Some(Value::List(items)) => items
-            .iter()
+            .into_iter()
             .filter_map(|v| match v {
-                Value::Message(m) => Some(m.clone()),
+                Value::Message(m) => Some(m),
                 _ => None,
             })
             .collect(),

@@ -2,7 +2,8 @@
 //! (BVLC/caffe `src/caffe/util/upgrade_proto.cpp`) and the layer filtering of
 //! `Net::FilterNet` / `Net::StateMeetsRule` (`src/caffe/net.cpp`), on the typed structs.
 //!
-//! Order, as Caffe: V0 → V1 (refused here, see [`crate::parse_net`]), data-transform
+//! Order, as Caffe: V0 → V1 (padding layers folded, V0 fields into V1 parameters),
+//! data-transform
 //! upgrade of V1 data layers, V1 → V2 (`layers` with enum types → `layer` with type
 //! strings), input fields → an `Input` layer in front, BatchNorm's 3-`param` form
 //! (learning rates zeroed). Then the layers whose include/exclude rules reject the
@@ -84,6 +85,245 @@ pub(crate) fn upgrade_data_transform(v1: &mut V1LayerParameter) {
         }
         _ => {}
     }
+}
+
+/// Caffe's `UpgradeV0Net` on the `layers` of a V0 net (each holding its V0 `layer`):
+/// `padding` layers are folded into the conv/pool layer they feed
+/// (`UpgradeV0PaddingLayers`), then each V0 layer becomes a V1 layer
+/// (`UpgradeV0LayerParameter`). Parameters the layer type does not take are dropped
+/// with a warning (Caffe logs them and continues). Returns the layers with their
+/// original line numbers.
+pub(crate) fn v0_to_v1(
+    layers: Vec<(V1LayerParameter, usize)>,
+    inputs: &[String],
+    warnings: &mut Vec<String>,
+) -> Result<Vec<(V1LayerParameter, usize)>> {
+    use std::collections::HashMap;
+    // Which layer last produced each blob (None: a net input).
+    let mut last_top: HashMap<String, Option<usize>> =
+        inputs.iter().map(|i| (i.clone(), None)).collect();
+    let mut out: Vec<(V1LayerParameter, usize)> = Vec::with_capacity(layers.len());
+    for i in 0..layers.len() {
+        let (conn, line) = &layers[i];
+        let line = *line;
+        let v0 = conn.layer.clone().unwrap_or_default();
+        let fail = |message: String| CaffeError::Net { line, message };
+        if v0.r#type() != "padding" {
+            out.push((conn.clone(), line));
+        }
+        for (j, b) in conn.bottom.iter().enumerate() {
+            let src = *last_top.get(b).ok_or_else(|| {
+                fail(format!("unknown blob input {b:?} to layer {:?}", v0.name()))
+            })?;
+            let Some(src) = src else { continue };
+            let (source, _) = &layers[src];
+            let sv0 = source.layer.clone().unwrap_or_default();
+            if sv0.r#type() != "padding" {
+                continue;
+            }
+            if !matches!(v0.r#type(), "conv" | "pool") {
+                return Err(fail(format!(
+                    "padding layer input to non-convolutional / non-pooling layer type {:?}",
+                    v0.r#type()
+                )));
+            }
+            if conn.bottom.len() != 1 || source.bottom.len() != 1 || source.top.len() != 1 {
+                return Err(fail(
+                    "a padding layer and the layer it feeds must each take a single blob".into(),
+                ));
+            }
+            if let Some((last, _)) = out.last_mut() {
+                if let Some(l) = last.layer.as_mut() {
+                    l.pad = sv0.pad;
+                }
+                last.bottom[j] = source.bottom[0].clone();
+            }
+        }
+        for t in &conn.top {
+            last_top.insert(t.clone(), Some(i));
+        }
+    }
+    out.into_iter()
+        .map(|(conn, line)| Ok((v0_layer(conn, line, warnings)?, line)))
+        .collect()
+}
+
+/// `UpgradeV0LayerParameter`: one V0 layer (inside its V1 connection) as a V1 layer.
+fn v0_layer(
+    conn: V1LayerParameter,
+    line: usize,
+    warnings: &mut Vec<String>,
+) -> Result<V1LayerParameter> {
+    let v0 = conn.layer.clone().unwrap_or_default();
+    let ty = v0.r#type().to_string();
+    let mut l = V1LayerParameter {
+        bottom: conn.bottom,
+        top: conn.top,
+        name: v0.name.clone(),
+        blobs: v0.blobs.clone(),
+        blobs_lr: v0.blobs_lr.clone(),
+        weight_decay: v0.weight_decay.clone(),
+        ..Default::default()
+    };
+    if v0.r#type.is_some() {
+        l.r#type = Some(
+            crate::raw::v0_type_to_v1(&ty).ok_or_else(|| CaffeError::Net {
+                line,
+                message: format!("layer {:?}: unknown V0 layer type {ty:?}", v0.name()),
+            })?,
+        );
+    }
+    let mut unknown = |field: &str| {
+        warnings.push(format!(
+            "line {line}: V0 layer {:?}: parameter {field} does not apply to type {ty:?} (dropped, as Caffe does)",
+            v0.name()
+        ))
+    };
+    let conv = ty == "conv";
+    let ip = ty == "innerproduct";
+    let pool = ty == "pool";
+    if let Some(v) = v0.num_output {
+        if conv {
+            l.convolution_param
+                .get_or_insert_with(Default::default)
+                .num_output = Some(v);
+        } else if ip {
+            l.inner_product_param
+                .get_or_insert_with(Default::default)
+                .num_output = Some(v);
+        } else {
+            unknown("num_output");
+        }
+    }
+    if let Some(v) = v0.biasterm {
+        if conv {
+            l.convolution_param
+                .get_or_insert_with(Default::default)
+                .bias_term = Some(v);
+        } else if ip {
+            l.inner_product_param
+                .get_or_insert_with(Default::default)
+                .bias_term = Some(v);
+        } else {
+            unknown("biasterm");
+        }
+    }
+    for (v, name, is_weight) in [
+        (&v0.weight_filler, "weight_filler", true),
+        (&v0.bias_filler, "bias_filler", false),
+    ] {
+        let Some(f) = v else { continue };
+        if conv {
+            let c = l.convolution_param.get_or_insert_with(Default::default);
+            *(if is_weight {
+                &mut c.weight_filler
+            } else {
+                &mut c.bias_filler
+            }) = Some(f.clone());
+        } else if ip {
+            let c = l.inner_product_param.get_or_insert_with(Default::default);
+            *(if is_weight {
+                &mut c.weight_filler
+            } else {
+                &mut c.bias_filler
+            }) = Some(f.clone());
+        } else {
+            unknown(name);
+        }
+    }
+    for (v, name) in [
+        (v0.pad, "pad"),
+        (v0.kernelsize, "kernelsize"),
+        (v0.stride, "stride"),
+    ] {
+        let Some(v) = v else { continue };
+        if conv {
+            let c = l.convolution_param.get_or_insert_with(Default::default);
+            match name {
+                "pad" => c.pad.push(v),
+                "kernelsize" => c.kernel_size.push(v),
+                _ => c.stride.push(v),
+            }
+        } else if pool {
+            let p = l.pooling_param.get_or_insert_with(Default::default);
+            match name {
+                "pad" => p.pad = Some(v),
+                "kernelsize" => p.kernel_size = Some(v),
+                _ => p.stride = Some(v),
+            }
+        } else {
+            unknown(name);
+        }
+    }
+    if let Some(v) = v0.group {
+        if conv {
+            l.convolution_param
+                .get_or_insert_with(Default::default)
+                .group = Some(v);
+        } else {
+            unknown("group");
+        }
+    }
+    if let Some(v) = v0.pool {
+        if pool {
+            // V0 MAX/AVE/STOCHASTIC = 0/1/2, as PoolingParameter's.
+            l.pooling_param.get_or_insert_with(Default::default).pool = Some(v);
+        } else {
+            unknown("pool");
+        }
+    }
+    if let Some(v) = v0.dropout_ratio {
+        if ty == "dropout" {
+            l.dropout_param
+                .get_or_insert_with(Default::default)
+                .dropout_ratio = Some(v);
+        } else {
+            unknown("dropout_ratio");
+        }
+    }
+    for (v, name) in [
+        (v0.local_size.map(|x| x as f32), "local_size"),
+        (v0.alpha, "alpha"),
+        (v0.beta, "beta"),
+        (v0.k, "k"),
+    ] {
+        let Some(v) = v else { continue };
+        if ty == "lrn" {
+            let p = l.lrn_param.get_or_insert_with(Default::default);
+            match name {
+                "local_size" => p.local_size = v0.local_size,
+                "alpha" => p.alpha = Some(v),
+                "beta" => p.beta = Some(v),
+                _ => p.k = Some(v),
+            }
+        } else {
+            unknown(name);
+        }
+    }
+    if v0.scale.is_some() || v0.meanfile.is_some() || v0.cropsize.is_some() || v0.mirror.is_some() {
+        let t = l.transform_param.get_or_insert_with(Default::default);
+        t.scale = v0.scale;
+        t.mean_file = v0.meanfile.clone();
+        t.crop_size = v0.cropsize;
+        t.mirror = v0.mirror;
+    }
+    if let Some(v) = v0.concat_dim {
+        if ty == "concat" {
+            l.concat_param
+                .get_or_insert_with(Default::default)
+                .concat_dim = Some(v);
+        } else {
+            unknown("concat_dim");
+        }
+    }
+    if v0.source.is_some() || v0.batchsize.is_some() {
+        // Data-layer sources and batch sizes do not matter for a deploy net.
+        warnings.push(format!(
+            "line {line}: V0 layer {:?}: data source / batch size not carried over",
+            v0.name()
+        ));
+    }
+    Ok(l)
 }
 
 /// One V1 layer as a V2 LayerParameter (Caffe's `UpgradeV1LayerParameter`).

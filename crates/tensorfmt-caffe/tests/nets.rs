@@ -531,11 +531,116 @@ fn mixed_layer_lists_follow_caffe_when_strict_and_opencv_otherwise() {
     assert_eq!(net.warnings.len(), 1);
 }
 
+const V0_NET: &str = r#"name: "CaffeNet"
+input: "data"
+input_dim: 10 input_dim: 3 input_dim: 227 input_dim: 227
+layers {
+  layer { name: "pad1" type: "padding" pad: 2 }
+  bottom: "data" top: "pad1"
+}
+layers {
+  layer { name: "conv1" type: "conv" num_output: 96 kernelsize: 11 stride: 4 biasterm: false
+          weight_filler { type: "gaussian" std: 0.01 } }
+  bottom: "pad1" top: "conv1"
+}
+layers { layer { name: "relu1" type: "relu" } bottom: "conv1" top: "conv1" }
+layers { layer { name: "pool1" type: "pool" pool: AVE kernelsize: 3 stride: 2 } bottom: "conv1" top: "pool1" }
+layers { layer { name: "norm1" type: "lrn" local_size: 3 alpha: 0.0001 beta: 0.75 } bottom: "pool1" top: "norm1" }
+layers { layer { name: "fc" type: "innerproduct" num_output: 10 } bottom: "norm1" top: "fc" }
+layers { layer { name: "drop" type: "dropout" dropout_ratio: 0.25 } bottom: "fc" top: "fc" }
+layers { layer { name: "prob" type: "softmax" } bottom: "fc" top: "prob" }
+"#;
+
 #[test]
-fn v0_nets_and_unknown_v1_types_are_clear_errors() {
-    let v0 = "layers { layer { name: 'conv' type: 'conv' num_output: 4 } bottom: 'x' top: 'y' }";
-    let err = parse_net(v0, Schema::builtin(), &Default::default()).unwrap_err();
-    assert!(err.to_string().contains("V0"), "{err}");
+fn v0_nets_upgrade_like_caffe() {
+    let net = parse_net(V0_NET, Schema::builtin(), &Default::default()).unwrap();
+    let kinds: Vec<(&str, &str)> = net
+        .layers
+        .iter()
+        .map(|l| (l.name.as_str(), l.kind.as_str()))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("conv1", "Convolution"),
+            ("relu1", "ReLU"),
+            ("pool1", "Pooling"),
+            ("norm1", "LRN"),
+            ("fc", "InnerProduct"),
+            ("drop", "Dropout"),
+            ("prob", "Softmax")
+        ]
+    );
+    // The padding layer is folded into conv1, which now reads `data`.
+    let conv = &net.layers[0];
+    assert_eq!(
+        (conv.bottoms.as_slice(), conv.line),
+        (&["data".to_string()][..], 8)
+    );
+    let cp = conv.param.convolution_param.as_ref().unwrap();
+    assert_eq!(
+        (
+            cp.num_output(),
+            cp.pad.as_slice(),
+            cp.kernel_size.as_slice(),
+            cp.stride.as_slice(),
+            cp.bias_term()
+        ),
+        (96, &[2][..], &[11][..], &[4][..], false)
+    );
+    assert_eq!(cp.weight_filler.as_ref().unwrap().std(), 0.01);
+    let pp = net.layers[2].param.pooling_param.as_ref().unwrap();
+    assert_eq!(
+        (pp.pool(), pp.kernel_size(), pp.stride()),
+        (
+            tensorfmt_caffe::proto::pooling_parameter::PoolMethod::Ave,
+            3,
+            2
+        )
+    );
+    assert_eq!(
+        net.layers[3].param.lrn_param.as_ref().unwrap().local_size(),
+        3
+    );
+    assert_eq!(
+        net.layers[5]
+            .param
+            .dropout_param
+            .as_ref()
+            .unwrap()
+            .dropout_ratio(),
+        0.25
+    );
+    let shapes = tensorfmt_caffe::infer_shapes(&net, &[]).unwrap();
+    assert_eq!(shapes.blob("conv1"), Some(&[10, 96, 56, 56][..])); // (227 + 4 - 11) / 4 + 1
+    assert_eq!(shapes.blob("prob"), Some(&[10, 10][..]));
+    assert!(net.warnings.is_empty(), "{:?}", net.warnings);
+
+    // A parameter that does not apply is dropped with a warning; bad padding is an error.
+    let odd = "input: 'x' input_dim: 1 input_dim: 1 input_dim: 4 input_dim: 4
+               layers { layer { name: 'r' type: 'relu' num_output: 3 } bottom: 'x' top: 'y' }";
+    let net = parse_net(odd, Schema::builtin(), &Default::default()).unwrap();
+    assert!(net.warnings[0].contains("num_output"), "{:?}", net.warnings);
+    let bad = "input: 'x' input_dim: 1 input_dim: 1 input_dim: 4 input_dim: 4
+               layers { layer { name: 'p' type: 'padding' pad: 1 } bottom: 'x' top: 'p' }
+               layers { layer { name: 'r' type: 'relu' } bottom: 'p' top: 'y' }";
+    let err = parse_net(bad, Schema::builtin(), &Default::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("line 3") && err.contains("non-convolutional"),
+        "{err}"
+    );
+    let unknown = "layers { layer { name: 'q' type: 'quux' } }";
+    let err = parse_net(unknown, Schema::builtin(), &Default::default())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("unknown V0 layer type \"quux\""), "{err}");
+    let dangling = "layers { layer { name: 'c' type: 'conv' } bottom: 'nowhere' top: 'c' }";
+    let err = parse_net(dangling, Schema::builtin(), &Default::default())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("unknown blob input \"nowhere\""), "{err}");
     let bad_enum = "layers { name: 'l' type: 1000 }";
     let err = parse_net(bad_enum, Schema::builtin(), &Default::default()).unwrap_err();
     assert!(err.to_string().contains("line 1"), "{err}");
