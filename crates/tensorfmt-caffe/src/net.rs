@@ -338,8 +338,11 @@ pub fn parse_net(text: &str, schema: &Schema, options: &ReadOptions) -> Result<N
 
 /// [`parse_net`] with a chosen net state and limits.
 pub fn parse_net_with(text: &str, schema: &Schema, options: &NetOptions) -> Result<NetDef> {
-    let parsed = prototxt::parse_text(text, schema, &options.limits)?;
-    let dm = &parsed.message;
+    let mut parsed = prototxt::parse_text(text, schema, &options.limits)?;
+    // The layer lists are moved out (no copy) and converted one by one, so that errors
+    // name the layer; the rest of the NetParameter is converted whole.
+    let v2 = take_list(&mut parsed.message, "layer");
+    let v1 = take_list(&mut parsed.message, "layers");
     let lines_of = |field: &str| {
         parsed
             .scan
@@ -349,9 +352,7 @@ pub fn parse_net_with(text: &str, schema: &Schema, options: &NetOptions) -> Resu
             .unwrap_or_default()
     };
     let net: proto::NetParameter =
-        prototxt::to_typed(&without_layers(dm), schema, "NetParameter", "NetParameter")?;
-    let v2 = dynamic_list(dm, "layer");
-    let v1 = dynamic_list(dm, "layers");
+        prototxt::to_typed(&parsed.message, schema, "NetParameter", "NetParameter")?;
     let total = (v2.len() as u64).saturating_add(v1.len() as u64);
     if options.limits.check_items(total).is_err() {
         return Err(CaffeError::Limit {
@@ -546,21 +547,13 @@ fn data_layer_shape(l: &LayerParameter, i: usize) -> Vec<i64> {
     }
 }
 
-/// The NetParameter message with its layer lists cleared (they are converted one by
-/// one, so that errors name the layer).
-fn without_layers(dm: &DynamicMessage) -> DynamicMessage {
-    let mut m = dm.clone();
-    m.clear_field_by_name("layer");
-    m.clear_field_by_name("layers");
-    m
-}
-
-fn dynamic_list(dm: &DynamicMessage, field: &str) -> Vec<DynamicMessage> {
-    match dm.get_field_by_name(field).as_deref() {
+/// Moves the messages of the repeated message field `field` out of `dm`.
+fn take_list(dm: &mut DynamicMessage, field: &str) -> Vec<DynamicMessage> {
+    match dm.take_field_by_name(field) {
         Some(Value::List(items)) => items
-            .iter()
+            .into_iter()
             .filter_map(|v| match v {
-                Value::Message(m) => Some(m.clone()),
+                Value::Message(m) => Some(m),
                 _ => None,
             })
             .collect(),
