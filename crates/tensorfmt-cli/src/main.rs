@@ -17,6 +17,7 @@
 //! is a terminal and the work is large, and nothing otherwise; `--quiet` and `--json`
 //! turn the bars off too.
 
+mod caffe_onnx;
 mod collection;
 mod commands;
 mod diff_cmd;
@@ -141,7 +142,9 @@ Example:
   net.safetensors: wrote 4 tensors as safetensors
   $ tensorfmt convert net.safetensors back.caffemodel
   $ tensorfmt diff net.caffemodel back.caffemodel && echo lossless
-  lossless")]
+  lossless
+  $ tensorfmt convert lenet.caffemodel lenet.onnx --prototxt lenet.prototxt
+  lenet.onnx: wrote an ONNX model (opset 17, 9 nodes, 8 initializers); inputs data[64,1,28,28]; outputs prob[64,10]")]
     Convert {
         /// Input file and output file (written through a temporary file and renamed:
         /// never half written); or several inputs (files, directories with --recursive,
@@ -184,6 +187,8 @@ Example:
         settings: Vec<(String, String)>,
         #[command(flatten)]
         read: ReadArgs,
+        #[command(flatten)]
+        net: caffe_onnx::NetArgs,
         /// Print nothing on success (errors still go to stderr).
         #[arg(long, short, conflicts_with = "json")]
         quiet: bool,
@@ -460,32 +465,37 @@ fn main() -> ExitCode {
             dtype,
             settings,
             read,
+            net,
             quiet,
             json,
         } => {
-            let output = paths.pop().unwrap_or_default();
-            let many = collection::is_collection(&paths);
-            let args = commands::ConvertArgs {
-                input: paths.first().cloned().unwrap_or_default(),
-                output: output.clone(),
-                from,
-                to,
-                tensor,
-                force,
-                sparse,
-                frames,
-                hex,
-                dtype,
-                settings,
-                read: read.options(),
-                quiet,
-                json,
-            };
-            if many {
-                let jobs = jobs.unwrap_or_else(collection::default_jobs);
-                collection::convert_many(&paths, &output, &args, recursive, jobs)
+            if net.prototxt.is_some() {
+                caffe_onnx::convert(&paths, &net, force, &read.options(), quiet, json)
             } else {
-                commands::convert(args)
+                let output = paths.pop().unwrap_or_default();
+                let many = collection::is_collection(&paths);
+                let args = commands::ConvertArgs {
+                    input: paths.first().cloned().unwrap_or_default(),
+                    output: output.clone(),
+                    from,
+                    to,
+                    tensor,
+                    force,
+                    sparse,
+                    frames,
+                    hex,
+                    dtype,
+                    settings,
+                    read: read.options(),
+                    quiet,
+                    json,
+                };
+                if many {
+                    let jobs = jobs.unwrap_or_else(collection::default_jobs);
+                    collection::convert_many(&paths, &output, &args, recursive, jobs)
+                } else {
+                    commands::convert(args)
+                }
             }
         }
         Command::Validate {

@@ -39,6 +39,7 @@
 mod builder;
 mod error;
 mod layers;
+mod state_dict;
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -54,6 +55,7 @@ use tensorfmt_onnx::proto::{
 pub use builder::Value;
 pub use error::LowerError;
 pub use layers::supported_layers;
+pub use state_dict::{state_dict, torch_name, Naming};
 
 use builder::Builder;
 use error::Fail;

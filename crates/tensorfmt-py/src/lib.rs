@@ -16,6 +16,7 @@
 use pyo3::prelude::*;
 
 mod array;
+mod caffe_onnx;
 mod document;
 mod errors;
 mod ops;
@@ -61,6 +62,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         m.add_function(f)?;
     }
     m.add_function(wrap_pyfunction!(ops::detect, m)?)?;
+    m.add_function(wrap_pyfunction!(caffe_onnx::caffe_to_onnx, m)?)?;
+    m.add_function(wrap_pyfunction!(caffe_onnx::caffe_state_dict, m)?)?;
+    m.add_function(wrap_pyfunction!(caffe_onnx::caffe_random_weights, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -108,6 +108,26 @@ def pvp_weights_writer(
 ) -> PvpWriter: ...
 def pvp_append(path: _Path, kind: str) -> PvpWriter: ...
 def caffe_contents(path: _Path, kind: Optional[str] = None, strict: bool = False) -> Dict[str, Any]: ...
+def caffe_to_onnx(
+    caffemodel: _Path,
+    prototxt: _Path,
+    out: _Path,
+    proto: Optional[_Path] = None,
+    input_shape: Optional[List[Tuple[str, List[int]]]] = None,
+    outputs: Optional[List[str]] = None,
+    dynamic_batch: bool = False,
+    strict: bool = False,
+) -> Dict[str, Any]: ...
+def caffe_state_dict(
+    caffemodel: _Path, prototxt: Optional[_Path] = None, proto: Optional[_Path] = None, naming: str = "torch"
+) -> List[Tuple[str, Array]]: ...
+def caffe_random_weights(
+    prototxt: _Path,
+    out: _Path,
+    seed: int = 0,
+    proto: Optional[_Path] = None,
+    input_shape: Optional[List[Tuple[str, List[int]]]] = None,
+) -> List[str]: ...
 
 class Som:
     @property

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -179,4 +179,95 @@ def open(path: PathLike, *, kind: Optional[str] = None, strict: bool = False) ->
     return f
 
 
-__all__ = ["open", "CaffeFile", "Layer", "Blob"]
+def _shapes(input_shape: Optional[Dict[str, Sequence[int]]]) -> Optional[List[Tuple[str, List[int]]]]:
+    if input_shape is None:
+        return None
+    return [(str(k), [int(d) for d in v]) for k, v in input_shape.items()]
+
+
+def _opt(p: Optional[PathLike]) -> Optional[str]:
+    return None if p is None else os.fspath(p)
+
+
+def to_onnx(
+    caffemodel: PathLike,
+    prototxt: PathLike,
+    out: PathLike,
+    *,
+    proto: Optional[PathLike] = None,
+    input_shape: Optional[Dict[str, Sequence[int]]] = None,
+    outputs: Optional[Sequence[str]] = None,
+    dynamic_batch: bool = False,
+    strict: bool = False,
+) -> Dict[str, Any]:
+    """Converts a Caffe net (weights + deploy prototxt) to an ONNX model (opset 17),
+    written atomically to ``out``; the same as ``tensorfmt convert MODEL.caffemodel
+    OUT.onnx --prototxt DEPLOY.prototxt``.
+
+    ``proto``: a fork's ``caffe.proto`` for prototxts with extra fields (SSD, SegNet,
+    ...); ``input_shape``: ``{"data": (1, 3, 224, 224)}`` replaces the prototxt's
+    shapes; ``outputs``: blob names to expose instead of the net's outputs;
+    ``dynamic_batch``: a symbolic batch dimension. A net with layers that have no
+    lowering raises (listing every one of them) and writes nothing.
+
+    Returns ``{"inputs", "outputs", "shapes", "stopped_before", "warnings", "nodes"}``::
+
+        info = tensorfmt.caffe.to_onnx("lenet.caffemodel", "lenet.prototxt", "lenet.onnx")
+        import onnxruntime as ort
+        sess = ort.InferenceSession("lenet.onnx")
+        (prob,) = sess.run(None, {"data": image})
+    """
+    return _native.caffe_to_onnx(
+        os.fspath(caffemodel),
+        os.fspath(prototxt),
+        os.fspath(out),
+        proto=_opt(proto),
+        input_shape=_shapes(input_shape),
+        outputs=None if outputs is None else [str(o) for o in outputs],
+        dynamic_batch=dynamic_batch,
+        strict=strict,
+    )
+
+
+def state_dict(
+    caffemodel: PathLike,
+    prototxt: Optional[PathLike] = None,
+    *,
+    proto: Optional[PathLike] = None,
+    naming: str = "torch",
+) -> Dict[str, np.ndarray]:
+    """A caffemodel's blobs under PyTorch parameter names, ready for
+    ``module.load_state_dict({k: torch.from_numpy(v.copy()) ...}, strict=True)``.
+
+    ``naming="torch"``: ``conv1.weight``/``conv1.bias`` (Convolution, Deconvolution,
+    InnerProduct, Scale), ``prelu.weight``; BatchNorm becomes ``running_mean`` and
+    ``running_var`` (divided by Caffe's scale factor), ``num_batches_tracked`` and the
+    ``weight``/``bias`` of the Scale layer its output flows into (needs ``prototxt``;
+    ones and zeros when no Scale follows). Characters torch module names cannot hold
+    become ``_``. ``naming="caffe"``: ``conv1/0``, ``conv1/1`` as stored. Arrays are
+    read-only views where the file allows.
+    """
+    pairs = _native.caffe_state_dict(os.fspath(caffemodel), _opt(prototxt), proto=_opt(proto), naming=naming)
+    return {name: np.asarray(a) for name, a in pairs}
+
+
+def write_random_weights(
+    prototxt: PathLike,
+    out: PathLike,
+    *,
+    seed: int = 0,
+    proto: Optional[PathLike] = None,
+    input_shape: Optional[Dict[str, Sequence[int]]] = None,
+) -> List[str]:
+    """Writes a caffemodel with seeded random weights for every layer of ``prototxt``
+    that has parameters (shapes by Caffe's own rules; BatchNorm variances positive,
+    scale factor 1). For testing converters and runtimes without the real weights.
+    Returns the names of the layers written."""
+    return list(
+        _native.caffe_random_weights(
+            os.fspath(prototxt), os.fspath(out), seed=seed, proto=_opt(proto), input_shape=_shapes(input_shape)
+        )
+    )
+
+
+__all__ = ["open", "CaffeFile", "Layer", "Blob", "to_onnx", "state_dict", "write_random_weights"]

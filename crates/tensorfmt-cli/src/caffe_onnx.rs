@@ -1,0 +1,176 @@
+//! `tensorfmt convert MODEL.caffemodel OUT.onnx --prototxt DEPLOY.prototxt ...`: a
+//! Caffe net (weights + deploy prototxt) lowered to an ONNX model by tensorfmt-lower.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use serde_json::json;
+use tensorfmt::ReadOptions;
+use tensorfmt_lower::{convert_files, LowerError, LowerOptions, Sources};
+
+use crate::commands::{emit, emit_json};
+use crate::Failure;
+
+/// The options of a Caffe → ONNX conversion (given with `--prototxt`).
+#[derive(Debug, Clone, Args)]
+pub struct NetArgs {
+    /// Caffe → ONNX: the deploy prototxt of the caffemodel (the output must be .onnx).
+    #[arg(long, value_name = "DEPLOY.prototxt", help_heading = "Caffe to ONNX")]
+    pub prototxt: Option<PathBuf>,
+    /// A fork's caffe.proto, for prototxts with fields BVLC Caffe lacks (SSD, SegNet, ...).
+    #[arg(
+        long = "proto",
+        value_name = "FORK.proto",
+        requires = "prototxt",
+        help_heading = "Caffe to ONNX"
+    )]
+    pub fork_proto: Option<PathBuf>,
+    /// An input's shape, replacing the prototxt's: `data=1,3,224,224` (repeatable).
+    #[arg(long = "input-shape", value_name = "NAME=D,D,...", value_parser = parse_input_shape, requires = "prototxt", help_heading = "Caffe to ONNX")]
+    pub input_shapes: Vec<(String, Vec<usize>)>,
+    /// Graph outputs by blob name, comma-separated (default: the blobs no layer consumes).
+    #[arg(
+        long,
+        value_name = "A,B",
+        value_delimiter = ',',
+        requires = "prototxt",
+        help_heading = "Caffe to ONNX"
+    )]
+    pub outputs: Vec<String>,
+    /// A symbolic batch dimension `N` on the graph's inputs and outputs.
+    #[arg(
+        long = "dynamic-batch",
+        requires = "prototxt",
+        help_heading = "Caffe to ONNX"
+    )]
+    pub dynamic_batch: bool,
+}
+
+fn parse_input_shape(s: &str) -> Result<(String, Vec<usize>), String> {
+    let (name, dims) = s
+        .split_once('=')
+        .ok_or("expected NAME=D,D,... (e.g. data=1,3,224,224)")?;
+    let dims: Result<Vec<usize>, _> = dims.split(',').map(|d| d.trim().parse::<usize>()).collect();
+    let dims = dims.map_err(|e| format!("bad dimension in {s:?}: {e}"))?;
+    if name.is_empty() || dims.is_empty() || dims.contains(&0) {
+        return Err(format!("{s:?}: needs a name and positive dimensions"));
+    }
+    Ok((name.to_string(), dims))
+}
+
+fn shape_text(v: &tensorfmt::onnx::proto::ValueInfoProto) -> String {
+    use tensorfmt::onnx::proto::{tensor_shape_proto::dimension::Value, type_proto};
+    let dims: Vec<String> = match v.r#type.as_ref().and_then(|t| t.value.as_ref()) {
+        Some(type_proto::Value::TensorType(t)) => t
+            .shape
+            .iter()
+            .flat_map(|s| s.dim.iter())
+            .map(|d| match &d.value {
+                Some(Value::DimValue(n)) => n.to_string(),
+                Some(Value::DimParam(p)) => p.clone(),
+                None => "?".into(),
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    format!("{}[{}]", v.name, dims.join(","))
+}
+
+/// Runs the conversion: `paths` is `[MODEL.caffemodel, OUT.onnx]`.
+pub fn convert(
+    paths: &[PathBuf],
+    net: &NetArgs,
+    force: bool,
+    read: &ReadOptions,
+    quiet: bool,
+    json_out: bool,
+) -> Result<(), Failure> {
+    let [model, out] = paths else {
+        return Err(Failure::Usage(
+            "--prototxt converts one caffemodel to one .onnx file".into(),
+        ));
+    };
+    let Some(prototxt) = &net.prototxt else {
+        return Err(Failure::Usage("--prototxt is required".into()));
+    };
+    if out
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase)
+        .as_deref()
+        != Some("onnx")
+    {
+        return Err(Failure::Usage(format!(
+            "with --prototxt the output is an ONNX model; name it .onnx, not {}",
+            out.display()
+        )));
+    }
+    if out.exists() && !force {
+        return Err(Failure::Usage(format!(
+            "{} exists; use --force to overwrite it",
+            out.display()
+        )));
+    }
+    let opts = LowerOptions {
+        input_shapes: net.input_shapes.clone(),
+        outputs: net.outputs.clone(),
+        dynamic_batch: net.dynamic_batch,
+        strict: read.strict,
+    };
+    let src = Sources {
+        caffemodel: model,
+        prototxt,
+        fork_proto: net.fork_proto.as_deref(),
+    };
+    let lowered = convert_files(src, out, &opts, read).map_err(|e| match e {
+        LowerError::Unsupported { .. } => Failure::Input(format!(
+            "{}: cannot convert: {e}; nothing was written (see README, \"Run an old Caffe model today\")",
+            prototxt.display()
+        )),
+        e => Failure::Input(format!("{}: {e}", prototxt.display())),
+    })?;
+    let g = lowered.model.graph.clone().unwrap_or_default();
+    let outd = out.display().to_string();
+    let stopped: Vec<String> = lowered
+        .stopped
+        .iter()
+        .map(|(n, k)| format!("{n} ({k})"))
+        .collect();
+    if json_out {
+        emit_json(&json!({
+            "input": model.display().to_string(),
+            "prototxt": prototxt.display().to_string(),
+            "output": outd,
+            "format": "onnx",
+            "opset": tensorfmt::onnx::OPSET,
+            "nodes": g.node.len(),
+            "initializers": g.initializer.len(),
+            "inputs": g.input.iter().map(shape_text).collect::<Vec<_>>(),
+            "outputs": g.output.iter().map(shape_text).collect::<Vec<_>>(),
+            "stopped_before": stopped,
+            "warnings": lowered.warnings,
+        }));
+        return Ok(());
+    }
+    for w in &lowered.warnings {
+        eprintln!("tensorfmt: warning: {outd}: {w}");
+    }
+    if !quiet {
+        let mut text = format!(
+            "{outd}: wrote an ONNX model (opset {}, {} nodes, {} initializers); inputs {}; outputs {}\n",
+            tensorfmt::onnx::OPSET,
+            g.node.len(),
+            g.initializer.len(),
+            g.input.iter().map(shape_text).collect::<Vec<_>>().join(" "),
+            g.output.iter().map(shape_text).collect::<Vec<_>>().join(" "),
+        );
+        if !stopped.is_empty() {
+            text.push_str(&format!(
+                "{outd}: the graph stops before {} (not lowered); its inputs are the outputs above\n",
+                stopped.join(", ")
+            ));
+        }
+        emit(&text);
+    }
+    Ok(())
+}

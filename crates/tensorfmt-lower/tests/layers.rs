@@ -1,0 +1,280 @@
+//! Per-family unit tests on tiny hand-built nets: the emitted ONNX structure, the
+//! shapes, SSA naming of in-place tops, and the errors (unsupported layers listed at
+//! once, cycles, kernel > input, absurd shapes, bad blobs).
+
+use std::collections::HashMap;
+
+use tensorfmt_caffe::{parse_net, Schema};
+use tensorfmt_core::{Order, Tensor};
+use tensorfmt_lower::{lower, LowerError, LowerOptions, Lowered};
+use tensorfmt_onnx::proto::NodeProto;
+
+type Blobs = HashMap<String, Vec<Tensor>>;
+
+fn t(dims: &[usize]) -> Tensor {
+    let n: usize = dims.iter().product();
+    Tensor::from_vec(
+        (0..n).map(|i| (i % 7) as f32 * 0.1).collect(),
+        dims.to_vec(),
+        Order::RowMajor,
+    )
+    .unwrap()
+}
+
+fn net(
+    text: &str,
+    blobs: &[(&str, Vec<Tensor>)],
+    opts: &LowerOptions,
+) -> Result<Lowered, LowerError> {
+    let net = parse_net(text, Schema::builtin(), &Default::default()).unwrap();
+    let mut b: Blobs = blobs
+        .iter()
+        .map(|(n, v)| (n.to_string(), v.clone()))
+        .collect();
+    lower(&net, &mut b, opts)
+}
+
+fn ops(l: &Lowered) -> Vec<String> {
+    l.model
+        .graph
+        .as_ref()
+        .unwrap()
+        .node
+        .iter()
+        .map(|n| n.op_type.clone())
+        .collect()
+}
+
+fn node<'a>(l: &'a Lowered, op: &str) -> &'a NodeProto {
+    l.model
+        .graph
+        .as_ref()
+        .unwrap()
+        .node
+        .iter()
+        .find(|n| n.op_type == op)
+        .unwrap()
+}
+
+fn ints(n: &NodeProto, name: &str) -> Vec<i64> {
+    n.attribute
+        .iter()
+        .find(|a| a.name == name)
+        .unwrap()
+        .ints
+        .clone()
+}
+
+const INPUT: &str = "input: 'data' input_shape { dim: 1 dim: 2 dim: 7 dim: 7 }\n";
+
+#[test]
+fn in_place_tops_become_ssa_values_and_the_last_keeps_the_name() {
+    let l = net(
+        &format!("{INPUT} layer {{ name: 'c' type: 'Convolution' bottom: 'data' top: 'c' convolution_param {{ num_output: 3 kernel_size: 3 }} }}
+         layer {{ name: 'r' type: 'ReLU' bottom: 'c' top: 'c' }}
+         layer {{ name: 'd' type: 'Dropout' bottom: 'c' top: 'c' }}"),
+        &[("c", vec![t(&[3, 2, 3, 3]), t(&[3])])],
+        &Default::default(),
+    )
+    .unwrap();
+    let g = l.model.graph.as_ref().unwrap();
+    assert_eq!(ops(&l), ["Conv", "Relu", "Identity"]);
+    assert_eq!(g.node[2].output, ["c"]);
+    assert_ne!(g.node[0].output[0], "c");
+    assert_eq!(g.node[1].input[0], g.node[0].output[0]);
+    assert_eq!(g.output[0].name, "c");
+    assert_eq!(l.shapes["c"], vec![1, 3, 5, 5]);
+}
+
+#[test]
+fn every_unsupported_layer_is_listed_at_once() {
+    let e = net(
+        &format!("{INPUT} layer {{ name: 'a' type: 'Tile' bottom: 'data' top: 'a' tile_param {{ tiles: 2 }} }}
+         layer {{ name: 'b' type: 'ReLU' bottom: 'a' top: 'b' }}
+         layer {{ name: 'c' type: 'MVN' bottom: 'b' top: 'c' }}"),
+        &[],
+        &Default::default(),
+    )
+    .unwrap_err();
+    match e {
+        LowerError::Unsupported { layers } => {
+            assert_eq!(
+                layers,
+                [
+                    ("a".to_string(), "Tile".to_string()),
+                    ("c".into(), "MVN".into())
+                ]
+            )
+        }
+        e => panic!("{e}"),
+    }
+}
+
+#[test]
+fn pooling_uses_caffes_ceil_mode_with_explicit_end_pads() {
+    // 7x7, k3 s2: Caffe ceil gives 3x3 (ONNX floor would too); k2 s2 gives 4x4 where
+    // ONNX's floor rule gives 3x3: an end pad of 1.
+    let l = net(
+        &format!("{INPUT} layer {{ name: 'p' type: 'Pooling' bottom: 'data' top: 'p' pooling_param {{ pool: MAX kernel_size: 2 stride: 2 }} }}"),
+        &[],
+        &Default::default(),
+    )
+    .unwrap();
+    assert_eq!(l.shapes["p"], vec![1, 2, 4, 4]);
+    assert_eq!(ints(node(&l, "MaxPool"), "pads"), [0, 0, 1, 1]);
+    // AVE with pad: explicit zero Pad, then count_include_pad=0.
+    let l = net(
+        &format!("{INPUT} layer {{ name: 'p' type: 'Pooling' bottom: 'data' top: 'p' pooling_param {{ pool: AVE kernel_size: 3 stride: 2 pad: 1 }} }}"),
+        &[],
+        &Default::default(),
+    )
+    .unwrap();
+    assert_eq!(ops(&l), ["Pad", "AveragePool"]);
+    assert_eq!(l.shapes["p"], vec![1, 2, 4, 4]);
+    // The last window would start in the padding: Caffe drops it, a Slice keeps 3.
+    let l = net(
+        "input: 'data' input_shape { dim: 1 dim: 1 dim: 4 dim: 4 }
+         layer { name: 'p' type: 'Pooling' bottom: 'data' top: 'p' pooling_param { pool: MAX kernel_size: 2 stride: 2 pad: 1 } }",
+        &[],
+        &Default::default(),
+    )
+    .unwrap();
+    assert_eq!(l.shapes["p"], vec![1, 1, 3, 3]);
+    let e = net(
+        "input: 'data' input_shape { dim: 1 dim: 1 dim: 2 dim: 2 }
+         layer { name: 'p' type: 'Pooling' bottom: 'data' top: 'p' pooling_param { pool: MAX kernel_size: 5 } }",
+        &[],
+        &Default::default(),
+    );
+    assert!(e.is_err());
+}
+
+#[test]
+fn deconvolution_groups_and_dilation() {
+    for group in [1usize, 2] {
+        let l = net(
+            &format!("{INPUT} layer {{ name: 'up' type: 'Deconvolution' bottom: 'data' top: 'up'
+                 convolution_param {{ num_output: 2 group: {group} kernel_size: 4 stride: 2 pad: 1 dilation: 2 bias_term: false }} }}"),
+            &[("up", vec![t(&[2, 2 / group, 4, 4])])],
+            &Default::default(),
+        )
+        .unwrap();
+        // s*(H-1) + d*(k-1) + 1 - 2p = 12 + 7 - 2 = 17
+        assert_eq!(l.shapes["up"], vec![1, 2, 17, 17], "group {group}");
+        assert_eq!(ops(&l), ["ConvTranspose"]);
+    }
+}
+
+#[test]
+fn inner_product_flatten_reshape_and_softmax_axis() {
+    let l = net(
+        &format!("{INPUT} layer {{ name: 'fc' type: 'InnerProduct' bottom: 'data' top: 'fc' inner_product_param {{ num_output: 4 }} }}
+         layer {{ name: 'r' type: 'Reshape' bottom: 'fc' top: 'r' reshape_param {{ shape {{ dim: 0 dim: -1 dim: 2 }} }} }}
+         layer {{ name: 'f' type: 'Flatten' bottom: 'r' top: 'f' flatten_param {{ axis: 1 end_axis: 1 }} }}
+         layer {{ name: 's' type: 'Softmax' bottom: 'f' top: 's' softmax_param {{ axis: 2 }} }}"),
+        &[("fc", vec![t(&[4, 98]), t(&[4])])],
+        &Default::default(),
+    )
+    .unwrap();
+    assert_eq!(l.shapes["fc"], vec![1, 4]);
+    assert_eq!(l.shapes["r"], vec![1, 2, 2]);
+    assert_eq!(l.shapes["s"], vec![1, 2, 2]);
+    assert_eq!(
+        ops(&l),
+        ["Flatten", "Gemm", "Reshape", "Reshape", "Softmax"]
+    );
+}
+
+#[test]
+fn batchnorm_scale_lrn_eltwise_concat_slice_crop() {
+    let l = net(
+        &format!("{INPUT} layer {{ name: 'bn' type: 'BatchNorm' bottom: 'data' top: 'data' }}
+         layer {{ name: 'sc' type: 'Scale' bottom: 'data' top: 'data' scale_param {{ bias_term: true }} }}
+         layer {{ name: 'lrn' type: 'LRN' bottom: 'data' top: 'lrn' lrn_param {{ local_size: 3 norm_region: WITHIN_CHANNEL }} }}
+         layer {{ name: 'e' type: 'Eltwise' bottom: 'data' bottom: 'lrn' top: 'e' eltwise_param {{ coeff: 1 coeff: -1 }} }}
+         layer {{ name: 'cat' type: 'Concat' bottom: 'e' bottom: 'lrn' top: 'cat' }}
+         layer {{ name: 'sl' type: 'Slice' bottom: 'cat' top: 's1' top: 's2' slice_param {{ slice_point: 1 }} }}
+         layer {{ name: 'cr' type: 'Crop' bottom: 's2' bottom: 's1' top: 'cr' crop_param {{ axis: 1 offset: 1 offset: 0 offset: 0 }} }}"),
+        &[
+            ("bn", vec![t(&[2]), t(&[2]), Tensor::from_vec(vec![2f32], [1], Order::RowMajor).unwrap()]),
+            ("sc", vec![t(&[2]), t(&[2])]),
+        ],
+        &LowerOptions { outputs: vec!["cr".into(), "s1".into()], ..Default::default() },
+    )
+    .unwrap();
+    assert_eq!(l.shapes["cat"], vec![1, 4, 7, 7]);
+    assert_eq!(l.shapes["s2"], vec![1, 3, 7, 7]);
+    assert_eq!(l.shapes["cr"], vec![1, 1, 7, 7]);
+    assert!(ops(&l).contains(&"BatchNormalization".to_string()));
+    assert!(ops(&l).contains(&"Split".to_string()));
+}
+
+#[test]
+fn missing_or_misshaped_blobs_name_the_layer() {
+    let text = format!("{INPUT} layer {{ name: 'c' type: 'Convolution' bottom: 'data' top: 'c' convolution_param {{ num_output: 3 kernel_size: 3 }} }}");
+    let e = net(&text, &[], &Default::default())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("\"c\"") && e.contains("blob 0"), "{e}");
+    let e = net(
+        &text,
+        &[("c", vec![t(&[3, 2, 2, 2]), t(&[3])])],
+        &Default::default(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("shape mismatch"), "{e}");
+}
+
+#[test]
+fn hostile_nets_are_errors() {
+    // A layer consuming its own later top (a cycle).
+    let cyclic = format!("{INPUT} layer {{ name: 'a' type: 'ReLU' bottom: 'b' top: 'a' }} layer {{ name: 'b' type: 'ReLU' bottom: 'a' top: 'b' }}");
+    assert!(net(&cyclic, &[], &Default::default()).is_err());
+    // A 2^40-element input.
+    let huge = "input: 'data' input_shape { dim: 1024 dim: 1024 dim: 1024 dim: 1024 }
+        layer { name: 'r' type: 'ReLU' bottom: 'data' top: 'r' }";
+    assert!(net(huge, &[], &Default::default()).is_err());
+    // Kernel larger than the input.
+    let big_kernel = format!("{INPUT} layer {{ name: 'c' type: 'Convolution' bottom: 'data' top: 'c' convolution_param {{ num_output: 1 kernel_size: 9 }} }}");
+    assert!(net(
+        &big_kernel,
+        &[("c", vec![t(&[1, 2, 9, 9]), t(&[1])])],
+        &Default::default()
+    )
+    .is_err());
+    // Unknown input and output names.
+    let ok = format!("{INPUT} layer {{ name: 'r' type: 'ReLU' bottom: 'data' top: 'r' }}");
+    let o = LowerOptions {
+        input_shapes: vec![("nope".into(), vec![1])],
+        ..Default::default()
+    };
+    assert!(net(&ok, &[], &o).unwrap_err().to_string().contains("nope"));
+    let o = LowerOptions {
+        outputs: vec!["nope".into()],
+        ..Default::default()
+    };
+    assert!(net(&ok, &[], &o).unwrap_err().to_string().contains("nope"));
+}
+
+#[test]
+fn docs_have_a_section_per_registry_key() {
+    let doc = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/caffe-layers.md"
+    ))
+    .unwrap();
+    let onnx = doc
+        .split("## ONNX lowering")
+        .nth(1)
+        .expect("an ONNX lowering section");
+    let headings: Vec<&str> = onnx
+        .lines()
+        .filter_map(|l| l.strip_prefix("### "))
+        .collect();
+    let mut keys = tensorfmt_lower::supported_layers();
+    let mut h = headings.clone();
+    keys.sort();
+    h.sort();
+    assert_eq!(h, keys);
+}
