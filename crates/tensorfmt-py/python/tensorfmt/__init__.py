@@ -15,7 +15,7 @@ See :func:`open`, :func:`load`, :func:`save`, :func:`convert`, :func:`diff`,
 :func:`validate`, the per-format modules :mod:`tensorfmt.pvp` (frames, streaming
 writers), :mod:`tensorfmt.som`, :mod:`tensorfmt.primitiv` and :mod:`tensorfmt.caffe`
 (what a dict of arrays cannot say), Pylearn2 spaces in
-:mod:`tensorfmt.spaces`, and the optional
+:mod:`tensorfmt.spaces`, pictures in :mod:`tensorfmt.plot` (matplotlib), and the optional
 :mod:`tensorfmt.dask` (``pip install tensorfmt[dask]``).
 """
 

@@ -1,12 +1,44 @@
 """Type stubs of the native module `tensorfmt._native` (use the `tensorfmt` API instead)."""
 
 from os import PathLike
-from typing import Any, Dict, List, Optional, Tuple, Union
+from typing import Any, Dict, List, Optional, Tuple, Union, final
 
 _Path = Union[str, PathLike[str]]
 
 __version__: str
 
+# What the extension exports (pyo3 writes `__all__`; stubtest checks it against this).
+__all__ = [
+    "Array",
+    "File",
+    "open_file",
+    "Pvp",
+    "open_pvp",
+    "PvpWriter",
+    "pvp_dense_writer",
+    "pvp_sparse_writer",
+    "pvp_weights_writer",
+    "pvp_append",
+    "caffe_contents",
+    "Som",
+    "open_som",
+    "save",
+    "diff",
+    "formats",
+    "space_validate",
+    "space_format_as",
+    "space_total_dimension",
+    "space_batch_size",
+    "space_origin_batch",
+    "space_str",
+    "specs_flatten",
+    "specs_nest",
+    "specs_n_unique",
+    "detect",
+    "__version__",
+]
+
+@final
 class Array:
     """A read-only tensor buffer that numpy views without copying (`numpy.asarray(a)`)."""
 
@@ -19,6 +51,7 @@ class Array:
     @property
     def nbytes(self) -> int: ...
 
+@final
 class File:
     @property
     def format(self) -> str: ...
@@ -48,6 +81,7 @@ class File:
     ) -> Tuple[int, List[str], List[str]]: ...
     def close(self) -> None: ...
 
+@final
 class Pvp:
     @property
     def kind(self) -> str: ...
@@ -73,6 +107,7 @@ def open_file(
 ) -> File: ...
 def open_pvp(path: _Path, strict: bool = False) -> Pvp: ...
 
+@final
 class PvpWriter:
     @property
     def kind(self) -> Optional[str]: ...
@@ -129,6 +164,7 @@ def caffe_random_weights(
     input_shape: Optional[List[Tuple[str, List[int]]]] = None,
 ) -> List[str]: ...
 
+@final
 class Som:
     @property
     def kind(self) -> str: ...
