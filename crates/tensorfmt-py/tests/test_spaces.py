@@ -432,6 +432,10 @@ def test_spaces_compare_and_print():
     numpy_axes = Conv2DSpace(np.array([2, 2]), channels=1, axes=("b", np.int64(0), np.int64(1), "c"))
     assert str(numpy_axes) == str(Conv2DSpace((2, 2), channels=1))
     assert len({VectorSpace(3), VectorSpace(3), VectorSpace(3, dtype="float64")}) == 2
+    import pickle
+
+    for space in (comp, VectorSpace(2, sparse=True), SequenceSpace(IndexSpace(3, 1)), IndexSequenceSpace(2, 1)):
+        assert pickle.loads(pickle.dumps(space)) == space
 
 
 def test_permutations_are_views():
