@@ -406,6 +406,9 @@ def test_casts_round_once_like_numpy():
         batch = {"data": arr.tobytes(), "dtype": arr.dtype.str, "shape": list(arr.shape)}
         got = np.asarray(_native.space_format_as(("vector", 1, src), batch, ("vector", 1, dst)))
         assert got.dtype == np_dst and got[0, 0] == arr.astype(np_dst)[0, 0]
+    sf = sparse.csr_matrix(np.array([[1e30, 0, -2.5]]))
+    si = VectorSpace(3, sparse=True, dtype="float64").np_format_as(sf, VectorSpace(3, sparse=True, dtype="int8"))
+    assert si.dtype == np.int8 and si.toarray().tolist() == [[127, 0, -2]]
     # Float -> int saturates (a documented deviation).
     f = np.array([[1e30, -1e30, np.nan, -3.7]], np.float64)
     np.testing.assert_array_equal(
@@ -465,3 +468,20 @@ def test_the_module_examples_run():
 
     result = doctest.testmod(tensorfmt.spaces)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_docs_tables_show_the_printed_forms():
+    """docs/spaces.md §3 lists what str() prints; keep it true."""
+    import pathlib
+
+    doc = (pathlib.Path(__file__).resolve().parents[3] / "docs" / "spaces.md").read_text()
+    for space in [
+        VectorSpace(3),
+        VectorSpace(3, sparse=True),
+        Conv2DSpace((32, 32), num_channels=3, axes=("b", "c", 0, 1)),
+        IndexSpace(10, 1),
+        CompositeSpace([VectorSpace(3), NullSpace()]),
+        VectorSequenceSpace(3),
+        IndexSequenceSpace(4, 1),
+    ]:
+        assert f"`{space}`" in doc, str(space)

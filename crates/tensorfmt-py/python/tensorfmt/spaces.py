@@ -163,7 +163,11 @@ def _cast(arg: Any, dtype: Optional[str]) -> Any:
     if arg is None:
         return None
     if _issparse(arg):
-        return arg if arg.dtype == dtype else arg.astype(dtype)
+        if arg.dtype == dtype:
+            return arg
+        out = arg.tocsr(copy=True) if arg.format != "csr" else arg.copy()
+        out.data = _cast(out.data, dtype)  # the stored values, with the dense rules
+        return out
     if arg.dtype == dtype:
         return arg
     to = np.dtype(dtype)
