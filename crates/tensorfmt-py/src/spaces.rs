@@ -1,4 +1,7 @@
-//! Pylearn2 spaces for `tensorfmt.spaces`, backed by `tensorfmt_core::space`.
+//! The Rust core's spaces (`tensorfmt_core::space`) for Python. `tensorfmt.spaces` moves
+//! batches with numpy itself (views for axes permutations) and uses these functions as
+//! its reference: the property tests run random space pairs through both and compare
+//! results, error classes and printed forms.
 //!
 //! Python describes a space as a nested tuple (`("vector", dim, dtype)`, `("conv2d",
 //! rows, cols, channels, axes, dtype)`, `("index", max_labels, dim, dtype)`,

@@ -215,6 +215,8 @@ def test_sequence_spaces():
     onehots, _ = lab.np_format_as((ldata, lmask), SequenceSpace(VectorSpace(4)))
     np.testing.assert_array_equal(onehots[:, 0], np.eye(4)[[1, 2]])
     assert lab.get_origin_batch(3, time_steps=2)[0].shape == (2, 3, 1)
+    with pytest.raises(TypeError):
+        lab.pad([np.array([[1.5]])])
 
 
 # -- item 2: dtypes ---------------------------------------------------------------------
@@ -396,13 +398,17 @@ def test_casts_round_once_like_numpy():
     ubig = big.astype(np.uint64)
     assert VectorSpace(1, dtype="uint64").np_format_as(ubig, VectorSpace(1))[0, 0] == np.float32(1.1529216e18)
     x = np.array([[1 + 2**-11 + 2**-40]], np.float64)
-    assert VectorSpace(1, dtype="float64").np_format_as(x, VectorSpace(1, dtype="float16"))[0, 0] == np.float16(1.0009765625)
+    half = VectorSpace(1, dtype="float64").np_format_as(x, VectorSpace(1, dtype="float16"))
+    assert half[0, 0] == np.float16(1.0009765625)
     # The Rust core agrees (tensorfmt_core's Tensor::cast).
     for arr, src, dst, np_dst in [(big, "i64", "f32", np.float32), (ubig, "u64", "f32", np.float32),
                                   (x, "f64", "f16", np.float16)]:
         batch = {"data": arr.tobytes(), "dtype": arr.dtype.str, "shape": list(arr.shape)}
         got = np.asarray(_native.space_format_as(("vector", 1, src), batch, ("vector", 1, dst)))
         assert got.dtype == np_dst and got[0, 0] == arr.astype(np_dst)[0, 0]
+    sf = sparse.csr_matrix(np.array([[1e30, 0, -2.5]]))
+    si = VectorSpace(3, sparse=True, dtype="float64").np_format_as(sf, VectorSpace(3, sparse=True, dtype="int8"))
+    assert si.dtype == np.int8 and si.toarray().tolist() == [[127, 0, -2]]
     # Float -> int saturates (a documented deviation).
     f = np.array([[1e30, -1e30, np.nan, -3.7]], np.float64)
     np.testing.assert_array_equal(
@@ -432,6 +438,10 @@ def test_spaces_compare_and_print():
     numpy_axes = Conv2DSpace(np.array([2, 2]), channels=1, axes=("b", np.int64(0), np.int64(1), "c"))
     assert str(numpy_axes) == str(Conv2DSpace((2, 2), channels=1))
     assert len({VectorSpace(3), VectorSpace(3), VectorSpace(3, dtype="float64")}) == 2
+    import pickle
+
+    for space in (comp, VectorSpace(2, sparse=True), SequenceSpace(IndexSpace(3, 1)), IndexSequenceSpace(2, 1)):
+        assert pickle.loads(pickle.dumps(space)) == space
 
 
 def test_permutations_are_views():
@@ -458,3 +468,20 @@ def test_the_module_examples_run():
 
     result = doctest.testmod(tensorfmt.spaces)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_docs_tables_show_the_printed_forms():
+    """docs/spaces.md §3 lists what str() prints; keep it true."""
+    import pathlib
+
+    doc = (pathlib.Path(__file__).resolve().parents[3] / "docs" / "spaces.md").read_text()
+    for space in [
+        VectorSpace(3),
+        VectorSpace(3, sparse=True),
+        Conv2DSpace((32, 32), num_channels=3, axes=("b", "c", 0, 1)),
+        IndexSpace(10, 1),
+        CompositeSpace([VectorSpace(3), NullSpace()]),
+        VectorSequenceSpace(3),
+        IndexSequenceSpace(4, 1),
+    ]:
+        assert f"`{space}`" in doc, str(space)

@@ -230,3 +230,44 @@ def test_every_axes_pair_is_a_view_or_the_same_array():
 def test_space_base_is_abstract():
     with pytest.raises(NotImplementedError):
         Space().get_total_dimension()
+
+
+POOL = [VectorSpace(3), VectorSpace(3, dtype="float64"), Conv2DSpace((1, 3), num_channels=1), IndexSpace(4, 1)]
+
+
+@st.composite
+def data_spec(draw, depth=3):
+    """A nested (space, source) data spec with duplicates and NullSpace leaves."""
+    if depth and draw(st.integers(0, 2)) == 0:
+        parts = [draw(data_spec(depth - 1)) for _ in range(draw(st.integers(0, 3)))]
+        return CompositeSpace([p[0] for p in parts]), tuple(p[1] for p in parts)
+    if draw(st.integers(0, 5)) == 0:
+        return NullSpace(), ""
+    return draw(st.sampled_from(POOL)), draw(st.sampled_from(["features", "targets"]))
+
+
+def data_for(space, source):
+    if isinstance(space, CompositeSpace):
+        return tuple(data_for(s, src) for s, src in zip(space.components, source))
+    return None if isinstance(space, NullSpace) else f"{space}|{source}"
+
+
+@SETTINGS
+@given(data_spec())
+def test_data_specs_flatten_then_nest_is_the_identity(spec):
+    from tensorfmt.spaces import DataSpecsMapping
+
+    space, source = spec
+    m = DataSpecsMapping(spec)
+    data = data_for(space, source)
+    flat = m.flatten(data, return_tuple=True)
+    # One entry per unique (space, source) pair, in order of first appearance.
+    assert len(flat) == m.n_unique_specs == len(set(flat)) == len(m.specs_to_index)
+    assert m.nest(flat) == data
+    flat_space = m.flatten(space, return_tuple=True)
+    assert all(f"{s}|{src}" == d for (s, src), d in zip(m.specs_to_index, flat))
+    flat_as_space = flat_space[0] if len(flat_space) == 1 else CompositeSpace(list(flat_space))
+    assert m.flatten(space) == flat_as_space  # a space in, a space out (Pylearn2)
+    assert m.nest(flat_as_space) == space
+    # flatten(source) keeps one name per unique pair.
+    assert m.flatten(source, return_tuple=True) == tuple(src for _, src in m.specs_to_index)

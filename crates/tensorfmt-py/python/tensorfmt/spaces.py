@@ -163,7 +163,11 @@ def _cast(arg: Any, dtype: Optional[str]) -> Any:
     if arg is None:
         return None
     if _issparse(arg):
-        return arg if arg.dtype == dtype else arg.astype(dtype)
+        if arg.dtype == dtype:
+            return arg
+        out = arg.tocsr(copy=True) if arg.format != "csr" else arg.copy()
+        out.data = _cast(out.data, dtype)  # the stored values, with the dense rules
+        return out
     if arg.dtype == dtype:
         return arg
     to = np.dtype(dtype)
@@ -370,7 +374,9 @@ def _check_dense(space: Space, batch: Any) -> None:
     if _issparse(batch):
         raise SpaceTypeError(f"{space} cannot use sparse batches; got {type(batch)}")
     if not isinstance(batch, np.ndarray):
-        raise SpaceTypeError(f"The value of a {type(space).__name__} batch should be a numpy.ndarray, but is {type(batch)}.")
+        raise SpaceTypeError(
+            f"The value of a {type(space).__name__} batch should be a numpy.ndarray, but is {type(batch)}."
+        )
 
 
 def _check_matrix(space: Space, batch: Any, dim: int) -> None:
@@ -417,7 +423,9 @@ class VectorSpace(SimplyTypedSpace):
         super()._validate_impl(batch)
         if self.sparse:
             if not _issparse(batch):
-                raise SpaceTypeError(f"The value of a sparse VectorSpace batch should be a sparse scipy matrix, got {type(batch)}.")
+                raise SpaceTypeError(
+                    f"The value of a sparse VectorSpace batch should be a sparse scipy matrix, got {type(batch)}."
+                )
         elif not isinstance(batch, np.ndarray):
             kind = "a sparse scipy matrix" if _issparse(batch) else str(type(batch))
             raise SpaceTypeError(f"The value of a VectorSpace batch should be a numpy.ndarray, but is {kind}.")
@@ -689,18 +697,18 @@ class IndexSpace(SimplyTypedSpace):
         return VectorSpace
 
     def _check_sizes(self, space: Space) -> None:
+        dim, max_labels = getattr(space, "dim", None), getattr(space, "max_labels", None)
         if isinstance(space, self._vector_type()):
-            if space.dim not in (self.max_labels, self.dim * self.max_labels):  # type: ignore[attr-defined]
+            if dim not in (self.max_labels, self.dim * self.max_labels):
                 raise InvalidArgumentError(
-                    f"Can't convert to {type(space).__name__} of dim {space.dim}. Expected either "  # type: ignore[attr-defined]
+                    f"Can't convert to {type(space).__name__} of dim {dim}. Expected either "
                     f"dim={self.max_labels} (merged one-hots) or {self.dim * self.max_labels} "
                     "(concatenated one-hots)"
                 )
         elif type(space) is type(self):
-            if (space.dim, space.max_labels) != (self.dim, self.max_labels):  # type: ignore[attr-defined]
+            if (dim, max_labels) != (self.dim, self.max_labels):
                 raise InvalidArgumentError(
-                    f"Can't convert to {type(space).__name__} of dim {space.dim} and max_labels "  # type: ignore[attr-defined]
-                    f"{space.max_labels}."  # type: ignore[attr-defined]
+                    f"Can't convert to {type(space).__name__} of dim {dim} and max_labels {max_labels}."
                 )
         else:
             raise InvalidArgumentError(f"Can't convert to {type(space)}")
@@ -1058,14 +1066,16 @@ class SequenceSpace(Space):
         """``(data, mask)`` from a list of sequences, each a ``(time_i, ...)`` array whose
         steps are examples of the inner space; shorter sequences are zero-padded."""
         seqs = [np.asarray(s) for s in sequences]
+        for s in seqs:  # the dtype rule, before numpy's assignment casts silently
+            SimplyTypedSpace._validate_impl(self.space, s)  # type: ignore[arg-type]
         steps = max((s.shape[0] for s in seqs), default=0)
-        example = self.space.get_origin_batch(1, seqs[0].dtype.name if seqs and self.space.dtype is None else None)  # type: ignore[attr-defined]
+        own = self.space.dtype  # type: ignore[attr-defined]
+        example = self.space.get_origin_batch(1, seqs[0].dtype.name if seqs and own is None else None)
         axis = self.space.get_batch_axis()
         inner = tuple(d for i, d in enumerate(example.shape) if i != axis)
         shape = list((steps,) + inner)
         shape.insert(1 + axis, len(seqs))
-        dtype = example.dtype if self.space.dtype is not None else (seqs[0].dtype if seqs else example.dtype)  # type: ignore[attr-defined]
-        data = np.zeros(shape, dtype=dtype)
+        data = np.zeros(shape, dtype=example.dtype)
         mask = np.zeros((steps, len(seqs)), dtype=self.mask_dtype)
         for i, s in enumerate(seqs):
             if s.shape[1:] != inner:
@@ -1090,7 +1100,9 @@ class SequenceSpace(Space):
             raise InvalidArgumentError(f"{self} expects {1 + inner_ndim}-D data, got {data.ndim} dimensions")
         n = data.shape[self.get_batch_axis()]
         if mask.shape != (data.shape[0], n):
-            raise InvalidArgumentError(f"the mask has shape {mask.shape}, the data {data.shape[0]} steps of {n} examples")
+            raise InvalidArgumentError(
+                f"the mask has shape {mask.shape}, the data {data.shape[0]} steps of {n} examples"
+            )
         if data.shape[0] == 0:
             self.space._validate_impl(np.empty(data.shape[1:], dtype=data.dtype))
         elif isinstance(self.space, IndexSpace):
@@ -1109,7 +1121,9 @@ class SequenceSpace(Space):
         if steps:
             out = np.stack(steps)
         else:
-            origin = space.space.get_origin_batch(data.shape[self.get_batch_axis()], data.dtype.name if space.space.dtype is None else None)  # type: ignore[attr-defined]
+            inner_dtype = space.space.dtype  # type: ignore[attr-defined]
+            n = data.shape[self.get_batch_axis()]
+            origin = space.space.get_origin_batch(n, data.dtype.name if inner_dtype is None else None)
             out = np.zeros((0,) + origin.shape, dtype=origin.dtype)
         return out, mask
 
