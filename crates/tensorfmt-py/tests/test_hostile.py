@@ -26,6 +26,10 @@ def small_corpus_files():
         return []
     out = []
     for p in sorted(d.rglob("*")):
+        # Net definitions and schemas (caffe/nets/) are text, not tensor files: the
+        # prototxt reader has its own hostile tests (crates/tensorfmt-caffe/tests/).
+        if p.suffix in (".prototxt", ".proto", ".snippet"):
+            continue
         if p.is_file() and p.suffix not in (".md", ".json") and p.stat().st_size <= 64 * 1024:
             out.append(p)
     return out
