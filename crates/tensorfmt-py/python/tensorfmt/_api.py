@@ -480,6 +480,9 @@ def open(  # noqa: A001 - the name users expect, like io.open / safetensors.safe
     if frames is not None:
         count = _frame_count(native, p, kind, strict)
         start, stop, step = _frame_slice(frames, count)
+        if step != 1 and sparse:
+            # CSR rows cannot be strided without rebuilding indptr.
+            raise InvalidArgumentError("frames= with a step needs sparse=False (read the range, then slice rows)")
         selected = (start, stop)
         if (start, stop) != (0, count):
             fmt = native.format
