@@ -188,9 +188,20 @@ class Document(Mapping[str, Any]):
         return self._file.description
 
     def metadata(self) -> Dict[str, str]:
-        """The header as ``{field: text}`` (what safetensors' ``metadata()`` gives: plain
-        strings; :attr:`header` keeps the numbers and nesting)."""
-        return {k: v if isinstance(v, str) else repr(v) for k, v in self.header.items()}
+        """``{key: text}``: a safetensors file's ``__metadata__`` (what safetensors'
+        ``safe_open(...).metadata()`` gives), the header fields of any other format as
+        text (:attr:`header` keeps their numbers and nesting).
+
+        >>> import tensorfmt
+        >>> tensorfmt.open("testdata/core/model.safetensors").metadata()
+        {'format': 'pt'}
+        >>> tensorfmt.open("testdata/pvp/dense_f32.pvp").metadata()["nbands"]
+        '3'
+        """
+        header = self.header
+        if self.format == "safetensors":
+            return {str(k): str(v) for k, v in (header.get("__metadata__") or {}).items()}
+        return {k: v if isinstance(v, str) else repr(v) for k, v in header.items()}
 
     @property
     def header(self) -> Dict[str, Any]:
