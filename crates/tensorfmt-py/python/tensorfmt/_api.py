@@ -438,6 +438,10 @@ def _frame_count(native: "_native.File", path: str, kind: Optional[str], strict:
     """How many frames (PVP) or entries (PINK) ``frames=`` selects from."""
     fmt = native.format
     if fmt == "pvp":
+        # Every PVP kind exports one time per frame: the count the open already made.
+        for name, _, shape in native.tensors():
+            if name == "time":
+                return int(shape[0])
         return int(_native.open_pvp(path, strict).frame_count())
     if fmt == "som":
         n = _native.open_som(path, kind, strict).n_entries()
