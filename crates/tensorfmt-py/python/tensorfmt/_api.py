@@ -188,9 +188,20 @@ class Document(Mapping[str, Any]):
         return self._file.description
 
     def metadata(self) -> Dict[str, str]:
-        """The header as ``{field: text}`` (what safetensors' ``metadata()`` gives: plain
-        strings; :attr:`header` keeps the numbers and nesting)."""
-        return {k: v if isinstance(v, str) else repr(v) for k, v in self.header.items()}
+        """``{key: text}``: a safetensors file's ``__metadata__`` (what safetensors'
+        ``safe_open(...).metadata()`` gives), the header fields of any other format as
+        text (:attr:`header` keeps their numbers and nesting).
+
+        >>> import tensorfmt
+        >>> tensorfmt.open("testdata/core/model.safetensors").metadata()
+        {'format': 'pt'}
+        >>> tensorfmt.open("testdata/pvp/dense_f32.pvp").metadata()["nbands"]
+        '3'
+        """
+        header = self.header
+        if self.format == "safetensors":
+            return {str(k): str(v) for k, v in (header.get("__metadata__") or {}).items()}
+        return {k: v if isinstance(v, str) else repr(v) for k, v in header.items()}
 
     @property
     def header(self) -> Dict[str, Any]:
@@ -427,6 +438,10 @@ def _frame_count(native: "_native.File", path: str, kind: Optional[str], strict:
     """How many frames (PVP) or entries (PINK) ``frames=`` selects from."""
     fmt = native.format
     if fmt == "pvp":
+        # Every PVP kind exports one time per frame: the count the open already made.
+        for name, _, shape in native.tensors():
+            if name == "time":
+                return int(shape[0])
         return int(_native.open_pvp(path, strict).frame_count())
     if fmt == "som":
         n = _native.open_som(path, kind, strict).n_entries()
@@ -480,6 +495,9 @@ def open(  # noqa: A001 - the name users expect, like io.open / safetensors.safe
     if frames is not None:
         count = _frame_count(native, p, kind, strict)
         start, stop, step = _frame_slice(frames, count)
+        if step != 1 and sparse:
+            # CSR rows cannot be strided without rebuilding indptr.
+            raise InvalidArgumentError("frames= with a step needs sparse=False (read the range, then slice rows)")
         selected = (start, stop)
         if (start, stop) != (0, count):
             fmt = native.format

@@ -4,14 +4,15 @@
 //! - **Model** (V2, V1 and V0 nets): the filters of layer `layer`, whose first blob
 //!   (the weights) is `N x C x H x W` (a convolution's output filters x input
 //!   channels; a deconvolution's first axis is its input channels). One cell per filter
-//!   (first axis), in order, near-square ([`super::tableau`]): `C = 3` as one RGB tile
-//!   (channel 0 drawn red, scaled jointly to the filter's min..max; nets trained on
-//!   OpenCV-loaded images hold BGR, so their red and blue appear swapped), otherwise a
+//!   (first axis), in order, near-square ([`super::tableau`]): `C = 3` as one colour tile
+//!   (Caffe's channel order is OpenCV's BGR, so channel 0 is drawn blue and channel 2
+//!   red; scaled jointly to the filter's min..max), otherwise a
 //!   row of `C` tiles, one per input channel, each scaled to its own min..max, in
 //!   viridis. Without `layer`, or with a layer that has no 4-d weights, the error lists
 //!   the layers that do. V1 inner-product weights stored as legacy `(1, 1, M, N)` are
 //!   not filters.
-//! - **Mean file** (`.binaryproto`): the mean image, `3 x H x W` as RGB, one channel
+//! - **Mean file** (`.binaryproto`): the mean image, `3 x H x W` as BGR (channel 0
+//!   blue, as Caffe and OpenCV store images), one channel
 //!   in viridis, other channel counts as a grid of channel maps.
 //! - Solver states and blob vectors have no picture.
 //!
@@ -90,6 +91,19 @@ pub fn filter_layers(model: &Model) -> String {
     }
 }
 
+/// Planar `[.., 3, H, W]` images in Caffe's BGR channel order with their channel
+/// planes reversed, so that the tableau's RGB tiles show them in their own colours;
+/// other channel counts are returned as they are. `plane` is `H * W`.
+fn bgr_as_rgb(mut values: Vec<f32>, channels: usize, plane: usize) -> Vec<f32> {
+    if channels == 3 && plane > 0 {
+        for image in values.chunks_exact_mut(3 * plane) {
+            let (blue, rest) = image.split_at_mut(plane);
+            blue.swap_with_slice(&mut rest[plane..]);
+        }
+    }
+    values
+}
+
 /// The filter tableau of layer `name` (see the module docs).
 pub fn filters_picture(model: &Model, name: Option<&str>) -> Result<Image> {
     let Some(name) = name else {
@@ -123,7 +137,7 @@ pub fn filters_picture(model: &Model, name: Option<&str>) -> Result<Image> {
         )));
     };
     let t = layer.blobs[0].tensor(&format!("layer {name} blob 0"))?;
-    let values = t.cast(DType::F32)?.to_vec::<f32>()?;
+    let values = bgr_as_rgb(t.cast(DType::F32)?.to_vec::<f32>()?, c, h * w);
     let per = c * h * w;
     let blocks = (0..n)
         .map(|i| Block::chw(&values, i * per, c, h, w))
@@ -147,7 +161,7 @@ pub fn mean_picture(t: &tensorfmt_core::Tensor) -> Result<Image> {
             )))
         }
     };
-    let values = t.cast(DType::F32)?.to_vec::<f32>()?;
+    let values = bgr_as_rgb(t.cast(DType::F32)?.to_vec::<f32>()?, c, h * w);
     let whole = Block::chw(&values, 0, c, h, w)?;
     let blocks = if c == 1 || c == 3 {
         vec![whole]

@@ -98,7 +98,8 @@ fn three_channel_filters_are_rgb_and_others_are_channel_rows() {
         let base = 6.0 * f as f32;
         for x in 0..2u32 {
             let v = |c: f32| base + 2.0 * c + x as f32;
-            let want = rgb_pixel([v(0.0), v(1.0), v(2.0)], (base, base + 5.0));
+            // BGR: channel 2 is red, channel 0 blue.
+            let want = rgb_pixel([v(2.0), v(1.0), v(0.0)], (base, base + 5.0));
             assert_eq!(
                 px(&img, 8, 2 + x, 2 + 3 * f),
                 Some(want),
@@ -106,8 +107,8 @@ fn three_channel_filters_are_rgb_and_others_are_channel_rows() {
             );
         }
     }
-    assert_eq!(px(&img, 8, 2, 2), Some([0, 102, 204]));
-    assert_eq!(px(&img, 8, 3, 2), Some([51, 153, 255]));
+    assert_eq!(px(&img, 8, 2, 2), Some([204, 102, 0])); // channel 2 (4.0 of 0..5) red
+    assert_eq!(px(&img, 8, 3, 2), Some([255, 153, 51]));
     assert_eq!(px(&img, 8, 4, 2), Some(BACKGROUND));
     assert_eq!(px(&img, 8, 2, 3), Some(BACKGROUND));
     // conv2: one filter, 2 channels of 1 wide x 2 high -> a row of 2 tiles, 1 apart.
@@ -165,12 +166,13 @@ fn fixtures_v0_v1_mean_and_pictureless_kinds() {
         e.contains("not 4-d filters") && e.contains("4-d weights: none"),
         "{e}"
     );
-    // Mean [1, 3, 2, 2] = -20, -10, ..., 90: RGB, jointly scaled over -20..90.
+    // Mean [1, 3, 2, 2] = -20, -10, ..., 90 in BGR order (channel 0 blue, as Caffe
+    // and OpenCV store images), jointly scaled over -20..90.
     let img = render_path(&testdata("mean_legacy.binaryproto"), &Default::default()).unwrap();
     assert_eq!((img.width, img.height), (48, 48));
     for i in 0..4u32 {
         let v = |c: u32| -20.0 + 10.0 * (4 * c + i) as f32;
-        let want = rgb_pixel([v(0), v(1), v(2)], (-20.0, 90.0));
+        let want = rgb_pixel([v(2), v(1), v(0)], (-20.0, 90.0));
         assert_eq!(px(&img, 8, 2 + i % 2, 2 + i / 2), Some(want));
     }
     for f in ["tiny.solverstate", "two.blobprotovector"] {
