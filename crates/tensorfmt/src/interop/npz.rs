@@ -9,7 +9,9 @@
 //!
 //! Writing: stored members (as `numpy.savez`; `--set compress=deflate` deflates),
 //! each an npy header followed by the tensor streamed chunk by chunk, so a large input
-//! converts in bounded memory. Members over 4 GiB use zip64.
+//! converts in bounded memory. Members over 4 GiB use zip64. A legacy file's carried
+//! metadata ([`provenance`](crate::provenance)) goes between the last member and the
+//! central directory, outside every member, so `np.load` lists the tensors only.
 
 use std::cell::Cell;
 use std::io::{Cursor, Read, Seek, SeekFrom, Write};
@@ -81,7 +83,8 @@ pub struct NpzFile {
     archive: Mutex<ZipArchive<Cursor<Bytes>>>,
     members: Vec<Member>,
     limits: Limits,
-    /// The member `__tensorfmt__.npy`: a legacy file's skeleton (see
+    /// A legacy file's skeleton, from the bytes outside the members (or the older
+    /// member `__tensorfmt__.npy`; see
     /// [`provenance`](crate::provenance)), shown as header field `tensorfmt.source`.
     carried: Option<String>,
 }
