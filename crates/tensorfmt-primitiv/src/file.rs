@@ -108,6 +108,20 @@ impl PrimitivFile {
         self
     }
 
+    /// Where `t`'s values lie in the source, when they are a slice of it
+    /// (column-major, as primitiv stores them).
+    fn layout_of(&self, t: &PrimitivTensor) -> Option<SourceLayout> {
+        let file = self.source.as_ref()?;
+        let data = t.data();
+        let offset = (data.as_ptr() as usize).checked_sub(file.as_ptr() as usize)?;
+        if data.is_empty() || offset.checked_add(data.len())? > file.len() {
+            return None;
+        }
+        let mut l = SourceLayout::contiguous(offset as u64, data.len() as u64);
+        l.order = Order::ColumnMajor;
+        Some(l)
+    }
+
     /// The decoded data.
     pub fn data(&self) -> &PrimitivData {
         &self.decoded.data
@@ -219,15 +233,14 @@ impl TensorFile for PrimitivFile {
     /// The tensor's value bytes are the reader's slice of the file (primitiv's own
     /// layout: column-major, batch last); their offset is where that slice starts.
     fn source_layout(&self, name: &str) -> Option<SourceLayout> {
-        let file = self.source.as_ref()?;
-        let data = self.primitiv_tensor(name)?.data();
-        let offset = (data.as_ptr() as usize).checked_sub(file.as_ptr() as usize)?;
-        if data.is_empty() || offset.checked_add(data.len())? > file.len() {
-            return None;
-        }
-        let mut l = SourceLayout::contiguous(offset as u64, data.len() as u64);
-        l.order = Order::ColumnMajor;
-        Some(l)
+        self.layout_of(self.primitiv_tensor(name)?)
+    }
+
+    fn source_layouts(&self) -> Vec<Option<SourceLayout>> {
+        self.tensors
+            .iter()
+            .map(|(_, t)| self.layout_of(t))
+            .collect()
     }
 
     fn warnings(&self) -> Vec<String> {

@@ -241,18 +241,19 @@ fn record_mapped(file: &dyn TensorFile, data: Option<&[u8]>, origin: &Path) -> R
         });
     };
     let size = data.len() as u64;
-    let mut tensors: Vec<Listed> = file
-        .tensors()
+    let infos = file.tensors();
+    let mut layouts = file.source_layouts();
+    layouts.resize(infos.len(), None);
+    let mut tensors: Vec<Listed> = infos
         .into_iter()
-        .map(|info| {
+        .zip(layouts)
+        .map(|(info, layout)| {
             let len = info
                 .shape
                 .byte_len(info.dtype.size())
                 .ok()
                 .map(|n| n as u64);
-            let layout = file
-                .source_layout(&info.name)
-                .filter(|l| len.is_some_and(|n| l.check(size, n).is_ok()));
+            let layout = layout.filter(|l| len.is_some_and(|n| l.check(size, n).is_ok()));
             Listed {
                 name: info.name,
                 dtype: info.dtype,
@@ -746,11 +747,15 @@ pub fn restore(
     {
         return refuse("the spliced file lists other tensors".into());
     }
+    let mut declared: HashMap<String, SourceLayout> = HashMap::new();
+    for (info, layout) in back_infos.into_iter().zip(back.source_layouts()) {
+        if let Some(l) = layout {
+            declared.insert(info.name, l);
+        }
+    }
     for t in &skeleton.tensors {
         let agrees = match &t.layout {
-            Some(l) => back
-                .source_layout(&t.name)
-                .is_some_and(|b| same_bytes(l, &b)),
+            Some(l) => declared.get(&t.name).is_some_and(|b| same_bytes(l, b)),
             None => same_values(file, &*back, t).unwrap_or(false),
         };
         if !agrees {
