@@ -434,6 +434,7 @@ fn parse(text: &str) -> std::result::Result<Skeleton, String> {
     }
     let size = u(&v["size"], "size")?;
     let mut tensors = Vec::new();
+    let mut names = std::collections::HashSet::new();
     let mut cut = 0u64;
     for t in v["tensors"].as_array().ok_or("no tensor list")? {
         let dims = t["shape"]
@@ -459,6 +460,9 @@ fn parse(text: &str) -> std::result::Result<Skeleton, String> {
             l.check(size, len)
                 .map_err(|why| format!("tensor {:?}: {why}", listed.name))?;
             cut = cut.checked_add(len).ok_or("the cuts' size overflows")?;
+        }
+        if !names.insert(listed.name.clone()) {
+            return Err(format!("tensor {:?} is listed twice", listed.name));
         }
         tensors.push(listed);
     }
@@ -920,6 +924,15 @@ mod tests {
             s.tensors[0].shape = Shape::new([2]);
             s.size = 16;
             s.tensors[0].layout = Some(strided(4, 4, 2, 2));
+        })
+        .is_err());
+        // A tensor listed twice (another one then never checked).
+        assert!(with(&|s| {
+            let again = s.tensors[0].clone();
+            s.tensors.push(Listed {
+                layout: None,
+                ..again
+            });
         })
         .is_err());
         // Bytes that do not add up to the file.
