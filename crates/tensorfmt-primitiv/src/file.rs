@@ -100,7 +100,8 @@ impl PrimitivFile {
     /// let bytes: bytes::Bytes = (0..hex.len()).step_by(2).map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap()).collect::<Vec<u8>>().into();
     /// let f = PrimitivFile::new(read_file(bytes.clone(), &ReaderOptions::default())?, u64::MAX).with_source(bytes);
     /// let l = f.source_layout("tensor").unwrap();
-    /// assert_eq!((l.runs[0].offset, l.runs[0].len), (32, 16)); // column-major, as stored
+    /// assert_eq!((l.runs[0].offset, l.runs[0].len), (33, 16)); // column-major, as stored
+    /// assert_eq!(&bytes[33..37], 1f32.to_le_bytes());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn with_source(mut self, data: bytes::Bytes) -> PrimitivFile {
