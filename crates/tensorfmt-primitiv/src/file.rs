@@ -98,7 +98,7 @@ impl PrimitivFile {
     /// use tensorfmt_primitiv::{read_file, PrimitivFile, ReaderOptions};
     /// let hex = "ce00000000ce00000001ce0000010092ce00000002ce00000002ce00000001c4100000803f000000400000404000008040";
     /// let bytes: bytes::Bytes = (0..hex.len()).step_by(2).map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap()).collect::<Vec<u8>>().into();
-    /// let f = PrimitivFile::new(read_file(bytes.clone(), &ReaderOptions::default())?, u64::MAX).with_source(bytes);
+    /// let f = PrimitivFile::new(read_file(bytes.clone(), &ReaderOptions::default())?, u64::MAX).with_source(bytes.clone());
     /// let l = f.source_layout("tensor").unwrap();
     /// assert_eq!((l.runs[0].offset, l.runs[0].len), (33, 16)); // column-major, as stored
     /// assert_eq!(&bytes[33..37], 1f32.to_le_bytes());
