@@ -10,7 +10,7 @@
 //! Writing: stored members (as `numpy.savez`; `--set compress=deflate` deflates),
 //! each an npy header followed by the tensor streamed chunk by chunk, so a large input
 //! converts in bounded memory. Members over 4 GiB use zip64. A legacy file's carried
-//! metadata ([`provenance`](crate::provenance)) goes between the last member and the
+//! metadata ([`provenance`]) goes between the last member and the
 //! central directory, outside every member, so `np.load` lists the tensors only.
 
 use std::cell::Cell;
