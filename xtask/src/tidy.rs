@@ -131,7 +131,7 @@ fn no_trailing_whitespace() {
 /// another format crate or the facade.
 #[test]
 fn format_crates_depend_on_core_only() {
-    let formats = ["pvp", "som", "primitiv", "caffe"];
+    let formats = ["pvp", "som", "primitiv", "caffe", "onnx"];
     let mut offenders = Vec::new();
     for f in formats {
         let manifest = project_root().join(format!("crates/tensorfmt-{f}/Cargo.toml"));
@@ -148,4 +148,82 @@ fn format_crates_depend_on_core_only() {
         }
     }
     assert!(offenders.is_empty(), "{offenders:#?}");
+}
+
+/// The `impl TensorFile` block starting at line `start` of `text` (to its closing brace).
+fn impl_block(text: &str, start: usize) -> String {
+    let mut depth = 0i32;
+    let mut opened = false;
+    let mut out = String::new();
+    for line in text.lines().skip(start) {
+        out.push_str(line);
+        out.push('\n');
+        for c in line.chars() {
+            match c {
+                '{' => {
+                    depth += 1;
+                    opened = true;
+                }
+                '}' => depth -= 1,
+                _ => {}
+            }
+        }
+        if opened && depth <= 0 {
+            break;
+        }
+    }
+    out
+}
+
+/// A `TensorFile` that wraps another (`Document`, the poisoning `Watched`, the CLI's
+/// `Tracked`, ...) overrides every provided method of the trait: a forgotten one falls
+/// back to the default and silently hides what the wrapped reader knows (a missing
+/// `source_layout` forwarding once made every edited round trip drop its header).
+#[test]
+fn tensor_file_wrappers_forward_every_provided_method() {
+    let core =
+        std::fs::read_to_string(project_root().join("crates/tensorfmt-core/src/file.rs")).unwrap();
+    let start = core
+        .lines()
+        .position(|l| l.starts_with("pub trait TensorFile"))
+        .expect("the TensorFile trait");
+    let provided: Vec<String> = impl_block(&core, start)
+        .lines()
+        .filter(|l| l.starts_with("    fn ") && l.trim_end().ends_with('{'))
+        .filter_map(|l| l.trim().strip_prefix("fn ")?.split(['(', '<']).next())
+        .map(str::to_string)
+        .collect();
+    assert!(
+        provided.iter().any(|m| m == "source_layout"),
+        "{provided:?}"
+    );
+    let mut offenders = Vec::new();
+    for p in rust_files() {
+        let text = std::fs::read_to_string(&p).unwrap();
+        for (i, line) in text.lines().enumerate() {
+            if !(line.contains("impl") && line.contains("TensorFile for")) {
+                continue;
+            }
+            let block = impl_block(&text, i);
+            let wraps = [
+                "self.file.format()",
+                "self.inner.format()",
+                "self.0.format()",
+            ]
+            .iter()
+            .any(|w| block.contains(w));
+            if !wraps {
+                continue;
+            }
+            for m in &provided {
+                if !block.contains(&format!("fn {m}(")) && !block.contains(&format!("fn {m}<")) {
+                    offenders.push(format!("{}:{}: no {m}", rel(&p), i + 1));
+                }
+            }
+        }
+    }
+    assert!(
+        offenders.is_empty(),
+        "wrappers that drop methods: {offenders:#?}"
+    );
 }

@@ -181,6 +181,17 @@ impl CaffeFile {
         &self.content
     }
 
+    /// Where `t`'s bytes lie in the source, when they are a slice of it.
+    fn layout_of(&self, t: &Tensor) -> Option<SourceLayout> {
+        let file = self.source.as_ref()?;
+        let data = t.bytes();
+        let offset = (data.as_ptr() as usize).checked_sub(file.as_ptr() as usize)?;
+        if data.is_empty() || offset.checked_add(data.len())? > file.len() {
+            return None;
+        }
+        Some(SourceLayout::contiguous(offset as u64, data.len() as u64))
+    }
+
     /// The file kind.
     pub fn file_kind(&self) -> FileKind {
         match self.content {
@@ -226,14 +237,15 @@ impl TensorFile for CaffeFile {
     /// its offset is where that slice starts; values gathered from several runs or
     /// unpacked fields have none.
     fn source_layout(&self, name: &str) -> Option<SourceLayout> {
-        let file = self.source.as_ref()?;
         let (_, t) = self.entries.iter().find(|(i, _)| i.name == name)?;
-        let data = t.bytes();
-        let offset = (data.as_ptr() as usize).checked_sub(file.as_ptr() as usize)?;
-        if data.is_empty() || offset.checked_add(data.len())? > file.len() {
-            return None;
-        }
-        Some(SourceLayout::contiguous(offset as u64, data.len() as u64))
+        self.layout_of(t)
+    }
+
+    fn source_layouts(&self) -> Vec<Option<SourceLayout>> {
+        self.entries
+            .iter()
+            .map(|(_, t)| self.layout_of(t))
+            .collect()
     }
 
     fn warnings(&self) -> Vec<String> {

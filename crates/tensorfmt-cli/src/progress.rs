@@ -102,6 +102,12 @@ impl TensorFile for Tracked<'_> {
             }))
         }))
     }
+    fn source_layout(&self, name: &str) -> Option<tensorfmt::SourceLayout> {
+        self.inner.source_layout(name)
+    }
+    fn source_layouts(&self) -> Vec<Option<tensorfmt::SourceLayout>> {
+        self.inner.source_layouts()
+    }
     fn warnings(&self) -> Vec<String> {
         self.inner.warnings()
     }

@@ -332,7 +332,7 @@ fn round_trips_through_modern_formats_give_back_the_file() {
     let mid = dir.path().join("mid.safetensors");
     let (_, text, _) = tf(args!["inspect", &mid]);
     assert!(
-        text.contains("tensorfmt.source: {\"tensorfmt\":1,\"format\":\"pvp\""),
+        text.contains("tensorfmt.source: {\"tensorfmt\":2,\"format\":\"pvp\""),
         "{text}"
     );
     assert!(text.contains("--json shows all"), "{text}");

@@ -418,6 +418,16 @@ pub trait TensorFile: Send + Sync {
         None
     }
 
+    /// [`source_layout`](TensorFile::source_layout) of every tensor, in
+    /// [`tensors`](TensorFile::tensors) order. The default asks tensor by tensor;
+    /// formats whose lookup by name is not O(1) override it to answer in one pass.
+    fn source_layouts(&self) -> Vec<Option<SourceLayout>> {
+        self.tensors()
+            .iter()
+            .map(|i| self.source_layout(&i.name))
+            .collect()
+    }
+
     /// Warnings found while opening (e.g. a header count contradicted by the file size).
     fn warnings(&self) -> Vec<String> {
         Vec::new()

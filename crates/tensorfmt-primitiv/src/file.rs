@@ -98,14 +98,29 @@ impl PrimitivFile {
     /// use tensorfmt_primitiv::{read_file, PrimitivFile, ReaderOptions};
     /// let hex = "ce00000000ce00000001ce0000010092ce00000002ce00000002ce00000001c4100000803f000000400000404000008040";
     /// let bytes: bytes::Bytes = (0..hex.len()).step_by(2).map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap()).collect::<Vec<u8>>().into();
-    /// let f = PrimitivFile::new(read_file(bytes.clone(), &ReaderOptions::default())?, u64::MAX).with_source(bytes);
+    /// let f = PrimitivFile::new(read_file(bytes.clone(), &ReaderOptions::default())?, u64::MAX).with_source(bytes.clone());
     /// let l = f.source_layout("tensor").unwrap();
-    /// assert_eq!((l.runs[0].offset, l.runs[0].len), (32, 16)); // column-major, as stored
+    /// assert_eq!((l.runs[0].offset, l.runs[0].len), (33, 16)); // column-major, as stored
+    /// assert_eq!(&bytes[33..37], 1f32.to_le_bytes());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn with_source(mut self, data: bytes::Bytes) -> PrimitivFile {
         self.source = Some(data);
         self
+    }
+
+    /// Where `t`'s values lie in the source, when they are a slice of it
+    /// (column-major, as primitiv stores them).
+    fn layout_of(&self, t: &PrimitivTensor) -> Option<SourceLayout> {
+        let file = self.source.as_ref()?;
+        let data = t.data();
+        let offset = (data.as_ptr() as usize).checked_sub(file.as_ptr() as usize)?;
+        if data.is_empty() || offset.checked_add(data.len())? > file.len() {
+            return None;
+        }
+        let mut l = SourceLayout::contiguous(offset as u64, data.len() as u64);
+        l.order = Order::ColumnMajor;
+        Some(l)
     }
 
     /// The decoded data.
@@ -219,15 +234,14 @@ impl TensorFile for PrimitivFile {
     /// The tensor's value bytes are the reader's slice of the file (primitiv's own
     /// layout: column-major, batch last); their offset is where that slice starts.
     fn source_layout(&self, name: &str) -> Option<SourceLayout> {
-        let file = self.source.as_ref()?;
-        let data = self.primitiv_tensor(name)?.data();
-        let offset = (data.as_ptr() as usize).checked_sub(file.as_ptr() as usize)?;
-        if data.is_empty() || offset.checked_add(data.len())? > file.len() {
-            return None;
-        }
-        let mut l = SourceLayout::contiguous(offset as u64, data.len() as u64);
-        l.order = Order::ColumnMajor;
-        Some(l)
+        self.layout_of(self.primitiv_tensor(name)?)
+    }
+
+    fn source_layouts(&self) -> Vec<Option<SourceLayout>> {
+        self.tensors
+            .iter()
+            .map(|(_, t)| self.layout_of(t))
+            .collect()
     }
 
     fn warnings(&self) -> Vec<String> {

@@ -47,15 +47,15 @@ def test_values_edited_in_numpy_keep_the_header(tmp_path):
     src = TESTDATA / "pvp" / "dense_f32.pvp"
     npz = tmp_path / "act.npz"
     tensorfmt.convert(src, npz)
-    # What a numpy user does: load, edit, save. The metadata member comes along.
+    # What a numpy user does: load, edit, save. np.savez keeps arrays only, so the
+    # metadata is handed on explicitly (tensorfmt shows it as a header field).
+    meta = tensorfmt.open(npz).header["tensorfmt.source"]
     arrays = dict(np.load(npz))
-    assert set(arrays) == {"values", "time", "__tensorfmt__"}
-    assert arrays["__tensorfmt__"].dtype.kind == "S"
+    assert set(arrays) == {"values", "time"}
     arrays["values"] = arrays["values"] * 3 + 1
     edited = tmp_path / "edited.npz"
-    np.savez(edited, **arrays)
-    # tensorfmt lists the tensors only.
-    assert sorted(tensorfmt.load(edited)) == ["time", "values"]
+    tensorfmt.save(edited, arrays, settings={"tensorfmt.source": meta})
+    assert sorted(np.load(edited).files) == ["time", "values"]
     back = tmp_path / "back.pvp"
     with warnings.catch_warnings():
         warnings.simplefilter("error", tensorfmt.TensorfmtWarning)
@@ -65,6 +65,58 @@ def test_values_edited_in_numpy_keep_the_header(tmp_path):
     np.testing.assert_array_equal(got["time"], orig["time"])
     np.testing.assert_array_equal(got["values"], orig["values"] * 3 + 1)
     assert back.stat().st_size == src.stat().st_size
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "pvp/dense_f32.pvp",
+        "pvp/kernel_f32.pvp",
+        "caffe/v2_tiny.caffemodel",
+        "primitiv/parameter_2x3_stats.data",
+    ],
+)
+def test_an_npz_we_write_looks_like_np_savez(tmp_path, name):
+    """Issue 23 item 4: the metadata is not a member; numpy sees the tensors only, and
+    the everyday loops over ``np.load(f).items()`` work."""
+    src = TESTDATA / name
+    npz = tmp_path / "x.npz"
+    tensorfmt.convert(src, npz)
+    with np.load(npz) as f:
+        assert sorted(f.files) == sorted(tensorfmt.open(src).keys())
+        sums = {k: v.sum() for k, v in f.items()}
+        arrays = {k: v for k, v in f.items()}
+    assert all(np.isfinite(s) for s in sums.values())
+    ref = tmp_path / "ref.npz"
+    np.savez(ref, **arrays)
+    with np.load(ref) as r, np.load(npz) as f:
+        assert f.files == r.files
+        for k in r.files:
+            np.testing.assert_array_equal(f[k], r[k])
+    import zipfile
+
+    with zipfile.ZipFile(npz) as z:
+        assert z.testzip() is None
+        assert sorted(z.namelist()) == sorted(f"{k}.npy" for k in arrays)
+    # And still the very file back.
+    back = tmp_path / src.name
+    tensorfmt.convert(npz, back)
+    assert back.read_bytes() == src.read_bytes()
+
+
+def test_older_npz_files_with_a_metadata_member_still_come_back(tmp_path):
+    src = TESTDATA / "pvp" / "dense_f32.pvp"
+    npz = tmp_path / "x.npz"
+    tensorfmt.convert(src, npz)
+    meta = tensorfmt.open(npz).header["tensorfmt.source"]
+    arrays = dict(np.load(npz))
+    old = tmp_path / "old.npz"
+    # What tensorfmt wrote before: a 0-d bytes member named __tensorfmt__.
+    np.savez(old, __tensorfmt__=np.bytes_(meta.encode()), **arrays)
+    assert sorted(tensorfmt.load(old)) == ["time", "values"]
+    back = tmp_path / "back.pvp"
+    tensorfmt.convert(old, back)
+    assert back.read_bytes() == src.read_bytes()
 
 
 def test_safetensors_package_round_trip_keeps_the_file(tmp_path):

@@ -170,6 +170,12 @@ impl TensorFile for Watched {
             Ok(r)
         }))))
     }
+    fn source_layout(&self, name: &str) -> Option<tensorfmt_core::SourceLayout> {
+        self.file.source_layout(name)
+    }
+    fn source_layouts(&self) -> Vec<Option<tensorfmt_core::SourceLayout>> {
+        self.file.source_layouts()
+    }
     fn warnings(&self) -> Vec<String> {
         self.file.warnings()
     }
@@ -521,6 +527,12 @@ impl TensorFile for Document {
     }
     fn sparse_rows<'a>(&'a self, name: &str) -> Option<Result<tensorfmt_core::SparseRows<'a>>> {
         self.file.sparse_rows(name)
+    }
+    fn source_layout(&self, name: &str) -> Option<tensorfmt_core::SourceLayout> {
+        self.file.source_layout(name)
+    }
+    fn source_layouts(&self) -> Vec<Option<tensorfmt_core::SourceLayout>> {
+        self.file.source_layouts()
     }
     fn warnings(&self) -> Vec<String> {
         self.file.warnings()

@@ -241,18 +241,19 @@ fn record_mapped(file: &dyn TensorFile, data: Option<&[u8]>, origin: &Path) -> R
         });
     };
     let size = data.len() as u64;
-    let mut tensors: Vec<Listed> = file
-        .tensors()
+    let infos = file.tensors();
+    let mut layouts = file.source_layouts();
+    layouts.resize(infos.len(), None);
+    let mut tensors: Vec<Listed> = infos
         .into_iter()
-        .map(|info| {
+        .zip(layouts)
+        .map(|(info, layout)| {
             let len = info
                 .shape
                 .byte_len(info.dtype.size())
                 .ok()
                 .map(|n| n as u64);
-            let layout = file
-                .source_layout(&info.name)
-                .filter(|l| len.is_some_and(|n| l.check(size, n).is_ok()));
+            let layout = layout.filter(|l| len.is_some_and(|n| l.check(size, n).is_ok()));
             Listed {
                 name: info.name,
                 dtype: info.dtype,
@@ -433,6 +434,7 @@ fn parse(text: &str) -> std::result::Result<Skeleton, String> {
     }
     let size = u(&v["size"], "size")?;
     let mut tensors = Vec::new();
+    let mut names = std::collections::HashSet::new();
     let mut cut = 0u64;
     for t in v["tensors"].as_array().ok_or("no tensor list")? {
         let dims = t["shape"]
@@ -458,6 +460,9 @@ fn parse(text: &str) -> std::result::Result<Skeleton, String> {
             l.check(size, len)
                 .map_err(|why| format!("tensor {:?}: {why}", listed.name))?;
             cut = cut.checked_add(len).ok_or("the cuts' size overflows")?;
+        }
+        if !names.insert(listed.name.clone()) {
+            return Err(format!("tensor {:?} is listed twice", listed.name));
         }
         tensors.push(listed);
     }
@@ -746,11 +751,15 @@ pub fn restore(
     {
         return refuse("the spliced file lists other tensors".into());
     }
+    let mut declared: HashMap<String, SourceLayout> = HashMap::new();
+    for (info, layout) in back_infos.into_iter().zip(back.source_layouts()) {
+        if let Some(l) = layout {
+            declared.insert(info.name, l);
+        }
+    }
     for t in &skeleton.tensors {
         let agrees = match &t.layout {
-            Some(l) => back
-                .source_layout(&t.name)
-                .is_some_and(|b| same_bytes(l, &b)),
+            Some(l) => declared.get(&t.name).is_some_and(|b| same_bytes(l, b)),
             None => same_values(file, &*back, t).unwrap_or(false),
         };
         if !agrees {
@@ -915,6 +924,15 @@ mod tests {
             s.tensors[0].shape = Shape::new([2]);
             s.size = 16;
             s.tensors[0].layout = Some(strided(4, 4, 2, 2));
+        })
+        .is_err());
+        // A tensor listed twice (another one then never checked).
+        assert!(with(&|s| {
+            let again = s.tensors[0].clone();
+            s.tensors.push(Listed {
+                layout: None,
+                ..again
+            });
         })
         .is_err());
         // Bytes that do not add up to the file.

@@ -9,7 +9,9 @@
 //!
 //! Writing: stored members (as `numpy.savez`; `--set compress=deflate` deflates),
 //! each an npy header followed by the tensor streamed chunk by chunk, so a large input
-//! converts in bounded memory. Members over 4 GiB use zip64.
+//! converts in bounded memory. Members over 4 GiB use zip64. A legacy file's carried
+//! metadata ([`provenance`]) goes between the last member and the
+//! central directory, outside every member, so `np.load` lists the tensors only.
 
 use std::cell::Cell;
 use std::io::{Cursor, Read, Seek, SeekFrom, Write};
@@ -86,7 +88,8 @@ pub struct NpzFile {
     data: Bytes,
     members: Vec<Member>,
     limits: Limits,
-    /// The member `__tensorfmt__.npy`: a legacy file's skeleton (see
+    /// A legacy file's skeleton, from the bytes outside the members (or the older
+    /// member `__tensorfmt__.npy`; see
     /// [`provenance`](crate::provenance)), shown as header field `tensorfmt.source`.
     carried: Option<String>,
 }
@@ -104,8 +107,14 @@ pub fn open(data: Bytes, options: &ReadOptions) -> Result<NpzFile> {
     options.limits.check_items(archive.len() as u64)?;
     let mut members: Vec<Member> = Vec::new();
     let mut carried = None;
+    // Where the members' bytes end: the metadata, if any, lies between there and the
+    // central directory.
+    let mut members_end = 0u64;
     for index in 0..archive.len() {
         let mut f = archive.by_index(index).map_err(zip_err)?;
+        if let Some(start) = f.data_start() {
+            members_end = members_end.max(start.saturating_add(f.compressed_size()));
+        }
         if f.is_dir() {
             continue;
         }
@@ -231,6 +240,10 @@ pub fn open(data: Bytes, options: &ReadOptions) -> Result<NpzFile> {
             deflated,
         });
     }
+    if carried.is_none() {
+        let directory = archive.central_directory_start();
+        carried = read_hidden(&data, members_end, directory)?;
+    }
     Ok(NpzFile {
         archive: Mutex::new(archive),
         data,
@@ -271,8 +284,51 @@ fn inflated_size_message(m: &Member, got: u64, want: u64) -> String {
     }
 }
 
-/// The largest `__tensorfmt__` member read (a skeleton's JSON with its base64).
+/// The largest metadata read (a skeleton's JSON with its base64), in a member or not.
 const MAX_CARRIED: u64 = 64 << 20;
+
+/// What starts the metadata tensorfmt keeps in an npz outside its members.
+pub const HIDDEN_MAGIC: &[u8; 16] = b"TENSORFMT.SOURCE";
+
+/// The metadata tensorfmt writes between the last member and the central directory
+/// (bytes that belong to no member, so `np.load` and `zipfile` never see them):
+/// [`HIDDEN_MAGIC`], a little-endian u64 length, then that many bytes of UTF-8 JSON.
+/// `None` when the gap is empty or holds something else (another tool's bytes).
+fn read_hidden(data: &[u8], members_end: u64, directory: u64) -> Result<Option<String>> {
+    let Some(gap) = usize::try_from(members_end)
+        .ok()
+        .zip(usize::try_from(directory).ok())
+        .filter(|(a, b)| a < b && *b <= data.len())
+        .map(|(a, b)| &data[a..b])
+    else {
+        return Ok(None);
+    };
+    let Some(rest) = gap.strip_prefix(&HIDDEN_MAGIC[..]) else {
+        return Ok(None);
+    };
+    let bad = |why: String| {
+        err(InteropError::malformed(
+            members_end,
+            "tensorfmt metadata",
+            why,
+        ))
+    };
+    let Some(len) = rest
+        .get(..8)
+        .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
+    else {
+        return Err(bad("no length".into()));
+    };
+    if len > MAX_CARRIED || len > (rest.len() - 8) as u64 {
+        return Err(bad(format!(
+            "{len} bytes declared, {} present (at most {MAX_CARRIED})",
+            rest.len() - 8
+        )));
+    }
+    let text = std::str::from_utf8(&rest[8..8 + len as usize])
+        .map_err(|e| bad(format!("not UTF-8 ({e})")))?;
+    Ok(Some(text.to_string()))
+}
 
 /// Reads member `__tensorfmt__.npy` as the UTF-8 text of a 0-d byte-string array
 /// (`|S<n>`, as written here and re-saved by `np.savez`; `<U<n>` too). `None` when
@@ -618,18 +674,17 @@ pub fn write_from(
         output.reserve(len)?;
     }
     let abandoned = Rc::new(Cell::new(false));
+    let capture: Capture = Rc::new(std::cell::RefCell::new(None));
+    let position = Rc::new(Cell::new(0u64));
     let out = Abandonable {
         file: output,
         abandoned: abandoned.clone(),
         pos: 0,
+        capture: capture.clone(),
+        end: position.clone(),
     };
     let mut zip = ZipWriter::new(out);
-    let mut result = write_members(&mut zip, file, names, options, method, n_threads);
-    if let (Ok(()), Some(text)) = (&result, options.extra.get(provenance::KEY)) {
-        if !names.iter().any(|n| n == NPZ_MEMBER) {
-            result = write_carried(&mut zip, text, method);
-        }
-    }
+    let result = write_members(&mut zip, file, names, options, method, n_threads);
     if let Err(e) = result {
         // Dropping the writer finalizes the archive; make that a silent no-op (zip would
         // print its own failure to stderr) and let the temporary file be removed.
@@ -637,8 +692,107 @@ pub fn write_from(
         drop(zip);
         return Err(e);
     }
-    zip.finish().map_err(zip_err)?.file.commit()
+    let Some(text) = options.extra.get(provenance::KEY) else {
+        return zip.finish().map_err(zip_err)?.file.commit();
+    };
+    // The metadata goes between the last member and the central directory, where no
+    // member (and so neither `np.load` nor `zipfile`) sees it: zip finishes the
+    // archive, a copy of what it wrote last gives the central directory and end
+    // records, and those are written again after the metadata, their offset moved.
+    let mut hidden = Vec::with_capacity(24 + text.len());
+    hidden.extend_from_slice(HIDDEN_MAGIC);
+    hidden.extend_from_slice(&(text.len() as u64).to_le_bytes());
+    hidden.extend_from_slice(text.as_bytes());
+    let from = position.get();
+    *capture.borrow_mut() = Some((from, Vec::new()));
+    if from.saturating_add(hidden.len() as u64) >= 0xFFFF_0000 {
+        // The moved directory offset must fit: zip64 end records carry 64 bits.
+        zip.set_zip64_comment(Some(""));
+    }
+    let mut out = zip.finish().map_err(zip_err)?;
+    let (from, written) = capture.borrow_mut().take().unwrap_or_default();
+    let (at, tail) = directory_of(&written, from)
+        .and_then(|(at, tail)| Ok((at, move_directory(tail.to_vec(), at, hidden.len() as u64)?)))
+        .map_err(|why| {
+            Error::Invalid(format!(
+                "writing the npz end records: {why}; please report this"
+            ))
+        })?;
+    out.file.seek(SeekFrom::Start(at))?;
+    out.file.write_all(&hidden)?;
+    out.file.write_all(&tail)?;
+    out.file.commit()
 }
+
+/// The central directory's offset and the bytes from there to the end, out of a copy
+/// of the archive's last `written` bytes (from offset `from` on).
+fn directory_of(written: &[u8], from: u64) -> std::result::Result<(u64, &[u8]), String> {
+    let e = written.len().checked_sub(22).ok_or("no end record")?;
+    let u32_at = |i: usize| u32::from_le_bytes(written[i..i + 4].try_into().expect("4"));
+    if u32_at(e) != 0x0605_4b50 {
+        return Err("the end record is not where expected".into());
+    }
+    let at = match u32_at(e + 16) {
+        u32::MAX => {
+            let l = e.checked_sub(20).ok_or("no zip64 locator")?;
+            let record = u64::from_le_bytes(written[l + 8..l + 16].try_into().expect("8"));
+            let r = record
+                .checked_sub(from)
+                .map(|r| r as usize)
+                .filter(|&r| r + 56 <= l)
+                .ok_or("no zip64 end record")?;
+            u64::from_le_bytes(written[r + 48..r + 56].try_into().expect("8"))
+        }
+        n => u64::from(n),
+    };
+    let start = at
+        .checked_sub(from)
+        .map(|a| a as usize)
+        .filter(|&a| a <= e)
+        .ok_or("the central directory is not in the copy")?;
+    Ok((at, &written[start..]))
+}
+
+/// Adds `shift` to the central-directory offset in the end records of `tail` (the
+/// central directory, the zip64 end record and locator if present, the end record).
+fn move_directory(mut tail: Vec<u8>, at: u64, shift: u64) -> std::result::Result<Vec<u8>, String> {
+    const EOCD: u32 = 0x0605_4b50;
+    const LOCATOR: u32 = 0x0706_4b50;
+    const ZIP64: u32 = 0x0606_4b50;
+    let u32_at = |t: &[u8], i: usize| u32::from_le_bytes(t[i..i + 4].try_into().expect("4"));
+    let u64_at = |t: &[u8], i: usize| u64::from_le_bytes(t[i..i + 8].try_into().expect("8"));
+    let e = tail.len().checked_sub(22).ok_or("no end record")?;
+    if u32_at(&tail, e) != EOCD || tail[e + 20..e + 22] != [0, 0] {
+        return Err("the end record is not where expected".into());
+    }
+    let old = u32_at(&tail, e + 16);
+    if old != u32::MAX {
+        let new = u64::from(old) + shift;
+        let new = u32::try_from(new).ok().filter(|&n| n != u32::MAX);
+        let zip64 = e >= 20 && u32_at(&tail, e - 20) == LOCATOR;
+        match (new, zip64) {
+            (Some(n), _) => tail[e + 16..e + 20].copy_from_slice(&n.to_le_bytes()),
+            (None, true) => tail[e + 16..e + 20].copy_from_slice(&u32::MAX.to_le_bytes()),
+            (None, false) => return Err("the directory offset outgrows 32 bits".into()),
+        }
+    }
+    if e >= 20 && u32_at(&tail, e - 20) == LOCATOR {
+        let l = e - 20;
+        let record = u64_at(&tail, l + 8);
+        let r = record
+            .checked_sub(at)
+            .map(|r| r as usize)
+            .filter(|&r| r + 56 <= l && u32_at(&tail, r) == ZIP64)
+            .ok_or("the zip64 end record is not where expected")?;
+        tail[l + 8..l + 16].copy_from_slice(&(record + shift).to_le_bytes());
+        let cd = u64_at(&tail, r + 48);
+        tail[r + 48..r + 56].copy_from_slice(&(cd + shift).to_le_bytes());
+    }
+    Ok(tail)
+}
+
+/// A copy of what is written from an offset on (shared with the writer's owner).
+type Capture = Rc<std::cell::RefCell<Option<(u64, Vec<u8>)>>>;
 
 /// The archive's output. Once abandoned (after an error), writes and seeks are
 /// discarded, so the `ZipWriter`'s drop-time finalize neither fails nor prints; the
@@ -648,6 +802,11 @@ struct Abandonable {
     abandoned: Rc<Cell<bool>>,
     /// The position a discarded stream would have (finalize asks for it).
     pos: u64,
+    /// When armed, a copy of everything written from its start position on (the
+    /// central directory and end records zip writes last).
+    capture: Capture,
+    /// The end of what was written so far.
+    end: Rc<Cell<u64>>,
 }
 
 impl Write for Abandonable {
@@ -657,7 +816,17 @@ impl Write for Abandonable {
             return Ok(buf.len());
         }
         let n = self.file.write(buf)?;
+        if let Some((from, copy)) = &mut *self.capture.borrow_mut() {
+            if self.pos >= *from {
+                let at = (self.pos - *from) as usize;
+                if copy.len() < at + n {
+                    copy.resize(at + n, 0);
+                }
+                copy[at..at + n].copy_from_slice(&buf[..n]);
+            }
+        }
         self.pos += n as u64;
+        self.end.set(self.end.get().max(self.pos));
         Ok(n)
     }
     fn flush(&mut self) -> std::io::Result<()> {
@@ -680,28 +849,6 @@ impl Seek for Abandonable {
         self.pos = self.file.seek(to)?;
         Ok(self.pos)
     }
-}
-
-/// Writes `text` as member `__tensorfmt__.npy`, a 0-d `|S<n>` array: `np.load` shows
-/// it as `bytes`, and `np.savez(**dict(np.load(f)))` keeps it.
-fn write_carried(
-    zip: &mut ZipWriter<Abandonable>,
-    text: &str,
-    method: CompressionMethod,
-) -> Result<()> {
-    let opts = SimpleFileOptions::default().compression_method(method);
-    zip.start_file(format!("{NPZ_MEMBER}.npy"), opts)
-        .map_err(zip_err)?;
-    zip.write_all(&npy::header_bytes_for(
-        &format!("|S{}", text.len().max(1)),
-        &[],
-    ))?;
-    zip.write_all(if text.is_empty() {
-        b"\0"
-    } else {
-        text.as_bytes()
-    })?;
-    Ok(())
 }
 
 fn write_members(
@@ -869,6 +1016,70 @@ mod tests {
             .map(|p| p.unwrap().bytes().len() / 4)
             .sum();
         assert_eq!(n, 2 << 20);
+    }
+
+    /// Issue 23 item 4: the metadata lies outside every member (so zip readers list
+    /// the tensors only), in stored and deflated archives, and comes back intact.
+    #[test]
+    fn metadata_travels_outside_the_members() {
+        let text = "{\"tensorfmt\":2, \"x\": \"\u{e9}\"}".repeat(100);
+        for compress in ["none", "deflate"] {
+            let mut o = WriteOptions::default();
+            o.extra.insert("compress".into(), compress.into());
+            o.extra.insert(provenance::KEY.into(), text.clone());
+            let f = roundtrip(&o);
+            assert_eq!(f.carried.as_deref(), Some(text.as_str()));
+            let dir = tempfile::tempdir().unwrap();
+            let p = dir.path().join("x.npz");
+            save(&p, &sample(), &o).unwrap();
+            let data = std::fs::read(&p).unwrap();
+            let mut z = ZipArchive::new(Cursor::new(data.clone())).unwrap();
+            let names: Vec<&str> = z.file_names().collect();
+            assert_eq!(names.len(), 3, "{names:?}");
+            for i in 0..z.len() {
+                let mut m = z.by_index(i).unwrap();
+                std::io::copy(&mut m, &mut std::io::sink()).unwrap(); // CRC checked
+            }
+            // A gap that lies about its length is an error, not an allocation.
+            let at = data
+                .windows(HIDDEN_MAGIC.len())
+                .position(|w| w == HIDDEN_MAGIC)
+                .unwrap();
+            let mut bad = data.clone();
+            bad[at + 16..at + 24].copy_from_slice(&u64::MAX.to_le_bytes());
+            assert!(open(Bytes::from(bad), &ReadOptions::default()).is_err());
+            // Another tool's bytes there are not ours: ignored.
+            let mut other = data.clone();
+            other[at] ^= 0xff;
+            let f = open(Bytes::from(other), &ReadOptions::default()).unwrap();
+            assert!(f.carried.is_none());
+        }
+    }
+
+    /// Files written before the metadata moved carry it as member `__tensorfmt__.npy`.
+    #[test]
+    fn the_older_metadata_member_is_still_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("old.npz");
+        let mut z = ZipWriter::new(std::fs::File::create(&p).unwrap());
+        let opts = SimpleFileOptions::default().compression_method(CompressionMethod::Stored);
+        z.start_file("w.npy", opts).unwrap();
+        let w = Tensor::from_vec(vec![1f32, 2.0], [2], Order::RowMajor).unwrap();
+        let mut h = Vec::new();
+        npy::write_header(&mut h, DType::F32, w.shape()).unwrap();
+        z.write_all(&h).unwrap();
+        z.write_all(w.bytes()).unwrap();
+        z.start_file(format!("{NPZ_MEMBER}.npy"), opts).unwrap();
+        z.write_all(&npy::header_bytes_for("|S5", &[])).unwrap();
+        z.write_all(b"hello").unwrap();
+        z.finish().unwrap();
+        let f = open(
+            Bytes::from(std::fs::read(&p).unwrap()),
+            &ReadOptions::default(),
+        )
+        .unwrap();
+        assert_eq!(f.carried.as_deref(), Some("hello"));
+        assert_eq!(f.tensors().len(), 1);
     }
 
     #[test]
