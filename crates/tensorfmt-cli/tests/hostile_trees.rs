@@ -132,7 +132,10 @@ fn a_name_over_65535_bytes_is_printed_bounded_not_a_panic() {
     let npz = dir.path().join("long.npz");
     let (code, _, err) = run_within(args!["convert", f, npz], 30);
     assert_eq!(code, 1, "{err}");
-    assert!(err.contains("65,535") && !err.contains("ZipWriter"), "{err}");
+    assert!(
+        err.contains("65,535") && !err.contains("ZipWriter"),
+        "{err}"
+    );
     assert!(!npz.exists());
     // JSON keeps the whole name.
     let (code, out, _) = run_within(args!["inspect", "--json", f.as_os_str()], 30);

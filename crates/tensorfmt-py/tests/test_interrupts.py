@@ -97,3 +97,20 @@ def test_a_weights_writer_whose_first_frame_is_rejected_leaves_no_file(tmp_path)
         w.write_frame(0.0, np.zeros(3, np.float32))
     del w
     assert not p.exists()
+
+
+def test_document_repr_escapes_control_characters_and_bounds_names(tmp_path):
+    evil = "a\x1b[31mred\nsplit"
+    p = tmp_path / "e\x1b[2Jvil.safetensors"
+    tensorfmt.save(p, {evil: np.zeros(2, np.float32), "n" * 70_000: np.ones(1, np.float32)})
+    with tensorfmt.open(p) as doc:
+        r = repr(doc)
+    assert "\x1b" not in r and "\n" not in r, r
+    assert "\\u{1b}[31mred\\nsplit" in r
+    assert len(r) < 1000
+
+
+def test_every_failure_of_a_call_is_a_tensorfmt_error(tmp_path):
+    with pytest.raises(tensorfmt.TensorfmtError) as e:
+        tensorfmt.open(tmp_path / "x.npy", max_alloc=-1)
+    assert isinstance(e.value, (OverflowError, ValueError))

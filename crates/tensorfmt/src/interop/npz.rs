@@ -601,7 +601,10 @@ pub fn write_from(
     };
     // Zip stores a member name's length in 16 bits: refuse a longer name before any
     // file exists (the zip crate would fail half-way and complain while dropping).
-    if let Some(long) = names.iter().find(|n| n.len() + ".npy".len() > u16::MAX as usize) {
+    if let Some(long) = names
+        .iter()
+        .find(|n| n.len() + ".npy".len() > u16::MAX as usize)
+    {
         return Err(Error::Invalid(format!(
             "npz member names are at most 65,535 bytes (a zip limit); tensor {:?}... is {} bytes",
             long.chars().take(40).collect::<String>(),
