@@ -33,6 +33,10 @@ pub fn stop_writes(stop: bool) {
 }
 
 /// Whether writes are being stopped (see [`stop_writes`]).
+///
+/// ```
+/// assert!(!tensorfmt_core::io::writes_stopped());
+/// ```
 pub fn writes_stopped() -> bool {
     STOP.load(Ordering::Relaxed)
 }
@@ -92,8 +96,20 @@ pub(crate) fn unregister(slot: Option<usize>) {
     }
 }
 
-/// Unlinks every registered temporary file. Async-signal-safe (atomic loads and
-/// `unlink` only).
+/// Unlinks every temporary file an [`AtomicFile`](super::AtomicFile) of this process
+/// is writing (its later writes then fail, so nothing is published). Async-signal-safe
+/// (atomic loads and `unlink` only): meant for a termination handler.
+///
+/// ```
+/// use std::io::Write;
+/// let dir = tempfile::tempdir()?;
+/// let mut f = tensorfmt_core::io::AtomicFile::create(dir.path().join("x"))?;
+/// f.write_all(b"data")?;
+/// tensorfmt_core::io::remove_live_temporaries();
+/// assert_eq!(std::fs::read_dir(dir.path())?.count(), 0);
+/// assert!(f.commit().is_err());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn remove_live_temporaries() {
     for slot in &TABLE {
         if slot.state.load(Ordering::Acquire) == LIVE {
