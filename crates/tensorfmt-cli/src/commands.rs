@@ -407,7 +407,6 @@ pub fn convert_file(a: &ConvertArgs, show_progress: bool) -> Result<Converted, F
         )));
     }
     check_output(&a.input, &a.output, a.force)?;
-    crate::signals::writing(&a.output);
     let read_options = ReadOptions {
         frames: a.frames,
         sparse_csr: a.sparse,
@@ -663,7 +662,6 @@ pub fn render(
 ) -> Result<(), Failure> {
     check_output(file, output, force)?;
     regular_file(file)?;
-    crate::signals::writing(output);
     let options = RenderOptions {
         counts,
         frame,

@@ -128,6 +128,15 @@ fn a_name_over_65535_bytes_is_printed_bounded_not_a_panic() {
     let (code, out, err) = run_within(args!["inspect", "-r", dir.path().as_os_str()], 30);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("f32_2x3") || out.contains("z.npy"), "{out}");
+    // To npz (whose member names have 16-bit lengths): a clean error, no zip noise.
+    let npz = dir.path().join("long.npz");
+    let (code, _, err) = run_within(args!["convert", f, npz], 30);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("65,535") && !err.contains("ZipWriter"),
+        "{err}"
+    );
+    assert!(!npz.exists());
     // JSON keeps the whole name.
     let (code, out, _) = run_within(args!["inspect", "--json", f.as_os_str()], 30);
     assert_eq!(code, 0);

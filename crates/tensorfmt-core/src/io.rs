@@ -5,6 +5,11 @@
 //! files of killed writers).
 
 mod fault_guard;
+mod interrupt;
+
+pub use interrupt::{
+    install_termination_cleanup, remove_live_temporaries, stop_writes, writes_stopped,
+};
 
 pub use fault_guard::{
     faults as guarded_faults, install as install_fault_guard, last_faulted_path,
@@ -226,6 +231,8 @@ pub struct AtomicFile {
     faults: u64,
     /// Bytes reserved by [`AtomicFile::reserve`]; `commit` releases what was not written.
     reserved: u64,
+    /// Its slot in the table a SIGTERM handler cleans (`interrupt`).
+    slot: Option<usize>,
 }
 
 /// How many [`AtomicFile`]s this process synced before their rename.
@@ -338,6 +345,7 @@ impl AtomicFile {
             let tmp = dir.join(temporary_name(&name, std::process::id(), n));
             match File::options().write(true).create_new(true).open(&tmp) {
                 Ok(f) => {
+                    let slot = interrupt::register(&tmp);
                     return Ok(AtomicFile {
                         file: Some(io::BufWriter::with_capacity(1 << 20, f)),
                         tmp,
@@ -345,7 +353,8 @@ impl AtomicFile {
                         sync: true,
                         faults,
                         reserved: 0,
-                    })
+                        slot,
+                    });
                 }
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
                 Err(e) => return Err(Error::io(&tmp, e)),
@@ -451,6 +460,9 @@ impl AtomicFile {
         let target = self.target.clone();
         let w = self.file.take().expect("file present until commit");
         let finish = || -> Result<()> {
+            if interrupt::writes_stopped() {
+                return Err(Error::io_op(&target, "writing", stopped()));
+            }
             let f = w
                 .into_inner()
                 .map_err(|e| Error::io_op(&target, "writing", e.into_error()))?;
@@ -486,6 +498,7 @@ impl AtomicFile {
             // Drop no longer sees the file (it was taken above), so clean up here.
             let _ = std::fs::remove_file(&self.tmp);
         }
+        interrupt::unregister(self.slot.take());
         result
     }
 }
@@ -515,12 +528,24 @@ impl AtomicFile {
     }
 }
 
+/// The error of a write stopped by [`stop_writes`] (not `ErrorKind::Interrupted`,
+/// which `write_all` would retry).
+fn stopped() -> io::Error {
+    io::Error::other("interrupted (a signal asked to stop)")
+}
+
 impl Write for AtomicFile {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if interrupt::writes_stopped() {
+            return Err(stopped());
+        }
         let r = self.inner()?.write(buf);
         r.map_err(|e| self.write_error(buf, e))
     }
     fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        if interrupt::writes_stopped() {
+            return Err(stopped());
+        }
         let r = self.inner()?.write_all(buf);
         r.map_err(|e| self.write_error(buf, e))
     }
@@ -542,6 +567,7 @@ impl Drop for AtomicFile {
         if self.file.take().is_some() {
             let _ = std::fs::remove_file(&self.tmp);
         }
+        interrupt::unregister(self.slot.take());
     }
 }
 

@@ -244,7 +244,7 @@ impl File {
         fsync: bool,
     ) -> PyResult<(usize, Vec<String>, Vec<String>)> {
         let doc = self.doc(py)?;
-        run(py, move || {
+        crate::errors::run_interruptible(py, move || {
             let target = crate::values::target(&path, to.as_deref())?;
             let options = crate::values::write_options(
                 &target,

@@ -46,6 +46,67 @@ where
     }
 }
 
+/// Like [`run`], for long writes (save, convert): on the main thread the work runs on a
+/// helper thread while this one checks Python's signals every 50 ms. When a handler
+/// raises (Ctrl-C's `KeyboardInterrupt`, or what a SIGTERM handler raises), every
+/// [`AtomicFile`](tensorfmt::io::AtomicFile) write is stopped, so the work fails at its
+/// next write, its temporary file is removed and nothing is published; then that
+/// exception is raised. Off the main thread (where Python runs no signal handlers)
+/// this is [`run`].
+pub fn run_interruptible<T, F>(py: Python<'_>, work: F) -> PyResult<T>
+where
+    T: Send,
+    F: FnOnce() -> Result<T, Error> + Send,
+{
+    // SAFETY: plain system calls without arguments.
+    let main_thread = unsafe { libc::gettid() == libc::getpid() };
+    if !main_thread {
+        return run(py, work);
+    }
+    let faults = tensorfmt::io::guarded_faults();
+    let mut interrupted: Option<PyErr> = None;
+    let outcome = py.detach(|| {
+        std::thread::scope(|s| {
+            let (tx, rx) = std::sync::mpsc::channel();
+            s.spawn(move || {
+                let _ = tx.send(catch_unwind(AssertUnwindSafe(work)));
+            });
+            loop {
+                match rx.recv_timeout(std::time::Duration::from_millis(50)) {
+                    Ok(r) => return r,
+                    Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                        if interrupted.is_none() {
+                            if let Err(e) = Python::attach(|py| py.check_signals()) {
+                                tensorfmt::io::stop_writes(true);
+                                interrupted = Some(e);
+                            }
+                        }
+                    }
+                    Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                        return Ok(Err(Error::Invalid("the worker thread vanished".into())))
+                    }
+                }
+            }
+        })
+    });
+    if let Some(e) = interrupted {
+        tensorfmt::io::stop_writes(false);
+        return Err(e);
+    }
+    if tensorfmt::io::guarded_faults() != faults {
+        if let Ok(Ok(_)) = outcome {
+            let path = tensorfmt::io::last_faulted_path()
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|| "an input file".into());
+            return Err(to_py(py, &Error::InputChanged { path }));
+        }
+    }
+    run(py, move || match outcome {
+        Ok(r) => r,
+        Err(panic) => std::panic::resume_unwind(panic),
+    })
+}
+
 /// A `TensorfmtError` subclass named `class` from `tensorfmt._errors`, with `.offset`
 /// and `.field` set when known.
 pub fn raise(

@@ -32,6 +32,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // A mapped file truncated by another process while numpy or we read it must raise
     // (or read zeros), never kill the interpreter with SIGBUS.
     tensorfmt::io::install_fault_guard();
+    // SIGTERM / SIGHUP with their default action: remove the temporary files being
+    // written, then terminate as before (Ctrl-C is Python's: see errors::run_interruptible).
+    tensorfmt::io::install_termination_cleanup();
     m.add_class::<array::Array>()?;
     m.add_class::<document::File>()?;
     m.add_function(wrap_pyfunction!(document::open_file, m)?)?;

@@ -90,7 +90,7 @@ pub fn save(
             fortran: i.fortran,
         })
         .collect();
-    let result = run(py, move || {
+    let result = crate::errors::run_interruptible(py, move || {
         let target = target(&path, to.as_deref())?;
         let options = write_options(
             &target,

@@ -82,7 +82,32 @@ fn borrow<'a, T: bytemuck::Pod>(address: usize, count: usize) -> Result<&'a [T],
     Ok(unsafe { std::slice::from_raw_parts(address as *const T, count) })
 }
 
+impl Drop for PvpWriter {
+    fn drop(&mut self) {
+        let _ = self.finish();
+    }
+}
+
 impl PvpWriter {
+    /// Finishes the writer (if open) and syncs the file; an empty file is removed.
+    fn finish(&self) -> Result<(), Error> {
+        let taken = self.inner.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let file = match taken {
+            Some(Inner::Dense(w)) => w.finish(),
+            Some(Inner::Sparse(w)) => w.finish(),
+            Some(Inner::Weights(w)) => w.finish(),
+            None => return Ok(()),
+        }
+        .map_err(|e| writer_err(&self.path, e))?;
+        if file.metadata().map(|m| m.len() == 0).unwrap_or(false) {
+            drop(file);
+            return std::fs::remove_file(&self.path)
+                .map_err(|e| Error::io_op(&self.path, "removing the empty", e));
+        }
+        file.sync_all()
+            .map_err(|e| Error::io_op(&self.path, "syncing", e))
+    }
+
     fn new(path: PathBuf, inner: Inner) -> Self {
         PvpWriter {
             path,
@@ -340,19 +365,11 @@ impl PvpWriter {
     }
 
     /// Flushes and closes the file; later writes raise. Closing twice is harmless.
+    /// A file still empty (a weight writer writes its header with the first frame, so
+    /// one whose first frame was rejected has nothing) is removed: an empty file is
+    /// not a PVP file.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
-        run(py, || {
-            let taken = self.inner.lock().unwrap_or_else(|p| p.into_inner()).take();
-            let file = match taken {
-                Some(Inner::Dense(w)) => w.finish(),
-                Some(Inner::Sparse(w)) => w.finish(),
-                Some(Inner::Weights(w)) => w.finish(),
-                None => return Ok(()),
-            }
-            .map_err(|e| writer_err(&self.path, e))?;
-            file.sync_all()
-                .map_err(|e| Error::io_op(&self.path, "syncing", e))
-        })
+        run(py, || self.finish())
     }
 
     /// Whether `close()` has been called.

@@ -88,3 +88,21 @@ def test_convert_many_without_a_cluster(tmp_path):
     results = tdask.convert_many([TESTDATA / "core" / "mixed.npz"], out, to="safetensors")
     assert results[0]["status"] == "ok"
     assert tensorfmt.diff(TESTDATA / "core" / "mixed.npz", results[0]["output"]).equal
+
+
+def test_convert_many_fails_colliding_outputs_before_writing(tmp_path):
+    # Issue 24: x.npy and x.safetensors both map to out/x.npz; both used to be "ok".
+    src = tmp_path / "in"
+    src.mkdir()
+    shutil.copy(TESTDATA / "core" / "f32_2x3.npy", src / "x.npy")
+    shutil.copy(TESTDATA / "core" / "model.safetensors", src / "x.safetensors")
+    shutil.copy(TESTDATA / "core" / "mixed.npz", src / "y.npz")
+    out = tmp_path / "out"
+    paths = [src / "x.npy", src / "x.safetensors", src / "y.npz"]
+    for _ in range(2):
+        results = tdask.convert_many(paths, out, to="npz")
+        assert [r["path"] for r in results] == [str(p) for p in paths]
+        assert [r["status"] for r in results[:2]] == ["failed", "failed"]
+        assert all("would also be the output of" in r["error"] for r in results[:2])
+        assert results[2]["status"] in ("ok", "skipped")
+        assert not (out / "x.npz").exists()

@@ -36,6 +36,7 @@ from ._api import (
     validate,
 )
 from ._errors import (
+    _guard_native,
     ClosedError,
     FormatError,
     InputChangedError,
@@ -51,6 +52,10 @@ from ._errors import (
 )
 
 __version__ = _native.__version__
+
+# Builtin errors raised while the native module converts arguments become
+# TensorfmtError subclasses (keeping their builtin bases).
+_guard_native(_native)
 
 __all__ = [
     "open",

@@ -259,7 +259,15 @@ class Document(Mapping[str, Any]):
             if arr is not None and not (arr.shape == info.shape and arr.dtype == info.dtype):
                 arr = None
         if arr is None:
-            arr = np.asarray(self._file.read(name))
+            data = self._file.read(name)
+            try:
+                arr = np.asarray(data)
+            except (ValueError, TypeError, OverflowError, MemoryError) as e:
+                # numpy refuses some legal descriptions (a zero-size array whose other
+                # dimensions are huge): a tensorfmt error, keeping the builtin base.
+                from ._errors import LimitError
+
+                raise LimitError(f"{name}: numpy cannot represent {info.stored_dtype}{list(info.shape)}: {e}") from e
             if self._step != 1 and arr.shape[:1] != info.shape[:1]:
                 arr = arr[:: self._step]
             if info.stored_dtype == "bf16":
@@ -366,11 +374,14 @@ class Document(Mapping[str, Any]):
         self.close()
 
     def __repr__(self) -> str:
+        # Names, kinds and paths come from files: escaped and bounded (issue 24).
+        from ._text import esc, name
+
         if self.closed:
-            return f"<tensorfmt.Document {self._file.path!s} (closed)>"
-        names = ", ".join(f"{i.name}: {i.stored_dtype}{list(i.shape)}" for i in self.tensors[:6])
+            return f"<tensorfmt.Document {esc(self._file.path)} (closed)>"
+        names = ", ".join(f"{name(i.name)}: {i.stored_dtype}{list(i.shape)}" for i in self.tensors[:6])
         more = ", ..." if len(self) > 6 else ""
-        return f"<tensorfmt.Document {self.format}:{self.kind} {self.path} {{{names}{more}}}>"
+        return f"<tensorfmt.Document {self.format}:{esc(self.kind)} {esc(self.path)} {{{names}{more}}}>"
 
 
 class TensorSlice:
@@ -766,7 +777,9 @@ class DiffResult:
 
     def __repr__(self) -> str:
         # A summary a REPL user can read; the per-tensor details are in `.tensors`.
-        differ = [t.name for t in self.tensors if not t.equal]
+        from ._text import name
+
+        differ = [name(t.name) for t in self.tensors if not t.equal]
         parts = [f"{'equal' if self.equal else 'different'}: {len(self.tensors)} tensor(s) compared"]
         if differ:
             shown = ", ".join(differ[:5]) + (", ..." if len(differ) > 5 else "")

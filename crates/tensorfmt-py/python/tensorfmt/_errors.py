@@ -95,6 +95,62 @@ class SpaceIndexError(TensorfmtError, IndexError):
     negative label, a ``restrict`` index); Pylearn2 raised ``IndexError`` there."""
 
 
+class TensorfmtOverflowError(InvalidArgumentError, OverflowError):
+    """A number argument out of range (a negative size, a count over 2**64)."""
+
+
+class TensorfmtTypeError(TensorfmtError, TypeError):
+    """An argument of the wrong type."""
+
+
+def _translate(e: BaseException) -> BaseException:
+    """The tensorfmt error for a builtin one raised inside a tensorfmt call (argument
+    conversion in the native module); tensorfmt errors and the rest pass as they are."""
+    if isinstance(e, TensorfmtError):
+        return e
+    for builtin, cls in (
+        (OverflowError, TensorfmtOverflowError),
+        (TypeError, TensorfmtTypeError),
+        (ValueError, InvalidArgumentError),
+    ):
+        if isinstance(e, builtin):
+            new = cls(str(e))
+            new.__cause__ = e
+            return new
+    return e
+
+
+def _guard_native(module: object) -> None:
+    """Wraps every function of the native module so that a builtin ``OverflowError``,
+    ``TypeError`` or ``ValueError`` (raised while converting arguments, before any
+    tensorfmt code runs) becomes the matching :class:`TensorfmtError` subclass, which
+    keeps the builtin base (issue 24: every failure of a tensorfmt call is a
+    ``TensorfmtError``)."""
+    import functools
+    import types
+
+    for attr in dir(module):
+        f = getattr(module, attr)
+        if not isinstance(f, types.BuiltinFunctionType) or getattr(f, "_tensorfmt_guarded", False):
+            continue
+
+        def make(f: object) -> object:
+            @functools.wraps(f)  # type: ignore[arg-type]
+            def guarded(*args: object, **kwargs: object) -> object:
+                try:
+                    return f(*args, **kwargs)  # type: ignore[operator]
+                except (OverflowError, TypeError, ValueError) as e:
+                    t = _translate(e)
+                    if t is e:
+                        raise
+                    raise t from e
+
+            guarded._tensorfmt_guarded = True  # type: ignore[attr-defined]
+            return guarded
+
+        setattr(module, attr, make(f))
+
+
 class TensorfmtWarning(UserWarning):
     """A file was written, but the original program will not read all of it (e.g. a
     PINK file with a data type other than f32), or fewer tensors were written than
@@ -118,4 +174,6 @@ __all__ = [
     "SpaceNotImplementedError",
     "SpaceAssertionError",
     "SpaceIndexError",
+    "TensorfmtOverflowError",
+    "TensorfmtTypeError",
 ]

@@ -138,7 +138,9 @@ def convert_many(
     Returns one dict per input, in input order: ``path``, ``output``, ``status``
     (``ok``, ``skipped``: output newer than input, or ``failed``), ``tensors``,
     ``bytes``, ``seconds`` and ``error``. A bad file is reported, never raised, so a
-    run over thousands of files finishes; rerunning it skips what is done.
+    run over thousands of files finishes; rerunning it skips what is done. Inputs whose
+    outputs would collide (``x.pvp`` and ``x.npy`` both ``x.npz``) all fail with a
+    ``CollisionError`` message, and nothing is written for them.
     """
     srcs = [os.path.abspath(os.fspath(p)) for p in paths]
     if not srcs:
@@ -149,6 +151,29 @@ def convert_many(
     for s in srcs:
         rel = os.path.relpath(s, root)
         jobs.append((s, os.path.join(os.fspath(out_dir), os.path.splitext(rel)[0] + "." + ext)))
+    # Outputs that collide (``x.pvp`` and ``x.npy`` both ``x.npz``, or one input named
+    # twice) are found before anything is written, and every job of such a group fails
+    # (outputs never overwrite each other; names are never mangled).
+    by_output: Dict[str, List[int]] = {}
+    for k, (_, d) in enumerate(jobs):
+        by_output.setdefault(os.path.normcase(os.path.abspath(d)), []).append(k)
+    results: List[Any] = [None] * len(jobs)
+    runnable: List[int] = []
+    for k, (s, d) in enumerate(jobs):
+        others = [jobs[j][0] for j in by_output[os.path.normcase(os.path.abspath(d))] if j != k]
+        if others:
+            results[k] = {
+                "path": s,
+                "output": d,
+                "status": "failed",
+                "tensors": [],
+                "bytes": 0,
+                "error": f"CollisionError: {d} would also be the output of {', '.join(others)}; "
+                "outputs never overwrite each other, so none of them is converted",
+                "seconds": 0.0,
+            }
+        else:
+            runnable.append(k)
     if client is None:
         try:
             from distributed import get_client
@@ -156,8 +181,13 @@ def convert_many(
             client = get_client()
         except (ImportError, ValueError):
             client = None
+    todo = [jobs[k] for k in runnable]
     if client is not None:
-        futures = [client.submit(_convert_one, s, d, to, overwrite, options, pure=False) for s, d in jobs]
-        return client.gather(futures)
-    tasks = [dask.delayed(_convert_one, pure=False)(s, d, to, overwrite, options) for s, d in jobs]
-    return list(dask.compute(*tasks))
+        futures = [client.submit(_convert_one, s, d, to, overwrite, options, pure=False) for s, d in todo]
+        done = client.gather(futures) if futures else []
+    else:
+        tasks = [dask.delayed(_convert_one, pure=False)(s, d, to, overwrite, options) for s, d in todo]
+        done = list(dask.compute(*tasks)) if tasks else []
+    for k, r in zip(runnable, done):
+        results[k] = r
+    return results

@@ -655,6 +655,18 @@ pub fn write_from(
             )))
         }
     };
+    // Zip stores a member name's length in 16 bits: refuse a longer name before any
+    // file exists (the zip crate would fail half-way and complain while dropping).
+    if let Some(long) = names
+        .iter()
+        .find(|n| n.len() + ".npy".len() > u16::MAX as usize)
+    {
+        return Err(Error::Invalid(format!(
+            "npz member names are at most 65,535 bytes (a zip limit); tensor {:?}... is {} bytes",
+            long.chars().take(40).collect::<String>(),
+            long.len()
+        )));
+    }
     let n_threads = threads(options)?;
     let mut output = AtomicFile::create(path)?.sync(!options.skip_fsync);
     if method == CompressionMethod::Stored {
@@ -1080,6 +1092,16 @@ mod tests {
         .unwrap();
         assert_eq!(f.carried.as_deref(), Some("hello"));
         assert_eq!(f.tensors().len(), 1);
+    }
+
+    #[test]
+    fn names_over_the_zip_limit_are_a_clean_error_and_leave_no_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("long.npz");
+        let t = Tensor::from_vec(vec![1f32, 2.0], [2], Order::RowMajor).unwrap();
+        let e = save(&p, &[("n".repeat(70_000), t)], &WriteOptions::default()).unwrap_err();
+        assert!(e.to_string().contains("65,535"), "{e}");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 
     #[test]
