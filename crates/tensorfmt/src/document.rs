@@ -384,7 +384,9 @@ impl Document {
                     return Ok(report);
                 }
             }
-            match provenance::restore(self, path, &plain_target, &plain)? {
+            // A sparse layout (npz / safetensors) stands for the original's `values`.
+            let view = crate::interop::sparse::as_original(self)?;
+            match provenance::restore(view.as_ref().unwrap_or(self), path, &plain_target, &plain)? {
                 Restored::Written(report) => return Ok(report),
                 Restored::Refused(why) => notes.push(why),
                 Restored::NotRecorded => {}

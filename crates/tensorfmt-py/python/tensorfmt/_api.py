@@ -10,7 +10,7 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 
 from . import _native
-from ._errors import InvalidArgumentError, TensorfmtFileExistsError, UnsupportedError
+from ._errors import InvalidArgumentError, LimitError, TensorfmtFileExistsError, UnsupportedError
 
 PathLike = Union[str, "os.PathLike[str]"]
 Frames = Union[None, int, slice, Tuple[int, Optional[int]]]
@@ -153,7 +153,15 @@ class Document(Mapping[str, np.ndarray]):
             arr = self._pvp_movie()
             if arr is not None and arr.shape == info.shape and arr.dtype == info.dtype:
                 return arr
-        return np.asarray(self._file.read(name))
+        try:
+            return np.asarray(self._file.read(name))
+        except LimitError as e:
+            if self.format == "pvp" and self.kind.startswith("sparse") and not self._sparse:
+                raise LimitError(
+                    f"{e}; {name!r} is stored sparsely: open it with sparse=True (CSR arrays) "
+                    f"or use tensorfmt.pvp.open({self.path!r}).to_scipy()"
+                ) from e
+            raise
 
     def _pvp_movie(self) -> Optional[np.ndarray]:
         from . import pvp
@@ -322,6 +330,8 @@ def save(
     overwrite: bool = False,
     hex: bool = False,
     fsync: bool = True,
+    shape: Optional[Tuple[int, int, int]] = None,
+    like: Optional[PathLike] = None,
 ) -> None:
     """Writes arrays to ``path`` in any writable format, atomically.
 
@@ -336,6 +346,17 @@ def save(
     sync, for any format (faster for large scratch files: still atomic, but a power
     failure can lose the new file — what numpy and safetensors do).
 
+    A scipy sparse matrix ``[frames, ny*nx*nf]`` (``arrays`` itself or its ``values``,
+    as pvtools' ``writepvpfile`` takes it) is written as its CSR arrays (``indptr``,
+    ``indices``, ``data``, ``shape``), with ``shape=(ny, nx, nf)`` the frame geometry: to
+    ``.pvp`` that is a sparse PVP file.
+
+    ``like=ORIGINAL`` writes the arrays into the structure of an existing file of the
+    same legacy format (PVP, PINK, primitiv, Caffe): ``load`` -> edit -> ``save(...,
+    like=original)`` keeps the net name, layer types, blob-less layers, legacy shapes,
+    solver state, PVP headers. The arrays must keep the original's names, dtypes and
+    shapes; otherwise nothing is written and an error says why.
+
     >>> import tensorfmt, numpy as np
     >>> frames = np.zeros((3, 4, 5, 1), dtype=np.float32)        # [frames, ny, nx, nf]
     >>> tensorfmt.save("/tmp/act.pvp", {"values": frames}, overwrite=True)
@@ -346,7 +367,10 @@ def save(
     if not overwrite and os.path.exists(p):
         raise TensorfmtFileExistsError(f"{p} exists; pass overwrite=True to replace it")
     if not isinstance(arrays, Mapping):
-        arrays = {"arr_0": arrays}
+        arrays = {"values" if _is_scipy_sparse(arrays) else "arr_0": arrays}
+    arrays, frame_shape = _expand_sparse(arrays, shape)
+    if frame_shape is not None:
+        settings = {**dict(zip(("ny", "nx", "nf"), frame_shape)), **(settings or {})}
     items = []
     for name, value in arrays.items():
         if not isinstance(name, str):
@@ -364,7 +388,44 @@ def save(
             }
         )
     extra = {str(k): str(v) for k, v in (settings or {}).items()}
+    if like is not None:
+        extra["like"] = os.fspath(like)
     _report(p, *_native.save(p, items, to, dtype, hex, extra, fsync))
+
+
+def _is_scipy_sparse(value: Any) -> bool:
+    return type(value).__module__.startswith("scipy.sparse") and hasattr(value, "tocsr")
+
+
+def _expand_sparse(
+    arrays: Mapping[str, Any], shape: Optional[Tuple[int, int, int]]
+) -> Tuple[Mapping[str, Any], Optional[Tuple[int, int, int]]]:
+    """A scipy sparse matrix among ``arrays`` as its CSR arrays (at most one)."""
+    sparse = [k for k, v in arrays.items() if _is_scipy_sparse(v)]
+    if not sparse:
+        if shape is not None:
+            raise InvalidArgumentError("shape= is the frame geometry of a scipy sparse matrix; none was given")
+        return arrays, None
+    if len(sparse) > 1:
+        raise InvalidArgumentError(f"one scipy sparse matrix per file, got {len(sparse)}: {sparse}")
+    csr = arrays[sparse[0]].tocsr()
+    csr.sum_duplicates()
+    if csr.ndim != 2:
+        raise InvalidArgumentError("a sparse matrix must be 2-d: [frames, ny*nx*nf]")
+    out = {k: v for k, v in arrays.items() if k != sparse[0]}
+    for k in ("indptr", "indices", "data", "shape"):
+        if k in out:
+            raise InvalidArgumentError(f"{k!r} collides with the CSR arrays of sparse {sparse[0]!r}")
+    out["indptr"] = np.asarray(csr.indptr, np.int64)
+    out["indices"] = np.asarray(csr.indices, np.uint32)
+    out["data"] = np.asarray(csr.data, np.float32)
+    out["shape"] = np.asarray(csr.shape, np.int64)
+    if shape is not None:
+        ny, nx, nf = (int(d) for d in shape)
+        if ny * nx * nf != csr.shape[1]:
+            raise InvalidArgumentError(f"shape={tuple(shape)} holds {ny * nx * nf} neurons, the matrix has {csr.shape[1]} columns")
+        return out, (ny, nx, nf)
+    return out, None
 
 
 def _report(path: str, offered: int, written: List[str], warnings: List[str]) -> List[str]:
@@ -396,6 +457,8 @@ def _convert_open(
     overwrite: bool = False,
     hex: bool = False,
     fsync: bool = True,
+    dense: bool = False,
+    like: Optional[PathLike] = None,
 ) -> List[str]:
     p = os.fspath(path)
     if not overwrite and os.path.exists(p):
@@ -405,6 +468,10 @@ def _convert_open(
         for n in names:
             doc.info(n)
     extra = {str(k): str(v) for k, v in (settings or {}).items()}
+    if dense:
+        extra["dense"] = "true"
+    if like is not None:
+        extra["like"] = os.fspath(like)
     return _report(p, *doc._file.convert(p, names, to, dtype, hex, extra, fsync))
 
 
@@ -424,6 +491,8 @@ def convert(
     strict: bool = False,
     frames: Frames = None,
     sparse: bool = False,
+    dense: bool = False,
+    like: Optional[PathLike] = None,
 ) -> List[str]:
     """Converts ``src`` to ``dst`` without going through Python objects (streamed for
     npy, npz and safetensors outputs); returns the names of the tensors the written file
@@ -431,7 +500,9 @@ def convert(
     original program will not read the file).
 
     Write keywords as in :func:`save` (``tensors`` picks some), read keywords as in
-    :func:`open`.
+    :func:`open`. A sparse PVP file stays sparse in npz (scipy's ``save_npz`` layout:
+    ``scipy.sparse.load_npz`` reads it) and safetensors (the CSR triple);
+    ``dense=True`` writes dense frames instead, refused beyond 1 GiB.
 
     >>> import tensorfmt
     >>> tensorfmt.convert("/tmp/act.pvp", "/tmp/act.safetensors", overwrite=True)
@@ -439,7 +510,17 @@ def convert(
     """
     with open(src, format=format, kind=kind, strict=strict, frames=frames, sparse=sparse) as doc:
         return _convert_open(
-            doc, dst, to=to, tensors=tensors, dtype=dtype, settings=settings, overwrite=overwrite, hex=hex, fsync=fsync
+            doc,
+            dst,
+            to=to,
+            tensors=tensors,
+            dtype=dtype,
+            settings=settings,
+            overwrite=overwrite,
+            hex=hex,
+            fsync=fsync,
+            dense=dense,
+            like=like,
         )
 
 

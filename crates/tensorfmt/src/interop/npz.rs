@@ -84,6 +84,9 @@ pub struct NpzFile {
     /// The member `__tensorfmt__.npy`: a legacy file's skeleton (see
     /// [`provenance`](crate::provenance)), shown as header field `tensorfmt.source`.
     carried: Option<String>,
+    /// Member `format` of an npz in scipy's `save_npz` layout (`csr`), shown as header
+    /// field `format`.
+    sparse_format: Option<String>,
 }
 
 /// Reads up to `n` bytes (fewer only at the end of the stream).
@@ -99,6 +102,7 @@ pub fn open(data: Bytes, options: &ReadOptions) -> Result<NpzFile> {
     options.limits.check_items(archive.len() as u64)?;
     let mut members: Vec<Member> = Vec::new();
     let mut carried = None;
+    let mut sparse_format = None;
     for index in 0..archive.len() {
         let mut f = archive.by_index(index).map_err(zip_err)?;
         if f.is_dir() {
@@ -115,6 +119,16 @@ pub fn open(data: Bytes, options: &ReadOptions) -> Result<NpzFile> {
                 continue;
             }
             // Not ours after all: an ordinary array of that name.
+            drop(f);
+            f = archive.by_index(index).map_err(zip_err)?;
+        }
+        if name == "format" && sparse_format.is_none() {
+            // scipy.sparse.save_npz's matrix format (a 0-d byte string, `b"csr"`):
+            // a header field, not a tensor (see `interop::sparse`).
+            if let Some(text) = read_carried(&mut f, &options.limits)? {
+                sparse_format = Some(text);
+                continue;
+            }
             drop(f);
             f = archive.by_index(index).map_err(zip_err)?;
         }
@@ -217,6 +231,7 @@ pub fn open(data: Bytes, options: &ReadOptions) -> Result<NpzFile> {
         members,
         limits: options.limits,
         carried,
+        sparse_format,
     })
 }
 
@@ -376,6 +391,9 @@ impl TensorFile for NpzFile {
         ];
         if let Some(text) = &self.carried {
             fields.push((provenance::KEY.into(), text.clone().into()));
+        }
+        if let Some(text) = &self.sparse_format {
+            fields.push(("format".into(), text.clone().into()));
         }
         fields
     }
