@@ -64,7 +64,12 @@ pub fn save_like(
             t.format
         )));
     }
-    if options.dtype.is_some() || options.kind.is_some() || !options.extra.is_empty() {
+    // A kind the extensions imply (`.caffemodel`) asks for nothing new.
+    let implied = |p: &Path| Target::from_path(p).and_then(|t| t.kind);
+    let kind_asked = options.kind.as_ref().is_some_and(|k| {
+        Some(k) != implied(path).as_ref() && Some(k) != implied(original).as_ref()
+    });
+    if options.dtype.is_some() || kind_asked || !options.extra.is_empty() {
         return Err(Error::Invalid(format!(
             "like={}: the original decides the layout; drop --dtype, --to kinds and --set",
             original.display()
