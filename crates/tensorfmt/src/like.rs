@@ -4,7 +4,7 @@
 //! blob-less layers, legacy 4-D blob shapes and a solver state's `iter` / `learned_net`;
 //! a PVP file's headers; a PINK comment block; a primitiv Optimizer's state.
 //!
-//! It is the [`provenance`](crate::provenance) splice with a skeleton taken from
+//! It is the [`provenance`](mod@crate::provenance) splice with a skeleton taken from
 //! `ORIGINAL` instead of from metadata: the tensors must keep the original's names,
 //! dtypes and shapes, and the spliced file is read back. When they do not fit, nothing
 //! is written and the error says why.
