@@ -170,7 +170,61 @@ pub fn save_tensors(
 ) -> Result<()> {
     let ext = path.extension().and_then(|e| e.to_str());
     let prepared = prepare(tensors, options, ext)?;
+    // Caffe reads at most 2 GiB - 1 (protobuf's limit): refuse before writing.
+    let mut size = ByteCount(0);
+    prepared.write(&mut size)?;
+    if size.0 > MAX_FILE_BYTES {
+        return Err(CaffeError::Write(format!(
+            "the file would be {} bytes, over Caffe's 2 GiB limit ({MAX_FILE_BYTES} bytes), \
+             which Caffe, pycaffe and OpenCV refuse to read; nothing was written",
+            size.0
+        )));
+    }
     tensorfmt_core::io::write_atomic_with(path, options, |w| prepared.write(w))
+}
+
+/// The largest file Caffe reads (`kProtoReadBytesLimit`, 2 GiB - 1).
+pub const MAX_FILE_BYTES: u64 = i32::MAX as u64;
+
+/// Counts what would be written.
+struct ByteCount(u64);
+
+impl std::io::Write for ByteCount {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0 += b.len() as u64;
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Float64 tensors as float32 unless `options.dtype` asks for f64: Caffe's float nets,
+/// OpenCV 4's `readNetFromCaffe` and pycaffe's `blobproto_to_array` read only `data`
+/// (the facade warns that precision beyond float32 is lost).
+fn for_readers<'a>(
+    tensors: &'a [(String, Tensor)],
+    options: &WriteOptions,
+) -> Result<std::borrow::Cow<'a, [(String, Tensor)]>> {
+    if options.dtype == Some(tensorfmt_core::DType::F64)
+        || !tensors
+            .iter()
+            .any(|(_, t)| t.dtype() == tensorfmt_core::DType::F64)
+    {
+        return Ok(std::borrow::Cow::Borrowed(tensors));
+    }
+    tensors
+        .iter()
+        .map(|(n, t)| {
+            let t = if t.dtype() == tensorfmt_core::DType::F64 {
+                t.cast(tensorfmt_core::DType::F32)?
+            } else {
+                t.clone()
+            };
+            Ok((n.clone(), t))
+        })
+        .collect::<Result<Vec<_>>>()
+        .map(std::borrow::Cow::Owned)
 }
 
 /// [`save_tensors`] into any writer (the kind from `options.kind`, else from the
@@ -222,6 +276,7 @@ fn prepare(
     options: &WriteOptions,
     ext: Option<&str>,
 ) -> Result<Prepared> {
+    let tensors = &*for_readers(tensors, options)?;
     let kind = match options.kind.as_deref() {
         Some(name) => FileKind::from_name(name).ok_or_else(|| {
             CaffeError::Write(format!(

@@ -330,6 +330,8 @@ pub struct ConvertArgs {
     pub hex: bool,
     pub dtype: Option<DType>,
     pub settings: Vec<(String, String)>,
+    /// `--like ORIGINAL`: the tensors into the structure of that file.
+    pub like: Option<PathBuf>,
     pub read: ReadOptions,
     pub quiet: bool,
     pub json: bool,
@@ -416,6 +418,28 @@ pub fn convert_file(a: &ConvertArgs, show_progress: bool) -> Result<Converted, F
     let src: &dyn TensorFile = &*doc;
     let infos = src.tensors();
     let all: Vec<String> = infos.iter().map(|i| i.name.clone()).collect();
+    if let Some(original) = &a.like {
+        // The tensors (a sparse layout seen as the original's `values`) into the
+        // structure of ORIGINAL.
+        let view = tensorfmt::interop::sparse::as_original(&doc)?;
+        let tensors = view.as_ref().unwrap_or(&doc).read_all()?;
+        let names: Vec<String> = tensors.iter().map(|(n, _)| n.clone()).collect();
+        let options = WriteOptions {
+            dtype: a.dtype,
+            kind: target.kind.clone().filter(|_| target_given),
+            extra: a.settings.iter().cloned().collect(),
+            ..WriteOptions::default()
+        };
+        let report = tensorfmt::like::save_like(&a.output, original, &tensors, &options)?;
+        return Ok(Converted {
+            format: src.format().to_string(),
+            kind: src.kind(),
+            target,
+            names,
+            report,
+            bytes: infos.iter().map(byte_len).sum(),
+        });
+    }
     // To the same format with nothing to change: the file itself, byte for byte.
     let selects = a.tensor.is_some() || a.frames.is_some() || a.sparse;
     let options_asked = a.hex || a.dtype.is_some() || !a.settings.is_empty();

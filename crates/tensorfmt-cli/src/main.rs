@@ -173,6 +173,15 @@ Example:
         /// Export sparse data as CSR arrays instead of dense.
         #[arg(long)]
         sparse: bool,
+        /// Write sparse tensors (sparse PVP) dense; by default npz and safetensors keep
+        /// them sparse (scipy's save_npz layout / the CSR triple). Refused beyond 1 GiB.
+        #[arg(long)]
+        dense: bool,
+        /// Write the tensors into the structure of ORIGINAL, an existing file of the
+        /// output's legacy format (net name, layer types, headers...; PVP, PINK,
+        /// primitiv, Caffe). Refused, writing nothing, when they do not fit.
+        #[arg(long, value_name = "ORIGINAL")]
+        like: Option<PathBuf>,
         /// Only frames / entries A..B (`A:B`, `A:` or `:B`).
         #[arg(long, value_name = "A:B", value_parser = parse_frames)]
         frames: Option<(usize, Option<usize>)>,
@@ -460,10 +469,12 @@ fn main() -> ExitCode {
             tensor,
             force,
             sparse,
+            dense,
+            like,
             frames,
             hex,
             dtype,
-            settings,
+            mut settings,
             read,
             net,
             quiet,
@@ -472,6 +483,12 @@ fn main() -> ExitCode {
             if net.prototxt.is_some() {
                 caffe_onnx::convert(&paths, &net, force, &read.options(), quiet, json)
             } else {
+                if dense {
+                    settings.push((
+                        tensorfmt::interop::sparse::DENSE_KEY.to_string(),
+                        "true".to_string(),
+                    ));
+                }
                 let output = paths.pop().unwrap_or_default();
                 let many = collection::is_collection(&paths);
                 let args = commands::ConvertArgs {
@@ -486,6 +503,7 @@ fn main() -> ExitCode {
                     hex,
                     dtype,
                     settings,
+                    like,
                     read: read.options(),
                     quiet,
                     json,

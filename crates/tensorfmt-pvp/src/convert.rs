@@ -179,7 +179,35 @@ fn write_sparse(
             }
         }
     };
-    let geom = sparse_geometry(options, width)?;
+    let geom = match find(tensors, "frame_shape") {
+        // The geometry a sparse npz / safetensors written by tensorfmt carries beside
+        // its CSR arrays, unless --set gives one.
+        Some(fs)
+            if !["nx", "ny", "nf"]
+                .iter()
+                .any(|k| options.extra.contains_key(*k)) =>
+        {
+            match typed::<i64>(fs, DType::I64)?[..] {
+                [ny, nx, nf]
+                    if ny > 0
+                        && nx > 0
+                        && nf > 0
+                        && (ny as u64)
+                            .checked_mul(nx as u64)
+                            .and_then(|v| v.checked_mul(nf as u64))
+                            == Some(width as u64) =>
+                {
+                    (nx as usize, ny as usize, nf as usize)
+                }
+                ref other => {
+                    return Err(PvpError::Invalid(format!(
+                        "`frame_shape` {other:?} is not [ny, nx, nf] of {width} neurons"
+                    )))
+                }
+            }
+        }
+        _ => sparse_geometry(options, width)?,
+    };
     let values = data.is_some() && !binary_wanted;
     if let Some(d) = &data {
         if d.len() != indices.len() {

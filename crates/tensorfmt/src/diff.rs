@@ -315,6 +315,11 @@ pub fn compare(
     options: &DiffOptions,
 ) -> Result<DiffReport> {
     options.tolerance.check()?;
+    // A sparse layout (npz / safetensors) against the file it came from: its `values`.
+    let view_a = crate::interop::sparse::diff_view(a, b)?;
+    let view_b = crate::interop::sparse::diff_view(b, a)?;
+    let a: &dyn TensorFile = view_a.as_deref().unwrap_or(a);
+    let b: &dyn TensorFile = view_b.as_deref().unwrap_or(b);
     let infos_a = unique(a.tensors());
     let infos_b = unique(b.tensors());
     let names_a: HashSet<&str> = infos_a.iter().map(|i| i.name.as_str()).collect();

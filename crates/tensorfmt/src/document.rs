@@ -457,12 +457,18 @@ impl Document {
         }
         let format = target.format;
         let reopen = |data: Bytes| formats::open_bytes(data, format, None, &ReadOptions::default());
+        // A sparse layout (npz / safetensors) stands for the original's `values`.
+        let view = crate::interop::sparse::as_original(self)?;
+        let file: &dyn TensorFile = match &view {
+            Some(v) => v,
+            None => &*self.file,
+        };
         Ok(
-            match provenance::restore(&*self.file, path, format.name(), options, &reopen)? {
+            match provenance::restore(file, path, format.name(), options, &reopen)? {
                 Restored::Written(()) => Restored::Written(formats::report(
                     path,
                     format,
-                    self.file.tensors().len(),
+                    file.tensors().len(),
                     options,
                 )?),
                 Restored::NotRecorded => Restored::NotRecorded,

@@ -12,7 +12,7 @@ use std::path::Path;
 use std::str::FromStr;
 
 use bytes::Bytes;
-use tensorfmt_core::{Error, ReadOptions, Result, Tensor, TensorFile, WriteOptions};
+use tensorfmt_core::{DType, Error, ReadOptions, Result, Tensor, TensorFile, WriteOptions};
 
 use crate::document::Document;
 use crate::interop::{self, MemoryFile};
@@ -518,8 +518,39 @@ pub fn save(
     tensors: &[(String, Tensor)],
     options: &WriteOptions,
 ) -> Result<WriteReport> {
+    if let Some(original) = options.extra.get(crate::like::LIKE_KEY) {
+        let mut o = options.clone();
+        o.extra.remove(crate::like::LIKE_KEY);
+        return crate::like::save_like(path, Path::new(original), tensors, &o);
+    }
     save_only(path, format, tensors, options)?;
-    report(path, format, tensors.len(), options)
+    let names: Vec<String> = tensors.iter().map(|(n, _)| n.clone()).collect();
+    let mut r = report(
+        path,
+        format,
+        interop::sparse::offered(&names, format),
+        options,
+    )?;
+    let f64s = tensors
+        .iter()
+        .filter(|(_, t)| t.dtype() == DType::F64)
+        .count();
+    r.warnings
+        .extend(f64_to_caffe_warning(format, f64s, options));
+    Ok(r)
+}
+
+/// Caffe stores float64 tensors as float32 `data` unless f64 is asked for (OpenCV 4 and
+/// pycaffe read only `data`): say that precision was lost.
+fn f64_to_caffe_warning(format: Format, f64s: usize, options: &WriteOptions) -> Option<String> {
+    (format == Format::Caffe && f64s > 0 && options.dtype != Some(DType::F64)).then(|| {
+        format!(
+            "{f64s} float64 tensor(s) stored as float32 `data`, the field Caffe, OpenCV 4 \
+             (readNetFromCaffe) and pycaffe read: precision beyond float32 is lost \
+             (--dtype f64 / dtype=\"f64\" keeps float64 as `double_data`, which OpenCV \
+             and pycaffe's blobproto_to_array refuse)"
+        )
+    })
 }
 
 fn save_only(
@@ -603,8 +634,35 @@ pub fn convert(
     format: Format,
     options: &WriteOptions,
 ) -> Result<WriteReport> {
+    if let Some(original) = options.extra.get(crate::like::LIKE_KEY) {
+        let mut o = options.clone();
+        o.extra.remove(crate::like::LIKE_KEY);
+        let tensors = names
+            .iter()
+            .map(|n| Ok((n.clone(), source.read_tensor(n)?)))
+            .collect::<Result<Vec<_>>>()?;
+        return crate::like::save_like(path, Path::new(original), &tensors, &o);
+    }
+    // Sparse tensors stay sparse in npz / safetensors; densifying is bounded.
+    if let Some(report) = interop::sparse::convert(source, names, path, format, options)? {
+        return Ok(report);
+    }
+    let options = &*interop::sparse::without_dense_key(options);
     convert_only(source, names, path, format, options)?;
-    report(path, format, names.len(), options)
+    let mut r = report(
+        path,
+        format,
+        interop::sparse::offered(names, format),
+        options,
+    )?;
+    let f64s = source
+        .tensors()
+        .iter()
+        .filter(|i| i.dtype == DType::F64 && names.contains(&i.name))
+        .count();
+    r.warnings
+        .extend(f64_to_caffe_warning(format, f64s, options));
+    Ok(r)
 }
 
 fn convert_only(

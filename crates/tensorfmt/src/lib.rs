@@ -139,6 +139,7 @@ pub mod diff;
 pub mod document;
 pub mod formats;
 pub mod interop;
+pub mod like;
 mod naming;
 pub mod provenance;
 pub mod render;

@@ -10,7 +10,7 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 
 from . import _native
-from ._errors import InvalidArgumentError, TensorfmtFileExistsError, UnsupportedError
+from ._errors import InvalidArgumentError, LimitError, TensorfmtFileExistsError, UnsupportedError
 
 PathLike = Union[str, "os.PathLike[str]"]
 Frames = Union[None, int, slice, Tuple[int, Optional[int]]]
@@ -259,7 +259,15 @@ class Document(Mapping[str, Any]):
             if arr is not None and not (arr.shape == info.shape and arr.dtype == info.dtype):
                 arr = None
         if arr is None:
-            data = self._file.read(name)
+            try:
+                data = self._file.read(name)
+            except LimitError as e:
+                if self.format == "pvp" and self.kind == "sparse" and not self._sparse:
+                    raise LimitError(
+                        f"{e}; {name!r} is stored sparsely: open it with sparse=True (CSR arrays) "
+                        f"or use tensorfmt.pvp.open({self.path!r}).to_scipy()"
+                    ) from e
+                raise
             try:
                 arr = np.asarray(data)
             except (ValueError, TypeError, OverflowError, MemoryError) as e:
@@ -593,6 +601,8 @@ def save(
     overwrite: bool = True,
     hex: bool = False,
     fsync: bool = True,
+    shape: Optional[Tuple[int, int, int]] = None,
+    like: Optional[PathLike] = None,
 ) -> None:
     """Writes arrays to ``path`` in any writable format, atomically.
 
@@ -609,6 +619,17 @@ def save(
     format (faster for large scratch files: still atomic, but a power failure can lose
     the new file — what numpy and safetensors do).
 
+    A scipy sparse matrix ``[frames, ny*nx*nf]`` (``arrays`` itself or its ``values``,
+    as pvtools' ``writepvpfile`` takes it) is written as its CSR arrays (``indptr``,
+    ``indices``, ``data``, ``shape``), with ``shape=(ny, nx, nf)`` the frame geometry: to
+    ``.pvp`` that is a sparse PVP file.
+
+    ``like=ORIGINAL`` writes the arrays into the structure of an existing file of the
+    same legacy format (PVP, PINK, primitiv, Caffe): ``load`` -> edit -> ``save(...,
+    like=original)`` keeps the net name, layer types, blob-less layers, legacy shapes,
+    solver state, PVP headers. The arrays must keep the original's names, dtypes and
+    shapes; otherwise nothing is written and an error says why.
+
     >>> import tensorfmt, numpy as np
     >>> frames = np.zeros((3, 4, 5, 1), dtype=np.float32)        # [frames, ny, nx, nf]
     >>> tensorfmt.save("act.pvp", {"values": frames})
@@ -618,7 +639,10 @@ def save(
     p = os.fspath(path)
     _refuse_existing(p, overwrite)
     if not isinstance(arrays, Mapping):
-        arrays = {"arr_0": arrays}
+        arrays = {"values" if _is_scipy_sparse(arrays) else "arr_0": arrays}
+    arrays, frame_shape = _expand_sparse(arrays, shape)
+    if frame_shape is not None:
+        settings = {**dict(zip(("ny", "nx", "nf"), frame_shape)), **(settings or {})}
     items = []
     for name, value in arrays.items():
         if not isinstance(name, str):
@@ -636,7 +660,44 @@ def save(
             }
         )
     extra = {str(k): str(v) for k, v in (settings or {}).items()}
+    if like is not None:
+        extra["like"] = os.fspath(like)
     _report(p, *_native.save(p, items, to, dtype, hex, extra, fsync))
+
+
+def _is_scipy_sparse(value: Any) -> bool:
+    return type(value).__module__.startswith("scipy.sparse") and hasattr(value, "tocsr")
+
+
+def _expand_sparse(
+    arrays: Mapping[str, Any], shape: Optional[Tuple[int, int, int]]
+) -> Tuple[Mapping[str, Any], Optional[Tuple[int, int, int]]]:
+    """A scipy sparse matrix among ``arrays`` as its CSR arrays (at most one)."""
+    sparse = [k for k, v in arrays.items() if _is_scipy_sparse(v)]
+    if not sparse:
+        if shape is not None:
+            raise InvalidArgumentError("shape= is the frame geometry of a scipy sparse matrix; none was given")
+        return arrays, None
+    if len(sparse) > 1:
+        raise InvalidArgumentError(f"one scipy sparse matrix per file, got {len(sparse)}: {sparse}")
+    csr = arrays[sparse[0]].tocsr()
+    csr.sum_duplicates()
+    if csr.ndim != 2:
+        raise InvalidArgumentError("a sparse matrix must be 2-d: [frames, ny*nx*nf]")
+    out = {k: v for k, v in arrays.items() if k != sparse[0]}
+    for k in ("indptr", "indices", "data", "shape"):
+        if k in out:
+            raise InvalidArgumentError(f"{k!r} collides with the CSR arrays of sparse {sparse[0]!r}")
+    out["indptr"] = np.asarray(csr.indptr, np.int64)
+    out["indices"] = np.asarray(csr.indices, np.uint32)
+    out["data"] = np.asarray(csr.data, np.float32)
+    out["shape"] = np.asarray(csr.shape, np.int64)
+    if shape is not None:
+        ny, nx, nf = (int(d) for d in shape)
+        if ny * nx * nf != csr.shape[1]:
+            raise InvalidArgumentError(f"shape={tuple(shape)} holds {ny * nx * nf} neurons, the matrix has {csr.shape[1]} columns")
+        return out, (ny, nx, nf)
+    return out, None
 
 
 def _report(path: str, offered: int, written: List[str], warnings: List[str]) -> List[str]:
@@ -668,6 +729,8 @@ def _convert_open(
     overwrite: bool = True,
     hex: bool = False,
     fsync: bool = True,
+    dense: bool = False,
+    like: Optional[PathLike] = None,
 ) -> List[str]:
     p = os.fspath(path)
     _refuse_existing(p, overwrite)
@@ -676,6 +739,10 @@ def _convert_open(
         for n in names:
             doc.info(n)
     extra = {str(k): str(v) for k, v in (settings or {}).items()}
+    if dense:
+        extra["dense"] = "true"
+    if like is not None:
+        extra["like"] = os.fspath(like)
     return _report(p, *doc._file.convert(p, names, to, dtype, hex, extra, fsync))
 
 
@@ -696,6 +763,8 @@ def convert(
     frames: Frames = None,
     sparse: bool = False,
     max_alloc: Optional[int] = None,
+    dense: bool = False,
+    like: Optional[PathLike] = None,
 ) -> List[str]:
     """Converts ``src`` to ``dst`` without going through Python objects (streamed for
     npy, npz and safetensors outputs); returns the names of the tensors the written file
@@ -703,7 +772,10 @@ def convert(
     original program will not read the file).
 
     Write keywords as in :func:`save` (``tensors`` picks some; an existing ``dst`` is
-    replaced unless ``overwrite=False``), read keywords as in :func:`open`.
+    replaced unless ``overwrite=False``), read keywords as in :func:`open`. A sparse PVP
+    file stays sparse in npz (scipy's ``save_npz`` layout: ``scipy.sparse.load_npz``
+    reads it) and safetensors (the CSR triple); ``dense=True`` writes dense frames
+    instead, refused beyond 1 GiB.
 
     >>> import tensorfmt
     >>> tensorfmt.convert("testdata/pvp/dense_f32.pvp", "act.safetensors")
@@ -715,7 +787,17 @@ def convert(
         src, format=format, kind=kind, strict=strict, frames=frames, sparse=sparse, max_alloc=max_alloc
     ) as doc:
         return _convert_open(
-            doc, dst, to=to, tensors=tensors, dtype=dtype, settings=settings, overwrite=overwrite, hex=hex, fsync=fsync
+            doc,
+            dst,
+            to=to,
+            tensors=tensors,
+            dtype=dtype,
+            settings=settings,
+            overwrite=overwrite,
+            hex=hex,
+            fsync=fsync,
+            dense=dense,
+            like=like,
         )
 
 

@@ -209,7 +209,8 @@ class PvpFile:
             raise ImportError("to_scipy() needs scipy: pip install scipy") from e
         indptr, indices, data, width = self.csr(start, stop)
         make = getattr(scipy.sparse, "csr_array", scipy.sparse.csr_matrix)
-        return make((data, indices, indptr), shape=(len(indptr) - 1, width))
+        # Writable copies (pvtools' matrix is modifiable; the native arrays are read-only).
+        return make((np.array(data), np.array(indices), np.array(indptr)), shape=(len(indptr) - 1, width))
 
     @property
     def weight_geometry(self) -> Dict[str, Any]:
@@ -508,6 +509,23 @@ class SparseWriter(_StreamWriter):
                 raise InvalidArgumentError("this is a binary (spike) file: give indices only")
             vals = np.empty(0, np.float32)
         self._w.write_sparse(float(time), (idx, vals), _address(idx), idx.size, _address(vals), vals.size)
+
+    def write_matrix(self, matrix: Any, times: Any = None) -> None:
+        """Appends every row of a scipy sparse matrix ``[frames, nx*ny*nf]`` (what
+        :meth:`PvpFile.to_scipy` and pvtools' ``readpvpfile`` give) as a frame, with
+        ``times`` (default ``0, 1, ...``)."""
+        csr = matrix.tocsr()
+        n = self.shape[0] * self.shape[1] * self.shape[2]
+        if csr.shape[1] != n:
+            raise InvalidArgumentError(f"the matrix has {csr.shape[1]} columns, a frame {n} neurons {self.shape}")
+        rows = csr.shape[0]
+        t = np.arange(rows, dtype=np.float64) if times is None else np.asarray(times, np.float64).reshape(-1)
+        if t.size != rows:
+            raise InvalidArgumentError(f"{t.size} times for {rows} rows")
+        csr.sum_duplicates()
+        for k in range(rows):
+            a, b = csr.indptr[k], csr.indptr[k + 1]
+            self.write_frame(float(t[k]), csr.indices[a:b], csr.data[a:b] if self.has_values else None)
 
     def write_dense_frame(self, time: float, frame: Any) -> None:
         """Appends a frame given densely (``[ny, nx, nf]`` or flat): its non-zero

@@ -13,6 +13,7 @@
 pub mod npy;
 pub mod npz;
 pub mod safetensors;
+pub mod sparse;
 
 #[cfg(test)]
 mod hardening;

@@ -92,6 +92,9 @@ pub struct NpzFile {
     /// member `__tensorfmt__.npy`; see
     /// [`provenance`](crate::provenance)), shown as header field `tensorfmt.source`.
     carried: Option<String>,
+    /// Member `format` of an npz in scipy's `save_npz` layout (`csr`), shown as header
+    /// field `format`.
+    sparse_format: Option<String>,
 }
 
 /// Reads up to `n` bytes (fewer only at the end of the stream).
@@ -110,6 +113,7 @@ pub fn open(data: Bytes, options: &ReadOptions) -> Result<NpzFile> {
     // Where the members' bytes end: the metadata, if any, lies between there and the
     // central directory.
     let mut members_end = 0u64;
+    let mut sparse_format = None;
     for index in 0..archive.len() {
         let mut f = archive.by_index(index).map_err(zip_err)?;
         if let Some(start) = f.data_start() {
@@ -129,6 +133,16 @@ pub fn open(data: Bytes, options: &ReadOptions) -> Result<NpzFile> {
                 continue;
             }
             // Not ours after all: an ordinary array of that name.
+            drop(f);
+            f = archive.by_index(index).map_err(zip_err)?;
+        }
+        if name == "format" && sparse_format.is_none() {
+            // scipy.sparse.save_npz's matrix format (a 0-d byte string, `b"csr"`):
+            // a header field, not a tensor (see `interop::sparse`).
+            if let Some(text) = read_carried(&mut f, &options.limits)? {
+                sparse_format = Some(text);
+                continue;
+            }
             drop(f);
             f = archive.by_index(index).map_err(zip_err)?;
         }
@@ -250,6 +264,7 @@ pub fn open(data: Bytes, options: &ReadOptions) -> Result<NpzFile> {
         members,
         limits: options.limits,
         carried,
+        sparse_format,
     })
 }
 
@@ -590,6 +605,9 @@ impl TensorFile for NpzFile {
         if let Some(text) = &self.carried {
             fields.push((provenance::KEY.into(), text.clone().into()));
         }
+        if let Some(text) = &self.sparse_format {
+            fields.push(("format".into(), text.clone().into()));
+        }
         fields
     }
     fn tensors(&self) -> Vec<TensorInfo> {
@@ -734,6 +752,26 @@ pub fn write_from(
     out.file.write_all(&hidden)?;
     out.file.write_all(&tail)?;
     out.file.commit()
+}
+
+/// A whole archive built in memory with `text` placed as [`write_from`] places it:
+/// between the last member and the central directory, the directory's offset moved
+/// (`interop::sparse` builds its scipy-layout archives this way).
+pub(crate) fn hide_in_archive(archive: Vec<u8>, text: &str) -> Result<Vec<u8>> {
+    let (at, tail) = directory_of(&archive, 0)
+        .and_then(|(at, tail)| {
+            let moved = move_directory(tail.to_vec(), at, 24 + text.len() as u64)?;
+            Ok((at, moved))
+        })
+        .map_err(|why| Error::Invalid(format!("npz end records: {why}; please report this")))?;
+    let at = usize::try_from(at).map_err(|_| Error::Invalid("npz too large".into()))?;
+    let mut out = Vec::with_capacity(archive.len() + 24 + text.len());
+    out.extend_from_slice(&archive[..at]);
+    out.extend_from_slice(HIDDEN_MAGIC);
+    out.extend_from_slice(&(text.len() as u64).to_le_bytes());
+    out.extend_from_slice(text.as_bytes());
+    out.extend_from_slice(&tail);
+    Ok(out)
 }
 
 /// The central directory's offset and the bytes from there to the end, out of a copy

@@ -1,0 +1,68 @@
+"""Issue 23 item 7: a caffemodel saved from float64 arrays is what OpenCV 4 reads (float
+`data`, with a warning that precision beyond float32 is lost)."""
+
+import numpy as np
+import pytest
+
+import tensorfmt
+
+cv2 = pytest.importorskip("cv2")
+
+PROTOTXT = """
+name: "tiny"
+input: "data"
+input_shape { dim: 1 dim: 1 dim: 3 dim: 3 }
+layer { name: "conv1" type: "Convolution" bottom: "data" top: "conv1"
+        convolution_param { num_output: 2 kernel_size: 3 } }
+layer { name: "ip" type: "InnerProduct" bottom: "conv1" top: "ip"
+        inner_product_param { num_output: 1 } }
+"""
+
+
+def test_opencv_reads_a_caffemodel_saved_from_float64(tmp_path):
+    rng = np.random.default_rng(0)
+    w1 = rng.standard_normal((2, 1, 3, 3))  # float64
+    b1 = rng.standard_normal(2)
+    w2 = rng.standard_normal((1, 2))
+    b2 = rng.standard_normal(1)
+    model = tmp_path / "tiny.caffemodel"
+    with pytest.warns(tensorfmt.TensorfmtWarning, match="float64 .* float32"):
+        tensorfmt.save(model, {"conv1/0": w1, "conv1/1": b1, "ip/0": w2, "ip/1": b2})
+    proto = tmp_path / "tiny.prototxt"
+    proto.write_text(PROTOTXT)
+    net = cv2.dnn.readNetFromCaffe(str(proto), str(model))
+    x = rng.standard_normal((1, 1, 3, 3)).astype(np.float32)
+    net.setInput(x)
+    out = net.forward()
+    h = (w1.reshape(2, 9) @ x.reshape(9).astype(np.float64)) + b1
+    want = w2 @ h + b2
+    np.testing.assert_allclose(out.reshape(-1), want, rtol=1e-4, atol=1e-4)
+    # Our reader sees float32 blobs now.
+    assert tensorfmt.load(model)["conv1/0"].dtype == np.float32
+
+
+@pytest.mark.parametrize("name", ["v2_tiny.caffemodel", "v1_legacy.caffemodel", "tiny.solverstate"])
+def test_load_edit_save_like_keeps_the_structure(tmp_path, name):
+    from conftest import TESTDATA
+
+    orig = TESTDATA / "caffe" / name
+    arrays = {k: (v * 2 if v.dtype == np.float32 else v) for k, v in tensorfmt.load(orig).items()}
+    out = tmp_path / name
+    tensorfmt.save(out, arrays, like=orig)
+    with tensorfmt.open(orig) as a, tensorfmt.open(out) as b:
+        assert b.kind == a.kind and b.header == a.header
+        for k, v in arrays.items():
+            np.testing.assert_array_equal(b[k], v)
+    # The CLI-less convert takes like= too: a safetensors of edited arrays back into it.
+    st = tmp_path / "edited.safetensors"
+    tensorfmt.save(st, arrays)
+    back = tmp_path / ("back_" + name)
+    tensorfmt.convert(st, back, like=orig)
+    assert tensorfmt.open(back).header == tensorfmt.open(orig).header
+    # Arrays that do not fit: refused, nothing written.
+    bad = dict(arrays)
+    first = next(iter(bad))
+    bad[first] = np.zeros(3, np.float32)
+    with pytest.raises(tensorfmt.TensorfmtError, match="like="):
+        tensorfmt.save(tmp_path / "bad.caffemodel", bad, like=orig)
+    assert not (tmp_path / "bad.caffemodel").exists()

@@ -1,0 +1,494 @@
+//! Sparse stays sparse (issue 23 item 5): a tensor its format stores sparsely (a
+//! sparse PVP file's `values`, which offers [`TensorFile::sparse_rows`]) is written
+//! to npz and safetensors as CSR, never densified unless asked.
+//!
+//! * **npz** in the layout of `scipy.sparse.save_npz`: members `indices`, `indptr`,
+//!   `format` (a 0-d `|S3` array `b"csr"`), `shape` (`[frames, ny*nx*nf]`) and `data`,
+//!   so `scipy.sparse.load_npz` reads it, with `time` (`[frames]` f64) and
+//!   `frame_shape` (`[ny, nx, nf]`) beside them (load_npz ignores other members).
+//! * **safetensors** as the CSR triple `indptr`, `indices`, `data` plus `shape`,
+//!   `time` and `frame_shape`, with `__metadata__` `format = csr`.
+//!
+//! Index arrays are `int32` when every index fits (what scipy builds), `int64`
+//! otherwise; `data` is `float32` (ones for sparse-binary files). Converting such a
+//! file to PVP writes the sparse PVP again (geometry from `frame_shape`).
+//!
+//! Densifying happens only when asked (`WriteOptions.extra["dense"] = "true"`: the
+//! CLI's `--dense`, Python's `dense=True`), and is refused beyond [`MAX_DENSE_BYTES`]
+//! with a message naming the options; a target without a sparse layout (npy, the
+//! legacy formats) densifies silently only up to that bound.
+
+use std::borrow::Cow;
+use std::io::{Cursor, Write};
+use std::path::Path;
+
+use tensorfmt_core::io::AtomicFile;
+use tensorfmt_core::{
+    Chunks, DType, Error, FieldValue, Order, ReadOptions, Result, SparseRow, SparseRows, Tensor,
+    TensorFile, TensorInfo, WriteOptions,
+};
+use zip::write::SimpleFileOptions;
+use zip::{CompressionMethod, ZipWriter};
+
+use super::npy;
+use crate::formats::{Format, WriteReport};
+use crate::Document;
+
+/// The largest dense size (bytes) a sparse tensor is expanded to: 1 GiB.
+pub const MAX_DENSE_BYTES: u64 = 1 << 30;
+
+/// The write setting that asks for dense output of sparse tensors.
+pub const DENSE_KEY: &str = "dense";
+
+/// Whether `options` ask to densify sparse tensors.
+pub fn dense_asked(options: &WriteOptions) -> bool {
+    options
+        .extra
+        .get(DENSE_KEY)
+        .is_some_and(|v| matches!(v.as_str(), "true" | "1" | "yes"))
+}
+
+/// `options` without the [`DENSE_KEY`] setting (which is no format's setting, and
+/// would otherwise land in safetensors metadata).
+pub fn without_dense_key(options: &WriteOptions) -> Cow<'_, WriteOptions> {
+    if options.extra.contains_key(DENSE_KEY) {
+        let mut o = options.clone();
+        o.extra.remove(DENSE_KEY);
+        Cow::Owned(o)
+    } else {
+        Cow::Borrowed(options)
+    }
+}
+
+/// How many tensors a PVP writer is offered when `names` hold a CSR group
+/// (`indptr`, `indices`, `data`, `shape`, `frame_shape` become one `values`), so that
+/// the report does not say "wrote 2 of 5 tensors" for a complete sparse file.
+pub(crate) fn offered(names: &[String], format: Format) -> usize {
+    let csr = ["indptr", "indices", "data", "shape", "frame_shape"];
+    let has = |n: &str| names.iter().any(|x| x == n);
+    if format != Format::Pvp || !has("indptr") || !has("indices") {
+        return names.len();
+    }
+    names.iter().filter(|n| !csr.contains(&n.as_str())).count() + 1
+}
+
+/// The names among `names` that `file` stores sparsely.
+fn sparse_names(file: &dyn TensorFile, names: &[String]) -> Vec<String> {
+    names
+        .iter()
+        .filter(|n| file.sparse_rows(n).is_some())
+        .cloned()
+        .collect()
+}
+
+fn dense_bytes(file: &dyn TensorFile, name: &str) -> Result<u64> {
+    let info = super::info_of(file, name)?;
+    Ok(info.shape.byte_len(info.dtype.size()).unwrap_or(usize::MAX) as u64)
+}
+
+fn gib(b: u64) -> String {
+    format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64)
+}
+
+/// Writes `names` of `file` to `path` keeping sparse tensors sparse (npz, safetensors),
+/// or checks the bound before a dense write. `Ok(None)`: nothing sparse here (or
+/// densifying was asked and fits), the caller writes as usual.
+pub(crate) fn convert(
+    file: &dyn TensorFile,
+    names: &[String],
+    path: &Path,
+    format: Format,
+    options: &WriteOptions,
+) -> Result<Option<WriteReport>> {
+    let sparse = sparse_names(file, names);
+    if sparse.is_empty() {
+        return Ok(None);
+    }
+    let sparse_target = matches!(format, Format::Npz | Format::Safetensors);
+    if sparse_target && !dense_asked(options) {
+        if let [name] = &sparse[..] {
+            return write_csr(file, name, names, path, format, options).map(Some);
+        }
+    }
+    for name in &sparse {
+        let bytes = dense_bytes(file, name)?;
+        if bytes > MAX_DENSE_BYTES {
+            let keep = if sparse_target {
+                "keep it sparse (without --dense / dense=True: scipy's save_npz layout in \
+                 npz, the CSR triple in safetensors)"
+            } else {
+                "keep it sparse by converting to npz (scipy's save_npz layout) or \
+                 safetensors (CSR), or read it with --sparse / sparse=True / .to_scipy()"
+            };
+            return Err(Error::Invalid(format!(
+                "densifying sparse {name:?} would write {} (the bound for dense output is \
+                 {}); {keep}, or select fewer frames with --frames / frames=",
+                gib(bytes),
+                gib(MAX_DENSE_BYTES)
+            )));
+        }
+    }
+    Ok(None)
+}
+
+/// The CSR arrays of sparse tensor `name`.
+struct Csr {
+    indptr: Vec<i64>,
+    indices: Vec<u32>,
+    data: Vec<f32>,
+    frames: usize,
+    frame_dims: Vec<usize>,
+}
+
+fn collect(file: &dyn TensorFile, name: &str) -> Result<Csr> {
+    let info = super::info_of(file, name)?;
+    let dims = info.shape.dims().to_vec();
+    let (frames, frame_dims) = match dims.split_first() {
+        Some((&f, rest)) if !rest.is_empty() => (f, rest.to_vec()),
+        _ => {
+            return Err(Error::Invalid(format!(
+                "sparse tensor {name:?} of shape {:?} has no frame axis",
+                dims
+            )))
+        }
+    };
+    let rows = file
+        .sparse_rows(name)
+        .ok_or_else(|| Error::Invalid(format!("{name:?} is not sparse")))??;
+    let mut csr = Csr {
+        indptr: Vec::with_capacity(frames + 1),
+        indices: Vec::new(),
+        data: Vec::new(),
+        frames,
+        frame_dims,
+    };
+    csr.indptr.push(0);
+    for row in rows {
+        let row = row?.normalized();
+        csr.indices.extend_from_slice(&row.indices);
+        csr.data.extend_from_slice(&row.values);
+        csr.indptr.push(csr.indices.len() as i64);
+    }
+    if csr.indptr.len() != frames + 1 {
+        return Err(Error::Invalid(format!(
+            "sparse tensor {name:?}: {} rows for {frames} frames",
+            csr.indptr.len() - 1
+        )));
+    }
+    Ok(csr)
+}
+
+/// The tensors of the sparse layout, in scipy's `save_npz` member order (the `format`
+/// member goes between `indptr` and `shape` in npz).
+fn csr_tensors(csr: Csr) -> Result<Vec<(String, Tensor)>> {
+    let width: usize = csr.frame_dims.iter().product();
+    let nnz = csr.indices.len();
+    let small = width <= i32::MAX as usize && nnz <= i32::MAX as usize;
+    let (indices, indptr) = if small {
+        (
+            Tensor::from_vec(
+                csr.indices.iter().map(|&i| i as i32).collect::<Vec<_>>(),
+                [nnz],
+                Order::RowMajor,
+            )?,
+            Tensor::from_vec(
+                csr.indptr.iter().map(|&i| i as i32).collect::<Vec<_>>(),
+                [csr.frames + 1],
+                Order::RowMajor,
+            )?,
+        )
+    } else {
+        (
+            Tensor::from_vec(
+                csr.indices.iter().map(|&i| i as i64).collect::<Vec<_>>(),
+                [nnz],
+                Order::RowMajor,
+            )?,
+            Tensor::from_vec(csr.indptr, [csr.frames + 1], Order::RowMajor)?,
+        )
+    };
+    let shape = Tensor::from_vec(vec![csr.frames as i64, width as i64], [2], Order::RowMajor)?;
+    let data = Tensor::from_vec(csr.data, [nnz], Order::RowMajor)?;
+    let frame_shape = Tensor::from_vec(
+        csr.frame_dims.iter().map(|&d| d as i64).collect::<Vec<_>>(),
+        [csr.frame_dims.len()],
+        Order::RowMajor,
+    )?;
+    Ok(vec![
+        ("indices".into(), indices),
+        ("indptr".into(), indptr),
+        ("shape".into(), shape),
+        ("data".into(), data),
+        ("frame_shape".into(), frame_shape),
+    ])
+}
+
+fn write_csr(
+    file: &dyn TensorFile,
+    name: &str,
+    names: &[String],
+    path: &Path,
+    format: Format,
+    options: &WriteOptions,
+) -> Result<WriteReport> {
+    let mut tensors = csr_tensors(collect(file, name)?)?;
+    for other in names.iter().filter(|n| n.as_str() != name) {
+        if tensors.iter().any(|(n, _)| n == other) {
+            return Err(Error::Invalid(format!(
+                "tensor {other:?} would collide with the CSR layout of sparse {name:?}"
+            )));
+        }
+        tensors.push((other.clone(), file.read_tensor(other)?));
+    }
+    // A whole legacy file's skeleton rides along (see `as_original`).
+    let mut options = without_dense_key(options).into_owned();
+    match format {
+        Format::Npz => write_npz(path, &tensors, &options)?,
+        _ => {
+            options.extra.insert("format".into(), "csr".into());
+            super::safetensors::save(path, &tensors, &options)?;
+        }
+    }
+    // Offered: the arrays of the sparse layout (so the summary says "wrote 6 tensors").
+    crate::formats::report(path, format, tensors.len(), &options)
+}
+
+/// An npz in scipy's `save_npz` layout: built in memory (the entries of a sparse
+/// file, no more than its own size in bytes), then written through [`AtomicFile`].
+fn write_npz(path: &Path, tensors: &[(String, Tensor)], options: &WriteOptions) -> Result<()> {
+    let method = match options.extra.get("compress").map(String::as_str) {
+        Some("deflate" | "true") => CompressionMethod::Deflated,
+        _ => CompressionMethod::Stored,
+    };
+    let zerr = |e: zip::result::ZipError| Error::Invalid(format!("npz: {e}"));
+    let mut zip = ZipWriter::new(Cursor::new(Vec::new()));
+    let opts = SimpleFileOptions::default()
+        .compression_method(method)
+        .large_file(true);
+    for (name, t) in tensors {
+        zip.start_file(format!("{name}.npy"), opts).map_err(zerr)?;
+        zip.write_all(&npy::to_bytes(t)?)?;
+        if name == "indptr" {
+            // scipy: load_npz reads loaded["format"].item() as the matrix format.
+            zip.start_file("format.npy", opts).map_err(zerr)?;
+            zip.write_all(&npy::header_bytes_for("|S3", &[]))?;
+            zip.write_all(b"csr")?;
+        }
+    }
+    let mut bytes = zip.finish().map_err(zerr)?.into_inner();
+    if let Some(text) = options.extra.get(crate::provenance::KEY) {
+        // The skeleton, where the npz writer keeps it: outside every member, so
+        // `np.load` and `scipy.sparse.load_npz` list only the arrays (see `npz::write_from`).
+        bytes = super::npz::hide_in_archive(bytes, text)?;
+    }
+    let mut out = AtomicFile::create(path)?.sync(!options.skip_fsync);
+    out.write_all(&bytes)?;
+    out.commit()
+}
+
+/// The members of the sparse layout besides `time`.
+const CSR_GROUP: [&str; 5] = ["indptr", "indices", "data", "shape", "frame_shape"];
+
+/// An npz / safetensors file in the sparse layout, seen as the tensors of the file it
+/// was converted from: `values` `[frames, ...frame_shape]` (sparse: [`TensorFile::sparse_rows`],
+/// densified only when read whole) beside its other tensors. `None` when `doc` is not
+/// such a file or carries no legacy skeleton: what [`provenance`](crate::provenance)
+/// splices back is then the original file again.
+///
+/// ```
+/// # let dir = tempfile::tempdir()?;
+/// let p = dir.path().join("s.pvp");
+/// let mut w = tensorfmt::pvp::write::SparseWriter::values(std::io::Cursor::new(Vec::new()), 3, 2, 1)?;
+/// w.write_frame(0.0, &[1, 4], &[0.5, 2.0])?;
+/// std::fs::write(&p, w.finish()?.into_inner())?;
+/// let npz = dir.path().join("s.npz");
+/// tensorfmt::Document::open(&p)?.convert_to(&npz, tensorfmt::Format::Npz)?;
+/// let mid = tensorfmt::Document::open(&npz)?;
+/// let view = tensorfmt::interop::sparse::as_original(&mid)?.unwrap();
+/// assert_eq!(view.entry("values")?.shape().dims(), &[1, 2, 3, 1]);
+/// // Converting the sparse npz back splices through the view: the original bytes.
+/// let back = dir.path().join("back.pvp");
+/// mid.convert_to(&back, tensorfmt::Format::Pvp)?;
+/// assert_eq!(std::fs::read(&back)?, std::fs::read(&p)?);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn as_original(doc: &Document) -> Result<Option<Document>> {
+    if !matches!(doc.file_format(), Format::Npz | Format::Safetensors)
+        || crate::provenance::carried(doc.file()).is_none()
+    {
+        return Ok(None);
+    }
+    if !is_sparse_layout(doc.file()) {
+        return Ok(None);
+    }
+    let reopened = crate::formats::open_as(doc.path(), doc.file_format(), &ReadOptions::default())?;
+    let view = CsrView::new(reopened.into_inner())?;
+    Ok(Some(Document::new(
+        doc.file_format(),
+        doc.path().to_path_buf(),
+        Box::new(view),
+    )))
+}
+
+/// Whether `file` is in the sparse layout (npz or safetensors with the CSR group).
+fn is_sparse_layout(file: &dyn TensorFile) -> bool {
+    let infos = file.tensors();
+    matches!(file.format(), "npz" | "safetensors")
+        && CSR_GROUP.iter().all(|n| infos.iter().any(|i| i.name == *n))
+}
+
+/// For `diff`: a file in the sparse layout compared with a file that lists `values`
+/// (the sparse PVP it came from, or a dense copy) is seen as that `values` (sparse,
+/// so the comparison merges entries), not as its CSR arrays.
+pub(crate) fn diff_view<'a>(
+    file: &'a dyn TensorFile,
+    other: &dyn TensorFile,
+) -> Result<Option<Box<dyn TensorFile + 'a>>> {
+    let others = other.tensors();
+    let lists = |n: &str| others.iter().any(|i| i.name == n);
+    if !lists("values") || lists("indptr") || !is_sparse_layout(file) {
+        return Ok(None);
+    }
+    Ok(Some(Box::new(CsrView::new(file)?)))
+}
+
+/// See [`as_original`]; `F` owns or borrows the file in the sparse layout.
+struct CsrView<F> {
+    inner: F,
+    indptr: Vec<i64>,
+    indices: Vec<u32>,
+    data: Vec<f32>,
+    frame_dims: Vec<usize>,
+}
+
+impl<F, T> CsrView<F>
+where
+    F: std::ops::Deref<Target = T>,
+    T: TensorFile + ?Sized,
+{
+    fn new(inner: F) -> Result<CsrView<F>> {
+        let read = |n: &str, d: DType| inner.read_tensor(n)?.cast(d);
+        let indptr = read("indptr", DType::I64)?.to_vec::<i64>()?;
+        let indices = read("indices", DType::I64)?.to_vec::<i64>()?;
+        let data = read("data", DType::F32)?.to_vec::<f32>()?;
+        let shape = read("shape", DType::I64)?.to_vec::<i64>()?;
+        let frame_shape = read("frame_shape", DType::I64)?.to_vec::<i64>()?;
+        let bad = |why: String| Error::Invalid(format!("sparse layout: {why}"));
+        if frame_shape.iter().any(|&d| d <= 0) {
+            return Err(bad(format!("frame_shape {frame_shape:?}")));
+        }
+        let frame_dims: Vec<usize> = frame_shape.iter().map(|&d| d as usize).collect();
+        let width = frame_dims
+            .iter()
+            .try_fold(1usize, |a, &d| a.checked_mul(d))
+            .ok_or_else(|| bad("frame_shape overflows".into()))?;
+        let frames = indptr.len().saturating_sub(1);
+        if shape != [frames as i64, width as i64] {
+            return Err(bad(format!(
+                "shape {shape:?} is not [{frames}, {width}] (indptr, frame_shape)"
+            )));
+        }
+        if indices.len() != data.len()
+            || indptr.first() != Some(&0)
+            || indptr.last() != Some(&(indices.len() as i64))
+            || indptr.windows(2).any(|w| w[1] < w[0])
+        {
+            return Err(bad("indptr, indices and data do not fit together".into()));
+        }
+        if indices.iter().any(|&i| i < 0 || i as u64 >= width as u64) {
+            return Err(bad(format!("an index is outside 0..{width}")));
+        }
+        Ok(CsrView {
+            inner,
+            indptr,
+            indices: indices.iter().map(|&i| i as u32).collect(),
+            data,
+            frame_dims,
+        })
+    }
+
+    fn frames(&self) -> usize {
+        self.indptr.len() - 1
+    }
+
+    fn values_info(&self) -> TensorInfo {
+        let mut dims = vec![self.frames()];
+        dims.extend(&self.frame_dims);
+        TensorInfo::new("values", DType::F32, dims)
+    }
+
+    fn row(&self, k: usize) -> SparseRow {
+        let (a, b) = (self.indptr[k] as usize, self.indptr[k + 1] as usize);
+        SparseRow {
+            indices: self.indices[a..b].to_vec(),
+            values: self.data[a..b].to_vec(),
+        }
+        .normalized()
+    }
+}
+
+impl<F, T> TensorFile for CsrView<F>
+where
+    F: std::ops::Deref<Target = T> + Send + Sync,
+    T: TensorFile + ?Sized,
+{
+    fn format(&self) -> &'static str {
+        self.inner.format()
+    }
+    fn kind(&self) -> String {
+        self.inner.kind()
+    }
+    fn header(&self) -> Vec<(String, FieldValue)> {
+        self.inner.header()
+    }
+    fn tensors(&self) -> Vec<TensorInfo> {
+        let mut v = vec![self.values_info()];
+        v.extend(
+            self.inner
+                .tensors()
+                .into_iter()
+                .filter(|i| !CSR_GROUP.contains(&i.name.as_str())),
+        );
+        v
+    }
+    fn read_tensor(&self, name: &str) -> Result<Tensor> {
+        if name != "values" {
+            if CSR_GROUP.contains(&name) {
+                return Err(Error::NoSuchTensor(name.into()));
+            }
+            return self.inner.read_tensor(name);
+        }
+        let info = self.values_info();
+        let n = info.shape.byte_len(4)?;
+        if n as u64 > MAX_DENSE_BYTES {
+            return Err(Error::LimitExceeded {
+                what: "dense size of a sparse tensor",
+                value: n as u64,
+                limit: MAX_DENSE_BYTES,
+            });
+        }
+        let width = n / 4 / self.frames().max(1);
+        let mut out = vec![0f32; n / 4];
+        for k in 0..self.frames() {
+            let r = self.row(k);
+            for (i, v) in r.indices.iter().zip(r.values) {
+                out[k * width + *i as usize] = v;
+            }
+        }
+        Tensor::from_vec(out, info.shape.dims().to_vec(), Order::RowMajor)
+    }
+    fn read_chunks<'a>(&'a self, name: &str) -> Result<Chunks<'a>> {
+        super::row_chunks(self.read_tensor(name)?)
+    }
+    fn sparse_rows<'a>(&'a self, name: &str) -> Option<Result<SparseRows<'a>>> {
+        (name == "values").then(|| -> Result<SparseRows<'a>> {
+            Ok(Box::new((0..self.frames()).map(move |k| Ok(self.row(k)))))
+        })
+    }
+    fn warnings(&self) -> Vec<String> {
+        self.inner.warnings()
+    }
+    fn validate(&self) -> Result<()> {
+        self.inner.validate()
+    }
+}
