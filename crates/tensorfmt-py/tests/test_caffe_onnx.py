@@ -36,15 +36,13 @@ FORKS = {
 }
 
 # Nets tensorfmt does not lower, and why (README: "What does not convert").
-NOT_LOWERED = {
-    "segnet_driving_webdemo": "BN",
-    "enet_cityscapes": "BN",
-    "pspnet50_ade20k": "BN",
-}
+NOT_LOWERED: dict = {}
 
-# Nets OpenCV 4 cannot run (no reference): the ONNX model is still checked and run.
+# Nets OpenCV 4 cannot read (no reference): the ONNX model is still checked and run.
 OPENCV_CANNOT = {
-    "se_resnet50": "Axpy",
+    "segnet_driving_webdemo": "the SegNet fork's fields (bn_param, upsample_param)",
+    "enet_cityscapes": "the ENet fork's fields (bn_param, upsample_param)",
+    "pspnet50_ade20k": "the PSPNet fork's fields (bn_param, interp_param)",
 }
 
 HEAVY = {
@@ -132,7 +130,7 @@ def test_corpus_net_matches_opencv(name, tmp_path):
     if name in OPENCV_CANNOT:
         onnx.checker.check_model(onnx.load(str(out)), full_check=True)
         ort.InferenceSession(str(out), providers=["CPUExecutionProvider"]).run(None, feeds)
-        pytest.skip(f"{name}: OpenCV 4 has no {OPENCV_CANNOT[name]} layer; ONNX checked and run only")
+        pytest.skip(f"{name}: OpenCV 4 cannot read {OPENCV_CANNOT[name]}; ONNX checked and run only")
     names, ours, refs = run_both(prototxt, model, out, feeds)
     assert names == info["outputs"]
     for n, a, b in zip(names, ours, refs):
@@ -223,18 +221,24 @@ def test_options_dynamic_batch_outputs_and_metadata(tmp_path):
         np.testing.assert_array_equal(doc["conv1/weight"], tensorfmt.load(c / "v2_lenet_iter_10000.caffemodel")["conv1/0"])
 
 
+UNSUPPORTED_NET = """input: "data" input_shape { dim: 1 dim: 2 dim: 4 dim: 4 }
+layer { name: "t" type: "Tile" bottom: "data" top: "t" tile_param { axis: 1 tiles: 2 } }
+layer { name: "r" type: "ReLU" bottom: "t" top: "r" }
+layer { name: "m" type: "MVN" bottom: "r" top: "m" }
+"""
+
+
 def test_unsupported_layers_are_all_listed_and_nothing_is_written(tmp_path):
-    d = nets_dir()
-    prototxt = d / "segnet_driving_webdemo.prototxt"
-    proto = d / "forks" / FORKS["segnet_driving_webdemo"]
+    prototxt = tmp_path / "u.prototxt"
+    prototxt.write_text(UNSUPPORTED_NET)
     w = tmp_path / "w.caffemodel"
-    tensorfmt.caffe.write_random_weights(prototxt, w, proto=proto)
-    out = tmp_path / "seg.onnx"
+    tensorfmt.caffe.write_random_weights(prototxt, w)
+    out = tmp_path / "u.onnx"
     with pytest.raises(tensorfmt.TensorfmtError) as e:
-        tensorfmt.caffe.to_onnx(w, prototxt, out, proto=proto)
+        tensorfmt.caffe.to_onnx(w, prototxt, out)
     msg = str(e.value)
-    assert "30 unsupported layer(s)" in msg and "upsample1 (Upsample)" in msg and "conv1_1_bn (BN)" in msg
-    assert not out.exists() and list(tmp_path.iterdir()) == [w]
+    assert "2 unsupported layer(s): t (Tile), m (MVN)" in msg, msg
+    assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["u.prototxt", "w.caffemodel"]
 
 
 def test_ssd_stops_before_detection_output(tmp_path):
