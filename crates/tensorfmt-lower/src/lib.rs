@@ -38,6 +38,8 @@
 
 mod builder;
 mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 mod layers;
 mod state_dict;
 

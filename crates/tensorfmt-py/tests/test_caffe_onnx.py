@@ -359,3 +359,33 @@ def test_torch_batchnorm_scale_fused_by_data_flow(tmp_path):
     tensorfmt.caffe.to_onnx(model, prototxt, out)
     (y,) = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"]).run(None, {"data": x})
     compare(y, ours, "onnx bn")
+
+
+UPSAMPLE_NET = """input: "data" input_shape { dim: 1 dim: 2 dim: 5 dim: 5 }
+layer { name: "pool" type: "Pooling" bottom: "data" top: "pool" top: "mask" pooling_param { pool: MAX kernel_size: 2 stride: 2 } }
+layer { name: "up" type: "Upsample" bottom: "pool" bottom: "mask" top: "up" upsample_param { scale: 2 upsample_h: 5 upsample_w: 5 } }
+"""
+
+
+def test_segnet_upsample_is_max_unpooling_with_the_pooling_mask(tmp_path):
+    """SegNet's Upsample (no OpenCV reference): checked against its definition, each
+    max goes back to where the (ceil-mode) pooling window found it, zeros elsewhere."""
+    d = nets_dir()
+    prototxt = tmp_path / "up.prototxt"
+    prototxt.write_text(UPSAMPLE_NET)
+    proto = d / "forks" / FORKS["segnet_driving_webdemo"]
+    w = tmp_path / "w.caffemodel"
+    tensorfmt.caffe.write_random_weights(prototxt, w, proto=proto)
+    out = tmp_path / "up.onnx"
+    tensorfmt.caffe.to_onnx(w, prototxt, out, proto=proto)
+    onnx.checker.check_model(onnx.load(str(out)), full_check=True)
+    x = np.random.default_rng(9).standard_normal((1, 2, 5, 5)).astype(np.float32)
+    (y,) = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"]).run(None, {"data": x})
+    ref = np.zeros_like(x)
+    for c in range(2):
+        for i in range(3):
+            for j in range(3):
+                win = x[0, c, 2 * i : 2 * i + 2, 2 * j : 2 * j + 2]
+                a, b = np.unravel_index(np.argmax(win), win.shape)
+                ref[0, c, 2 * i + a, 2 * j + b] = win[a, b]
+    np.testing.assert_array_equal(y, ref)
