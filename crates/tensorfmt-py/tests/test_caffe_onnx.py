@@ -45,6 +45,12 @@ OPENCV_CANNOT = {
     "pspnet50_ade20k": "the PSPNet fork's fields (bn_param, interp_param)",
 }
 
+# OpenCV 4.14 reads the net but its Axpy disagrees with Caffe's definition
+# (hujie-frank/SENet axpy_layer: top = a * x + y, a of shape [N, C, 1, 1]): its internal
+# Scale gives neither a*x nor pre-sigmoid(a)*x (measured max |diff| 7.5 on random weights).
+# The first Axpy is checked against that definition instead.
+OPENCV_DISAGREES = {"se_resnet50": ("conv2_1_1x1_up", "conv2_1_1x1_increase", "conv2_1_1x1_proj", "conv2_1")}
+
 HEAVY = {
     "vgg16", "vgg19", "places365_vgg16", "fcn8s_voc", "bvlc_alexnet", "bvlc_reference_caffenet",
     "bvlc_reference_rcnn_ilsvrc13", "finetune_flickr_style", "net_surgery_caffenet_full_conv",
@@ -131,6 +137,14 @@ def test_corpus_net_matches_opencv(name, tmp_path):
         onnx.checker.check_model(onnx.load(str(out)), full_check=True)
         ort.InferenceSession(str(out), providers=["CPUExecutionProvider"]).run(None, feeds)
         pytest.skip(f"{name}: OpenCV 4 cannot read {OPENCV_CANNOT[name]}; ONNX checked and run only")
+    if name in OPENCV_DISAGREES:
+        a, x, y, top = OPENCV_DISAGREES[name]
+        sub = tmp_path / "sub.onnx"
+        tensorfmt.caffe.to_onnx(model, prototxt, sub, proto=proto, input_shape=batch1, outputs=[a, x, y, top])
+        va, vx, vy, vtop = ort.InferenceSession(str(sub), providers=["CPUExecutionProvider"]).run(None, feeds)
+        # The Axpy's top is rewritten in place by a ReLU: its last version.
+        compare(vtop, np.maximum(va * vx + vy, 0), f"{name}:{top}")
+        pytest.skip(f"{name}: OpenCV 4's Axpy disagrees with Caffe's a*x+y; checked against the definition")
     names, ours, refs = run_both(prototxt, model, out, feeds)
     assert names == info["outputs"]
     for n, a, b in zip(names, ours, refs):
