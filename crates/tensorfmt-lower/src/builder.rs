@@ -23,6 +23,7 @@ pub(crate) enum A {
     I(i64),
     F(f32),
     Is(Vec<i64>),
+    S(&'static str),
 }
 
 /// Builds one attribute.
@@ -39,6 +40,10 @@ pub(crate) fn attr(name: &str, v: A) -> AttributeProto {
         A::F(f) => {
             a.f = f;
             a.set_type(AttributeType::Float);
+        }
+        A::S(v) => {
+            a.s = v.as_bytes().to_vec().into();
+            a.set_type(AttributeType::String);
         }
         A::Is(v) => {
             a.ints = v;

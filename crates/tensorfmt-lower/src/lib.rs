@@ -38,6 +38,8 @@
 
 mod builder;
 mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 mod layers;
 mod state_dict;
 
@@ -123,6 +125,11 @@ pub struct Lowered {
 /// What a layer lowering gets to work with.
 pub(crate) struct Cx {
     pub b: Builder,
+    /// The current layer's top shapes by Caffe's rules (tensorfmt-caffe).
+    pub expected: Vec<Vec<usize>>,
+    /// Values holding ONNX max-pooling indices (a Caffe pooling mask top): only
+    /// Upsample may read them.
+    pub masks: HashSet<String>,
     pub layer: String,
 }
 
@@ -229,6 +236,8 @@ pub fn lower(
     // Caffe's own shape rules (tensorfmt-caffe), which every lowered layer must agree with.
     let caffe_shapes = tensorfmt_caffe::infer_shapes(net, &opts.input_shapes)?;
     let mut cx = Cx {
+        expected: Vec::new(),
+        masks: HashSet::new(),
         b: Builder::default(),
         layer: String::new(),
     };
@@ -341,6 +350,22 @@ pub fn lower(
                 }
             })
             .collect();
+        if l.kind != "Upsample" {
+            if let Some(v) = ins.iter().find(|v| cx.masks.contains(&v.name)) {
+                return Err(layer_err(
+                    l,
+                    format!(
+                        "reads the pooling mask {:?}, which only an Upsample layer can use",
+                        v.name
+                    ),
+                ));
+            }
+        }
+        cx.expected = caffe_shapes
+            .layers
+            .get(li)
+            .map(|s| s.tops.clone())
+            .unwrap_or_default();
         let layer_blobs = blobs.take(&l.name).unwrap_or_default();
         cx.layer = l.name.clone();
         let first_node = cx.b.nodes.len();
@@ -434,6 +459,9 @@ pub fn lower(
             return Err(LowerError::Net(format!(
                 "output {o:?} is rewritten in place by a later layer that is pruned"
             )));
+        }
+        if cx.masks.contains(&v.name) {
+            return Err(LowerError::Net(format!("output {o:?} is a max-pooling mask (ONNX indices, not Caffe's), which cannot be exposed")));
         }
         out_values.push(v.clone());
     }

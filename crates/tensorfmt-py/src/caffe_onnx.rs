@@ -159,7 +159,7 @@ pub fn caffe_random_weights(
         for (name, blobs) in &weights {
             let raw: Result<Vec<_>, _> = blobs
                 .iter()
-                .map(|t| tensorfmt::caffe::blob_from_tensor(t))
+                .map(tensorfmt::caffe::blob_from_tensor)
                 .collect();
             layers.push(tensorfmt::caffe::WeightsLayer {
                 name: name.clone(),

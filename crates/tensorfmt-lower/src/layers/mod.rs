@@ -12,6 +12,7 @@ use crate::Cx;
 
 mod act;
 mod conv;
+mod fork;
 mod norm;
 mod pool;
 mod shape;
@@ -59,6 +60,9 @@ const REGISTRY: &[(&str, LowerFn)] = &[
     ("ShuffleChannel", shape::shuffle_channel),
     ("Axpy", shape::axpy),
     ("PriorBox", ssd::prior_box),
+    ("BN", fork::bn),
+    ("Upsample", fork::upsample),
+    ("Interp", fork::interp),
 ];
 
 /// Layer types the graph stops before (their bottoms become graph outputs).

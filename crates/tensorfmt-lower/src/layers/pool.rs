@@ -45,12 +45,11 @@ pub(crate) fn pooling(
 ) -> LResult<Vec<Vec<usize>>> {
     arity(ins, &[1])?;
     at_most(&blobs, 0)?;
-    if tops.len() != 1 {
-        return Err(Fail(
-            "a second top (the max-pooling mask) is not lowered".into(),
-        ));
-    }
     let p = l.param.pooling_param.unwrap_or_default();
+    let with_mask = tops.len() == 2;
+    if tops.len() > 2 || (with_mask && (p.pool() != PoolMethod::Max || p.global_pooling())) {
+        return Err(Fail("only MAX pooling has a second (mask) top".into()));
+    }
     let x = &ins[0].shape;
     if x.len() != 4 {
         return Err(Fail(format!(
@@ -166,17 +165,35 @@ pub(crate) fn pooling(
         attrs.push(attr("count_include_pad", A::I(0)));
     }
     let shape = vec![x[0], x[1], out[0], out[1]];
+    let name = format!("{}/{op}", l.name);
     if onnx_out == out {
-        cx.op_to(op, vec![src], &tops[0], attrs);
+        cx.b.node(op, &name, vec![src], tops.to_vec(), attrs);
     } else {
-        let y = cx.op(op, vec![src], attrs);
+        let outs: Vec<String> = tops
+            .iter()
+            .map(|t| cx.b.fresh(&format!("{t}/uncut")))
+            .collect();
+        cx.b.node(op, &name, vec![src], outs.clone(), attrs);
         let starts = cx.b.i64s(&format!("{}/starts", l.name), vec![0, 0])?;
         let ends = cx.b.i64s(
             &format!("{}/ends", l.name),
             vec![out[0] as i64, out[1] as i64],
         )?;
         let axes = cx.b.i64s(&format!("{}/axes", l.name), vec![2, 3])?;
-        cx.op_to("Slice", vec![y, starts, ends, axes], &tops[0], vec![]);
+        for (o, t) in outs.iter().zip(tops) {
+            cx.op_to(
+                "Slice",
+                vec![o.clone(), starts.clone(), ends.clone(), axes.clone()],
+                t,
+                vec![],
+            );
+        }
+    }
+    if with_mask {
+        // ONNX's indices (flattened over N, C, H, W) instead of Caffe's per-plane ones:
+        // only our Upsample (MaxUnpool) reads them.
+        cx.masks.insert(tops[1].clone());
+        return Ok(vec![shape.clone(), shape]);
     }
     Ok(vec![shape])
 }

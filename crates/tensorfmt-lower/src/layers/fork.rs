@@ -1,0 +1,162 @@
+//! Fork layers of segmentation nets: SegNet/ENet/PSPNet `BN`, SegNet/ENet `Upsample`
+//! (max-unpooling with the pooling mask) and PSPNet/DeepLab `Interp` (bilinear resize
+//! with aligned corners). OpenCV 4 cannot read these nets, so these lowerings follow the
+//! forks' sources (alexgkendall/caffe-segnet `bn_layer.cpp`, `upsample_layer.cpp`;
+//! hszhao/PSPNet `bn_layer.cpp`, `interp_layer.cpp`) without an independent check.
+
+use tensorfmt_caffe::LayerDef;
+use tensorfmt_core::Tensor;
+
+use super::{arity, at_most, blob};
+use crate::builder::{attr, Value, A};
+use crate::error::{Fail, LResult};
+use crate::Cx;
+
+type Out = LResult<Vec<Vec<usize>>>;
+
+/// `BN`. SegNet/ENet (2 blobs, `bn_mode: INFERENCE`, statistics folded into the blobs
+/// by `compute_bn_statistics.py`): `x * scale + shift`. PSPNet (4 blobs: slope, bias,
+/// mean, variance): `slope * (x - mean) / sqrt(var + eps) + bias`, a
+/// BatchNormalization.
+pub(crate) fn bn(
+    cx: &mut Cx,
+    l: &LayerDef,
+    ins: &[Value],
+    tops: &[String],
+    blobs: Vec<Tensor>,
+) -> Out {
+    arity(ins, &[1])?;
+    let x = &ins[0].shape;
+    if x.len() != 4 {
+        return Err(Fail(format!("input shape {x:?}: BN needs 4 axes")));
+    }
+    let c = x[1];
+    let cdims = [1, c, 1, 1];
+    match blobs.len() {
+        2 => {
+            let mode = l
+                .fork_field("bn_param", "bn_mode")
+                .and_then(|v| v.as_str().map(str::to_string));
+            if mode.as_deref() != Some("INFERENCE") {
+                return Err(Fail(format!(
+                    "bn_mode {} normalises with the batch's statistics; only bn_mode: INFERENCE (statistics folded into the blobs) is lowered",
+                    mode.unwrap_or_else(|| "LEARN".into())
+                )));
+            }
+            let s = blob(l, &blobs, 0, &cdims)?;
+            let b = blob(l, &blobs, 1, &cdims)?;
+            let s = cx.b.init(&format!("{}/scale", l.name), &s)?;
+            let b = cx.b.init(&format!("{}/shift", l.name), &b)?;
+            let y = cx.op("Mul", vec![ins[0].name.clone(), s], vec![]);
+            cx.op_to("Add", vec![y, b], &tops[0], vec![]);
+        }
+        4 => {
+            let eps = l
+                .fork_field("bn_param", "eps")
+                .and_then(|v| v.as_f64())
+                .unwrap_or(1e-5) as f32;
+            let n = &l.name;
+            let mut inputs = vec![ins[0].name.clone()];
+            for (i, what) in ["slope", "bias", "mean", "var"].iter().enumerate() {
+                let t = blob(l, &blobs, i, &cdims)?.reshape(vec![c])?;
+                inputs.push(cx.b.init(&format!("{n}/{what}"), &t)?);
+            }
+            cx.op_to(
+                "BatchNormalization",
+                inputs,
+                &tops[0],
+                vec![attr("epsilon", A::F(eps))],
+            );
+        }
+        k => {
+            at_most(&blobs, 4)?;
+            return Err(Fail(format!("{k} blobs (2 for SegNet/ENet, 4 for PSPNet)")));
+        }
+    }
+    Ok(vec![x.clone()])
+}
+
+/// `Upsample` with the pooling mask as bottom 1: MaxUnpool to Caffe's output size
+/// (`scale * H`, `upsample_h`/`upsample_w`, `pad_out_h`/`pad_out_w`).
+pub(crate) fn upsample(
+    cx: &mut Cx,
+    l: &LayerDef,
+    ins: &[Value],
+    tops: &[String],
+    blobs: Vec<Tensor>,
+) -> Out {
+    at_most(&blobs, 0)?;
+    arity(ins, &[1, 2])?;
+    let out = cx.expected.first().cloned().ok_or("no Caffe shape")?;
+    if ins.len() == 1 || !cx.masks.contains(&ins[1].name) {
+        return Err(Fail(
+            "Upsample without the mask top of a max-pooling layer is not lowered".into(),
+        ));
+    }
+    if ins[0].shape != ins[1].shape {
+        return Err(Fail(format!(
+            "bottom {:?} and mask {:?} differ",
+            ins[0].shape, ins[1].shape
+        )));
+    }
+    let size = cx.b.i64s(
+        &format!("{}/size", l.name),
+        out.iter().map(|&d| d as i64).collect(),
+    )?;
+    let x = &ins[0].shape;
+    let k = [out[2].div_ceil(x[2]), out[3].div_ceil(x[3])];
+    // MaxUnpool's default size is (in-1)*s + k - pads; an end pad brings it down to
+    // Caffe's size where that is smaller (SegNet's upsample_h: 23 from 12 rows).
+    let pad = [0, 1].map(|i| ((x[2 + i] - 1) * k[i] + k[i]).saturating_sub(out[2 + i]) as i64);
+    let k = k.map(|v| v as i64);
+    cx.op_to(
+        "MaxUnpool",
+        vec![ins[0].name.clone(), ins[1].name.clone(), size],
+        &tops[0],
+        vec![
+            attr("kernel_shape", A::Is(k.to_vec())),
+            attr("strides", A::Is(k.to_vec())),
+            attr("pads", A::Is(vec![0, 0, pad[0], pad[1]])),
+        ],
+    );
+    Ok(vec![out])
+}
+
+/// `Interp`: bilinear resize with aligned corners (DeepLab/PSPNet's interp: the corner
+/// pixels of input and output coincide) to Caffe's output size.
+pub(crate) fn interp(
+    cx: &mut Cx,
+    l: &LayerDef,
+    ins: &[Value],
+    tops: &[String],
+    blobs: Vec<Tensor>,
+) -> Out {
+    at_most(&blobs, 0)?;
+    arity(ins, &[1, 2])?;
+    for f in ["pad_beg", "pad_end"] {
+        if l.fork_field("interp_param", f)
+            .and_then(|v| v.as_i64())
+            .unwrap_or(0)
+            != 0
+        {
+            return Err(Fail(format!(
+                "interp_param.{f} other than 0 is not lowered"
+            )));
+        }
+    }
+    let out = cx.expected.first().cloned().ok_or("no Caffe shape")?;
+    let size = cx.b.i64s(
+        &format!("{}/size", l.name),
+        out.iter().map(|&d| d as i64).collect(),
+    )?;
+    cx.op_to(
+        "Resize",
+        vec![ins[0].name.clone(), String::new(), String::new(), size],
+        &tops[0],
+        vec![
+            attr("mode", A::S("linear")),
+            attr("coordinate_transformation_mode", A::S("align_corners")),
+        ],
+    );
+    Ok(vec![out])
+}
