@@ -168,7 +168,7 @@ fuzz_target!(|input: Input| {
     let reopen = |b: Bytes| tensorfmt::open_bytes(b, Format::Pvp, None, &Default::default());
     let done = provenance::restore(&carrier, &out, "pvp", &Default::default(), &reopen);
     match done {
-        Ok(Restored::Written) => {
+        Ok(Restored::Written(())) => {
             let len = std::fs::metadata(&out).unwrap().len();
             assert!(len <= (text.len() + original.len()) as u64);
             let back = tensorfmt::open_bytes(
