@@ -31,15 +31,25 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut layers = Vec::new();
     let mut params = 0usize;
     for (name, blobs) in random_weights(&net, &shapes, seed) {
-        params += blobs.iter().map(|t| t.dims().iter().product::<usize>()).sum::<usize>();
+        params += blobs
+            .iter()
+            .map(|t| t.dims().iter().product::<usize>())
+            .sum::<usize>();
         layers.push(WeightsLayer {
             type_name: types.get(name.as_str()).map(|s| s.to_string()),
-            blobs: blobs.iter().map(blob_from_tensor).collect::<Result<_, _>>()?,
+            blobs: blobs
+                .iter()
+                .map(blob_from_tensor)
+                .collect::<Result<_, _>>()?,
             name,
         });
     }
     let mut w = BufWriter::with_capacity(1 << 20, std::fs::File::create(out)?);
-    write_weights_model(&mut w, Some(net.name.as_str()).filter(|n| !n.is_empty()), &layers)?;
+    write_weights_model(
+        &mut w,
+        Some(net.name.as_str()).filter(|n| !n.is_empty()),
+        &layers,
+    )?;
     std::io::Write::flush(&mut w)?;
     println!(
         "{out}: {} layers with weights, {params} parameters ({:.1} MB)",
