@@ -31,9 +31,11 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+use std::collections::HashMap;
 use std::fmt;
 use std::ops::Deref;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use bytes::Bytes;
 use tensorfmt_core::{
@@ -69,6 +71,9 @@ pub struct Document {
     /// The bytes the whole file was opened from (not when only frames or a CSR export
     /// were read): what [`provenance`](crate::provenance) cuts the tensors out of.
     source: Option<Bytes>,
+    /// The listing by name, built on the first [`Document::entry`], so that looking up
+    /// n entries costs one listing, not n.
+    index: OnceLock<HashMap<String, TensorInfo>>,
 }
 
 impl Document {
@@ -110,6 +115,7 @@ impl Document {
             path: path.into(),
             file,
             source: None,
+            index: OnceLock::new(),
         }
     }
 
@@ -170,13 +176,21 @@ impl Document {
     /// # Ok::<(), tensorfmt::Error>(())
     /// ```
     pub fn entry(&self, name: &str) -> Result<Entry<'_>> {
-        self.file
-            .tensors()
-            .into_iter()
-            .find(|i| i.name == name)
+        let index = self.index.get_or_init(|| {
+            let mut index = HashMap::new();
+            for info in self.file.tensors() {
+                // A name listed twice: the first entry, as a scan of the listing finds.
+                if !index.contains_key(&info.name) {
+                    index.insert(info.name.clone(), info);
+                }
+            }
+            index
+        });
+        index
+            .get(name)
             .map(|info| Entry {
                 file: &*self.file,
-                info,
+                info: info.clone(),
             })
             .ok_or_else(|| Error::NoSuchTensor(name.to_string()))
     }

@@ -12,6 +12,7 @@
 //! converts in bounded memory. Members over 4 GiB use zip64.
 
 use std::cell::Cell;
+use std::collections::HashMap;
 use std::io::{Cursor, Read, Seek, SeekFrom, Write};
 use std::path::Path;
 use std::rc::Rc;
@@ -27,7 +28,10 @@ use zip::write::SimpleFileOptions;
 use zip::{CompressionMethod, ZipArchive, ZipWriter};
 
 use super::npy::{self, NpyHeader};
-use super::{info_of, row_chunks, stored_dtype, threads, write_chunks, InteropError, MemoryFile};
+use super::{
+    check_unique, row_chunks, stored_dtype, threads, threads_for, write_chunks, InteropError,
+    Listing, MemoryFile,
+};
 use crate::provenance::{self, NPZ_MEMBER};
 
 fn err(e: InteropError) -> Error {
@@ -80,6 +84,8 @@ struct Member {
 pub struct NpzFile {
     archive: Mutex<ZipArchive<Cursor<Bytes>>>,
     members: Vec<Member>,
+    /// Position of each member in `members` by tensor name (lookups by name are O(1)).
+    index: HashMap<String, usize>,
     limits: Limits,
     /// The member `__tensorfmt__.npy`: a legacy file's skeleton (see
     /// [`provenance`](crate::provenance)), shown as header field `tensorfmt.source`.
@@ -98,6 +104,7 @@ pub fn open(data: Bytes, options: &ReadOptions) -> Result<NpzFile> {
     let mut archive = ZipArchive::new(Cursor::new(data.clone())).map_err(zip_err)?;
     options.limits.check_items(archive.len() as u64)?;
     let mut members: Vec<Member> = Vec::new();
+    let mut index_of: HashMap<String, usize> = HashMap::new();
     let mut carried = None;
     for index in 0..archive.len() {
         let mut f = archive.by_index(index).map_err(zip_err)?;
@@ -118,7 +125,7 @@ pub fn open(data: Bytes, options: &ReadOptions) -> Result<NpzFile> {
             drop(f);
             f = archive.by_index(index).map_err(zip_err)?;
         }
-        if members.iter().any(|m| m.name == name) {
+        if index_of.contains_key(&name) {
             return Err(err(InteropError::malformed(
                 f.header_start(),
                 "member name",
@@ -204,6 +211,7 @@ pub fn open(data: Bytes, options: &ReadOptions) -> Result<NpzFile> {
                 ),
             )));
         }
+        index_of.insert(name.clone(), members.len());
         members.push(Member {
             name,
             index,
@@ -215,6 +223,7 @@ pub fn open(data: Bytes, options: &ReadOptions) -> Result<NpzFile> {
     Ok(NpzFile {
         archive: Mutex::new(archive),
         members,
+        index: index_of,
         limits: options.limits,
         carried,
     })
@@ -292,9 +301,9 @@ fn read_carried(f: &mut dyn Read, limits: &Limits) -> Result<Option<String>> {
 
 impl NpzFile {
     fn member(&self, name: &str) -> Result<&Member> {
-        self.members
-            .iter()
-            .find(|m| m.name == name)
+        self.index
+            .get(name)
+            .map(|&i| &self.members[i])
             .ok_or_else(|| Error::NoSuchTensor(name.to_string()))
     }
 
@@ -546,14 +555,11 @@ fn write_members(
     method: CompressionMethod,
     n_threads: usize,
 ) -> Result<()> {
-    for (i, name) in names.iter().enumerate() {
-        if names[..i].contains(name) {
-            return Err(Error::Invalid(format!(
-                "tensor name {name:?} appears twice"
-            )));
-        }
-        let info = info_of(file, name)?;
-        let dtype = stored_dtype(&info, options);
+    check_unique(names)?;
+    let listing = Listing::of(file);
+    for name in names {
+        let info = listing.get(name)?;
+        let dtype = stored_dtype(info, options);
         let mut header = Vec::new();
         npy::write_header(&mut header, dtype, &info.shape)?;
         let total = (header.len() as u64).saturating_add(info.shape.byte_len(dtype.size())? as u64);
@@ -563,7 +569,7 @@ fn write_members(
         zip.start_file(format!("{name}.npy"), opts)
             .map_err(zip_err)?;
         zip.write_all(&header)?;
-        write_chunks(zip, file, &info, dtype, n_threads)?;
+        write_chunks(zip, file, info, dtype, threads_for(info, dtype, n_threads))?;
     }
     Ok(())
 }
