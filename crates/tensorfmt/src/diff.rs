@@ -635,7 +635,11 @@ impl<'a> Side<'a> {
             match self.chunks.next() {
                 None => return Ok(false),
                 Some(chunk) => {
-                    self.vals = Vals::of(&chunk?)?;
+                    let chunk = chunk?;
+                    self.vals = Vals::of(&chunk)?;
+                    // Its values are copied out: a piece that is a slice of a mapped
+                    // input gives its pages back (resident memory stays at a few pieces).
+                    tensorfmt_core::io::release_pages(chunk.bytes());
                     self.pos = 0;
                     self.seen += self.vals.len() as u64;
                 }
