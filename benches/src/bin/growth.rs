@@ -3,6 +3,8 @@
 //!
 //! `cargo run --release -p tensorfmt-benches --bin growth -- [REPEAT] [MAX_N] [PYTHON]`
 //!
+//! `GROWTH_CPU=1` times CPU instead of wall time (both sides) on a loaded machine.
+//!
 //! (defaults: 5 runs per cell, n up to 100000, `target/py-venv/bin/python` for the
 //! anchors; `PYTHON=-` skips them). Not run in CI (minutes); the cheap guard is
 //! `crates/tensorfmt/tests/growth.rs`.
@@ -35,8 +37,26 @@ fn quick() -> WriteOptions {
     }
 }
 
-/// Seconds of one run of `f`.
+/// Seconds of CPU time this process has used (all threads).
+fn cpu_seconds() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+}
+
+/// Seconds of one run of `f`: wall time, or CPU time with `GROWTH_CPU=1` (on a loaded
+/// machine wall time charges long runs with other processes' time slices; the anchors
+/// then report `time.process_time()` too).
 fn once(f: &mut dyn FnMut()) -> f64 {
+    if std::env::var_os("GROWTH_CPU").is_some() {
+        let t = cpu_seconds();
+        f();
+        return cpu_seconds() - t;
+    }
     let t = Instant::now();
     f();
     t.elapsed().as_secs_f64()
@@ -87,9 +107,12 @@ fn tensors(format: Format, n: usize) -> Vec<(String, Tensor)> {
         .collect()
 }
 
+/// One size of a row: n, our min and median, the anchor's min and median.
+type Cell = (usize, f64, f64, Option<(f64, f64)>);
+
 struct Row {
     label: String,
-    sizes: Vec<(usize, f64, f64, Option<(f64, f64)>)>,
+    sizes: Vec<Cell>,
 }
 
 impl Row {
