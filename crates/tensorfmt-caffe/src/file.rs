@@ -2,6 +2,8 @@
 //! (`<layer>/<i>` for models, `mean` for a mean file, `history/<i>` for a solver state,
 //! `blobs/<i>` for a BlobProtoVector).
 
+use std::collections::HashMap;
+
 use bytes::Bytes;
 use tensorfmt_core::{FieldValue, SourceLayout, Tensor, TensorFile, TensorInfo};
 
@@ -32,6 +34,8 @@ pub enum Content {
 pub struct CaffeFile {
     content: Content,
     entries: Vec<(TensorInfo, Tensor)>,
+    /// Position of each export name in `entries` (lookups by name are O(1)).
+    index: HashMap<String, usize>,
     header: Vec<(String, FieldValue)>,
     warnings: Vec<String>,
     /// The bytes the file was parsed from (set by [`CaffeFile::open_as`]).
@@ -129,9 +133,14 @@ impl CaffeFile {
                 }
             }
         }
+        let mut index = HashMap::with_capacity(entries.len());
+        for (i, (info, _)) in entries.iter().enumerate() {
+            index.entry(info.name.clone()).or_insert(i);
+        }
         Ok(CaffeFile {
             content,
             entries,
+            index,
             header,
             warnings,
             source: None,
@@ -226,10 +235,9 @@ impl TensorFile for CaffeFile {
     }
 
     fn read_tensor(&self, name: &str) -> tensorfmt_core::Result<Tensor> {
-        self.entries
-            .iter()
-            .find(|(i, _)| i.name == name)
-            .map(|(_, t)| t.clone())
+        self.index
+            .get(name)
+            .map(|&i| self.entries[i].1.clone())
             .ok_or_else(|| tensorfmt_core::Error::NoSuchTensor(name.to_string()))
     }
 

@@ -362,13 +362,18 @@ fn weights_layers(
     options: &WriteOptions,
 ) -> Result<Vec<WeightsLayer>> {
     let mut layers: Vec<(String, Vec<(usize, &Tensor)>)> = Vec::new();
+    // Position of each layer in `layers`, so grouping n tensors is O(n).
+    let mut index: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
     for (name, t) in tensors {
         let (layer, i) = split_name(name).ok_or_else(|| {
             CaffeError::Write(format!("tensor name {name:?} is not <layer>/<index>"))
         })?;
-        match layers.iter_mut().find(|(l, _)| l == layer) {
-            Some((_, v)) => v.push((i, t)),
-            None => layers.push((layer.to_string(), vec![(i, t)])),
+        match index.get(layer) {
+            Some(&k) => layers[k].1.push((i, t)),
+            None => {
+                index.insert(layer, layers.len());
+                layers.push((layer.to_string(), vec![(i, t)]));
+            }
         }
     }
     layers

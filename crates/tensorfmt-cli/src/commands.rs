@@ -34,10 +34,7 @@ pub(crate) fn byte_len(info: &TensorInfo) -> u64 {
 /// a sparse tensor (`TensorFile::stats`).
 fn all_stats(file: &dyn TensorFile, infos: &[TensorInfo]) -> Result<Vec<Stats>, Failure> {
     let bar = bytes_bar(infos.iter().map(byte_len).sum(), "reading", false);
-    let tracked = Tracked {
-        inner: file,
-        bar: bar.clone(),
-    };
+    let tracked = Tracked::new(file, bar.clone());
     let mut out = Vec::new();
     for info in infos {
         out.push(tracked.stats(&info.name)?);
@@ -547,16 +544,14 @@ pub fn convert_file(a: &ConvertArgs, show_progress: bool) -> Result<Converted, F
             .entry(provenance::KEY.to_string())
             .or_insert(json);
     }
+    let wanted: std::collections::HashSet<&str> = names.iter().map(String::as_str).collect();
     let total: u64 = infos
         .iter()
-        .filter(|i| names.contains(&i.name))
+        .filter(|i| wanted.contains(i.name.as_str()))
         .map(byte_len)
         .sum();
     let bar = bytes_bar(total, "converting", !show_progress);
-    let tracked = Tracked {
-        inner: src,
-        bar: bar.clone(),
-    };
+    let tracked = Tracked::new(src, bar.clone());
     let mut report =
         tensorfmt::convert(&tracked, &names, &a.output, target.format, &write_options)?;
     report.warnings.extend(notes);

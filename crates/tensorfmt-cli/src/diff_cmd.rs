@@ -1,5 +1,6 @@
 //! `tensorfmt diff A B`: the report of [`tensorfmt::diff::compare`] as text or JSON.
 
+use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -29,25 +30,19 @@ pub fn diff(
     let (fa, fb): (&dyn TensorFile, &dyn TensorFile) = (&*fa, &*fb);
     // The bar counts the bytes of both sides of every pair whose values are compared.
     let infos_b = fb.tensors();
-    let by_name: std::collections::HashMap<&str, &TensorInfo> =
+    let by_name: HashMap<&str, &TensorInfo> =
         infos_b.iter().map(|i| (i.name.as_str(), i)).collect();
     let total: u64 = fa
         .tensors()
         .iter()
         .filter_map(|ia| {
-            let ib = *by_name.get(ia.name.as_str())?;
+            let ib = by_name.get(ia.name.as_str())?;
             (ia.shape.dims() == ib.shape.dims()).then(|| byte_len(ia) + byte_len(ib))
         })
         .sum();
     let bar = bytes_bar(total, "comparing", quiet || as_json);
-    let ta = Tracked {
-        inner: fa,
-        bar: bar.clone(),
-    };
-    let tb = Tracked {
-        inner: fb,
-        bar: bar.clone(),
-    };
+    let ta = Tracked::new(fa, bar.clone());
+    let tb = Tracked::new(fb, bar.clone());
     let report = compare(&ta, &tb, options)?;
     bar.finish_and_clear();
     if as_json {

@@ -1,7 +1,9 @@
 //! Progress bars on a terminal, silence elsewhere, and a [`TensorFile`] adapter that
 //! advances a bar by the bytes each decoded piece holds.
 
+use std::collections::HashMap;
 use std::io::IsTerminal;
+use std::sync::OnceLock;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tensorfmt::{Chunks, FieldValue, Result, SparseRows, Stats, Tensor, TensorFile, TensorInfo};
@@ -47,6 +49,36 @@ pub struct Tracked<'a> {
     pub inner: &'a dyn TensorFile,
     /// The bar advanced.
     pub bar: ProgressBar,
+    /// The listing by name, built on first use, so that the per-tensor calls
+    /// (`stats`, `sparse_rows`) do not each list the file (quadratic in the number of
+    /// tensors).
+    index: OnceLock<HashMap<String, TensorInfo>>,
+}
+
+impl<'a> Tracked<'a> {
+    /// Wraps `inner`, advancing `bar`.
+    pub fn new(inner: &'a dyn TensorFile, bar: ProgressBar) -> Tracked<'a> {
+        Tracked {
+            inner,
+            bar,
+            index: OnceLock::new(),
+        }
+    }
+
+    /// The listed entry of `name`.
+    fn info(&self, name: &str) -> Option<&TensorInfo> {
+        self.index
+            .get_or_init(|| {
+                let mut index = HashMap::new();
+                for info in self.inner.tensors() {
+                    if !index.contains_key(&info.name) {
+                        index.insert(info.name.clone(), info);
+                    }
+                }
+                index
+            })
+            .get(name)
+    }
 }
 
 impl TensorFile for Tracked<'_> {
@@ -79,7 +111,7 @@ impl TensorFile for Tracked<'_> {
         // The inner file's own statistics (from the entries for sparse tensors, which a
         // tracked chunk stream would densify); the bar advances per tensor.
         let s = self.inner.stats(name)?;
-        if let Some(info) = self.inner.tensors().into_iter().find(|i| i.name == name) {
+        if let Some(info) = self.info(name) {
             let bytes = info.shape.byte_len(info.dtype.size()).unwrap_or(0);
             self.bar.inc(bytes as u64);
         }
@@ -89,7 +121,7 @@ impl TensorFile for Tracked<'_> {
         // Rows hold entries, not the dense bytes the bar counts: it advances by each
         // row's dense size, so a sparse diff ends with a full bar.
         let rows = self.inner.sparse_rows(name)?;
-        let info = self.inner.tensors().into_iter().find(|i| i.name == name)?;
+        let info = self.info(name)?;
         let dims = info.shape.dims();
         let rows_n = dims.first().copied().unwrap_or(1).max(1);
         let row_bytes = info.shape.byte_len(info.dtype.size()).unwrap_or(0) / rows_n;

@@ -23,6 +23,8 @@ use crate::read::Decoded;
 pub struct PrimitivFile {
     decoded: Decoded,
     tensors: Vec<(String, PrimitivTensor)>,
+    /// Position of each export name in `tensors` (lookups by name are O(1)).
+    index: std::collections::HashMap<String, usize>,
     warnings: Vec<String>,
     max_alloc: u64,
     /// The bytes the file was decoded from, when known ([`PrimitivFile::with_source`]).
@@ -81,9 +83,15 @@ impl PrimitivFile {
                 *name = new;
             }
         }
+        let index = tensors
+            .iter()
+            .enumerate()
+            .map(|(i, (name, _))| (name.clone(), i))
+            .collect();
         PrimitivFile {
             decoded,
             tensors,
+            index,
             warnings,
             max_alloc,
             source: None,
@@ -130,7 +138,7 @@ impl PrimitivFile {
 
     /// One tensor in primitiv's own layout (column-major, batch last), by export name.
     pub fn primitiv_tensor(&self, name: &str) -> Option<&PrimitivTensor> {
-        self.tensors.iter().find(|(n, _)| n == name).map(|(_, t)| t)
+        self.index.get(name).map(|&i| &self.tensors[i].1)
     }
 }
 

@@ -424,11 +424,13 @@ impl<'a> Reader<'a> {
         let n = self.u32("stat count")?;
         let cap = self.capacity(n, MIN_STAT, n_off, "stat count")?;
         let mut stats: Vec<(Key, PrimitivTensor)> = Vec::with_capacity(cap);
+        // The keys seen so far: a duplicate check in O(1), not a scan of `stats`.
+        let mut seen = std::collections::HashSet::with_capacity(cap);
         for _ in 0..n {
             let key_off = self.pos;
             let key = self.key("stat_key")?;
             let t = self.tensor("stat_value")?;
-            if stats.iter().any(|(k, _)| *k == key) {
+            if !seen.insert(key.clone()) {
                 // primitiv emplaces into an unordered_map: the first one stays.
                 self.duplicate(
                     key_off,
@@ -505,21 +507,37 @@ impl<'a> Reader<'a> {
         let n = self.decode("uint_configs", "map", decode::read_map_len)?;
         let cap = self.capacity(n, MIN_CONFIG, off, "uint_configs")?;
         o.uint_configs.reserve(cap);
+        let mut seen = std::collections::HashSet::with_capacity(cap);
         for _ in 0..n {
             let key_off = self.pos;
             let k = self.key("uint_configs")?;
             let v = self.u32("uint_configs")?;
-            self.config(&mut o.uint_configs, key_off, "uint_configs", k, v)?;
+            self.config(
+                &mut o.uint_configs,
+                &mut seen,
+                key_off,
+                "uint_configs",
+                k,
+                v,
+            )?;
         }
         let off = self.pos;
         let n = self.decode("float_configs", "map", decode::read_map_len)?;
         let cap = self.capacity(n, MIN_CONFIG, off, "float_configs")?;
         o.float_configs.reserve(cap);
+        let mut seen = std::collections::HashSet::with_capacity(cap);
         for _ in 0..n {
             let key_off = self.pos;
             let k = self.key("float_configs")?;
             let v = self.f32("float_configs")?;
-            self.config(&mut o.float_configs, key_off, "float_configs", k, v)?;
+            self.config(
+                &mut o.float_configs,
+                &mut seen,
+                key_off,
+                "float_configs",
+                k,
+                v,
+            )?;
         }
         Ok(o)
     }
@@ -527,12 +545,13 @@ impl<'a> Reader<'a> {
     fn config<T>(
         &mut self,
         map: &mut Vec<(Key, T)>,
+        seen: &mut std::collections::HashSet<Key>,
         offset: usize,
         field: &'static str,
         key: Key,
         value: T,
     ) -> Result<()> {
-        if map.iter().any(|(k, _)| *k == key) {
+        if !seen.insert(key.clone()) {
             return self.duplicate(offset, field, &key.to_string(), "the first one is kept");
         }
         if key.as_bytes().starts_with(b"Trainer.") {

@@ -48,6 +48,7 @@
 mod convert;
 mod error;
 mod header;
+mod index_cache;
 pub mod layout;
 pub mod read;
 mod tensor_file;
@@ -62,6 +63,7 @@ pub use error::{PvpError, Result};
 pub use header::{
     datatype, filetype, Header, WeightExtra, WeightHeader, HEADER_SIZE, WEIGHT_HEADER_SIZE,
 };
+pub use index_cache::FileKey;
 pub use layout::{
     ArborSource, DenseElement, DenseLayout, Kind, OpenOptions, SparseLayout, WeightLayout,
 };
@@ -113,6 +115,34 @@ pub fn sniff(head: &[u8], file_len: u64) -> bool {
 /// ```
 pub fn open_tensor_file(data: Bytes, options: &ReadOptions) -> Result<Box<dyn TensorFile>> {
     Ok(Box::new(PvpTensorFile::new(data, options)?))
+}
+
+/// [`open_tensor_file`] for the file `key` identifies: a sparse file's frame table is
+/// taken from a process-wide cache (bounded, keyed by device, inode, size and
+/// modification time) when this file was scanned before, and remembered otherwise, so
+/// that opening the same file again costs O(1) in its frame count.
+///
+/// ```
+/// use tensorfmt_core::{Order, ReadOptions, Tensor, WriteOptions};
+/// let dir = tempfile::tempdir()?;
+/// let p = dir.path().join("s.pvp");
+/// let v = Tensor::from_vec(vec![0f32, 1.0, 0.0, 2.0], [2, 1, 2, 1], Order::RowMajor)?;
+/// let opts = WriteOptions { kind: Some("sparse".into()), ..WriteOptions::default() };
+/// tensorfmt_pvp::save_tensors(&p, &[("values".into(), v)], &opts)?;
+/// let key = tensorfmt_pvp::FileKey { dev: 0, ino: 1, size: std::fs::metadata(&p)?.len(), mtime_ns: 0 };
+/// for _ in 0..2 {
+///     let data = tensorfmt_core::io::map_file(&p)?;
+///     let f = tensorfmt_pvp::open_tensor_file_keyed(data, &ReadOptions::default(), Some(key))?;
+///     assert_eq!(f.read_tensor("time")?.dims(), &[2]);
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn open_tensor_file_keyed(
+    data: Bytes,
+    options: &ReadOptions,
+    key: Option<FileKey>,
+) -> Result<Box<dyn TensorFile>> {
+    Ok(Box::new(PvpTensorFile::new_keyed(data, options, key)?))
 }
 
 /// Saves named tensors as a PVP file, atomically: a dense file from `values`

@@ -27,6 +27,16 @@ pub struct PvpTensorFile {
 impl PvpTensorFile {
     /// Opens `data`, scanning sparse files, and selects `options.frames`.
     pub fn new(data: Bytes, options: &ReadOptions) -> Result<PvpTensorFile> {
+        PvpTensorFile::new_keyed(data, options, None)
+    }
+
+    /// [`PvpTensorFile::new`], taking a sparse file's frame table from the cache of
+    /// [`crate::open_tensor_file_keyed`] (and filling it) when `key` is given.
+    pub fn new_keyed(
+        data: Bytes,
+        options: &ReadOptions,
+        key: Option<crate::FileKey>,
+    ) -> Result<PvpTensorFile> {
         // Lenient (default): a crash-truncated file reads as its whole frames with a
         // warning. Strict: truncation, an nbands that disagrees with the real frame
         // count, duplicate sparse indices and bad patch headers are errors.
@@ -36,6 +46,13 @@ impl PvpTensorFile {
             allow_truncated: !options.strict,
         };
         let file = PvpFile::from_bytes_with(data, &opts)?;
+        let cache_key = key.map(|k| (k, opts.limits.max_items, opts.allow_truncated));
+        if let (PvpFile::Sparse(r), Some(k)) = (&file, cache_key) {
+            let reused = crate::index_cache::get(k).is_some_and(|t| r.use_shared_table(t));
+            if !reused {
+                crate::index_cache::put(k, r.shared_table()?);
+            }
+        }
         let rank = match &file {
             PvpFile::Dense(d) => 1 + d.frame_dtype_dims().1.len(),
             PvpFile::Sparse(_) => 4,
@@ -76,12 +93,8 @@ impl PvpTensorFile {
     fn times(&self) -> Result<Vec<f64>> {
         match &self.file {
             PvpFile::Dense(r) => r.times(self.range.clone()),
-            PvpFile::Sparse(r) => self.range.clone().map(|k| r.time(k)).collect(),
-            PvpFile::Weights(r) => self
-                .range
-                .clone()
-                .map(|k| Ok(r.frame_header(k)?.base.time))
-                .collect(),
+            PvpFile::Sparse(r) => r.times(self.range.clone()),
+            PvpFile::Weights(r) => r.times(self.range.clone()),
         }
     }
 

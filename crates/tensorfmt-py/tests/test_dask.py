@@ -47,6 +47,41 @@ def test_from_file_rejects_bad_chunks():
         tdask.from_file(TESTDATA / "pvp" / "dense_f32.pvp", chunk_frames=0)
 
 
+def test_from_file_chunks_by_bytes_by_default(tmp_path):
+    movie = np.arange(40 * 4 * 4 * 2, dtype=np.float32).reshape(40, 4, 4, 2)  # 128-byte frames
+    p = tmp_path / "movie.pvp"
+    tensorfmt.save(p, {"values": movie})
+    # 1000 bytes hold 7 whole frames.
+    arr = tdask.from_file(p, chunk_bytes=1000)
+    assert arr.chunks[0] == (7,) * 5 + (5,)
+    np.testing.assert_array_equal(arr.compute(), movie)
+    # The default size puts this small movie in one chunk; a frame larger than the
+    # size still makes a chunk of one frame.
+    assert tdask.from_file(p).chunks[0] == (40,)
+    assert tdask.from_file(p, chunk_bytes=1).chunks[0] == (1,) * 40
+    with pytest.raises(tensorfmt.InvalidArgumentError):
+        tdask.from_file(p, chunk_bytes=0)
+
+
+def test_convert_many_batches_small_files(tmp_path):
+    jobs = []
+    for i, size in enumerate([10, 10, 10, 100, 10, 10]):
+        src = tmp_path / f"f{i}.bin"
+        src.write_bytes(b"x" * size)
+        jobs.append((str(src), str(tmp_path / f"o{i}")))
+    # Up to 30 bytes or 2 files per task; the 100-byte file is a task of its own.
+    batches = tdask._batches(jobs, 30, 2)
+    assert [len(b) for b in batches] == [2, 1, 1, 2]
+    assert [j for b in batches for j in b] == jobs
+    assert tdask._batches(jobs, 1 << 30, 64) == [jobs]
+    # Results come back one per input, in input order, through batches.
+    srcs = [TESTDATA / "core" / "mixed.npz", tmp_path / "missing.npz", TESTDATA / "core" / "model.safetensors"]
+    out = tmp_path / "out"
+    results = tdask.convert_many(srcs, out, to="safetensors", batch_files=2)
+    assert [r["status"] for r in results] == ["ok", "failed", "ok"]
+    assert [r["path"] for r in results] == [os.path.abspath(s) for s in srcs]
+
+
 @pytest.fixture(scope="module")
 def client():
     distributed = pytest.importorskip("distributed", reason="SKIPPING: pip install 'tensorfmt[dask]'")

@@ -60,7 +60,7 @@
 //! # Ok::<(), tensorfmt::Error>(())
 //! ```
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 use tensorfmt_core::{
@@ -323,7 +323,9 @@ pub fn compare(
     let infos_a = unique(a.tensors());
     let infos_b = unique(b.tensors());
     let names_a: HashSet<&str> = infos_a.iter().map(|i| i.name.as_str()).collect();
-    let names_b: HashSet<&str> = infos_b.iter().map(|i| i.name.as_str()).collect();
+    // B's listing by name: matching each of A's tensors is O(1), not a scan of B.
+    let by_name_b: HashMap<&str, &TensorInfo> =
+        infos_b.iter().map(|i| (i.name.as_str(), i)).collect();
     if (a.format() == "npy" || b.format() == "npy") && infos_a.len() == 1 && infos_b.len() == 1 {
         return Ok(DiffReport {
             tensors: vec![compare_infos(a, b, &infos_a[0], &infos_b[0], options)?],
@@ -336,7 +338,7 @@ pub fn compare(
     let mut tensors = Vec::new();
     let mut only_in_a = Vec::new();
     for ia in &infos_a {
-        match infos_b.iter().find(|ib| ib.name == ia.name) {
+        match by_name_b.get(ia.name.as_str()) {
             Some(ib) => tensors.push(compare_infos(a, b, ia, ib, options)?),
             None => only_in_a.push(ia.clone()),
         }
@@ -346,7 +348,9 @@ pub fn compare(
         .filter(|ib| !names_a.contains(ib.name.as_str()))
         .cloned()
         .collect();
-    debug_assert!(tensors.iter().all(|t| names_b.contains(t.name.as_str())));
+    debug_assert!(tensors
+        .iter()
+        .all(|t| by_name_b.contains_key(t.name.as_str())));
     Ok(DiffReport {
         tensors,
         only_in_a,
@@ -677,6 +681,11 @@ impl<'a> Side<'a> {
                 None => return Ok(false),
                 Some(chunk) => {
                     let chunk = chunk?;
+                    // Pieces are widened window by window (below); a piece that is a
+                    // slice of a mapped input gives its pages back once compared.
+                    if let Some((done, _)) = self.piece.take() {
+                        tensorfmt_core::io::release_pages(done.bytes());
+                    }
                     let t = if chunk.order() == Order::RowMajor || chunk.shape().rank() < 2 {
                         chunk
                     } else {

@@ -31,11 +31,12 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+use std::collections::HashMap;
 use std::fmt;
 use std::ops::Deref;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 use tensorfmt_core::{
@@ -73,6 +74,9 @@ pub struct Document {
     source: Option<Bytes>,
     /// The mapped input's watch (shared with the [`Watched`] wrapper of `file`).
     watch: Option<Arc<InputWatch>>,
+    /// The listing by name, built on the first [`Document::entry`], so that looking up
+    /// n entries costs one listing, not n.
+    index: OnceLock<HashMap<String, TensorInfo>>,
 }
 
 /// Whether a document's mapped input changed under it (issue 23 item 8).
@@ -224,6 +228,7 @@ impl Document {
             file,
             source: None,
             watch: None,
+            index: OnceLock::new(),
         }
     }
 
@@ -302,13 +307,21 @@ impl Document {
     /// # Ok::<(), tensorfmt::Error>(())
     /// ```
     pub fn entry(&self, name: &str) -> Result<Entry<'_>> {
-        self.file
-            .tensors()
-            .into_iter()
-            .find(|i| i.name == name)
+        let index = self.index.get_or_init(|| {
+            let mut index = HashMap::new();
+            for info in self.file.tensors() {
+                // A name listed twice: the first entry, as a scan of the listing finds.
+                if !index.contains_key(&info.name) {
+                    index.insert(info.name.clone(), info);
+                }
+            }
+            index
+        });
+        index
+            .get(name)
             .map(|info| Entry {
                 file: &*self.file,
-                info,
+                info: info.clone(),
             })
             .ok_or_else(|| Error::NoSuchTensor(name.to_string()))
     }

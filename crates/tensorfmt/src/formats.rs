@@ -384,10 +384,42 @@ pub fn open_as(path: &Path, format: Format, options: &ReadOptions) -> Result<Doc
     if !format.is_enabled() {
         return Err(format.not_enabled());
     }
+    #[cfg(feature = "pvp")]
+    if format == Format::Pvp {
+        // Keyed by the file's identity, so a sparse file opened again reuses its frame
+        // table (see `tensorfmt_pvp::open_tensor_file_keyed`).
+        let key = pvp_file_key(path);
+        let data = tensorfmt_core::io::map_file(path)?;
+        let file = tensorfmt_pvp::open_tensor_file_keyed(data.clone(), options, key)?;
+        let whole = options.frames.is_none() && !options.sparse_csr;
+        return Ok(Document::new(format, path, file).with_source(data, whole));
+    }
     let data = tensorfmt_core::io::map_file(path)?;
     let file = open_bytes(data.clone(), format, Some(path), options)?;
     let whole = options.frames.is_none() && !options.sparse_csr;
     Ok(Document::new(format, path, file).with_source(data, whole))
+}
+
+/// Device, inode, size and modification time of a regular file (`None` elsewhere, or
+/// off unix: no caching then).
+#[cfg(feature = "pvp")]
+fn pvp_file_key(path: &Path) -> Option<tensorfmt_pvp::FileKey> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::metadata(path).ok().filter(|m| m.is_file())?;
+        Some(tensorfmt_pvp::FileKey {
+            dev: m.dev(),
+            ino: m.ino(),
+            size: m.size(),
+            mtime_ns: m.mtime() as i128 * 1_000_000_000 + m.mtime_nsec() as i128,
+        })
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        None
+    }
 }
 
 /// Opens a file, detecting its format (content first, extension second), as a

@@ -241,6 +241,14 @@ impl DenseReader {
 
     /// Times of frames `range`.
     pub fn times(&self, range: Range<usize>) -> Result<Vec<f64>> {
-        range.map(|k| self.time(k)).collect()
+        if !self.layout.has_time {
+            return range.map(|k| self.time(k)).collect();
+        }
+        if let Some(last) = range.clone().last() {
+            self.check(last)?;
+        }
+        // One 8-byte field per frame: read without keeping the frames' pages resident.
+        let offsets = range.map(|k| self.layout.frame_offset(k) as usize);
+        Ok(super::scattered_f64s(&self.data, offsets))
     }
 }

@@ -143,6 +143,40 @@ pub(crate) fn f64_at(b: &[u8], off: usize) -> f64 {
     f64::from_le_bytes(a)
 }
 
+/// Linux maps up to `fault_around_bytes` (64 KiB by default) of cached pages around
+/// a faulting address of a file mapping, so reading one small field maps that much.
+const FAULT_AROUND: usize = 64 << 10;
+
+/// Hands back to the kernel the pages a read of the `len` bytes at `off` of `b` mapped
+/// (the aligned [`FAULT_AROUND`] window around them, clipped to `b`), when `b` is a
+/// mapped file (see [`tensorfmt_core::io::release_pages`]; a heap buffer is left
+/// alone). For scattered small fields (each frame's time, a sparse frame's count, a
+/// weight frame's header): without it, reading one 8-byte field per frame of a file
+/// whose pages are cached maps, and keeps resident, most of the file (a 2 GiB dense
+/// movie's `time` tensor showed 2 GiB resident, issue 27). The bytes stay readable.
+pub(crate) fn release_field(b: &[u8], off: usize, len: usize) {
+    let base = b.as_ptr() as usize;
+    let lo = (base + off) & !(FAULT_AROUND - 1);
+    let hi = (base + off + len).next_multiple_of(FAULT_AROUND);
+    let lo = lo.max(base) - base;
+    let hi = hi.min(base + b.len()) - base;
+    if lo < hi {
+        tensorfmt_core::io::release_pages(&b[lo..hi]);
+    }
+}
+
+/// Reads scattered f64 fields (one per frame), handing each field's pages back after
+/// the read (see [`release_field`]).
+pub(crate) fn scattered_f64s(b: &[u8], offsets: impl Iterator<Item = usize>) -> Vec<f64> {
+    offsets
+        .map(|off| {
+            let v = f64_at(b, off);
+            release_field(b, off, 8);
+            v
+        })
+        .collect()
+}
+
 /// Little-endian i32 at `off` (the caller has checked bounds).
 pub(crate) fn i32_at(b: &[u8], off: usize) -> i32 {
     let mut a = [0u8; 4];

@@ -2,7 +2,7 @@
 //! scan, then O(1) access to each frame and conversions to dense and CSR.
 
 use std::ops::Range;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 use tensorfmt_core::{Order, Tensor};
@@ -87,7 +87,7 @@ pub struct SparseReader {
     header: Header,
     layout: SparseLayout,
     opts: OpenOptions,
-    table: OnceLock<SparseTable>,
+    table: OnceLock<Arc<SparseTable>>,
 }
 
 impl SparseReader {
@@ -135,7 +135,7 @@ impl SparseReader {
                 "sparse table does not cover the whole file".into(),
             ));
         }
-        let _ = r.table.set(table);
+        let _ = r.table.set(Arc::new(table));
         Ok(r)
     }
 
@@ -168,6 +168,9 @@ impl SparseReader {
             });
         }
         let n = i32_at(&self.data, off as usize + 8);
+        // A scattered small field: its pages are not kept resident (entries that are
+        // decoded later fault in again).
+        super::release_field(&self.data, off as usize, 12);
         if n < 0 {
             return Err(PvpError::NegativeCount {
                 offset: off + 8,
@@ -185,8 +188,38 @@ impl SparseReader {
         if let Some(t) = self.table.get() {
             return Ok(t);
         }
-        let t = self.scan()?;
+        let t = Arc::new(self.scan()?);
         Ok(self.table.get_or_init(|| t))
+    }
+
+    /// The frame table, shared (scanned on first use), for a cache of tables by file.
+    pub fn shared_table(&self) -> Result<Arc<SparseTable>> {
+        self.table()?;
+        self.table
+            .get()
+            .cloned()
+            .ok_or_else(|| PvpError::Invalid("sparse table missing after its scan".into()))
+    }
+
+    /// Uses `table`, scanned from this same file earlier (a cache keyed by the file's
+    /// identity, size and modification time), instead of scanning: O(1) in the frame
+    /// count. Only the end of the last frame is checked against the bytes present
+    /// (every frame's reads are bounds-checked anyway). Returns false, and scans later
+    /// as usual, when the table does not fit or one is already in use.
+    pub fn use_shared_table(&self, table: Arc<SparseTable>) -> bool {
+        if table.offsets.len() != table.counts.len() {
+            return false;
+        }
+        let end = match (table.offsets.last(), table.counts.last()) {
+            (Some(&off), Some(&n)) => off
+                .checked_add(12)
+                .and_then(|e| e.checked_add(n as u64 * self.layout.entry_bytes as u64)),
+            _ => Some(HEADER_SIZE as u64),
+        };
+        if end.is_none_or(|e| e > self.data.len() as u64) {
+            return false;
+        }
+        self.table.set(table).is_ok()
     }
 
     fn scan(&self) -> Result<SparseTable> {
@@ -261,6 +294,22 @@ impl SparseReader {
         let t = self.table()?;
         let k = resolve_index(k as i64, t.offsets.len())?;
         Ok(f64_at(&self.data, t.offsets[k] as usize))
+    }
+
+    /// Times of frames `range`, read without keeping the frames' pages resident.
+    pub fn times(&self, range: std::ops::Range<usize>) -> Result<Vec<f64>> {
+        let t = self.table()?;
+        let offsets = t
+            .offsets
+            .get(range.clone())
+            .ok_or(PvpError::FrameOutOfRange {
+                index: range.end as i64 - 1,
+                count: t.offsets.len(),
+            })?;
+        Ok(super::scattered_f64s(
+            &self.data,
+            offsets.iter().map(|&o| o as usize),
+        ))
     }
 
     /// Frame `k`, indices checked against `nx*ny*nf` (and for duplicates in strict mode).

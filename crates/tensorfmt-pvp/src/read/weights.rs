@@ -168,6 +168,19 @@ impl WeightReader {
         self.layout.frames == 0
     }
 
+    /// Times of frames `range` (each frame's own header, checked as by
+    /// [`WeightReader::frame_header`]), read without keeping the frames' pages resident.
+    pub fn times(&self, range: std::ops::Range<usize>) -> Result<Vec<f64>> {
+        range
+            .map(|k| {
+                let time = self.frame_header(k)?.base.time;
+                let off = k as u64 * self.layout.frame_bytes;
+                super::release_field(&self.data, off as usize, 104);
+                Ok(time)
+            })
+            .collect()
+    }
+
     /// The header of frame `k`, checked against frame 0 (spec §11 rule 1).
     pub fn frame_header(&self, k: usize) -> Result<WeightHeader> {
         let k = resolve_index(k as i64, self.len())?;

@@ -8,7 +8,7 @@ has (a ``distributed.Client``; the local threaded scheduler otherwise) and retur
 result per file, errors included::
 
     import tensorfmt.dask
-    movie = tensorfmt.dask.from_file("run/a1_V1.pvp", chunk_frames=256)
+    movie = tensorfmt.dask.from_file("run/a1_V1.pvp")   # chunks of about 128 MiB
     movie.mean(axis=0).compute()
 
     from distributed import Client
@@ -51,15 +51,30 @@ def _read_frames(path: str, name: str, start: int, stop: int, options: Dict[str,
         return doc[name]
 
 
+#: Default size of one chunk of :func:`from_file`: large enough that a task's fixed
+#: cost (opening the file, scheduling) is small beside reading its bytes, small
+#: enough that a few chunks per worker fit in memory.
+CHUNK_BYTES = 128 << 20
+
+#: :func:`convert_many` puts consecutive files into one task until they hold this many
+#: bytes (or :data:`BATCH_FILES` files), so that small files do not pay a task each.
+BATCH_BYTES = 64 << 20
+BATCH_FILES = 64
+
+
 def from_file(
     path: PathLike,
     name: Optional[str] = None,
     *,
-    chunk_frames: int = 64,
+    chunk_frames: Optional[int] = None,
+    chunk_bytes: int = CHUNK_BYTES,
     **options: Any,
 ) -> "da.Array":
     """A lazy ``dask.array`` over tensor ``name`` (default ``values`` or ``data``) of a
-    file, chunked along its first axis (frames / entries) ``chunk_frames`` at a time.
+    file, chunked along its first axis (frames / entries): ``chunk_frames`` frames per
+    chunk when given, else as many whole frames as fit in ``chunk_bytes`` (default
+    :data:`CHUNK_BYTES`, at least one frame), so a chunk's fixed cost stays small
+    whatever the frame size.
 
     Each chunk opens the file with ``frames=(start, stop)``, so a task reads only its
     frames (dense PVP chunks are views of the mapping; sparse PVP frames are expanded
@@ -71,8 +86,10 @@ def from_file(
     >>> tensorfmt.dask.from_file("/tmp/m.pvp", chunk_frames=3).sum().compute()
     np.float32(160.0)
     """
-    if chunk_frames < 1:
+    if chunk_frames is not None and chunk_frames < 1:
         raise tensorfmt.InvalidArgumentError("chunk_frames must be at least 1")
+    if chunk_bytes < 1:
+        raise tensorfmt.InvalidArgumentError("chunk_bytes must be at least 1")
     p = os.fspath(path)
     for forbidden in ("frames", "sparse"):
         if forbidden in options:
@@ -83,6 +100,9 @@ def from_file(
     if not info.shape:
         raise tensorfmt.InvalidArgumentError(f"{p}: {name} has no frame axis")
     frames, rest = info.shape[0], info.shape[1:]
+    if chunk_frames is None:
+        frame_bytes = int(np.prod(rest, dtype=np.int64)) * np.dtype(info.dtype).itemsize
+        chunk_frames = max(1, chunk_bytes // max(1, frame_bytes))
     token = dask.base.tokenize(p, os.stat(p).st_mtime_ns, name, chunk_frames, sorted(options.items()))
     blocks = []
     for start in range(0, frames, chunk_frames):
@@ -121,6 +141,31 @@ def _convert_one(src: str, dst: str, to: str, overwrite: bool, options: Dict[str
     return result
 
 
+def _convert_batch(batch: List[Tuple[str, str]], to: str, overwrite: bool, options: Dict[str, Any]) -> List[Dict[str, Any]]:
+    return [_convert_one(s, d, to, overwrite, options) for s, d in batch]
+
+
+def _batches(jobs: List[Tuple[str, str]], batch_bytes: int, batch_files: int) -> List[List[Tuple[str, str]]]:
+    """Consecutive jobs grouped until a group holds ``batch_bytes`` of input or
+    ``batch_files`` files (a large file is a group of its own)."""
+    out: List[List[Tuple[str, str]]] = []
+    cur: List[Tuple[str, str]] = []
+    size = 0
+    for job in jobs:
+        try:
+            n = os.path.getsize(job[0])
+        except OSError:
+            n = 0  # reported by the conversion itself
+        if cur and (size + n > batch_bytes or len(cur) >= batch_files):
+            out.append(cur)
+            cur, size = [], 0
+        cur.append(job)
+        size += n
+    if cur:
+        out.append(cur)
+    return out
+
+
 def convert_many(
     paths: Iterable[PathLike],
     out_dir: PathLike,
@@ -128,12 +173,16 @@ def convert_many(
     to: str = "safetensors",
     client: Any = None,
     overwrite: bool = False,
+    batch_bytes: int = BATCH_BYTES,
+    batch_files: int = BATCH_FILES,
     **options: Any,
 ) -> List[Dict[str, Any]]:
     """Converts every file of ``paths`` into ``out_dir`` (mirroring their tree below
-    their common parent, with the extension of ``to``), one task per file, on
-    ``client`` (a ``distributed.Client``; default: the current client if there is one,
-    else dask's local scheduler).
+    their common parent, with the extension of ``to``) on ``client`` (a
+    ``distributed.Client``; default: the current client if there is one, else dask's
+    local scheduler). Consecutive small files share a task (up to ``batch_bytes`` of
+    input or ``batch_files`` files; a large file is a task of its own), so a cluster
+    does not spend more on scheduling than on converting.
 
     Returns one dict per input, in input order: ``path``, ``output``, ``status``
     (``ok``, ``skipped``: output newer than input, or ``failed``), ``tensors``,
@@ -181,13 +230,15 @@ def convert_many(
             client = get_client()
         except (ImportError, ValueError):
             client = None
+    # Runnable jobs in batches (by bytes and file count): small files share a task.
     todo = [jobs[k] for k in runnable]
+    batches = _batches(todo, batch_bytes, max(1, batch_files))
     if client is not None:
-        futures = [client.submit(_convert_one, s, d, to, overwrite, options, pure=False) for s, d in todo]
+        futures = [client.submit(_convert_batch, b, to, overwrite, options, pure=False) for b in batches]
         done = client.gather(futures) if futures else []
     else:
-        tasks = [dask.delayed(_convert_one, pure=False)(s, d, to, overwrite, options) for s, d in todo]
+        tasks = [dask.delayed(_convert_batch, pure=False)(b, to, overwrite, options) for b in batches]
         done = list(dask.compute(*tasks)) if tasks else []
-    for k, r in zip(runnable, done):
+    for k, r in zip(runnable, [r for batch in done for r in batch]):
         results[k] = r
     return results

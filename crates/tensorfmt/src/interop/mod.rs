@@ -18,6 +18,7 @@ pub mod sparse;
 #[cfg(test)]
 mod hardening;
 
+use std::collections::{HashMap, HashSet};
 use std::io::Write;
 
 use tensorfmt_core::{
@@ -86,19 +87,24 @@ impl InteropError {
 #[derive(Debug, Clone, Default)]
 pub struct MemoryFile {
     tensors: Vec<(String, Tensor)>,
+    /// Position of each name's first tensor, so a lookup does not scan the list.
+    index: HashMap<String, usize>,
 }
 
 impl MemoryFile {
     /// Wraps named tensors (column-major ones are exported row-major on read).
     pub fn new(tensors: Vec<(String, Tensor)>) -> MemoryFile {
-        MemoryFile { tensors }
+        let mut index = HashMap::with_capacity(tensors.len());
+        for (i, (n, _)) in tensors.iter().enumerate() {
+            index.entry(n.clone()).or_insert(i);
+        }
+        MemoryFile { tensors, index }
     }
 
     fn get(&self, name: &str) -> Result<&Tensor> {
-        self.tensors
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, t)| t)
+        self.index
+            .get(name)
+            .map(|&i| &self.tensors[i].1)
             .ok_or_else(|| Error::NoSuchTensor(name.to_string()))
     }
 }
@@ -143,7 +149,49 @@ pub(crate) fn row_chunks<'a>(t: Tensor) -> Result<Chunks<'a>> {
     })))
 }
 
-/// Looks up one entry of a file's tensor list.
+/// A file's tensor list indexed by name: one [`TensorFile::tensors`] call for a whole
+/// write, so that looking up each written tensor's entry costs O(1), not a fresh
+/// listing (a clone of every entry) and a scan per tensor, which made writing n
+/// tensors O(n²) (issue 27).
+pub(crate) struct Listing {
+    infos: HashMap<String, TensorInfo>,
+}
+
+impl Listing {
+    /// Lists `file` once; a name listed twice keeps its first entry.
+    pub(crate) fn of(file: &dyn TensorFile) -> Listing {
+        let list = file.tensors();
+        let mut infos = HashMap::with_capacity(list.len());
+        for info in list {
+            if !infos.contains_key(&info.name) {
+                infos.insert(info.name.clone(), info);
+            }
+        }
+        Listing { infos }
+    }
+
+    /// The entry of `name`.
+    pub(crate) fn get(&self, name: &str) -> Result<&TensorInfo> {
+        self.infos
+            .get(name)
+            .ok_or_else(|| Error::NoSuchTensor(name.to_string()))
+    }
+}
+
+/// Refuses a selection that names a tensor twice (a file cannot hold both).
+pub(crate) fn check_unique(names: &[String]) -> Result<()> {
+    let mut seen = HashSet::with_capacity(names.len());
+    for name in names {
+        if !seen.insert(name.as_str()) {
+            return Err(Error::Invalid(format!(
+                "tensor name {name:?} appears twice"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Looks up one entry of a file's tensor list (one lookup; for many, use [`Listing`]).
 pub(crate) fn info_of(file: &dyn TensorFile, name: &str) -> Result<TensorInfo> {
     file.tensors()
         .into_iter()
@@ -173,6 +221,19 @@ pub(crate) fn threads(options: &WriteOptions) -> Result<usize> {
         None => Ok(std::thread::available_parallelism()
             .map(|n| n.get().min(2))
             .unwrap_or(1)),
+    }
+}
+
+/// The thread count for streaming one tensor: 1 for a tensor of at most one piece
+/// ([`CHUNK_BYTES`]), else `threads`. A single piece has nothing to overlap, and
+/// starting a decoding thread costs more than writing a small tensor (a file of 10k
+/// small tensors spent most of its conversion starting threads, issue 27).
+pub(crate) fn threads_for(info: &TensorInfo, dtype: DType, threads: usize) -> usize {
+    let bytes = |size: usize| info.shape.byte_len(size).unwrap_or(usize::MAX);
+    if bytes(info.dtype.size()).max(bytes(dtype.size())) <= CHUNK_BYTES {
+        1
+    } else {
+        threads
     }
 }
 

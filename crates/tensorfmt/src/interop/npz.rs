@@ -14,6 +14,7 @@
 //! central directory, outside every member, so `np.load` lists the tensors only.
 
 use std::cell::Cell;
+use std::collections::HashMap;
 use std::io::{Cursor, Read, Seek, SeekFrom, Write};
 use std::path::Path;
 use std::rc::Rc;
@@ -29,7 +30,10 @@ use zip::write::SimpleFileOptions;
 use zip::{CompressionMethod, ZipArchive, ZipWriter};
 
 use super::npy::{self, NpyHeader};
-use super::{info_of, row_chunks, stored_dtype, threads, write_chunks, InteropError, MemoryFile};
+use super::{
+    check_unique, row_chunks, stored_dtype, threads, threads_for, write_chunks, InteropError,
+    Listing, MemoryFile,
+};
 use crate::provenance::{self, NPZ_MEMBER};
 
 fn err(e: InteropError) -> Error {
@@ -87,6 +91,8 @@ pub struct NpzFile {
     /// The whole archive (deflated members are streamed from it).
     data: Bytes,
     members: Vec<Member>,
+    /// Position of each member in `members` by tensor name (lookups by name are O(1)).
+    index: HashMap<String, usize>,
     limits: Limits,
     /// A legacy file's skeleton, from the bytes outside the members (or the older
     /// member `__tensorfmt__.npy`; see
@@ -109,6 +115,7 @@ pub fn open(data: Bytes, options: &ReadOptions) -> Result<NpzFile> {
     let mut archive = ZipArchive::new(Cursor::new(data.clone())).map_err(zip_err)?;
     options.limits.check_items(archive.len() as u64)?;
     let mut members: Vec<Member> = Vec::new();
+    let mut index_of: HashMap<String, usize> = HashMap::new();
     let mut carried = None;
     // Where the members' bytes end: the metadata, if any, lies between there and the
     // central directory.
@@ -146,7 +153,7 @@ pub fn open(data: Bytes, options: &ReadOptions) -> Result<NpzFile> {
             drop(f);
             f = archive.by_index(index).map_err(zip_err)?;
         }
-        if members.iter().any(|m| m.name == name) {
+        if index_of.contains_key(&name) {
             return Err(err(InteropError::malformed(
                 f.header_start(),
                 "member name",
@@ -245,6 +252,7 @@ pub fn open(data: Bytes, options: &ReadOptions) -> Result<NpzFile> {
                 ),
             )));
         }
+        index_of.insert(name.clone(), members.len());
         members.push(Member {
             name,
             index,
@@ -262,6 +270,7 @@ pub fn open(data: Bytes, options: &ReadOptions) -> Result<NpzFile> {
         archive: Mutex::new(archive),
         data,
         members,
+        index: index_of,
         limits: options.limits,
         carried,
         sparse_format,
@@ -414,9 +423,9 @@ fn read_carried(f: &mut dyn Read, limits: &Limits) -> Result<Option<String>> {
 
 impl NpzFile {
     fn member(&self, name: &str) -> Result<&Member> {
-        self.members
-            .iter()
-            .find(|m| m.name == name)
+        self.index
+            .get(name)
+            .map(|&i| &self.members[i])
             .ok_or_else(|| Error::NoSuchTensor(name.to_string()))
     }
 
@@ -909,14 +918,11 @@ fn write_members(
     method: CompressionMethod,
     n_threads: usize,
 ) -> Result<()> {
-    for (i, name) in names.iter().enumerate() {
-        if names[..i].contains(name) {
-            return Err(Error::Invalid(format!(
-                "tensor name {name:?} appears twice"
-            )));
-        }
-        let info = info_of(file, name)?;
-        let dtype = stored_dtype(&info, options);
+    check_unique(names)?;
+    let listing = Listing::of(file);
+    for name in names {
+        let info = listing.get(name)?;
+        let dtype = stored_dtype(info, options);
         let mut header = Vec::new();
         npy::write_header(&mut header, dtype, &info.shape)?;
         let total = (header.len() as u64).saturating_add(info.shape.byte_len(dtype.size())? as u64);
@@ -926,7 +932,7 @@ fn write_members(
         zip.start_file(format!("{name}.npy"), opts)
             .map_err(zip_err)?;
         zip.write_all(&header)?;
-        write_chunks(zip, file, &info, dtype, n_threads)?;
+        write_chunks(zip, file, info, dtype, threads_for(info, dtype, n_threads))?;
     }
     Ok(())
 }

@@ -24,7 +24,8 @@ use tensorfmt_core::{
 };
 
 use super::{
-    info_of, row_chunks, stored_dtype, threads, write_chunks, InteropError, MemoryFile, THREADS_KEY,
+    check_unique, row_chunks, stored_dtype, threads, threads_for, write_chunks, InteropError,
+    Listing, MemoryFile, THREADS_KEY,
 };
 
 fn err(e: InteropError) -> Error {
@@ -111,6 +112,8 @@ pub struct SafetensorsFile {
     data: Bytes,
     header_len: usize,
     entries: Vec<Entry>,
+    /// Position of each name in `entries` (lookups by name are O(1)).
+    index: HashMap<String, usize>,
     metadata: Vec<(String, String)>,
 }
 
@@ -164,10 +167,15 @@ pub fn open(data: Bytes, options: &ReadOptions) -> Result<SafetensorsFile> {
         .into_iter()
         .collect();
     metadata.sort();
+    let mut index = HashMap::with_capacity(entries.len());
+    for (i, e) in entries.iter().enumerate() {
+        index.entry(e.info.name.clone()).or_insert(i);
+    }
     Ok(SafetensorsFile {
         data,
         header_len: n,
         entries,
+        index,
         metadata,
     })
 }
@@ -206,9 +214,9 @@ impl TensorFile for SafetensorsFile {
     }
     fn read_tensor(&self, name: &str) -> Result<Tensor> {
         let e = self
-            .entries
-            .iter()
-            .find(|e| e.info.name == name)
+            .index
+            .get(name)
+            .map(|&i| &self.entries[i])
             .ok_or_else(|| Error::NoSuchTensor(name.to_string()))?;
         let bytes = self.data.slice(e.range.0..e.range.1);
         Tensor::from_bytes(e.info.dtype, e.info.shape.clone(), Order::RowMajor, bytes)
@@ -228,14 +236,11 @@ pub fn write_from(
     names: &[String],
     options: &WriteOptions,
 ) -> Result<()> {
-    let mut list = Vec::new();
+    check_unique(names)?;
+    let listing = Listing::of(file);
+    let mut list = Vec::with_capacity(names.len());
     for name in names {
-        if list.iter().any(|(n, _, _): &(String, _, _)| n == name) {
-            return Err(Error::Invalid(format!(
-                "tensor name {name:?} appears twice"
-            )));
-        }
-        let info = info_of(file, name)?;
+        let info = listing.get(name)?.clone();
         let dtype = stored_dtype(&info, options);
         list.push((name.clone(), info, dtype));
     }
@@ -277,7 +282,13 @@ pub fn write_from(
     out.write_all(&(text.len() as u64).to_le_bytes())?;
     out.write_all(&text)?;
     for (_, info, dtype) in &list {
-        write_chunks(&mut out, file, info, *dtype, n_threads)?;
+        write_chunks(
+            &mut out,
+            file,
+            info,
+            *dtype,
+            threads_for(info, *dtype, n_threads),
+        )?;
     }
     out.commit()
 }
