@@ -102,6 +102,9 @@ fn parse_size(s: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("{s:?} is too large"))
 }
 
+// Parsed once per run: the size of the largest variant (`convert`, with its network
+// options) costs nothing worth boxing for.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Show a file's format, kind, header fields and tensors.
