@@ -112,6 +112,42 @@ fn check(case: &Case<'_>, tensors: &Named, names: &[&str], dir: &Path) -> bool {
     let what = format!("{} via {via}, {names:?} edited", src.display());
     let mid = dir.join(format!("edited.{}", via.extensions()[0]));
     tensorfmt::save(&mid, *via, tensors, carried).unwrap_or_else(|e| panic!("{what}: {e}"));
+    // A sparse PVP travels as a CSR layout (scipy's save_npz / the CSR triple): the
+    // edited arrays stand for the original's tensors, as the reader's view of them
+    // gives them back; an edit that breaks the layout must be refused.
+    let mid_doc = Document::open(&mid).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let in_original: Named;
+    let edited_names: Vec<String>;
+    let (tensors, names): (&Named, Vec<&str>) =
+        match tensorfmt::interop::sparse::as_original(&mid_doc) {
+            Err(e) => {
+                assert!(!e.to_string().is_empty(), "{what}");
+                return false;
+            }
+            Ok(None) => (tensors, names.to_vec()),
+            Ok(Some(view)) => {
+                in_original = match view.read_all() {
+                    Ok(t) => t,
+                    Err(e) => {
+                        assert!(!e.to_string().is_empty(), "{what}");
+                        return false;
+                    }
+                };
+                let before: std::collections::HashMap<&str, &Tensor> =
+                    original.iter().map(|(n, t)| (n.as_str(), t)).collect();
+                edited_names = in_original
+                    .iter()
+                    .filter(|(n, t)| before.get(n.as_str()).is_none_or(|b| *b != t))
+                    .map(|(n, _)| n.clone())
+                    .collect();
+                (
+                    &in_original,
+                    edited_names.iter().map(String::as_str).collect(),
+                )
+            }
+        };
+    let names = &names[..];
+    drop(mid_doc);
     let ext = src.extension().and_then(|e| e.to_str()).unwrap_or("bin");
     let back = dir.join(format!("back.{ext}"));
     let _ = std::fs::remove_file(&back);
