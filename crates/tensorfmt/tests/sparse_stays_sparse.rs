@@ -172,3 +172,27 @@ fn dense_when_asked_within_the_bound() {
             .any(|(k, v)| k == DENSE_KEY || v.to_string().contains("\"dense\"")));
     }
 }
+
+/// The CSR arrays of an npz / safetensors stand for the original's `values` through
+/// `as_original`; their statistics come from the entries and equal the PVP reader's.
+#[test]
+fn the_csr_view_has_the_original_statistics_from_its_entries() {
+    let src =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/pvp/sparse_values_dt4.pvp");
+    let dir = tempfile::tempdir().unwrap();
+    let pvp = tensorfmt::Document::open(&src).unwrap();
+    for via in [Format::Npz, Format::Safetensors] {
+        let mid = dir.path().join(format!("x.{}", via.extensions()[0]));
+        pvp.convert_to(&mid, via).unwrap();
+        let doc = tensorfmt::Document::open(&mid).unwrap();
+        let view = tensorfmt::interop::sparse::as_original(&doc)
+            .unwrap()
+            .expect("a CSR layout");
+        assert_eq!(
+            view.stats("values").unwrap(),
+            pvp.stats("values").unwrap(),
+            "{via}"
+        );
+        assert!(view.source_layout("values").is_none());
+    }
+}

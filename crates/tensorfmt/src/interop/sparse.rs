@@ -24,8 +24,8 @@ use std::path::Path;
 
 use tensorfmt_core::io::AtomicFile;
 use tensorfmt_core::{
-    Chunks, DType, Error, FieldValue, Order, ReadOptions, Result, SparseRow, SparseRows, Tensor,
-    TensorFile, TensorInfo, WriteOptions,
+    Chunks, DType, Error, FieldValue, Order, ReadOptions, Result, SparseRow, SparseRows, Stats,
+    Tensor, TensorFile, TensorInfo, WriteOptions,
 };
 use zip::write::SimpleFileOptions;
 use zip::{CompressionMethod, ZipWriter};
@@ -479,6 +479,35 @@ where
     }
     fn read_chunks<'a>(&'a self, name: &str) -> Result<Chunks<'a>> {
         super::row_chunks(self.read_tensor(name)?)
+    }
+    fn stats(&self, name: &str) -> Result<Stats> {
+        if name != "values" {
+            return self.inner.stats(name);
+        }
+        // From the entries, as the sparse PVP reader does: each frame's stored values
+        // plus its implicit zeros (never the densified movie).
+        let width: usize = self.frame_dims.iter().product();
+        let mut acc = Stats::default();
+        for k in 0..self.frames() {
+            let (a, b) = (self.indptr[k] as usize, self.indptr[k + 1] as usize);
+            let zeros = width.saturating_sub(b - a);
+            acc = acc.merge(&Stats::of(&self.data[a..b]).merge(&Stats::zeros(zeros)));
+        }
+        Ok(acc)
+    }
+    /// The view's `values` are assembled from the CSR arrays, not bytes of the file,
+    /// so they have no source layout; the other tensors keep the inner file's.
+    fn source_layout(&self, name: &str) -> Option<tensorfmt_core::SourceLayout> {
+        if name == "values" || CSR_GROUP.contains(&name) {
+            return None;
+        }
+        self.inner.source_layout(name)
+    }
+    fn source_layouts(&self) -> Vec<Option<tensorfmt_core::SourceLayout>> {
+        self.tensors()
+            .iter()
+            .map(|i| self.source_layout(&i.name))
+            .collect()
     }
     fn sparse_rows<'a>(&'a self, name: &str) -> Option<Result<SparseRows<'a>>> {
         (name == "values").then(|| -> Result<SparseRows<'a>> {
