@@ -120,13 +120,17 @@ pub(crate) fn info_json(info: &TensorInfo) -> Value {
 
 /// Prints a JSON document, pretty, on stdout.
 pub(crate) fn emit_json(doc: &Value) {
-    sayln!("{}", serde_json::to_string_pretty(doc).unwrap_or_default());
+    // One string, the size of what is printed (no second formatted copy).
+    let mut text = serde_json::to_string_pretty(doc).unwrap_or_default();
+    text.push('\n');
+    emit(&text);
 }
 
 /// The JSON description `inspect --json` prints for one file.
 fn inspect_json(
     path: &Path,
     file: &dyn TensorFile,
+    header: &[(String, FieldValue)],
     infos: &[TensorInfo],
     stats: Option<&[Stats]>,
 ) -> Value {
@@ -141,8 +145,7 @@ fn inspect_json(
             t
         })
         .collect();
-    let header: serde_json::Map<String, Value> = file
-        .header()
+    let header: serde_json::Map<String, Value> = header
         .iter()
         .map(|(k, v)| (k.clone(), field_json(v)))
         .collect();
@@ -236,7 +239,13 @@ pub fn inspect_value(path: &Path, read: &ReadOptions, with_stats: bool) -> Resul
     } else {
         None
     };
-    Ok(inspect_json(path, file, &infos, stats.as_deref()))
+    Ok(inspect_json(
+        path,
+        file,
+        &file.header(),
+        &infos,
+        stats.as_deref(),
+    ))
 }
 
 /// `tensorfmt inspect FILE [--json] [--stats] [--kind K] [--strict]`.
@@ -257,7 +266,7 @@ pub fn inspect(
     let header = file.header();
     let warnings = file.warnings();
     if as_json {
-        emit_json(&inspect_json(path, file, &infos, stats.as_deref()));
+        emit_json(&inspect_json(path, file, &header, &infos, stats.as_deref()));
         return Ok(());
     }
     let mut out = String::new();
