@@ -435,3 +435,35 @@ fn inspect_of_a_million_comment_lines_is_bounded() {
     assert_eq!(shown.len(), 16);
     assert_eq!(shown[15], "# c15");
 }
+
+/// `inspect --json` formats its tensors one at a time instead of building one JSON
+/// tree: the text must be exactly serde_json's pretty form of the document (without
+/// `--stats`: serde_json's default float parsing may change the last digit).
+#[test]
+fn inspect_json_text_is_the_pretty_document() {
+    let mut n = 0;
+    for dir in ["core", "caffe", "primitiv", "pvp", "som"] {
+        let mut files: Vec<_> = std::fs::read_dir(testdata(dir, ""))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.is_file() && p.extension().is_none_or(|x| x != "dump"))
+            .collect();
+        files.sort();
+        for p in files {
+            let out = Command::new(assert_cmd::cargo::cargo_bin!("tensorfmt"))
+                .args(["inspect", "--json"])
+                .arg(&p)
+                .output()
+                .unwrap();
+            if !out.status.success() {
+                continue;
+            }
+            let text = String::from_utf8(out.stdout).unwrap();
+            let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+            let want = serde_json::to_string_pretty(&doc).unwrap() + "\n";
+            assert_eq!(text, want, "{}", p.display());
+            n += 1;
+        }
+    }
+    assert!(n > 10, "{n} files");
+}
