@@ -60,6 +60,11 @@ fn blob_summary(b: &RawBlob, path: &str) -> Result<FieldValue> {
     Ok(FieldValue::Text(s))
 }
 
+/// How many layers the header describes one by one (`layer`); `layers` counts them
+/// all and the tensors list every blob, so a net of 300,000 layers does not make a
+/// header of 300,000 entries.
+const HEADER_LAYERS_MAX: usize = 32;
+
 impl CaffeFile {
     /// Opens parsed contents: checks every blob and builds the tensor list.
     pub fn new(content: Content) -> Result<CaffeFile> {
@@ -90,13 +95,18 @@ impl CaffeFile {
                     for (j, b) in l.blobs.iter().enumerate() {
                         let path = format!("{}.blobs[{j}]", layer_path(l, i));
                         entries.push(blob_entry(format!("{base}/{j}"), b, &path)?);
-                        blobs.push(blob_summary(b, &path)?);
+                        let summary = blob_summary(b, &path)?;
+                        if i < HEADER_LAYERS_MAX {
+                            blobs.push(summary);
+                        }
                     }
-                    list.push(FieldValue::Map(vec![
-                        ("name".into(), l.name.clone().into()),
-                        ("type".into(), l.type_name.clone().into()),
-                        ("blobs".into(), FieldValue::List(blobs)),
-                    ]));
+                    if i < HEADER_LAYERS_MAX {
+                        list.push(FieldValue::Map(vec![
+                            ("name".into(), l.name.clone().into()),
+                            ("type".into(), l.type_name.clone().into()),
+                            ("blobs".into(), FieldValue::List(blobs)),
+                        ]));
+                    }
                 }
                 header.push(("layer".into(), FieldValue::List(list)));
             }

@@ -120,13 +120,17 @@ pub(crate) fn info_json(info: &TensorInfo) -> Value {
 
 /// Prints a JSON document, pretty, on stdout.
 pub(crate) fn emit_json(doc: &Value) {
-    sayln!("{}", serde_json::to_string_pretty(doc).unwrap_or_default());
+    // One string, the size of what is printed (no second formatted copy).
+    let mut text = serde_json::to_string_pretty(doc).unwrap_or_default();
+    text.push('\n');
+    emit(&text);
 }
 
 /// The JSON description `inspect --json` prints for one file.
 fn inspect_json(
     path: &Path,
     file: &dyn TensorFile,
+    header: &[(String, FieldValue)],
     infos: &[TensorInfo],
     stats: Option<&[Stats]>,
 ) -> Value {
@@ -141,8 +145,7 @@ fn inspect_json(
             t
         })
         .collect();
-    let header: serde_json::Map<String, Value> = file
-        .header()
+    let header: serde_json::Map<String, Value> = header
         .iter()
         .map(|(k, v)| (k.clone(), field_json(v)))
         .collect();
@@ -154,6 +157,52 @@ fn inspect_json(
         "tensors": tensors,
         "warnings": file.warnings(),
     })
+}
+
+/// [`inspect_json`] as the text `emit_json` would print, without building the whole
+/// document as a JSON tree first: the `tensors` are formatted one at a time, so the
+/// memory is the printed text (a tree of 300,000 tensor objects took 400 MiB).
+fn inspect_json_text(
+    path: &Path,
+    file: &dyn TensorFile,
+    header: &[(String, FieldValue)],
+    infos: &[TensorInfo],
+    stats: Option<&[Stats]>,
+) -> String {
+    // A value pretty-printed as a member at depth `depth` (2 spaces per level).
+    let nested = |v: &Value, depth: usize| {
+        let pad = format!("\n{}", "  ".repeat(depth));
+        serde_json::to_string_pretty(v)
+            .unwrap_or_default()
+            .replace('\n', &pad)
+    };
+    let mut head = inspect_json(path, file, header, &[], None);
+    let warnings = head
+        .as_object_mut()
+        .and_then(|o| o.remove("warnings"))
+        .unwrap_or_default();
+    let mut out = String::from("{\n");
+    if let Some(o) = head.as_object() {
+        for (k, v) in o.iter().filter(|(k, _)| *k != "tensors") {
+            let _ = writeln!(out, "  {}: {},", Value::from(k.as_str()), nested(v, 1));
+        }
+    }
+    if infos.is_empty() {
+        out.push_str("  \"tensors\": [],\n");
+    } else {
+        out.push_str("  \"tensors\": [\n");
+        for (i, info) in infos.iter().enumerate() {
+            let mut t = info_json(info);
+            if let Some(s) = stats {
+                t["stats"] = stats_json(&s[i]);
+            }
+            let sep = if i + 1 < infos.len() { "," } else { "" };
+            let _ = writeln!(out, "    {}{sep}", nested(&t, 2));
+        }
+        out.push_str("  ],\n");
+    }
+    let _ = writeln!(out, "  \"warnings\": {}\n}}", nested(&warnings, 1));
+    out
 }
 
 /// Refuses what is not a regular file (a FIFO, socket or device would block or never
@@ -236,7 +285,13 @@ pub fn inspect_value(path: &Path, read: &ReadOptions, with_stats: bool) -> Resul
     } else {
         None
     };
-    Ok(inspect_json(path, file, &infos, stats.as_deref()))
+    Ok(inspect_json(
+        path,
+        file,
+        &file.header(),
+        &infos,
+        stats.as_deref(),
+    ))
 }
 
 /// `tensorfmt inspect FILE [--json] [--stats] [--kind K] [--strict]`.
@@ -257,7 +312,13 @@ pub fn inspect(
     let header = file.header();
     let warnings = file.warnings();
     if as_json {
-        emit_json(&inspect_json(path, file, &infos, stats.as_deref()));
+        emit(&inspect_json_text(
+            path,
+            file,
+            &header,
+            &infos,
+            stats.as_deref(),
+        ));
         return Ok(());
     }
     let mut out = String::new();

@@ -484,10 +484,77 @@ impl Model {
         self.entries.get(path)
     }
 
-    /// A parameter by dotted name (`enc.w`), as exported.
+    /// A parameter by dotted name (`enc.w`), as exported ([`Model::export_name`]).
     pub fn get_dotted(&self, name: &str) -> Option<&Parameter> {
-        let path: Vec<Key> = name.split('.').map(Key::from).collect();
+        let path = Model::parse_export_name(name)?;
         self.entries.get(&path)
+    }
+
+    /// The export name of a key path: its keys joined with `.`, where a key's own
+    /// `\`, `.` and `/` are written `\\`, `\.` and `\/`, and bytes that are not UTF-8
+    /// `\xNN`. Ordinary names (`enc.w`) are unchanged; the escapes make the mapping
+    /// one-to-one, so the key `"a.b"` and the path `["a", "b"]` stay two names
+    /// (`a\.b` and `a.b`), and [`Model::parse_export_name`] inverts it.
+    ///
+    /// ```
+    /// use tensorfmt_primitiv::{Key, Model};
+    /// let one = vec![Key::from("a.b")];
+    /// let two = vec![Key::from("a"), Key::from("b")];
+    /// assert_eq!(Model::export_name(&one), r"a\.b");
+    /// assert_eq!(Model::export_name(&two), "a.b");
+    /// assert_eq!(Model::parse_export_name(r"a\.b"), Some(one));
+    /// assert_eq!(Model::parse_export_name("a.b"), Some(two));
+    /// ```
+    pub fn export_name(path: &[Key]) -> String {
+        let mut out = String::new();
+        for (i, k) in path.iter().enumerate() {
+            if i > 0 {
+                out.push('.');
+            }
+            for chunk in k.as_bytes().utf8_chunks() {
+                for c in chunk.valid().chars() {
+                    if matches!(c, '\\' | '.' | '/') {
+                        out.push('\\');
+                    }
+                    out.push(c);
+                }
+                for b in chunk.invalid() {
+                    out.push_str(&format!("\\x{b:02x}"));
+                }
+            }
+        }
+        out
+    }
+
+    /// The key path of an export name ([`Model::export_name`]'s inverse); `None` when
+    /// the name has an unknown escape or a `/` that is not escaped.
+    pub fn parse_export_name(name: &str) -> Option<KeyPath> {
+        let mut path = Vec::new();
+        let mut key = Vec::new();
+        let mut it = name.chars();
+        while let Some(c) = it.next() {
+            match c {
+                '.' => path.push(Key::new(std::mem::take(&mut key))),
+                '/' => return None,
+                '\\' => match it.next()? {
+                    e @ ('\\' | '.' | '/') => key.push(e as u8),
+                    'x' => {
+                        let hex: String = it.by_ref().take(2).collect();
+                        if hex.len() != 2 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+                            return None;
+                        }
+                        key.push(u8::from_str_radix(&hex, 16).ok()?);
+                    }
+                    _ => return None,
+                },
+                c => {
+                    let mut buf = [0; 4];
+                    key.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+                }
+            }
+        }
+        path.push(Key::new(key));
+        Some(path)
     }
 
     /// Entries in key-path order.

@@ -16,7 +16,9 @@ use crate::read::Decoded;
 ///
 /// Export names: a Parameter gives `value` and one tensor per stat (named by its key);
 /// a Model gives `<k1>.<k2>...` for each parameter value and `<k1>.<k2>.../<stat>` for
-/// each stat; a Tensor file gives `tensor`; Shape and Optimizer files have no tensors
+/// each stat, where a key's own `\`, `.` and `/` are escaped as `\\`, `\.` and `\/`
+/// ([`Model::export_name`]), so the key `a.b` (`a\.b`) and the path `a`, `b` (`a.b`)
+/// stay two tensors and [`save_named`] writes both back; a Tensor file gives `tensor`; Shape and Optimizer files have no tensors
 /// (their content is in [`TensorFile::header`]). Tensors come out in row-major (numpy)
 /// order with the logical shape `[d0, d1, ...]`, plus a trailing batch axis when the
 /// batch is above 1.
@@ -57,7 +59,7 @@ impl PrimitivFile {
             }
             PrimitivData::Model(m) => {
                 for (path, p) in m.entries() {
-                    let base = Model::join(path);
+                    let base = Model::export_name(path);
                     tensors.push((base.clone(), p.value().clone()));
                     for (k, t) in p.stats() {
                         tensors.push((format!("{base}/{k}"), t.clone()));
@@ -65,8 +67,9 @@ impl PrimitivFile {
                 }
             }
         }
-        // Keys containing `.` or `/` (or a stat called `value`) can make two names
-        // equal; keep every tensor reachable by suffixing the later ones.
+        // Model names are one-to-one (`Model::export_name` escapes `.` and `/` in keys),
+        // but a Parameter's stat called `value` takes the value's name: keep every
+        // tensor reachable by suffixing the later ones.
         let mut warnings = decoded.warnings.clone();
         let mut seen = std::collections::HashSet::new();
         for (name, _) in tensors.iter_mut() {
@@ -196,7 +199,7 @@ impl TensorFile for PrimitivFile {
                 h.push(("parameters".into(), m.len().into()));
                 let entries = m
                     .entries()
-                    .map(|(k, p)| (Model::join(k), parameter_field(p)))
+                    .map(|(k, p)| (Model::export_name(k), parameter_field(p)))
                     .collect();
                 h.push(("entries".into(), FieldValue::Map(entries)));
             }
@@ -257,6 +260,21 @@ impl TensorFile for PrimitivFile {
     }
 }
 
+/// Splits a model export name at its first unescaped `/` into the parameter's name
+/// and the stat key (kept verbatim).
+fn split_stat(name: &str) -> (&str, Option<&str>) {
+    let mut escaped = false;
+    for (i, c) in name.char_indices() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' => escaped = true,
+            '/' => return (&name[..i], Some(&name[i + 1..])),
+            _ => {}
+        }
+    }
+    (name, None)
+}
+
 fn flag(options: &WriteOptions, key: &str) -> bool {
     options
         .extra
@@ -269,7 +287,9 @@ fn flag(options: &WriteOptions, key: &str) -> bool {
 ///
 /// The file kind is `options.kind` (`model`, `parameter` or `tensor`); without it, a
 /// single tensor named `value` makes a Parameter file and anything else a Model file.
-/// Model names are `<k1>.<k2>...` for values and `<k1>.<k2>.../<stat>` for stats;
+/// Model names are `<k1>.<k2>...` for values and `<k1>.<k2>.../<stat>` for stats
+/// (keys escaped as by [`Model::export_name`]; the stat is what follows the first
+/// unescaped `/`);
 /// Parameter names are `value` and the stat keys. Tensors may be in any order; they
 /// are stored column-major. The exported batch axis cannot be told from an ordinary
 /// axis: with `options.extra["batch_axis"] = "true"` the last axis of every stat (and
@@ -372,11 +392,13 @@ pub fn build(tensors: &[(String, Tensor)], options: &WriteOptions) -> Result<Pri
             type Group<'a> = (Option<&'a Tensor>, Vec<(&'a str, &'a Tensor)>);
             let mut groups: BTreeMap<Vec<Key>, Group> = BTreeMap::new();
             for (n, t) in tensors {
-                let (param, stat) = match n.split_once('/') {
-                    Some((p, s)) => (p, Some(s)),
-                    None => (n.as_str(), None),
-                };
-                let path: Vec<Key> = param.split('.').map(Key::from).collect();
+                let (param, stat) = split_stat(n);
+                let path = Model::parse_export_name(param).ok_or_else(|| {
+                    PrimitivError::BadTensors(format!(
+                        "tensor name {n:?} is not a model export name (a `\\` starts \
+                         only `\\\\`, `\\.`, `\\/` or `\\xNN`)"
+                    ))
+                })?;
                 let g = groups.entry(path).or_default();
                 match stat {
                     Some(s) => g.1.push((s, t)),

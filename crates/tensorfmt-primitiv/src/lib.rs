@@ -38,6 +38,12 @@
 //! held: reading a file written by primitiv and writing it back gives the same bytes.
 //! Files are written atomically.
 //!
+//! **Export names** ([`PrimitivFile`], [`save_named`]): a model parameter is named by
+//! its key path joined with `.` ([`Model::export_name`]); a key's own `\`, `.` and `/`
+//! are escaped (`\\`, `\.`, `\/`, and `\xNN` for bytes that are not UTF-8), so the
+//! key `a.b` (`a\.b`) and the path `a`, `b` (`a.b`) are two names, and writing the
+//! exported tensors back restores every key path.
+//!
 //! ```
 //! use tensorfmt_core::Order;
 //! use tensorfmt_primitiv::*;

@@ -19,6 +19,9 @@ use crate::{legacy, HexGrid, Result, SomError};
 /// Largest piece [`TensorFile::read_chunks`] yields (at least one entry).
 const CHUNK_BYTES: usize = 4 << 20;
 
+/// How many comment lines the header shows (`comments`); `comment_lines` counts all.
+const HEADER_COMMENTS_MAX: usize = 16;
+
 /// Cheap check on the first bytes of a file: a plausible v2 header whose payload fits
 /// `file_len`, or a legacy file that exactly one interpretation fits exactly.
 ///
@@ -199,8 +202,23 @@ impl TensorFile for SomTensors {
         s
     }
 
+    /// The header fields, with the comment block bounded: `comments` holds its first
+    /// 16 lines and `comment_lines` counts them all (a file of
+    /// 10 million `#` lines does not become a header of 10 million entries;
+    /// [`SomFile::comments`](SomFile::comments) has every line).
     fn header(&self) -> Vec<(String, FieldValue)> {
-        self.file.header_fields().to_vec()
+        let mut out = Vec::with_capacity(self.file.header_fields().len() + 1);
+        for (k, v) in self.file.header_fields() {
+            match v {
+                FieldValue::List(lines) if k == "comments" => {
+                    let shown = lines.len().min(HEADER_COMMENTS_MAX);
+                    out.push((k.clone(), FieldValue::List(lines[..shown].to_vec())));
+                    out.push(("comment_lines".into(), lines.len().into()));
+                }
+                _ => out.push((k.clone(), v.clone())),
+            }
+        }
+        out
     }
 
     fn tensors(&self) -> Vec<TensorInfo> {

@@ -92,6 +92,34 @@ def _parameter(doc: Document, name: str, entry: Dict[str, Any], in_model: bool) 
     )
 
 
+def _model_path(name: str) -> List[str]:
+    """The keys of a model export name: split at unescaped dots, escapes undone
+    (``a\\.b`` is the one key ``a.b``; ``\\\\``, ``\\/`` and ``\\xNN`` likewise; see the
+    primitiv crate's ``Model::export_name``)."""
+    keys: List[str] = []
+    cur: List[str] = []
+    i = 0
+    while i < len(name):
+        c = name[i]
+        if c == "\\" and i + 1 < len(name):
+            nxt = name[i + 1]
+            if nxt == "x" and i + 3 < len(name):
+                cur.append(chr(int(name[i + 2 : i + 4], 16)))
+                i += 4
+                continue
+            cur.append(nxt)
+            i += 2
+            continue
+        if c == ".":
+            keys.append("".join(cur))
+            cur = []
+        else:
+            cur.append(c)
+        i += 1
+    keys.append("".join(cur))
+    return keys
+
+
 class PrimitivFile:
     """A primitiv file opened with its structure (see :func:`open`).
 
@@ -142,7 +170,7 @@ class PrimitivFile:
         root: Dict[str, Any] = {}
         for name, p in self.parameters.items():
             node = root
-            *parents, leaf = name.split(".")
+            *parents, leaf = _model_path(name)
             for part in parents:
                 nxt = node.setdefault(part, {})
                 if not isinstance(nxt, dict):  # a parameter and a sub-model share a name
