@@ -11,7 +11,7 @@ import tensorfmt.primitiv
 def test_colliding_model_keys_keep_both_parameters(tmp_path):
     p = tmp_path / "m.data"
     one, two = np.ones(2, np.float32), np.arange(3, dtype=np.float32)
-    tensorfmt.save(p, {"a\\.b": one, "a.b": two}, to="model")
+    tensorfmt.save(p, {"a\\.b": one, "a.b": two}, to="primitiv:model")
     f = tensorfmt.primitiv.open(p)
     assert sorted(f.parameters) == ["a.b", "a\\.b"]
     tree = f.tree()

@@ -273,8 +273,6 @@ class Document(Mapping[str, Any]):
             except (ValueError, TypeError, OverflowError, MemoryError) as e:
                 # numpy refuses some legal descriptions (a zero-size array whose other
                 # dimensions are huge): a tensorfmt error, keeping the builtin base.
-                from ._errors import LimitError
-
                 raise LimitError(f"{name}: numpy cannot represent {info.stored_dtype}{list(info.shape)}: {e}") from e
             if self._step != 1 and arr.shape[:1] != info.shape[:1]:
                 arr = arr[:: self._step]

@@ -20,6 +20,9 @@ __all__ = [
     "pvp_weights_writer",
     "pvp_append",
     "caffe_contents",
+    "caffe_random_weights",
+    "caffe_state_dict",
+    "caffe_to_onnx",
     "Som",
     "open_som",
     "save",
@@ -57,6 +60,8 @@ class File:
     def format(self) -> str: ...
     @property
     def kind(self) -> str: ...
+    @property
+    def description(self) -> str: ...
     @property
     def path(self) -> str: ...
     @property
