@@ -17,7 +17,9 @@ import pytest
 import tensorfmt
 import tensorfmt.pvp
 
-ROWS = 96 * 1024  # x 1024 f32 = 384 MiB of zeros, sparse on disk
+# x 1024 f32 = 4 GiB of zeros, sparse on disk: long enough (seconds of deflate even on
+# an idle machine) that the signal always lands mid-conversion; 384 MiB finished first.
+ROWS = 1024 * 1024
 
 
 def _big_npy(path):
@@ -61,7 +63,7 @@ def _start(tmp_path):
         assert child.poll() is None, child.communicate()
         assert time.monotonic() - start < 120, "no temporary file appeared"
         time.sleep(0.005)
-    time.sleep(0.2)
+    time.sleep(0.05)
     return child, dst
 
 
