@@ -738,10 +738,7 @@ pub fn write_from(
     // member (and so neither `np.load` nor `zipfile`) sees it: zip finishes the
     // archive, a copy of what it wrote last gives the central directory and end
     // records, and those are written again after the metadata, their offset moved.
-    let mut hidden = Vec::with_capacity(24 + text.len());
-    hidden.extend_from_slice(HIDDEN_MAGIC);
-    hidden.extend_from_slice(&(text.len() as u64).to_le_bytes());
-    hidden.extend_from_slice(text.as_bytes());
+    let hidden = hidden_block(text);
     let from = position.get();
     *capture.borrow_mut() = Some((from, Vec::new()));
     if from.saturating_add(hidden.len() as u64) >= 0xFFFF_0000 {
@@ -767,20 +764,29 @@ pub fn write_from(
 /// between the last member and the central directory, the directory's offset moved
 /// (`interop::sparse` builds its scipy-layout archives this way).
 pub(crate) fn hide_in_archive(archive: Vec<u8>, text: &str) -> Result<Vec<u8>> {
+    let hidden = hidden_block(text);
     let (at, tail) = directory_of(&archive, 0)
         .and_then(|(at, tail)| {
-            let moved = move_directory(tail.to_vec(), at, 24 + text.len() as u64)?;
+            let moved = move_directory(tail.to_vec(), at, hidden.len() as u64)?;
             Ok((at, moved))
         })
         .map_err(|why| Error::Invalid(format!("npz end records: {why}; please report this")))?;
     let at = usize::try_from(at).map_err(|_| Error::Invalid("npz too large".into()))?;
-    let mut out = Vec::with_capacity(archive.len() + 24 + text.len());
+    let mut out = Vec::with_capacity(archive.len() + hidden.len());
     out.extend_from_slice(&archive[..at]);
-    out.extend_from_slice(HIDDEN_MAGIC);
-    out.extend_from_slice(&(text.len() as u64).to_le_bytes());
-    out.extend_from_slice(text.as_bytes());
+    out.extend_from_slice(&hidden);
     out.extend_from_slice(&tail);
     Ok(out)
+}
+
+/// The metadata as it lies between the members and the central directory (read back by
+/// [`read_hidden`]): [`HIDDEN_MAGIC`], a little-endian u64 length, the UTF-8 text.
+fn hidden_block(text: &str) -> Vec<u8> {
+    let mut hidden = Vec::with_capacity(HIDDEN_MAGIC.len() + 8 + text.len());
+    hidden.extend_from_slice(HIDDEN_MAGIC);
+    hidden.extend_from_slice(&(text.len() as u64).to_le_bytes());
+    hidden.extend_from_slice(text.as_bytes());
+    hidden
 }
 
 /// The central directory's offset and the bytes from there to the end, out of a copy
