@@ -1118,6 +1118,81 @@ mod tests {
         }
     }
 
+    /// Archives with zip64 end records (over 65,535 members) carry the metadata too:
+    /// the zip64 end record's directory offset and the locator's pointer to it move
+    /// with the metadata, and zip readers still list and check every member.
+    #[test]
+    fn metadata_travels_in_zip64_archives_of_many_members() {
+        let n = 70_000usize;
+        let tensors: Vec<(String, Tensor)> = (0..n)
+            .map(|i| {
+                let t = Tensor::from_vec(vec![i as u8], [1], Order::RowMajor).unwrap();
+                (format!("t{i}"), t)
+            })
+            .collect();
+        let text = "{\"tensorfmt\":2}".repeat(50);
+        let mut o = WriteOptions {
+            skip_fsync: true,
+            ..WriteOptions::default()
+        };
+        o.extra.insert(provenance::KEY.into(), text.clone());
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("many.npz");
+        save(&p, &tensors, &o).unwrap();
+        let data = std::fs::read(&p).unwrap();
+        // The end record defers to a zip64 record (65,535 members or more).
+        let e = data.len() - 22;
+        assert_eq!(data[e + 10..e + 12], [0xff, 0xff]);
+        assert_eq!(data[e - 20..e - 16], 0x0706_4b50u32.to_le_bytes());
+        let f = open(Bytes::from(data.clone()), &ReadOptions::default()).unwrap();
+        assert_eq!(f.carried.as_deref(), Some(text.as_str()));
+        assert_eq!(f.tensors().len(), n);
+        assert_eq!(
+            f.read_tensor("t69999").unwrap().bytes()[..],
+            [69_999u32 as u8]
+        );
+        let mut z = ZipArchive::new(Cursor::new(data)).unwrap();
+        assert_eq!(z.len(), n);
+        let mut m = z.by_name("t69999.npy").unwrap();
+        std::io::copy(&mut m, &mut std::io::sink()).unwrap(); // CRC checked
+    }
+
+    /// An archive whose 32-bit directory offset is 0xFFFFFFFF (as archives over 4 GiB
+    /// have it) takes the offset from its zip64 end record, and moving it for the
+    /// metadata updates the zip64 record, not the 32-bit field.
+    #[test]
+    fn metadata_moves_a_directory_found_through_the_zip64_record() {
+        let mut z = ZipWriter::new(Cursor::new(Vec::new()));
+        z.set_zip64_comment(Some(""));
+        let o = SimpleFileOptions::default().compression_method(CompressionMethod::Stored);
+        let mut h = Vec::new();
+        let w = Tensor::from_vec(vec![1f32, 2.0], [2], Order::RowMajor).unwrap();
+        npy::write_header(&mut h, DType::F32, w.shape()).unwrap();
+        z.start_file("w.npy", o).unwrap();
+        z.write_all(&h).unwrap();
+        z.write_all(w.bytes()).unwrap();
+        let mut archive = z.finish().unwrap().into_inner();
+        let e = archive.len() - 22;
+        assert_eq!(
+            archive[e - 20..e - 16],
+            0x0706_4b50u32.to_le_bytes(),
+            "no zip64 locator"
+        );
+        archive[e + 16..e + 20].copy_from_slice(&u32::MAX.to_le_bytes());
+        // Still a valid archive for a zip reader before the metadata goes in.
+        ZipArchive::new(Cursor::new(archive.clone())).unwrap();
+        let text = "x".repeat(1000);
+        let with = hide_in_archive(archive, &text).unwrap();
+        let e = with.len() - 22;
+        assert_eq!(with[e + 16..e + 20], u32::MAX.to_le_bytes());
+        let f = open(Bytes::from(with.clone()), &ReadOptions::default()).unwrap();
+        assert_eq!(f.carried.as_deref(), Some(text.as_str()));
+        assert_eq!(f.read_tensor("w").unwrap(), w);
+        let mut z = ZipArchive::new(Cursor::new(with)).unwrap();
+        let mut m = z.by_name("w.npy").unwrap();
+        std::io::copy(&mut m, &mut std::io::sink()).unwrap();
+    }
+
     /// Files written before the metadata moved carry it as member `__tensorfmt__.npy`.
     #[test]
     fn the_older_metadata_member_is_still_read() {
