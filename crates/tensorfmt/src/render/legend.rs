@@ -1,9 +1,9 @@
 //! What a picture means, drawn around it: a title band at the top and, for scalar
 //! colour-mapped pictures, a vertical colour bar on the right.
 //!
-//! **Title band**: two lines in the bitmap [`font`](super::font). Line 1: the file name,
-//! the tensor (what is drawn) and, where there is one, the frame index and the PVP
-//! time (`a1_V1.pvp | activity 32x32x1 | frame 3 | t = 12.5`). Line 2: the value range
+//! **Title band**: three lines in the bitmap [`font`](super::font). Line 1: the file
+//! name. Line 2: the tensor (what is drawn) and, where there is one, the frame index
+//! and the PVP time (`activity 32x32x1 | frame 3 | t = 12.5`). Line 3: the value range
 //! of what is drawn (`range -1.25e-03 .. 4`, `constant 5`, `no finite values`), counts
 //! of NaN and infinite values, and how colours map to values. Names from files are
 //! [`escape`](super::font::escape)d; a line longer than the canvas is cut with `...`.
@@ -81,7 +81,7 @@ impl Stats {
         s
     }
 
-    /// Line 2 of the title without the colour note: `range LO .. HI`, `constant V` or
+    /// Line 3 of the title without the colour note: `range LO .. HI`, `constant V` or
     /// `no finite values`, then the counts of NaN and infinite values.
     ///
     /// ```
@@ -228,9 +228,10 @@ pub fn text_scale(width: usize) -> usize {
     }
 }
 
-/// The two title lines (escaped, not yet cut to the canvas).
-pub fn title_lines(file_name: &str, legend: &Legend) -> [String; 2] {
-    let mut l1 = format!("{} | {}", escape(file_name), escape(&legend.what));
+/// The three title lines (escaped, not yet cut to the canvas).
+pub fn title_lines(file_name: &str, legend: &Legend) -> [String; 3] {
+    let l0 = escape(file_name);
+    let mut l1 = escape(&legend.what);
     if let Some(k) = legend.frame {
         l1.push_str(&format!(" | frame {k}"));
     }
@@ -243,7 +244,7 @@ pub fn title_lines(file_name: &str, legend: &Legend) -> [String; 2] {
         Scale::PerTile(_, unit) => l2.push_str(&format!("; each {unit} on its own scale")),
         Scale::Rgb(note) => l2.push_str(&format!("; {note}")),
     }
-    [l1, l2]
+    [l0, l1, l2]
 }
 
 /// Tick labels and their positions along the bar (0 bottom, 1 top).

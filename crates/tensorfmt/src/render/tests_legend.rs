@@ -16,9 +16,9 @@ use super::font::escape;
 use super::legend::{annotate, title_lines, INK};
 use super::{render_path, render_picture, write_png, Image, RenderOptions};
 
-/// Height of the title band at text scale `s`: padding, two lines, half a padding.
+/// Height of the title band at text scale `s`: padding, three lines, half a padding.
 fn band(s: u32) -> u32 {
-    4 * s + 2 * 10 * s + 2 * s
+    4 * s + 3 * 10 * s + 2 * s
 }
 
 fn dense_file(path: &Path, nx: usize, ny: usize, nf: usize, frames: &[Vec<f32>]) {
@@ -173,8 +173,9 @@ fn title_band_and_colour_bar_around_a_heat_map() {
         "map_hex5.bin",
         &render_picture(&p, &counts()).unwrap().legend,
     );
-    assert_eq!(lines[0], "map_hex5.bin | best-match counts per neuron");
-    assert_eq!(lines[1], "range 3 .. 28");
+    assert_eq!(lines[0], "map_hex5.bin");
+    assert_eq!(lines[1], "best-match counts per neuron");
+    assert_eq!(lines[2], "range 3 .. 28");
 }
 
 #[test]
@@ -195,8 +196,9 @@ fn pvp_frames_name_frame_and_time_and_large_pictures_get_large_text() {
     };
     let pic = render_picture(&p, &o).unwrap();
     let lines = title_lines("a1_V1.pvp", &pic.legend);
-    assert_eq!(lines[0], "a1_V1.pvp | activity 96x64x1 | frame 2 | t = 5");
-    assert_eq!(lines[1], "range -0.012 .. 0.0165");
+    assert_eq!(lines[0], "a1_V1.pvp");
+    assert_eq!(lines[1], "activity 96x64x1 | frame 2 | t = 5");
+    assert_eq!(lines[2], "range -0.012 .. 0.0165");
     // 100 x 68 enlarged 4x: 400 wide, text at scale 1.
     assert_eq!(pic.image.width, 400);
     let img = render_path(&p, &o).unwrap();
@@ -237,8 +239,8 @@ fn rgb_pictures_have_no_bar_and_caffe_means_are_bgr() {
     // The canvas only grows for the title, which carries the range.
     assert_eq!(img.height, pic.image.height + b);
     let lines = title_lines("blue.binaryproto", &pic.legend);
-    assert_eq!(lines[0], "blue.binaryproto | mean image 3x8x8");
-    assert_eq!(lines[1], "range 0 .. 104; RGB from BGR, one scale");
+    assert_eq!(lines[1], "mean image 3x8x8");
+    assert_eq!(lines[2], "range 0 .. 104; RGB from BGR, one scale");
     // Colour filters: the same BGR order, no bar.
     let f = dir.path().join("rgb.caffemodel");
     let mut w = vec![0.0f32; 2 * 3 * 4];
@@ -319,7 +321,7 @@ fn nan_infinite_huge_and_constant_values_get_a_sane_bar() {
     save(&img, "nan_inf");
     assert_bar(&img, &pic.image);
     let lines = title_lines("odd.pvp", &pic.legend);
-    assert!(lines[1].ends_with("(1 NaN, 1 +inf, 1 -inf)"), "{lines:?}");
+    assert!(lines[2].ends_with("(1 NaN, 1 +inf, 1 -inf)"), "{lines:?}");
     let swatch = (pic.image.width..img.width)
         .flat_map(|x| (0..img.height).map(move |y| (x, y)))
         .filter(|&(x, y)| img.pixel(x, y) == Some(NAN_COLOR))
@@ -336,7 +338,7 @@ fn nan_infinite_huge_and_constant_values_get_a_sane_bar() {
     save(&img, "huge");
     assert_bar(&img, &pic.image);
     assert_eq!(
-        title_lines("odd.pvp", &pic.legend)[1],
+        title_lines("odd.pvp", &pic.legend)[2],
         "range -3.00e+38 .. 3.00e+38"
     );
     let (lo, hi) = (
@@ -351,7 +353,7 @@ fn nan_infinite_huge_and_constant_values_get_a_sane_bar() {
     let (x, top, run) = find_bar(&img, pic.image.width).expect("bar");
     assert!(run.len() >= 60 && run.iter().all(|&i| i == 0), "{run:?}");
     assert!(ink_pixels(&img, x + 1..img.width, top..top + run.len() as u32) > 5);
-    assert_eq!(title_lines("odd.pvp", &pic.legend)[1], "constant 5");
+    assert_eq!(title_lines("odd.pvp", &pic.legend)[2], "constant 5");
     // No finite values at all: no ramp, the NaN swatch, and a title that says so.
     let pic = render_picture(&p, &frame(3)).unwrap();
     let img = render_path(&p, &frame(3)).unwrap();
@@ -359,7 +361,7 @@ fn nan_infinite_huge_and_constant_values_get_a_sane_bar() {
     assert!(find_bar(&img, pic.image.width).is_none_or(|(_, _, r)| r.len() < 10));
     assert!(img.rgb.chunks(3).skip(1).any(|c| c == NAN_COLOR));
     assert_eq!(
-        title_lines("odd.pvp", &pic.legend)[1],
+        title_lines("odd.pvp", &pic.legend)[2],
         format!("no finite values ({n} NaN)")
     );
 }
