@@ -6,7 +6,7 @@
 //! and the PVP time (`activity 32x32x1 | frame 3 | t = 12.5`). Line 3: the value range
 //! of what is drawn (`range -1.25e-03 .. 4`, `constant 5`, `no finite values`), counts
 //! of NaN and infinite values, and how colours map to values. Names from files are
-//! [`escape`](super::font::escape)d; a line longer than the canvas is cut with `...`.
+//! escaped ([`escape`]); a line longer than the canvas is cut with `...`.
 //!
 //! **Colour bar** ([`Scale::Shared`]): the colour map from the range's minimum
 //! (bottom) to its maximum (top), with ticks at the minimum, middle and maximum (and
