@@ -4,7 +4,7 @@
 //! **Title band**: three lines in the bitmap [`font`](super::font). Line 1: the file
 //! name. Line 2: the tensor (what is drawn) and, where there is one, the frame index
 //! and the PVP time (`activity 32x32x1 | frame 3 | t = 12.5`). Line 3: the value range
-//! of what is drawn (`range -1.25e-03 .. 4`, `constant 5`, `no finite values`), counts
+//! of what is drawn (`range -1.25e-04 .. 4`, `constant 5`, `no finite values`), counts
 //! of NaN and infinite values, and how colours map to values. Names from files are
 //! escaped ([`escape`]); a line longer than the canvas is cut with `...`.
 //!
@@ -86,7 +86,7 @@ impl Stats {
     ///
     /// ```
     /// use tensorfmt::render::legend::Stats;
-    /// assert_eq!(Stats::of(&[0.5, -0.00125]).describe(), "range -1.25e-03 .. 0.5");
+    /// assert_eq!(Stats::of(&[0.5, -0.000125]).describe(), "range -1.25e-04 .. 0.5");
     /// assert_eq!(Stats::of(&[3.0, 3.0, f32::NAN]).describe(), "constant 3 (1 NaN)");
     /// assert_eq!(Stats::of(&[f32::NAN]).describe(), "no finite values (1 NaN)");
     /// ```
@@ -154,13 +154,13 @@ pub struct Picture {
     pub legend: Legend,
 }
 
-/// A value in at most about 9 characters: integers and values from `1e-3` to `1e5` in
-/// plain notation with up to 4 significant digits, others as `-1.25e-03`.
+/// A value in at most about 9 characters: magnitudes from `1e-3` up to `1e5` in
+/// plain notation with up to 4 significant digits, others as `-1.25e-04`.
 ///
 /// ```
 /// use tensorfmt::render::legend::format_value;
 /// assert_eq!(format_value(0.0), "0");
-/// assert_eq!(format_value(-0.00125), "-1.25e-03");
+/// assert_eq!(format_value(-0.000125), "-1.25e-04");
 /// assert_eq!(format_value(12.5), "12.5");
 /// assert_eq!(format_value(0.1f32 as f64), "0.1");
 /// assert_eq!(format_value(1234.56), "1235");
@@ -177,7 +177,7 @@ pub fn format_value(v: f64) -> String {
 /// use tensorfmt::render::legend::format_tick;
 /// assert_eq!(format_tick(0.59985), "0.6");
 /// assert_eq!(format_tick(9.75), "9.75");
-/// assert_eq!(format_tick(-0.00125), "-1.25e-03");
+/// assert_eq!(format_tick(-0.000125), "-1.25e-04");
 /// ```
 pub fn format_tick(v: f64) -> String {
     format_sig(v, 3)
