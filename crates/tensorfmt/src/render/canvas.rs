@@ -160,12 +160,16 @@ impl Image {
 
     /// Copies `other` with its top-left corner at `(x0, y0)`.
     pub fn blit(&mut self, other: &Image, x0: usize, y0: usize) {
-        for y in 0..other.height {
-            for x in 0..other.width {
-                if let Some(c) = other.pixel(x, y) {
-                    self.set_pixel(x0 + x as usize, y0 + y as usize, c);
-                }
-            }
+        let (w, h) = (self.width as usize, self.height as usize);
+        let (ow, oh) = (other.width as usize, other.height as usize);
+        if x0 >= w || y0 >= h {
+            return;
+        }
+        let cols = ow.min(w - x0);
+        for y in 0..oh.min(h - y0) {
+            let src = 3 * y * ow;
+            let dst = 3 * ((y0 + y) * w + x0);
+            self.rgb[dst..dst + 3 * cols].copy_from_slice(&other.rgb[src..src + 3 * cols]);
         }
     }
 
@@ -257,5 +261,11 @@ mod tests {
         assert_eq!((big.width, big.height), (12, 9));
         assert_eq!(big.pixel(5, 5), Some([0, 0, 0]));
         assert!(Image::filled(usize::MAX, 2, BACKGROUND).is_err());
+        // Blitting past the right and bottom edges clips.
+        let mut small = Image::filled(5, 3, BACKGROUND).unwrap();
+        small.blit(&img, 3, 1);
+        assert_eq!(small.pixel(4, 2), img.pixel(1, 1));
+        assert_eq!(small.pixel(2, 2), Some(BACKGROUND));
+        small.blit(&img, 9, 9);
     }
 }
