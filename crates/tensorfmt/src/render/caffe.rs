@@ -23,7 +23,7 @@ use tensorfmt_caffe::{detect_kind, read_blob_proto, read_model, FileKind, Model,
 use tensorfmt_core::DType;
 
 use super::colormap::Colormap;
-use super::legend::{Legend, Picture, Stats};
+use super::legend::{count, Legend, Picture, Stats};
 use super::tableau::{colour_scale, enlarge, tableau, Block};
 use super::RenderOptions;
 use crate::{Error, Result};
@@ -149,12 +149,13 @@ pub fn filters_picture(model: &Model, name: Option<&str>) -> Result<Picture> {
         image,
         legend: Legend {
             what: format!(
-                "layer {name} ({}), {n} filters {c}x{h}x{w}",
+                "layer {name} ({}), {} {c}x{h}x{w}",
                 if layer.type_name.is_empty() {
                     "untyped"
                 } else {
                     &layer.type_name
-                }
+                },
+                count(n, "filter", "filters")
             ),
             frame: None,
             time: None,

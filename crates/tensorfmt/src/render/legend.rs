@@ -219,6 +219,17 @@ fn format_sig(v: f64, sig: i32) -> String {
     }
 }
 
+/// `n word` or `n words`.
+///
+/// ```
+/// use tensorfmt::render::legend::count;
+/// assert_eq!(count(1, "patch", "patches"), "1 patch");
+/// assert_eq!(count(16, "patch", "patches"), "16 patches");
+/// ```
+pub fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// The text scale for a picture `width` pixels wide: 2 from [`LARGE_WIDTH`] on, else 1.
 pub fn text_scale(width: usize) -> usize {
     if width >= LARGE_WIDTH {

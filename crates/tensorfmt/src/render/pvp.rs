@@ -23,7 +23,7 @@ use tensorfmt_core::DType;
 use tensorfmt_pvp::{DenseElement, DenseReader, PvpFile, SparseReader, WeightReader};
 
 use super::colormap::Colormap;
-use super::legend::{Legend, Picture, Stats};
+use super::legend::{count, Legend, Picture, Stats};
 use super::tableau::{colour_scale, enlarge, tableau, Block, PANEL_GAP};
 use super::{Image, RenderOptions};
 use crate::{Error, Result};
@@ -144,8 +144,11 @@ pub fn weights_picture(r: &WeightReader, frame: usize, arbor: Option<usize>) -> 
         image,
         legend: Legend {
             what: format!(
-                "weights, {} patches {}x{}x{}{which}",
-                l.numpatches, l.nxp, l.nyp, l.nfp
+                "weights, {} {}x{}x{}{which}",
+                count(l.numpatches, "patch", "patches"),
+                l.nxp,
+                l.nyp,
+                l.nfp
             ),
             frame: Some(frame),
             time: Some(f.time()),

@@ -9,7 +9,7 @@ use tensorfmt_som::{FileKind, MapLayout, SomFile};
 use super::canvas::{auto_scale, min_max, normalize, CellShape, Tile};
 use super::colormap::{Colormap, BACKGROUND};
 use super::font::{draw_text, text_width};
-use super::legend::{format_tick, Legend, Picture, Scale, Stats};
+use super::legend::{count, format_tick, Legend, Picture, Scale, Stats};
 use super::{Image, RenderOptions};
 use crate::{Error, Result};
 
@@ -155,12 +155,13 @@ pub fn som_montage(file: &SomFile, cmap: Colormap) -> Result<Picture> {
         image,
         legend: Legend {
             what: format!(
-                "SOM {} {grid}, {n} neurons {w}x{h}{channels}",
+                "SOM {} {grid}, {} {w}x{h}{channels}",
                 if map.is_hexagonal() {
                     "hexagonal"
                 } else {
                     "cartesian"
-                }
+                },
+                count(n, "neuron", "neurons")
             ),
             frame: None,
             time: None,

@@ -421,12 +421,17 @@ fn every_corpus_pvp_file_renders_its_first_frame() {
             if p.is_dir() {
                 stack.push(p);
             } else if p.extension().is_some_and(|x| x == "pvp") {
-                let img = render_path(&p, &RenderOptions::default())
+                let pic = render_picture(&p, &RenderOptions::default())
                     .unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+                let img = &pic.image;
                 assert!(img.width >= 40 && img.height >= 40, "{}", p.display());
                 assert!(img.width <= 4000 && img.height <= 4000, "{}", p.display());
+                // With its legend: the picture under the title band, never smaller.
+                let name = p.file_name().unwrap().to_string_lossy();
+                let full = super::legend::annotate(&pic, &name).unwrap();
+                assert!(full.width >= img.width && full.height > img.height);
                 let rel = p.strip_prefix(&dir).unwrap().display().to_string();
-                save(&img, &format!("all_{rel}"));
+                save(&full, &format!("all_{rel}"));
                 n += 1;
             }
         }
