@@ -9,7 +9,7 @@ use tensorfmt_som::{FileKind, MapLayout, SomFile};
 use super::canvas::{auto_scale, min_max, normalize, CellShape, Tile};
 use super::colormap::{Colormap, BACKGROUND};
 use super::font::{draw_text, text_width};
-use super::legend::{count, format_tick, Legend, Picture, Scale, Stats};
+use super::legend::{count, format_value, Legend, Picture, Scale, Stats};
 use super::{Image, RenderOptions};
 use crate::{Error, Result};
 
@@ -207,7 +207,7 @@ pub fn heatmap(map: &MapLayout, values: &[f32], cmap: Colormap, what: String) ->
     })
 }
 
-/// Writes each heat-map cell's value (as [`format_tick`]) in its centre, white on
+/// Writes each heat-map cell's value (as [`format_value`]) in its centre, white on
 /// dark colours and black on light ones, where the text fits (text scale 2 on cells
 /// of at least 120 pixels).
 fn label_cells(
@@ -221,7 +221,7 @@ fn label_cells(
     let cell = HEAT_CELL * k;
     let s = if cell >= 120 { 2 } else { 1 };
     for (&(x, y), &v) in pos.iter().zip(values) {
-        let label = format_tick(v as f64);
+        let label = format_value(v as f64);
         let w = text_width(&label, s);
         if w + 4 * s > cell {
             continue;
