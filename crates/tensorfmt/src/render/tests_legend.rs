@@ -291,6 +291,27 @@ fn names_with_control_characters_render_escaped() {
     assert!(cut.width <= img.width.max(limit), "{}", cut.width);
     // Non-ASCII text draws as '?', never a panic.
     annotate(&pic, "名前\u{0}.bin").unwrap();
+    // Names inside the file (a Caffe layer) are escaped too.
+    let m = dir.path().join("net.caffemodel");
+    let layer = WeightsLayer {
+        name: "conv\u{1b}[2J\r1".into(),
+        type_name: Some("Convolution".into()),
+        blobs: vec![RawBlob::from_f32(
+            &[2, 1, 2, 2],
+            &[0.0, 1.0, 2.0, 3.0, 3.0, 2.0, 1.0, 0.0],
+        )],
+    };
+    std::fs::write(&m, encode_weights_model(Some("n"), &[layer])).unwrap();
+    let o = RenderOptions {
+        layer: Some("conv\u{1b}[2J\r1".into()),
+        ..Default::default()
+    };
+    let pic = render_picture(&m, &o).unwrap();
+    assert_eq!(
+        title_lines("net.caffemodel", &pic.legend)[1],
+        "layer conv\\u{1b}[2J\\r1 (Convolution), 2 filters 1x2x2"
+    );
+    render_path(&m, &o).unwrap();
 }
 
 #[test]
