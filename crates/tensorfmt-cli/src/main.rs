@@ -288,7 +288,7 @@ file, bad command line), as GNU diff does.")]
         #[arg(long)]
         json: bool,
     },
-    /// Draw a file (SOM grid, mapping heat map, frame) as a PNG image.
+    /// Draw a file (SOM grid, mapping heat map, frame) as a PNG image with a title and colour bar.
     #[command(after_help = "\
 Example:
   $ tensorfmt render trained_som.bin som.png

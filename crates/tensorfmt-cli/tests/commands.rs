@@ -328,6 +328,27 @@ fn render_som_quiet_and_json() {
 }
 
 #[test]
+fn render_draws_a_legend_and_escapes_names() {
+    let dir = tempfile::tempdir().unwrap();
+    // A file name with ESC and a newline: the picture and the message stay whole.
+    let evil = dir.path().join("m\u{1b}[31m\nx.binaryproto");
+    std::fs::copy(testdata("caffe", "mean_legacy.binaryproto"), &evil).unwrap();
+    let png = dir.path().join("p\nq.png");
+    let (code, out, err) = tf(args!["render", &evil, &png]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.lines().count(), 1, "{out:?}");
+    assert!(
+        out.starts_with(&format!("{}", dir.path().join("p\\nq.png").display())),
+        "{out:?}"
+    );
+    // 2x2 mean enlarged 8x = 48 px, plus the title band (36 px) above it; the canvas
+    // is widened for the title.
+    let (w, h) = png_size(&png);
+    assert_eq!(h, 48 + 36, "{w}x{h}");
+    assert!(w > 48 * 3, "{w}x{h}");
+}
+
+#[test]
 fn render_pvp_weights_and_frames() {
     let dir = tempfile::tempdir().unwrap();
     for f in ["kernel_f32.pvp", "nonshared_f32.pvp", "kernel_byte.pvp"] {
@@ -353,8 +374,19 @@ fn render_pvp_weights_and_frames() {
     assert_eq!(code, 0, "{err}");
     let ((code, _, _), f1) = frame("1");
     assert_eq!(code, 0);
-    // The fixture's frames differ by an offset only: per-frame scaling draws them alike.
-    assert_eq!(std::fs::read(&f0).unwrap(), std::fs::read(&f1).unwrap());
+    // The fixture's frames differ by an offset only: per-frame scaling draws them
+    // alike, and only the legend (frame, time, range) tells them apart.
+    let bare = |k| {
+        let o = tensorfmt::render::RenderOptions {
+            frame: Some(k),
+            ..Default::default()
+        };
+        tensorfmt::render::render_picture(&testdata("pvp", "dense_f32.pvp"), &o)
+            .unwrap()
+            .image
+    };
+    assert_eq!(bare(0), bare(1));
+    assert_ne!(std::fs::read(&f0).unwrap(), std::fs::read(&f1).unwrap());
     // A file whose frame 1 is frame 0 reversed draws two different pictures.
     let ramp: Vec<f32> = (0..12)
         .map(|i| i as f32)

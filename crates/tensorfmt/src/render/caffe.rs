@@ -23,12 +23,13 @@ use tensorfmt_caffe::{detect_kind, read_blob_proto, read_model, FileKind, Model,
 use tensorfmt_core::DType;
 
 use super::colormap::Colormap;
-use super::tableau::{enlarge, tableau, Block};
-use super::{Image, RenderOptions};
+use super::legend::{count, Legend, Picture, Stats};
+use super::tableau::{colour_scale, enlarge, tableau, Block};
+use super::RenderOptions;
 use crate::{Error, Result};
 
 /// Renders a whole Caffe file held in `data` (see the module docs).
-pub fn render_caffe(data: Bytes, options: &RenderOptions) -> Result<Image> {
+pub fn render_caffe(data: Bytes, options: &RenderOptions) -> Result<Picture> {
     if options.counts {
         return Err(Error::Invalid(
             "counts applies to SOM mapping files, not to Caffe files".into(),
@@ -105,7 +106,7 @@ fn bgr_as_rgb(mut values: Vec<f32>, channels: usize, plane: usize) -> Vec<f32> {
 }
 
 /// The filter tableau of layer `name` (see the module docs).
-pub fn filters_picture(model: &Model, name: Option<&str>) -> Result<Image> {
+pub fn filters_picture(model: &Model, name: Option<&str>) -> Result<Picture> {
     let Some(name) = name else {
         return Err(Error::Invalid(format!(
             "choose a conv layer to draw (--layer NAME); layers with 4-d weights: {}",
@@ -142,11 +143,38 @@ pub fn filters_picture(model: &Model, name: Option<&str>) -> Result<Image> {
     let blocks = (0..n)
         .map(|i| Block::chw(&values, i * per, c, h, w))
         .collect::<Result<Vec<_>>>()?;
-    enlarge(tableau(&blocks, Colormap::Viridis)?, h.min(w))
+    let image = enlarge(tableau(&blocks, Colormap::Viridis)?, h.min(w))?;
+    let unit = if c == 1 { "filter" } else { "channel tile" };
+    Ok(Picture {
+        image,
+        legend: Legend {
+            what: format!(
+                "layer {name} ({}), {} {c}x{h}x{w}",
+                if layer.type_name.is_empty() {
+                    "untyped"
+                } else {
+                    &layer.type_name
+                },
+                count(n, "filter", "filters")
+            ),
+            frame: None,
+            time: None,
+            stats: Stats::of(&values),
+            scale: colour_scale(
+                n,
+                h,
+                w,
+                c,
+                Colormap::Viridis,
+                unit,
+                "RGB from BGR, each filter on its own scale",
+            ),
+        },
+    })
 }
 
 /// A mean image: leading unit axes dropped, then `[H, W]` or `[C, H, W]`.
-pub fn mean_picture(t: &tensorfmt_core::Tensor) -> Result<Image> {
+pub fn mean_picture(t: &tensorfmt_core::Tensor) -> Result<Picture> {
     let mut dims: &[usize] = t.dims();
     while dims.len() > 3 && dims[0] == 1 {
         dims = &dims[1..];
@@ -170,5 +198,23 @@ pub fn mean_picture(t: &tensorfmt_core::Tensor) -> Result<Image> {
             .map(|i| whole.channel(i))
             .collect::<Result<Vec<_>>>()?
     };
-    enlarge(tableau(&blocks, Colormap::Viridis)?, h.min(w))
+    let image = enlarge(tableau(&blocks, Colormap::Viridis)?, h.min(w))?;
+    Ok(Picture {
+        image,
+        legend: Legend {
+            what: format!("mean image {c}x{h}x{w}"),
+            frame: None,
+            time: None,
+            stats: Stats::of(&values),
+            scale: colour_scale(
+                blocks.len(),
+                h,
+                w,
+                blocks[0].channels(),
+                Colormap::Viridis,
+                "channel",
+                "RGB from BGR, one scale",
+            ),
+        },
+    })
 }

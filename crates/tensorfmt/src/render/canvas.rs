@@ -27,29 +27,43 @@ pub struct Tile<'a> {
     pub values: &'a [f32],
 }
 
-/// Min and max of the non-NaN values (`None` when there are none).
+/// Min and max of the finite values (`None` when there are none): NaN and infinite
+/// values do not stretch the colour scale.
 ///
 /// ```
 /// use tensorfmt::render::canvas::min_max;
-/// assert_eq!(min_max(&[2.0, f32::NAN, -1.0]), Some((-1.0, 2.0)));
-/// assert_eq!(min_max(&[f32::NAN]), None);
+/// assert_eq!(min_max(&[2.0, f32::NAN, -1.0, f32::INFINITY]), Some((-1.0, 2.0)));
+/// assert_eq!(min_max(&[f32::NAN, f32::NEG_INFINITY]), None);
 /// ```
 pub fn min_max(values: &[f32]) -> Option<(f32, f32)> {
     values
         .iter()
-        .filter(|v| !v.is_nan())
+        .filter(|v| v.is_finite())
         .fold(None, |acc, &v| match acc {
             None => Some((v, v)),
             Some((lo, hi)) => Some((lo.min(v), hi.max(v))),
         })
 }
 
-/// Position of `v` in `[lo, hi]` as `[0, 1]` (0 when the range is empty; NaN stays NaN).
+/// Position of `v` in `[lo, hi]`, `0` at `lo` and `1` at `hi` (computed in `f64`, so
+/// a range as wide as `f32` allows does not overflow). Values outside the range,
+/// infinities included, fall outside `[0, 1]` (colour maps clamp them to the ends).
+/// When the range is empty every value at or below `hi` is 0 and above it 1; NaN
+/// stays NaN.
+///
+/// ```
+/// use tensorfmt::render::canvas::normalize;
+/// assert_eq!(normalize(0.0, (-f32::MAX, f32::MAX)), 0.5);
+/// assert_eq!(normalize(f32::INFINITY, (0.0, 1.0)), f32::INFINITY);
+/// assert_eq!(normalize(3.0, (3.0, 3.0)), 0.0);
+/// ```
 pub fn normalize(v: f32, (lo, hi): (f32, f32)) -> f32 {
     if v.is_nan() {
         f32::NAN
     } else if hi > lo {
-        (v - lo) / (hi - lo)
+        ((v as f64 - lo as f64) / (hi as f64 - lo as f64)) as f32
+    } else if v > hi {
+        1.0
     } else {
         0.0
     }
@@ -146,12 +160,16 @@ impl Image {
 
     /// Copies `other` with its top-left corner at `(x0, y0)`.
     pub fn blit(&mut self, other: &Image, x0: usize, y0: usize) {
-        for y in 0..other.height {
-            for x in 0..other.width {
-                if let Some(c) = other.pixel(x, y) {
-                    self.set_pixel(x0 + x as usize, y0 + y as usize, c);
-                }
-            }
+        let (w, h) = (self.width as usize, self.height as usize);
+        let (ow, oh) = (other.width as usize, other.height as usize);
+        if x0 >= w || y0 >= h {
+            return;
+        }
+        let cols = ow.min(w - x0);
+        for y in 0..oh.min(h - y0) {
+            let src = 3 * y * ow;
+            let dst = 3 * ((y0 + y) * w + x0);
+            self.rgb[dst..dst + 3 * cols].copy_from_slice(&other.rgb[src..src + 3 * cols]);
         }
     }
 
@@ -243,5 +261,11 @@ mod tests {
         assert_eq!((big.width, big.height), (12, 9));
         assert_eq!(big.pixel(5, 5), Some([0, 0, 0]));
         assert!(Image::filled(usize::MAX, 2, BACKGROUND).is_err());
+        // Blitting past the right and bottom edges clips.
+        let mut small = Image::filled(5, 3, BACKGROUND).unwrap();
+        small.blit(&img, 3, 1);
+        assert_eq!(small.pixel(4, 2), img.pixel(1, 1));
+        assert_eq!(small.pixel(2, 2), Some(BACKGROUND));
+        small.blit(&img, 9, 9);
     }
 }

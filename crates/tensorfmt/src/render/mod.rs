@@ -2,8 +2,9 @@
 //! weight tableaus and activity frames ([`pvp`]), Caffe conv filters and mean images
 //! ([`caffe`]), built from shared pieces: [`colormap`] (viridis and grayscale lookup
 //! tables), [`canvas`] (tiles, hexagon masks, panels, enlargement), [`tableau`]
-//! (near-square grids of per-tile-scaled, multi-channel cells) and PNG output through
-//! an atomic file.
+//! (near-square grids of per-tile-scaled, multi-channel cells), [`legend`] (the title
+//! band and colour bar drawn around every picture, in the bitmap [`font`]) and PNG
+//! output through an atomic file.
 //!
 //! ```no_run
 //! use tensorfmt::render::{render_path, write_png, RenderOptions};
@@ -20,6 +21,8 @@ use crate::{Error, Result};
 pub mod caffe;
 pub mod canvas;
 pub mod colormap;
+pub mod font;
+pub mod legend;
 mod png_out;
 #[cfg(feature = "pvp")]
 pub mod pvp;
@@ -30,9 +33,12 @@ pub mod tableau;
 mod tests;
 #[cfg(all(test, feature = "caffe"))]
 mod tests_caffe;
+#[cfg(all(test, feature = "som", feature = "pvp", feature = "caffe"))]
+mod tests_legend;
 #[cfg(all(test, feature = "pvp"))]
 mod tests_pvp;
 
+pub use legend::Picture;
 pub use png_out::encode_png;
 
 /// What to render from a file.
@@ -57,8 +63,21 @@ pub struct Image {
     pub rgb: Vec<u8>,
 }
 
-/// Renders a file to an image; the format is detected as [`crate::detect`] does
-/// (content first, extension second).
+/// Renders a file to an image with its legend: [`render_picture`], then
+/// [`legend::annotate`] draws a title band on top (file name, tensor, frame and PVP
+/// time, value range) and, for colour-mapped pictures, a colour bar with values on
+/// the right.
+pub fn render_path(path: &Path, options: &RenderOptions) -> Result<Image> {
+    let picture = render_picture(path, options)?;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.to_string_lossy().into_owned());
+    legend::annotate(&picture, &name)
+}
+
+/// Renders a file to a bare picture and the facts of its legend; the format is
+/// detected as [`crate::detect`] does (content first, extension second).
 ///
 /// - PINK files: a SOM as a grid of neuron images (each neuron scaled to its own
 ///   min-max, 2-pixel gaps, viridis, one panel per channel; square grid for cartesian
@@ -75,7 +94,7 @@ pub struct Image {
 /// PVP and Caffe tableaus also enlarge tiny tiles, [`tableau::tableau_scale`]).
 /// Other files, and options that do not apply (`counts` outside SOM mappings, `frame`
 /// on Caffe files, `layer` on activity files), are errors.
-pub fn render_path(path: &Path, options: &RenderOptions) -> Result<Image> {
+pub fn render_picture(path: &Path, options: &RenderOptions) -> Result<Picture> {
     let data = tensorfmt_core::io::map_file(path)?;
     let head = &data[..data.len().min(crate::formats::SNIFF_LEN)];
     let format = crate::formats::detect_bytes(head, data.len() as u64, Some(path));

@@ -23,12 +23,14 @@ use tensorfmt_core::DType;
 use tensorfmt_pvp::{DenseElement, DenseReader, PvpFile, SparseReader, WeightReader};
 
 use super::colormap::Colormap;
-use super::tableau::{enlarge, tableau, Block, PANEL_GAP};
+use super::legend::{count, Legend, Picture, Stats};
+use super::tableau::{colour_scale, enlarge, tableau, Block, PANEL_GAP};
 use super::{Image, RenderOptions};
 use crate::{Error, Result};
 
-/// Renders a whole PVP file held in `data` (see the module docs).
-pub fn render_pvp(data: Bytes, options: &RenderOptions) -> Result<Image> {
+/// Renders a whole PVP file held in `data` (see the module docs), with the frame index
+/// and time for its legend.
+pub fn render_pvp(data: Bytes, options: &RenderOptions) -> Result<Picture> {
     if options.counts {
         return Err(Error::Invalid(
             "counts applies to SOM mapping files, not to PVP files".into(),
@@ -84,7 +86,7 @@ fn frame_out_of_range(k: usize, count: usize, what: &str) -> Error {
 
 /// The dictionary tableau of weight frame `frame`: all arbors side by side, or `arbor`
 /// alone.
-pub fn weights_picture(r: &WeightReader, frame: usize, arbor: Option<usize>) -> Result<Image> {
+pub fn weights_picture(r: &WeightReader, frame: usize, arbor: Option<usize>) -> Result<Picture> {
     if frame >= r.len() {
         return Err(frame_out_of_range(frame, r.len(), "weight"));
     }
@@ -105,18 +107,74 @@ pub fn weights_picture(r: &WeightReader, frame: usize, arbor: Option<usize>) -> 
     let values = f.weights.cast(DType::F32)?.to_vec::<f32>()?;
     let per = l.patch_values();
     let mut panels = Vec::with_capacity(arbors.len());
-    for a in arbors {
+    let mut stats = Vec::with_capacity(arbors.len());
+    for &a in &arbors {
         let blocks = (0..l.numpatches)
             .map(|p| Block::hwc(&values, (a * l.numpatches + p) * per, l.nyp, l.nxp, l.nfp))
             .collect::<Result<Vec<_>>>()?;
         panels.push(tableau(&blocks, Colormap::Viridis)?);
+        let start = a * l.numpatches * per;
+        let arbor_values = values
+            .get(start..start + l.numpatches * per)
+            .ok_or_else(|| Error::Invalid("weight frame shorter than its patches".into()))?;
+        stats.push(Stats::of(arbor_values));
     }
-    enlarge(Image::side_by_side(&panels, PANEL_GAP)?, l.nxp.min(l.nyp))
+    let image = enlarge(Image::side_by_side(&panels, PANEL_GAP)?, l.nxp.min(l.nyp))?;
+    // Panels of 1x1 patches are each scaled jointly over their own arbor: one shared
+    // bar only fits when there is one panel.
+    let unit = if l.nfp == 1 { "patch" } else { "feature tile" };
+    let mut scale = colour_scale(
+        l.numpatches,
+        l.nyp,
+        l.nxp,
+        l.nfp,
+        Colormap::Viridis,
+        unit,
+        "RGB, each patch on its own scale",
+    );
+    if arbors.len() > 1 && matches!(scale, super::legend::Scale::Shared(_)) {
+        scale = super::legend::Scale::PerTile(Colormap::Viridis, "arbor");
+    }
+    let which = match (arbor, l.arbors) {
+        (Some(a), _) => format!(", arbor {a}"),
+        (None, 1) => String::new(),
+        (None, n) => format!(", {n} arbors left to right"),
+    };
+    Ok(Picture {
+        image,
+        legend: Legend {
+            what: format!(
+                "weights, {} {}x{}x{}{which}",
+                count(l.numpatches, "patch", "patches"),
+                l.nxp,
+                l.nyp,
+                l.nfp
+            ),
+            frame: Some(frame),
+            time: Some(f.time()),
+            stats: merge(&stats),
+            scale,
+        },
+    })
+}
+
+/// The stats of several parts together.
+fn merge(parts: &[Stats]) -> Stats {
+    parts.iter().fold(Stats::default(), |a, b| Stats {
+        range: match (a.range, b.range) {
+            (Some(x), Some(y)) => Some((x.0.min(y.0), x.1.max(y.1))),
+            (x, y) => x.or(y),
+        },
+        nan: a.nan + b.nan,
+        pos_inf: a.pos_inf + b.pos_inf,
+        neg_inf: a.neg_inf + b.neg_inf,
+    })
 }
 
 /// An `ny x nx x nf` activity frame (HWC values): RGB for `nf = 3`, viridis for
-/// `nf = 1`, a grid of per-feature maps otherwise.
-pub fn activity_picture(values: &[f32], ny: usize, nx: usize, nf: usize) -> Result<Image> {
+/// `nf = 1`, a grid of per-feature maps otherwise. The legend has no frame or time
+/// (the caller knows them).
+pub fn activity_picture(values: &[f32], ny: usize, nx: usize, nf: usize) -> Result<Picture> {
     let whole = Block::hwc(values, 0, ny, nx, nf)?;
     let blocks = if nf == 1 || nf == 3 {
         vec![whole]
@@ -125,10 +183,29 @@ pub fn activity_picture(values: &[f32], ny: usize, nx: usize, nf: usize) -> Resu
             .map(|f| whole.channel(f))
             .collect::<Result<Vec<_>>>()?
     };
-    enlarge(tableau(&blocks, Colormap::Viridis)?, nx.min(ny))
+    let image = enlarge(tableau(&blocks, Colormap::Viridis)?, nx.min(ny))?;
+    let scale = colour_scale(
+        blocks.len(),
+        ny,
+        nx,
+        blocks[0].channels(),
+        Colormap::Viridis,
+        "feature map",
+        "RGB, one scale",
+    );
+    Ok(Picture {
+        image,
+        legend: Legend {
+            what: format!("activity {nx}x{ny}x{nf}"),
+            frame: None,
+            time: None,
+            stats: Stats::of(values.get(..ny * nx * nf).unwrap_or(values)),
+            scale,
+        },
+    })
 }
 
-fn dense_picture(r: &DenseReader, k: usize) -> Result<Image> {
+fn dense_picture(r: &DenseReader, k: usize) -> Result<Picture> {
     if r.layout().element != DenseElement::F32 {
         return Err(Error::Invalid(
             "this PVP file holds random-number generator states (16-byte records), \
@@ -140,10 +217,13 @@ fn dense_picture(r: &DenseReader, k: usize) -> Result<Image> {
         return Err(frame_out_of_range(k, r.len(), "activity"));
     }
     let [ny, nx, nf] = r.layout().frame_dims();
-    activity_picture(&r.frame_f32(k)?, ny, nx, nf)
+    let mut pic = activity_picture(&r.frame_f32(k)?, ny, nx, nf)?;
+    pic.legend.frame = Some(k);
+    pic.legend.time = Some(r.time(k)?);
+    Ok(pic)
 }
 
-fn sparse_picture(r: &SparseReader, k: usize) -> Result<Image> {
+fn sparse_picture(r: &SparseReader, k: usize) -> Result<Picture> {
     let n = r.len()?;
     if k >= n {
         return Err(frame_out_of_range(k, n, "sparse activity"));
@@ -151,5 +231,9 @@ fn sparse_picture(r: &SparseReader, k: usize) -> Result<Image> {
     let l = r.layout();
     let (ny, nx, nf) = (l.ny, l.nx, l.nf);
     let values = r.frame_dense(k)?.cast(DType::F32)?.to_vec::<f32>()?;
-    activity_picture(&values, ny, nx, nf)
+    let mut pic = activity_picture(&values, ny, nx, nf)?;
+    pic.legend.what = format!("sparse {}", pic.legend.what);
+    pic.legend.frame = Some(k);
+    pic.legend.time = Some(r.time(k)?);
+    Ok(pic)
 }

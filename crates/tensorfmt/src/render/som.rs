@@ -8,6 +8,8 @@ use tensorfmt_som::{FileKind, MapLayout, SomFile};
 
 use super::canvas::{auto_scale, min_max, normalize, CellShape, Tile};
 use super::colormap::{Colormap, BACKGROUND};
+use super::font::{draw_text, text_width};
+use super::legend::{count, format_value, Legend, Picture, Scale, Stats};
 use super::{Image, RenderOptions};
 use crate::{Error, Result};
 
@@ -95,7 +97,7 @@ fn values_f32(t: &tensorfmt_core::Tensor) -> Result<Vec<f32>> {
 }
 
 /// The SOM montage: one panel per channel, each neuron scaled to its own min-max.
-pub fn som_montage(file: &SomFile, cmap: Colormap) -> Result<Image> {
+pub fn som_montage(file: &SomFile, cmap: Colormap) -> Result<Picture> {
     let map = file
         .map_layout()
         .ok_or_else(|| Error::Invalid("not a SOM file".into()))?;
@@ -137,11 +139,41 @@ pub fn som_montage(file: &SomFile, cmap: Colormap) -> Result<Image> {
         panels.push(img);
     }
     let img = Image::side_by_side(&panels, 3 * GAP)?;
-    img.upscale(auto_scale(img.width as usize, img.height as usize))
+    let image = img.upscale(auto_scale(img.width as usize, img.height as usize))?;
+    let grid = map
+        .dims()
+        .iter()
+        .map(|d| d.to_string())
+        .collect::<Vec<_>>()
+        .join("x");
+    let channels = if c > 1 {
+        format!(", {c} channels left to right")
+    } else {
+        String::new()
+    };
+    Ok(Picture {
+        image,
+        legend: Legend {
+            what: format!(
+                "SOM {} {grid}, {} {w}x{h}{channels}",
+                if map.is_hexagonal() {
+                    "hexagonal"
+                } else {
+                    "cartesian"
+                },
+                count(n, "neuron", "neurons")
+            ),
+            frame: None,
+            time: None,
+            stats: Stats::of(&values),
+            scale: Scale::PerTile(cmap, "neuron"),
+        },
+    })
 }
 
-/// A heat map with one cell per neuron, coloured by `values` (global min-max).
-pub fn heatmap(map: &MapLayout, values: &[f32], cmap: Colormap) -> Result<Image> {
+/// A heat map with one cell per neuron, coloured by `values` (global min-max), each
+/// cell labelled with its value where the text fits; the legend says `what`.
+pub fn heatmap(map: &MapLayout, values: &[f32], cmap: Colormap, what: String) -> Result<Picture> {
     let (pos, cw, ch) = cell_positions(map, HEAT_CELL, HEAT_CELL, GAP);
     let shape = if map.is_hexagonal() {
         CellShape::Hexagon
@@ -160,23 +192,68 @@ pub fn heatmap(map: &MapLayout, values: &[f32], cmap: Colormap) -> Result<Image>
             shape,
         );
     }
-    img.upscale(auto_scale(img.width as usize, img.height as usize))
+    let k = auto_scale(img.width as usize, img.height as usize);
+    let mut image = img.upscale(k)?;
+    label_cells(&mut image, &pos, k, values, cmap, range);
+    Ok(Picture {
+        image,
+        legend: Legend {
+            what,
+            frame: None,
+            time: None,
+            stats: Stats::of(values),
+            scale: Scale::Shared(cmap),
+        },
+    })
+}
+
+/// Writes each heat-map cell's value (as [`format_value`]) in its centre, white on
+/// dark colours and black on light ones, where the text fits (text scale 2 on cells
+/// of at least 120 pixels).
+fn label_cells(
+    img: &mut Image,
+    pos: &[(usize, usize)],
+    k: usize,
+    values: &[f32],
+    cmap: Colormap,
+    range: (f32, f32),
+) {
+    let cell = HEAT_CELL * k;
+    let s = if cell >= 120 { 2 } else { 1 };
+    for (&(x, y), &v) in pos.iter().zip(values) {
+        let label = format_value(v as f64);
+        let w = text_width(&label, s);
+        if w + 4 * s > cell {
+            continue;
+        }
+        let c = cmap.color(normalize(v, range));
+        let lum = 0.2126 * c[0] as f32 + 0.7152 * c[1] as f32 + 0.0722 * c[2] as f32;
+        let ink = if lum < 128.0 { [255; 3] } else { [0; 3] };
+        let (cx, cy) = ((x * k) + cell / 2, (y * k) + cell / 2);
+        draw_text(img, cx - w / 2, cy - 7 * s / 2, &label, s, ink);
+    }
 }
 
 /// Renders any PINK file: SOM -> montage; mapping -> best-match counts (or, with
 /// `frame` and without `counts`, that entry's distances); data -> entry `frame`
 /// (default 0), channels side by side.
-pub fn render_som_file(file: &SomFile, options: &RenderOptions) -> Result<Image> {
+pub fn render_som_file(file: &SomFile, options: &RenderOptions) -> Result<Picture> {
     let cmap = Colormap::Viridis;
     match file.kind() {
         FileKind::Som => som_montage(file, cmap),
         FileKind::Mapping => {
             let map = file.map_layout().expect("mapping files have a map");
-            let values: Vec<f32> = match options.frame {
-                Some(e) if !options.counts => values_f32(&file.distances(e..e + 1)?)?,
-                _ => file.bmu_counts()?.into_iter().map(|c| c as f32).collect(),
+            let (values, what): (Vec<f32>, String) = match options.frame {
+                Some(e) if !options.counts => (
+                    values_f32(&file.distances(e..e + 1)?)?,
+                    format!("distances of entry {e} to each neuron"),
+                ),
+                _ => (
+                    file.bmu_counts()?.into_iter().map(|c| c as f32).collect(),
+                    "best-match counts per neuron".into(),
+                ),
             };
-            heatmap(map, &values, cmap)
+            heatmap(map, &values, cmap, what)
         }
         FileKind::Data => {
             let k = options.frame.unwrap_or(0);
@@ -199,7 +276,21 @@ pub fn render_som_file(file: &SomFile, options: &RenderOptions) -> Result<Image>
                     CellShape::Square,
                 );
             }
-            img.upscale(auto_scale(img.width as usize, img.height as usize))
+            let scale = if c == 1 {
+                Scale::Shared(cmap)
+            } else {
+                Scale::PerTile(cmap, "channel")
+            };
+            Ok(Picture {
+                image: img.upscale(auto_scale(img.width as usize, img.height as usize))?,
+                legend: Legend {
+                    what: format!("data entry {k}, {c}x{h}x{w}"),
+                    frame: None,
+                    time: None,
+                    stats: Stats::of(&v),
+                    scale,
+                },
+            })
         }
         FileKind::RotFlip => Err(Error::Invalid(
             "rotation/flip files have no picture; render the mapping or the SOM".into(),

@@ -14,6 +14,7 @@
 
 use super::canvas::{auto_scale, normalize};
 use super::colormap::{Colormap, BACKGROUND, NAN_COLOR};
+use super::legend::Scale;
 use super::Image;
 use crate::{Error, Result};
 
@@ -180,14 +181,14 @@ impl<'a> Block<'a> {
         self.values[self.offset + y * self.sy + x * self.sx + c * self.sc]
     }
 
-    /// Min and max over the channels `cs` (non-NaN values; `None` when all are NaN).
+    /// Min and max over the channels `cs` (finite values; `None` when there are none).
     fn range(&self, cs: std::ops::Range<usize>) -> Option<(f32, f32)> {
         let mut acc: Option<(f32, f32)> = None;
         for c in cs {
             for y in 0..self.height {
                 for x in 0..self.width {
                     let v = self.get(y, x, c);
-                    if !v.is_nan() {
+                    if v.is_finite() {
                         acc = Some(match acc {
                             None => (v, v),
                             Some((lo, hi)) => (lo.min(v), hi.max(v)),
@@ -238,6 +239,38 @@ pub fn grid_columns(n: usize, w: usize, h: usize, gap: usize) -> usize {
         }
     }
     best.1
+}
+
+/// How [`tableau`] maps the values of `n` blocks of `h x w x c` to colours: RGB for 3
+/// channels (`rgb_note` says so and how they are scaled); one shared scale when the tiles
+/// are single values (scaled jointly) or there is one single-channel block; otherwise
+/// each tile (named `unit`) on its own scale.
+///
+/// ```
+/// use tensorfmt::render::colormap::Colormap::Viridis;
+/// use tensorfmt::render::legend::Scale;
+/// use tensorfmt::render::tableau::colour_scale;
+/// assert_eq!(colour_scale(1, 32, 32, 1, Viridis, "map", ""), Scale::Shared(Viridis));
+/// assert_eq!(colour_scale(64, 1, 1, 1, Viridis, "patch", ""), Scale::Shared(Viridis));
+/// assert_eq!(colour_scale(64, 5, 5, 1, Viridis, "patch", ""), Scale::PerTile(Viridis, "patch"));
+/// assert_eq!(colour_scale(64, 5, 5, 3, Viridis, "patch", "x"), Scale::Rgb("x"));
+/// ```
+pub fn colour_scale(
+    n: usize,
+    h: usize,
+    w: usize,
+    c: usize,
+    cmap: Colormap,
+    unit: &'static str,
+    rgb_note: &'static str,
+) -> Scale {
+    if c == 3 {
+        Scale::Rgb(rgb_note)
+    } else if h * w == 1 || (n == 1 && c == 1) {
+        Scale::Shared(cmap)
+    } else {
+        Scale::PerTile(cmap, unit)
+    }
 }
 
 /// Top-left corner of cell `i` in a grid of `cols` columns of `w x h` cells.

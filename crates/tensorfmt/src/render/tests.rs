@@ -8,7 +8,13 @@ use tensorfmt_core::{Order, Tensor};
 use tensorfmt_som::{write_mapping, write_som, HexGrid, MapLayout, WriteConfig};
 
 use super::colormap::{Colormap, BACKGROUND};
-use super::{render_path, write_png, Image, RenderOptions};
+use super::{render_picture, write_png, Image, RenderOptions};
+
+/// The picture without its legend (title band and colour bar), whose pixel layout
+/// these tests check; `tests_legend` checks the legend.
+fn render_path(p: &Path, o: &RenderOptions) -> tensorfmt_core::Result<Image> {
+    render_picture(p, o).map(|p| p.image)
+}
 
 fn write(path: &Path, f: impl FnOnce(&mut Vec<u8>)) {
     let mut b = Vec::new();

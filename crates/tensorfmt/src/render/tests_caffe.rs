@@ -10,7 +10,13 @@ use tensorfmt_caffe::{encode_weights_model, RawBlob, WeightsLayer};
 
 use super::colormap::{Colormap, BACKGROUND};
 use super::tableau::{rgb_pixel, INNER_GAP};
-use super::{render_path, write_png, Image, RenderOptions};
+use super::{render_picture, write_png, Image, RenderOptions};
+
+/// The picture without its legend (title band and colour bar), whose pixel layout
+/// these tests check; `tests_legend` checks the legend.
+fn render_path(p: &Path, o: &RenderOptions) -> tensorfmt_core::Result<Image> {
+    render_picture(p, o).map(|p| p.image)
+}
 
 fn viridis(t: f32) -> Option<[u8; 3]> {
     Some(Colormap::Viridis.color(t))

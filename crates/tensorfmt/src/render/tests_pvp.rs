@@ -9,7 +9,13 @@ use tensorfmt_pvp::write::{DenseWriter, SparseWriter, WeightGeometry, WeightWrit
 
 use super::colormap::{Colormap, BACKGROUND};
 use super::tableau::{GAP, INNER_GAP, PANEL_GAP};
-use super::{render_path, write_png, Image, RenderOptions};
+use super::{render_picture, write_png, Image, RenderOptions};
+
+/// The picture without its legend (title band and colour bar), whose pixel layout
+/// these tests check; `tests_legend` checks the legend.
+fn render_path(p: &Path, o: &RenderOptions) -> tensorfmt_core::Result<Image> {
+    render_picture(p, o).map(|p| p.image)
+}
 
 fn viridis(t: f32) -> Option<[u8; 3]> {
     Some(Colormap::Viridis.color(t))
@@ -415,12 +421,17 @@ fn every_corpus_pvp_file_renders_its_first_frame() {
             if p.is_dir() {
                 stack.push(p);
             } else if p.extension().is_some_and(|x| x == "pvp") {
-                let img = render_path(&p, &RenderOptions::default())
+                let pic = render_picture(&p, &RenderOptions::default())
                     .unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+                let img = &pic.image;
                 assert!(img.width >= 40 && img.height >= 40, "{}", p.display());
                 assert!(img.width <= 4000 && img.height <= 4000, "{}", p.display());
+                // With its legend: the picture under the title band, never smaller.
+                let name = p.file_name().unwrap().to_string_lossy();
+                let full = super::legend::annotate(&pic, &name).unwrap();
+                assert!(full.width >= img.width && full.height > img.height);
                 let rel = p.strip_prefix(&dir).unwrap().display().to_string();
-                save(&img, &format!("all_{rel}"));
+                save(&full, &format!("all_{rel}"));
                 n += 1;
             }
         }
