@@ -468,3 +468,80 @@ fn inspect_json_text_is_the_pretty_document() {
     }
     assert!(n > 10, "{n} files");
 }
+
+/// A safetensors file of `n` one-element f32 tensors `t<i>`.
+fn many_tensors(path: &Path, n: usize) {
+    let mut header = String::from("{");
+    for i in 0..n {
+        if i > 0 {
+            header.push(',');
+        }
+        header.push_str(&format!(
+            "\"t{i}\":{{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[{},{}]}}",
+            4 * i,
+            4 * i + 4
+        ));
+    }
+    header.push('}');
+    while header.len() % 8 != 0 {
+        header.push(' ');
+    }
+    let mut out = (header.len() as u64).to_le_bytes().to_vec();
+    out.extend_from_slice(header.as_bytes());
+    for i in 0..n {
+        out.extend_from_slice(&(i as f32).to_le_bytes());
+    }
+    std::fs::write(path, out).unwrap();
+}
+
+/// `tensorfmt ARGS` with its stdout; asserts success.
+fn stdout_of(args: &[&std::ffi::OsStr]) -> String {
+    let out = Command::new(assert_cmd::cargo::cargo_bin!("tensorfmt"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The neighbours of the two cases above: a header that lists a file's members
+/// (npz `members`, a primitiv model's `entries`) describes the first 32 and its count
+/// key (`member_count`, `parameters`) counts them all, in text and `--json`, instead of
+/// a map as long as the tensor list (100k members: 482 MiB for `inspect --json`).
+#[test]
+fn headers_list_the_first_members_and_count_them_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let st = dir.path().join("many.safetensors");
+    many_tensors(&st, 2000);
+    let o = std::ffi::OsStr::new;
+    for (ext, count, list) in [
+        ("npz", "member_count", "members"),
+        ("data", "parameters", "entries"),
+    ] {
+        let p = dir.path().join(format!("many.{ext}"));
+        let to = if ext == "data" { "primitiv" } else { ext };
+        stdout_of(&[
+            o("convert"),
+            st.as_os_str(),
+            p.as_os_str(),
+            o("--to"),
+            o(to),
+        ]);
+        let json = stdout_of(&[o("inspect"), o("--json"), p.as_os_str()]);
+        let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(doc["header"][count], 2000, "{ext}");
+        assert_eq!(doc["header"][list].as_object().unwrap().len(), 32, "{ext}");
+        assert_eq!(doc["tensors"].as_array().unwrap().len(), 2000, "{ext}");
+        let text = stdout_of(&[o("inspect"), p.as_os_str()]);
+        assert!(text.contains("... (1968 more)"), "{ext}: {text:.2000}");
+    }
+    // A caffemodel's `layer` list, cut by the reader, says how many layers it stands for.
+    let net = dir.path().join("net.caffemodel");
+    many_layers(&net, 40);
+    let text = stdout_of(&[o("inspect"), net.as_os_str()]);
+    assert!(text.contains(", ... (32 more)]"), "{text}");
+}

@@ -165,6 +165,9 @@ fn key_map<T: Copy + Into<FieldValue>>(v: &[(Key, T)]) -> FieldValue {
     )
 }
 
+/// How many parameters a model's header describes one by one (`entries`).
+const HEADER_ENTRIES_MAX: usize = 32;
+
 impl TensorFile for PrimitivFile {
     fn format(&self) -> &'static str {
         "primitiv"
@@ -197,8 +200,11 @@ impl TensorFile for PrimitivFile {
             }
             PrimitivData::Model(m) => {
                 h.push(("parameters".into(), m.len().into()));
+                // The first entries; `parameters` counts them all (the tensors list
+                // every one), so a model of 100,000 parameters has a small header.
                 let entries = m
                     .entries()
+                    .take(HEADER_ENTRIES_MAX)
                     .map(|(k, p)| (Model::export_name(k), parameter_field(p)))
                     .collect();
                 h.push(("entries".into(), FieldValue::Map(entries)));
