@@ -2,10 +2,14 @@
 # Peak memory of inspect / validate / convert / diff / render over small hostile files
 # (issue 24, item 6): a ~1 MB npz whose deflated member inflates to 1 GiB of zeros
 # (legal), the same member under an npy header declaring 16 bytes, a 2 GiB sparse PINK
-# SOM whose picture would be too large. Each command runs as a child process and its
-# own peak resident set (`ru_maxrss` from `wait4`) must stay under 64 MiB; what is
-# written (the 1 GiB conversion) goes to disk through the page cache and is not counted
-# by the kernel as the writer's resident memory.
+# SOM whose picture would be too large; and files of many entries: a caffemodel of
+# 300,000 layers, a PINK file of 1,000,000 comment lines, a 1 M-frame dense PVP, and
+# 100,000 tensors as safetensors, npz and a primitiv model (inspect, inspect --json,
+# validate). Each command runs as a child process and its own peak resident set
+# (`ru_maxrss` from `wait4`) must stay under 64 MiB plus what it printed (plus 1 KiB
+# per tensor for the files of 100,000 tensors, whose readers keep a record per tensor);
+# what is written (the 1 GiB conversion) goes to disk through the page cache and is not
+# counted by the kernel as the writer's resident memory.
 #
 #   scripts/hostile_rss.sh          (release build; the cheap cases also run in
 #                                    `cargo test -p tensorfmt-cli --test memory`)

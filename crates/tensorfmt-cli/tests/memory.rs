@@ -545,3 +545,99 @@ fn headers_list_the_first_members_and_count_them_all() {
     let text = stdout_of(&[o("inspect"), net.as_os_str()]);
     assert!(text.contains(", ... (32 more)]"), "{text}");
 }
+
+/// Runs `tensorfmt ARGS`; returns its exit code, peak resident set in KiB and the
+/// number of bytes it printed on stdout (read as it comes, by this process).
+fn peak_printed(args: &[&std::ffi::OsStr]) -> (i32, i64, u64) {
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin!("tensorfmt"))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let counter = std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is valid; wait4 fills it for our own child.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: waits for our own child, with valid out-pointers.
+    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(r, pid, "wait4");
+    std::mem::forget(child); // already reaped
+    let printed = counter.join().unwrap().unwrap();
+    let code = if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        -libc::WTERMSIG(status)
+    };
+    (code, usage.ru_maxrss, printed)
+}
+
+/// An npy file of `n` f32 zeros shaped `(n, 1, 1, 1)`.
+fn zeros_npy(path: &Path, n: usize) {
+    let text = format!("{{'descr': '<f4', 'fortran_order': False, 'shape': ({n}, 1, 1, 1), }}");
+    let total = 10 + text.len() + 1;
+    let padded = text + &" ".repeat(total.next_multiple_of(64) - total) + "\n";
+    let mut out = b"\x93NUMPY\x01\x00".to_vec();
+    out.extend_from_slice(&(padded.len() as u16).to_le_bytes());
+    out.extend_from_slice(padded.as_bytes());
+    out.resize(out.len() + 4 * n, 0);
+    std::fs::write(path, out).unwrap();
+}
+
+/// The neighbours in release: `inspect`, `inspect --json` and `validate` of a 1 M-frame
+/// dense PVP, and of 100,000 tensors as safetensors, npz and a primitiv model, plus the
+/// text `inspect` of the 300k-layer net, each within 64 MiB plus what it printed, plus
+/// (for the files of many tensors, whose readers keep a record per tensor) 1 KiB per
+/// tensor.
+#[test]
+#[ignore = "large inputs, slow in a debug build; run by scripts/hostile_rss.sh"]
+fn many_entries_stay_within_the_bound_plus_what_is_printed() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = std::ffi::OsStr::new;
+    let check = |what: &str, file: &Path, per_tensor: i64| {
+        for cmd in [&["inspect"][..], &["inspect", "--json"], &["validate"]] {
+            let mut args: Vec<&std::ffi::OsStr> = cmd.iter().map(std::ffi::OsStr::new).collect();
+            args.push(file.as_os_str());
+            let (code, kib, printed) = peak_printed(&args);
+            let bound = BOUND_KIB + (printed / 1024) as i64 + per_tensor;
+            eprintln!(
+                "{} of {what}: exit {code}, peak {} MiB, printed {} KiB, bound {} MiB",
+                cmd.join(" "),
+                kib / 1024,
+                printed / 1024,
+                bound / 1024
+            );
+            assert_eq!(code, 0, "{what}");
+            assert!(
+                kib < bound,
+                "{} of {what}: peak {kib} KiB, bound {bound} KiB",
+                cmd.join(" ")
+            );
+        }
+    };
+    let net = dir.path().join("layers.caffemodel");
+    many_layers(&net, 300_000);
+    check("300k blob-less layers", &net, 0);
+    let npy = dir.path().join("frames.npy");
+    zeros_npy(&npy, 1_000_000);
+    let pvp = dir.path().join("frames.pvp");
+    stdout_of(&[o("convert"), npy.as_os_str(), pvp.as_os_str()]);
+    check("a 1M-frame dense PVP", &pvp, 0);
+    let st = dir.path().join("many.safetensors");
+    many_tensors(&st, 100_000);
+    check("100k safetensors tensors", &st, 100_000);
+    for (ext, to) in [("npz", "npz"), ("data", "primitiv")] {
+        let p = dir.path().join(format!("many.{ext}"));
+        stdout_of(&[
+            o("convert"),
+            st.as_os_str(),
+            p.as_os_str(),
+            o("--to"),
+            o(to),
+        ]);
+        check(&format!("100k {to} tensors"), &p, 100_000);
+    }
+}
