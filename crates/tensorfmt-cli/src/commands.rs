@@ -367,8 +367,12 @@ pub fn inspect(
     }
     let _ = writeln!(out, "tensors: {}", infos.len());
     // Names are escaped and cut to `text::NAME_MAX` characters, so the column is bounded.
-    let names: Vec<String> = infos.iter().map(|i| text::name(&i.name)).collect();
-    let wn = names.iter().map(|n| n.chars().count()).max().unwrap_or(0);
+    // (Escaped once for the width and again when printed: not a second list of names.)
+    let wn = infos
+        .iter()
+        .map(|i| text::name(&i.name).chars().count())
+        .max()
+        .unwrap_or(0);
     let wd = infos
         .iter()
         .map(|i| i.dtype.name().len())
@@ -378,7 +382,7 @@ pub fn inspect(
         let _ = writeln!(
             out,
             "  {}  {}  {}",
-            text::pad(&names[i], wn),
+            text::pad(&text::name(&info.name), wn),
             text::pad(info.dtype.name(), wd),
             info.shape
         );
