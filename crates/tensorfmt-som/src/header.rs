@@ -35,7 +35,7 @@ pub const SHOWN_COMMENT_LINES: usize = 16;
 /// The comment block's extent, without its lines: how many there are, where the block
 /// ends, and the first [`SHOWN_COMMENT_LINES`] decoded. What a reader keeps (a file of
 /// 10 million comment lines costs no more than one of 16); the lines are decoded from
-/// the file's bytes when asked for ([`CommentBlock::from_block`]).
+/// the file's bytes when asked for ([`SomFile::comment_lines`](crate::SomFile::comment_lines)).
 ///
 /// ```
 /// use tensorfmt_som::CommentSpan;
