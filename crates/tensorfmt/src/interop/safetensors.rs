@@ -191,6 +191,12 @@ fn read_header(buffer: &[u8]) -> std::result::Result<(usize, RawHeader), SafeTen
         serde_json::from_str(text).map_err(SafeTensorError::InvalidHeaderDeserialization)?;
     // A repeated name keeps its last value (the crate reads the header into a map).
     let t = &mut header.tensors;
+    let mut seen = std::collections::HashSet::with_capacity(t.len());
+    if t.iter().all(|(name, _)| seen.insert(name.as_str())) {
+        drop(seen);
+        return finish_header(n, stop, buffer.len(), header);
+    }
+    drop(seen);
     let mut order: Vec<u32> = (0..t.len() as u32).collect();
     order.sort_by(|&a, &b| t[a as usize].0.cmp(&t[b as usize].0));
     let mut dropped = vec![false; t.len()];
@@ -208,6 +214,18 @@ fn read_header(buffer: &[u8]) -> std::result::Result<(usize, RawHeader), SafeTen
         });
     }
     drop(dropped);
+    finish_header(n, stop, buffer.len(), header)
+}
+
+/// Sorts the tensors by data offset and checks them as the crate's
+/// `Metadata::validate` does: offsets tile the data, sizes match the shapes.
+fn finish_header(
+    n: usize,
+    stop: usize,
+    buffer_len: usize,
+    mut header: RawHeader,
+) -> std::result::Result<(usize, RawHeader), SafeTensorError> {
+    let t = &mut header.tensors;
     t.sort_by(|a, b| (a.1.data_offsets, &a.0).cmp(&(b.1.data_offsets, &b.0)));
     // The crate's `Metadata::validate`: offsets tile the data, sizes match the shapes.
     let mut start = 0;
@@ -232,7 +250,7 @@ fn read_header(buffer: &[u8]) -> std::result::Result<(usize, RawHeader), SafeTen
             return Err(SafeTensorError::TensorInvalidInfo);
         }
     }
-    if start.checked_add(stop) != Some(buffer.len()) {
+    if start.checked_add(stop) != Some(buffer_len) {
         return Err(SafeTensorError::MetadataIncompleteBuffer);
     }
     Ok((n, header))
