@@ -685,6 +685,8 @@ pub struct RawLayer {
     /// Byte offset of the layer's key in the file.
     pub offset: u64,
     pub(crate) pieces: Vec<Piece>,
+    /// Where `name` lies in the file as read (`None` when the layer has no name field).
+    pub(crate) name_range: Option<Range<usize>>,
 }
 
 impl RawLayer {
@@ -797,6 +799,7 @@ fn parse_v2_layer(
         blobs: Vec::new(),
         offset: at as u64,
         pieces: Vec::new(),
+        name_range: None,
     };
     while let Some(k) = c.key(path)? {
         match k.field {
@@ -805,6 +808,7 @@ fn parse_v2_layer(
                 let s = c.string(path)?;
                 if k.field == 1 {
                     layer.name = s;
+                    layer.name_range = Some(c.pos - layer.name.len()..c.pos);
                 } else {
                     layer.type_name = s;
                 }
@@ -845,6 +849,7 @@ fn parse_v1_layer(
         blobs: Vec::new(),
         offset: at as u64,
         pieces: Vec::new(),
+        name_range: None,
     };
     let mut v0: Option<RawLayer> = None;
     while let Some(k) = c.key(path)? {
@@ -852,6 +857,7 @@ fn parse_v1_layer(
             4 => {
                 expect_wire(k, &[LEN], "length-delimited (string)", path)?;
                 layer.name = c.string(path)?;
+                layer.name_range = Some(c.pos - layer.name.len()..c.pos);
                 push_raw(&mut layer.pieces, k, c.pos);
             }
             5 => {
@@ -911,6 +917,7 @@ fn parse_v1_layer(
         }
         layer.version = NetVersion::V0;
         layer.name = v0.name;
+        layer.name_range = v0.name_range;
         layer.blobs = v0.blobs;
         let v0_type = v0.v0_type.unwrap_or_default();
         layer.type_name = if v0_type == "padding" {
@@ -953,6 +960,7 @@ fn parse_v0_layer(
         blobs: Vec::new(),
         offset: at as u64,
         pieces: Vec::new(),
+        name_range: None,
     });
     while let Some(k) = c.key(path)? {
         match k.field {
@@ -961,6 +969,7 @@ fn parse_v0_layer(
                 let s = c.string(path)?;
                 if k.field == 1 {
                     layer.name = s;
+                    layer.name_range = Some(c.pos - layer.name.len()..c.pos);
                 } else {
                     layer.v0_type = Some(s);
                 }
@@ -1044,7 +1053,32 @@ impl Model {
     }
 }
 
-pub(crate) fn parse_net(file: &Bytes, mixed: MixedLayers, budget: &mut Budget) -> Result<Model> {
+/// One top-level item of a NetParameter, in file order, as [`walk_net`] meets it.
+pub(crate) enum NetItem {
+    /// The `name` field (its whole key and value).
+    Name(Range<usize>),
+    /// A layer of the list in use.
+    Layer(RawLayer),
+    /// Any other field (its whole key and value), an ignored layer list included.
+    Raw(Range<usize>),
+}
+
+/// What [`walk_net`] finds besides the layers.
+pub(crate) struct NetHead {
+    pub name: Option<String>,
+    pub version: NetVersion,
+    pub warnings: Vec<String>,
+}
+
+/// Walks a NetParameter, handing each top-level item to `visit` as it is parsed, so a
+/// caller keeps what it needs of a layer (the typed [`Model`] keeps all of it; the
+/// tensor view a few words) and memory does not have to grow with the layer count.
+pub(crate) fn walk_net(
+    file: &Bytes,
+    mixed: MixedLayers,
+    budget: &mut Budget,
+    visit: &mut dyn FnMut(NetItem) -> Result<()>,
+) -> Result<NetHead> {
     let path = "NetParameter";
     // First pass over the top level only: find which layer lists are present.
     let mut c = Cursor::new(file, 0, file.len());
@@ -1077,35 +1111,33 @@ pub(crate) fn parse_net(file: &Bytes, mixed: MixedLayers, budget: &mut Budget) -
         (Some(_), None) => false,
         _ => true,
     };
-    let mut net = Model {
-        file: file.clone(),
+    let mut head = NetHead {
         name: None,
         version: if use_v2 {
             NetVersion::V2
         } else {
             NetVersion::V1
         },
-        layers: Vec::new(),
-        pieces: Vec::new(),
         warnings,
     };
+    let mut i = 0usize;
     let mut c = Cursor::new(file, 0, file.len());
     while let Some(k) = c.key(path)? {
-        let i = net.layers.len();
         match k.field {
             1 => {
                 expect_wire(k, &[LEN], "length-delimited (string)", path)?;
-                net.name = Some(c.string("NetParameter.name")?);
-                push_net_raw(&mut net.pieces, k.at..c.pos);
+                head.name = Some(c.string("NetParameter.name")?);
+                visit(NetItem::Name(k.at..c.pos))?;
             }
             100 if use_v2 => {
                 expect_wire(k, &[LEN], "length-delimited (LayerParameter)", path)?;
                 let r = c.len_delimited(path)?;
                 let lpath = format!("layer[{i}]");
                 budget.item(&lpath, k.at)?;
-                net.layers
-                    .push(parse_v2_layer(file, r, k.at, &lpath, budget)?);
-                net.pieces.push(NetPiece::Layer(i));
+                visit(NetItem::Layer(parse_v2_layer(
+                    file, r, k.at, &lpath, budget,
+                )?))?;
+                i += 1;
             }
             2 if !use_v2 => {
                 expect_wire(k, &[LEN], "length-delimited (V1LayerParameter)", path)?;
@@ -1114,18 +1146,41 @@ pub(crate) fn parse_net(file: &Bytes, mixed: MixedLayers, budget: &mut Budget) -
                 budget.item(&lpath, k.at)?;
                 let layer = parse_v1_layer(file, r, k.at, &lpath, budget)?;
                 if layer.version == NetVersion::V0 {
-                    net.version = NetVersion::V0;
+                    head.version = NetVersion::V0;
                 }
-                net.layers.push(layer);
-                net.pieces.push(NetPiece::Layer(i));
+                visit(NetItem::Layer(layer))?;
+                i += 1;
             }
             _ => {
                 c.skip(k, path, 0)?;
-                push_net_raw(&mut net.pieces, k.at..c.pos);
+                visit(NetItem::Raw(k.at..c.pos))?;
             }
         }
     }
-    Ok(net)
+    Ok(head)
+}
+
+pub(crate) fn parse_net(file: &Bytes, mixed: MixedLayers, budget: &mut Budget) -> Result<Model> {
+    let mut layers = Vec::new();
+    let mut pieces = Vec::new();
+    let head = walk_net(file, mixed, budget, &mut |item| {
+        match item {
+            NetItem::Name(r) | NetItem::Raw(r) => push_net_raw(&mut pieces, r),
+            NetItem::Layer(l) => {
+                pieces.push(NetPiece::Layer(layers.len()));
+                layers.push(l);
+            }
+        }
+        Ok(())
+    })?;
+    Ok(Model {
+        file: file.clone(),
+        name: head.name,
+        version: head.version,
+        layers,
+        pieces,
+        warnings: head.warnings,
+    })
 }
 
 fn push_net_raw(pieces: &mut Vec<NetPiece>, r: Range<usize>) {
@@ -1151,9 +1206,16 @@ pub struct RawSolverState {
     pub current_step: Option<i32>,
 }
 
-pub(crate) fn parse_solver_state(file: &Bytes, budget: &mut Budget) -> Result<RawSolverState> {
+/// Walks a SolverState: its scalar fields go into the returned state (with no
+/// history), each history blob to `visit` as it is parsed.
+pub(crate) fn walk_solver_state(
+    file: &Bytes,
+    budget: &mut Budget,
+    visit: &mut dyn FnMut(RawBlob) -> Result<()>,
+) -> Result<RawSolverState> {
     let path = "SolverState";
     let mut s = RawSolverState::default();
+    let mut n = 0usize;
     let mut c = Cursor::new(file, 0, file.len());
     while let Some(k) = c.key(path)? {
         match k.field {
@@ -1173,10 +1235,10 @@ pub(crate) fn parse_solver_state(file: &Bytes, budget: &mut Budget) -> Result<Ra
             3 => {
                 expect_wire(k, &[LEN], "length-delimited (BlobProto)", path)?;
                 let r = c.len_delimited(path)?;
-                let i = s.history.len();
-                let bpath = format!("history[{i}]");
+                let bpath = format!("history[{n}]");
                 budget.item(&bpath, k.at)?;
-                s.history.push(parse_blob(file, r, &bpath, budget)?);
+                visit(parse_blob(file, r, &bpath, budget)?)?;
+                n += 1;
             }
             _ => c.skip(k, path, 0)?,
         }
@@ -1184,21 +1246,45 @@ pub(crate) fn parse_solver_state(file: &Bytes, budget: &mut Budget) -> Result<Ra
     Ok(s)
 }
 
-pub(crate) fn parse_blob_vector(file: &Bytes, budget: &mut Budget) -> Result<Vec<RawBlob>> {
+pub(crate) fn parse_solver_state(file: &Bytes, budget: &mut Budget) -> Result<RawSolverState> {
+    let mut history = Vec::new();
+    let mut s = walk_solver_state(file, budget, &mut |b| {
+        history.push(b);
+        Ok(())
+    })?;
+    s.history = history;
+    Ok(s)
+}
+
+/// Walks a BlobProtoVector, handing each blob to `visit` as it is parsed.
+pub(crate) fn walk_blob_vector(
+    file: &Bytes,
+    budget: &mut Budget,
+    visit: &mut dyn FnMut(RawBlob) -> Result<()>,
+) -> Result<()> {
     let path = "BlobProtoVector";
-    let mut blobs = Vec::new();
+    let mut n = 0usize;
     let mut c = Cursor::new(file, 0, file.len());
     while let Some(k) = c.key(path)? {
         if k.field == 1 {
             expect_wire(k, &[LEN], "length-delimited (BlobProto)", path)?;
             let r = c.len_delimited(path)?;
-            let i = blobs.len();
-            let bpath = format!("blobs[{i}]");
+            let bpath = format!("blobs[{n}]");
             budget.item(&bpath, k.at)?;
-            blobs.push(parse_blob(file, r, &bpath, budget)?);
+            visit(parse_blob(file, r, &bpath, budget)?)?;
+            n += 1;
         } else {
             c.skip(k, path, 0)?;
         }
     }
+    Ok(())
+}
+
+pub(crate) fn parse_blob_vector(file: &Bytes, budget: &mut Budget) -> Result<Vec<RawBlob>> {
+    let mut blobs = Vec::new();
+    walk_blob_vector(file, budget, &mut |b| {
+        blobs.push(b);
+        Ok(())
+    })?;
     Ok(blobs)
 }

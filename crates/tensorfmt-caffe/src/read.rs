@@ -82,7 +82,7 @@ impl From<&ReadOptions> for CaffeReadOptions {
     }
 }
 
-fn precheck(data: &[u8], opts: &CaffeReadOptions) -> Result<()> {
+pub(crate) fn precheck(data: &[u8], opts: &CaffeReadOptions) -> Result<()> {
     if data.len() as u64 > opts.max_file_bytes {
         return Err(CaffeError::TooLarge {
             size: data.len() as u64,

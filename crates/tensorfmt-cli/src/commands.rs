@@ -26,6 +26,9 @@ macro_rules! sayln {
 /// Lists longer than this are shortened in text output (JSON gets them whole).
 const TEXT_LIST_MAX: usize = 16;
 
+/// Maps with more entries than this are shortened in text output (JSON gets them whole).
+const TEXT_MAP_MAX: usize = 32;
+
 pub(crate) fn byte_len(info: &TensorInfo) -> u64 {
     info.shape.byte_len(info.dtype.size()).unwrap_or(0) as u64
 }
@@ -55,26 +58,59 @@ fn stats_json(s: &Stats) -> Value {
     })
 }
 
-fn field_text(out: &mut String, indent: usize, key: &str, v: &FieldValue) {
+/// Header lists that readers cut short, each with the key that counts all its
+/// entries: a caffemodel's `layer` (first 32 of `layers`), a PINK file's `comments`
+/// (first 16 of `comment_lines`), an npz archive's `members` (first 32 of
+/// `member_count`), a primitiv model's `entries` (first 32 of `parameters`).
+const COUNTED_LISTS: [(&str, &str); 4] = [
+    ("layer", "layers"),
+    ("comments", "comment_lines"),
+    ("members", "member_count"),
+    ("entries", "parameters"),
+];
+
+/// The number of entries the list or map under `key` of `header` stands for: the
+/// count key of [`COUNTED_LISTS`] when the header has one.
+fn listed_total(header: &[(String, FieldValue)], key: &str) -> Option<usize> {
+    let (_, count) = COUNTED_LISTS.iter().find(|(k, _)| *k == key)?;
+    header.iter().find_map(|(k, v)| match v {
+        FieldValue::UInt(n) if k == count => usize::try_from(*n).ok(),
+        FieldValue::Int(n) if k == count => usize::try_from(*n).ok(),
+        _ => None,
+    })
+}
+
+/// Prints one header field. `total`: how many entries a list or map stands for, when
+/// the reader gave only the first ones. Lists beyond [`TEXT_LIST_MAX`] and maps beyond
+/// [`TEXT_MAP_MAX`] entries (or cut short by the reader) end with `... (N more)`, so a
+/// header's text stays small however many entries a file has.
+fn field_text(out: &mut String, indent: usize, key: &str, v: &FieldValue, total: Option<usize>) {
     let pad = " ".repeat(indent);
     match v {
         FieldValue::Map(m) => {
             let _ = writeln!(out, "{pad}{}:", text::name(key));
-            for (k, v) in m {
-                field_text(out, indent + 2, k, v);
+            let shown = m.len().min(TEXT_MAP_MAX);
+            for (k, v) in &m[..shown] {
+                field_text(out, indent + 2, k, v, None);
+            }
+            let more = total.unwrap_or(0).max(m.len()) - shown;
+            if more > 0 {
+                let _ = writeln!(out, "{pad}  ... ({more} more)");
             }
         }
-        FieldValue::List(l) if l.len() > TEXT_LIST_MAX => {
-            let head: Vec<String> = l[..TEXT_LIST_MAX / 2]
-                .iter()
-                .map(|x| x.to_string())
-                .collect();
+        FieldValue::List(l) if l.len() > TEXT_LIST_MAX || total.is_some_and(|t| t > l.len()) => {
+            let shown = if l.len() > TEXT_LIST_MAX {
+                TEXT_LIST_MAX / 2
+            } else {
+                l.len()
+            };
+            let head: Vec<String> = l[..shown].iter().map(|x| x.to_string()).collect();
             let _ = writeln!(
                 out,
-                "{pad}{}: [{}, ... ({} items)]",
+                "{pad}{}: [{}, ... ({} more)]",
                 text::name(key),
                 text::esc(&head.join(", ")),
-                l.len()
+                total.unwrap_or(0).max(l.len()) - shown
             );
         }
         FieldValue::Text(t) if t.len() > TEXT_STRING_MAX => {
@@ -327,12 +363,16 @@ pub fn inspect(
     let _ = writeln!(out, "kind:    {}", text::esc(&file.kind()));
     let _ = writeln!(out, "header:");
     for (k, v) in &header {
-        field_text(&mut out, 2, k, v);
+        field_text(&mut out, 2, k, v, listed_total(&header, k));
     }
     let _ = writeln!(out, "tensors: {}", infos.len());
     // Names are escaped and cut to `text::NAME_MAX` characters, so the column is bounded.
-    let names: Vec<String> = infos.iter().map(|i| text::name(&i.name)).collect();
-    let wn = names.iter().map(|n| n.chars().count()).max().unwrap_or(0);
+    // (Escaped once for the width and again when printed: not a second list of names.)
+    let wn = infos
+        .iter()
+        .map(|i| text::name(&i.name).chars().count())
+        .max()
+        .unwrap_or(0);
     let wd = infos
         .iter()
         .map(|i| i.dtype.name().len())
@@ -342,7 +382,7 @@ pub fn inspect(
         let _ = writeln!(
             out,
             "  {}  {}  {}",
-            text::pad(&names[i], wn),
+            text::pad(&text::name(&info.name), wn),
             text::pad(info.dtype.name(), wd),
             info.shape
         );

@@ -25,8 +25,9 @@ use crate::read::Decoded;
 pub struct PrimitivFile {
     decoded: Decoded,
     tensors: Vec<(String, PrimitivTensor)>,
-    /// Position of each export name in `tensors` (lookups by name are O(1)).
-    index: std::collections::HashMap<String, usize>,
+    /// Positions in `tensors` sorted by export name (lookups by name are O(log n),
+    /// without a second copy of every name).
+    index: Vec<u32>,
     warnings: Vec<String>,
     max_alloc: u64,
     /// The bytes the file was decoded from, when known ([`PrimitivFile::with_source`]).
@@ -86,11 +87,8 @@ impl PrimitivFile {
                 *name = new;
             }
         }
-        let index = tensors
-            .iter()
-            .enumerate()
-            .map(|(i, (name, _))| (name.clone(), i))
-            .collect();
+        let mut index: Vec<u32> = (0..tensors.len() as u32).collect();
+        index.sort_unstable_by(|&a, &b| tensors[a as usize].0.cmp(&tensors[b as usize].0));
         PrimitivFile {
             decoded,
             tensors,
@@ -141,7 +139,11 @@ impl PrimitivFile {
 
     /// One tensor in primitiv's own layout (column-major, batch last), by export name.
     pub fn primitiv_tensor(&self, name: &str) -> Option<&PrimitivTensor> {
-        self.index.get(name).map(|&i| &self.tensors[i].1)
+        let at = self
+            .index
+            .partition_point(|&i| self.tensors[i as usize].0.as_str() < name);
+        let (found, t) = &self.tensors[*self.index.get(at)? as usize];
+        (found == name).then_some(t)
     }
 }
 
@@ -164,6 +166,9 @@ fn key_map<T: Copy + Into<FieldValue>>(v: &[(Key, T)]) -> FieldValue {
             .collect(),
     )
 }
+
+/// How many parameters a model's header describes one by one (`entries`).
+const HEADER_ENTRIES_MAX: usize = 32;
 
 impl TensorFile for PrimitivFile {
     fn format(&self) -> &'static str {
@@ -197,8 +202,11 @@ impl TensorFile for PrimitivFile {
             }
             PrimitivData::Model(m) => {
                 h.push(("parameters".into(), m.len().into()));
+                // The first entries; `parameters` counts them all (the tensors list
+                // every one), so a model of 100,000 parameters has a small header.
                 let entries = m
                     .entries()
+                    .take(HEADER_ENTRIES_MAX)
                     .map(|(k, p)| (Model::export_name(k), parameter_field(p)))
                     .collect();
                 h.push(("entries".into(), FieldValue::Map(entries)));
@@ -257,6 +265,17 @@ impl TensorFile for PrimitivFile {
 
     fn warnings(&self) -> Vec<String> {
         self.warnings.clone()
+    }
+
+    /// Reads every tensor, as the default does, without listing them first (a
+    /// model of 100,000 parameters has its names here already).
+    fn validate(&self) -> tensorfmt_core::Result<()> {
+        for (name, _) in &self.tensors {
+            for chunk in self.read_chunks(name)? {
+                chunk?;
+            }
+        }
+        Ok(())
     }
 }
 

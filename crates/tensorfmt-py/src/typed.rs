@@ -91,7 +91,9 @@ pub fn caffe_contents<'py>(
                 CaffeFile::open_as(data, k, &opts)
             }
         };
-        file.map_err(Error::from)
+        // The typed contents are parsed here, without the GIL (the open kept only the tensors).
+        file.and_then(|f| f.try_content().map(|_| ()).map(|()| f))
+            .map_err(Error::from)
     })?;
     let d = PyDict::new(py);
     match file.content() {

@@ -10,7 +10,7 @@ use tensorfmt_core::{
     TensorInfo, WriteOptions,
 };
 
-use crate::header::{parse_v2, CommentBlock, DataType, FileKind, ParseRules};
+use crate::header::{parse_v2, CommentSpan, DataType, FileKind, ParseRules};
 use crate::hex::hex_side;
 use crate::read::{MapLayout, ReadConfig, RotFlip, SomFile};
 use crate::write::{write_data, write_mapping, write_rotflip, write_som, WriteConfig};
@@ -18,9 +18,6 @@ use crate::{legacy, HexGrid, Result, SomError};
 
 /// Largest piece [`TensorFile::read_chunks`] yields (at least one entry).
 const CHUNK_BYTES: usize = 4 << 20;
-
-/// How many comment lines the header shows (`comments`); `comment_lines` counts all.
-const HEADER_COMMENTS_MAX: usize = 16;
 
 /// Cheap check on the first bytes of a file: a plausible v2 header whose payload fits
 /// `file_len`, or a legacy file that exactly one interpretation fits exactly.
@@ -44,7 +41,7 @@ pub fn sniff(head: &[u8], file_len: u64) -> bool {
         // Sizes must fit; stray bytes after the payload are tolerated as when reading.
         return SomFile::resolve_v2(Bytes::new(), file_len, raw, &config).is_ok();
     }
-    let Ok(comments) = CommentBlock::parse(head) else {
+    let Ok(comments) = CommentSpan::scan(head) else {
         return false;
     };
     let c = legacy::candidates(head, &comments, file_len);
@@ -203,22 +200,11 @@ impl TensorFile for SomTensors {
     }
 
     /// The header fields, with the comment block bounded: `comments` holds its first
-    /// 16 lines and `comment_lines` counts them all (a file of
-    /// 10 million `#` lines does not become a header of 10 million entries;
-    /// [`SomFile::comments`](SomFile::comments) has every line).
+    /// 16 lines and `comment_lines` counts them all (a file of 10 million `#` lines
+    /// does not become a header of 10 million entries, nor a reader holding them;
+    /// [`SomFile::comments`](SomFile::comments) decodes every line when asked).
     fn header(&self) -> Vec<(String, FieldValue)> {
-        let mut out = Vec::with_capacity(self.file.header_fields().len() + 1);
-        for (k, v) in self.file.header_fields() {
-            match v {
-                FieldValue::List(lines) if k == "comments" => {
-                    let shown = lines.len().min(HEADER_COMMENTS_MAX);
-                    out.push((k.clone(), FieldValue::List(lines[..shown].to_vec())));
-                    out.push(("comment_lines".into(), lines.len().into()));
-                }
-                _ => out.push((k.clone(), v.clone())),
-            }
-        }
-        out
+        self.file.header_fields().to_vec()
     }
 
     fn tensors(&self) -> Vec<TensorInfo> {

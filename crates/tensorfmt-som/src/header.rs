@@ -29,38 +29,122 @@ pub struct CommentBlock {
     pub len: usize,
 }
 
+/// How many comment lines [`CommentSpan`] decodes (the header shows them).
+pub const SHOWN_COMMENT_LINES: usize = 16;
+
+/// The comment block's extent, without its lines: how many there are, where the block
+/// ends, and the first [`SHOWN_COMMENT_LINES`] decoded. What a reader keeps (a file of
+/// 10 million comment lines costs no more than one of 16); the lines are decoded from
+/// the file's bytes when asked for ([`SomFile::comment_lines`](crate::SomFile::comment_lines)).
+///
+/// ```
+/// use tensorfmt_som::CommentSpan;
+/// let s = CommentSpan::scan(b"# a\n# b\n# END OF HEADER\n\x02\0\0\0")?;
+/// assert_eq!((s.count, s.end_line, s.len), (2, true, 24));
+/// assert_eq!(s.first, vec!["# a", "# b"]);
+/// # Ok::<(), tensorfmt_som::SomError>(())
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CommentSpan {
+    /// Number of comment lines (the `# END OF HEADER` line not counted).
+    pub count: usize,
+    /// The first [`SHOWN_COMMENT_LINES`] lines, as [`CommentBlock::lines`] has them.
+    pub first: Vec<String>,
+    /// True when the block was closed by an exact `# END OF HEADER` line.
+    pub end_line: bool,
+    /// Length of the block in bytes (the binary header starts here).
+    pub len: usize,
+}
+
+impl CommentSpan {
+    /// Scans the comment block with [`CommentBlock::parse`]'s rules, keeping only the
+    /// first lines.
+    pub fn scan(bytes: &[u8]) -> Result<CommentSpan> {
+        let mut first = Vec::new();
+        let mut count = 0;
+        let (end_line, len) = walk_comments(bytes, &mut |line| {
+            if count < SHOWN_COMMENT_LINES {
+                first.push(String::from_utf8_lossy(line).into_owned());
+            }
+            count += 1;
+        })?;
+        Ok(CommentSpan {
+            count,
+            first,
+            end_line,
+            len,
+        })
+    }
+}
+
+/// Walks the comment block (see [`CommentBlock::parse`]), handing each comment line
+/// (without its line ending) to `line`; returns whether an END line closed it and the
+/// block's length.
+fn walk_comments(bytes: &[u8], line: &mut dyn FnMut(&[u8])) -> Result<(bool, usize)> {
+    let mut pos = 0usize;
+    while bytes.get(pos) == Some(&b'#') {
+        let nl = bytes[pos..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .ok_or(SomError::UnterminatedComment { offset: pos as u64 })?;
+        let mut text = &bytes[pos..pos + nl];
+        pos += nl + 1;
+        if let Some(l) = text.strip_suffix(b"\r") {
+            text = l;
+        }
+        if text == END_OF_HEADER.as_bytes() {
+            return Ok((true, pos));
+        }
+        line(text);
+    }
+    Ok((false, pos))
+}
+
+/// The comment lines of a block already scanned (`block`: its bytes, `..len`), each
+/// decoded when reached. Infallible: a line the scan would refuse (none, for the bytes
+/// it scanned) ends the walk.
+pub(crate) fn block_lines(block: &[u8]) -> impl Iterator<Item = std::borrow::Cow<'_, str>> + '_ {
+    let mut pos = 0usize;
+    std::iter::from_fn(move || {
+        if block.get(pos) != Some(&b'#') {
+            return None;
+        }
+        let nl = block[pos..].iter().position(|&b| b == b'\n')?;
+        let mut text = &block[pos..pos + nl];
+        pos += nl + 1;
+        if let Some(l) = text.strip_suffix(b"\r") {
+            text = l;
+        }
+        (text != END_OF_HEADER.as_bytes()).then(|| String::from_utf8_lossy(text))
+    })
+}
+
 impl CommentBlock {
     /// Parses the comment block with PINK's C++ semantics: consume lines starting with
     /// `#`; stop after an exact `# END OF HEADER` line (one trailing `\r` tolerated) or
     /// before the first line not starting with `#`. A line without a newline before
     /// the end of the file is an error.
     pub fn parse(bytes: &[u8]) -> Result<CommentBlock> {
-        let mut pos = 0usize;
         let mut lines = Vec::new();
-        while bytes.get(pos) == Some(&b'#') {
-            let nl = bytes[pos..]
-                .iter()
-                .position(|&b| b == b'\n')
-                .ok_or(SomError::UnterminatedComment { offset: pos as u64 })?;
-            let mut line = &bytes[pos..pos + nl];
-            pos += nl + 1;
-            if let Some(l) = line.strip_suffix(b"\r") {
-                line = l;
-            }
-            if line == END_OF_HEADER.as_bytes() {
-                return Ok(CommentBlock {
-                    lines,
-                    end_line: true,
-                    len: pos,
-                });
-            }
+        let (end_line, len) = walk_comments(bytes, &mut |line| {
             lines.push(String::from_utf8_lossy(line).into_owned());
-        }
+        })?;
         Ok(CommentBlock {
             lines,
-            end_line: false,
-            len: pos,
+            end_line,
+            len,
         })
+    }
+
+    /// The block of `span`, its lines decoded from `bytes` (the file the span was
+    /// scanned from).
+    pub(crate) fn from_block(bytes: &[u8], span: &CommentSpan) -> CommentBlock {
+        let block = bytes.get(..span.len).unwrap_or(bytes);
+        CommentBlock {
+            lines: block_lines(block).map(|l| l.into_owned()).collect(),
+            end_line: span.end_line,
+            len: span.len,
+        }
     }
 
     /// The comment texts without the leading `#` and one following space.
@@ -185,8 +269,8 @@ pub struct RawLayout {
 /// The version-2 binary header, as read (before the payload size is checked).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RawHeader {
-    /// The comment block before the header.
-    pub comments: CommentBlock,
+    /// The comment block before the header (its extent; the lines stay in the file).
+    pub comments: CommentSpan,
     /// Version field (2).
     pub version: i32,
     /// File type.
@@ -315,7 +399,7 @@ fn read_entries(c: &mut Cursor<'_>, kind: FileKind, rules: &ParseRules) -> Resul
 /// Parses the comment block and the version-2 header from the start of a file.
 /// Only the header bytes are needed; payload sizes are checked by the caller.
 pub(crate) fn parse_v2(buf: &[u8], rules: &ParseRules) -> Result<RawHeader> {
-    let comments = CommentBlock::parse(buf)?;
+    let comments = CommentSpan::scan(buf)?;
     let mut c = Cursor::new(buf, comments.len);
     let version_off = c.pos as u64;
     let version = c.i32("version")?;

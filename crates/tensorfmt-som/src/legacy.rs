@@ -3,7 +3,7 @@
 //! whose payload size matches the file is a candidate; exactly one must remain (or the
 //! caller names the kind), otherwise the error lists them all.
 
-use crate::header::{CommentBlock, FileKind};
+use crate::header::{CommentSpan, FileKind};
 use crate::hex::hex_count;
 use crate::read::MapLayout;
 use crate::HexGrid;
@@ -112,7 +112,7 @@ fn channel_dims(c: i32, a: i32, b: i32) -> Vec<usize> {
 /// Every interpretation that fits `len` bytes, reading integers after the comment
 /// block. A comment block counts only when closed by `# END OF HEADER` (the 1.x
 /// reader skipped comments only then); otherwise integers are read from byte 0.
-pub(crate) fn candidates(head: &[u8], comments: &CommentBlock, len: u64) -> Vec<Candidate> {
+pub(crate) fn candidates(head: &[u8], comments: &CommentSpan, len: u64) -> Vec<Candidate> {
     let base = if comments.end_line { comments.len } else { 0 };
     let mut out = Vec::new();
     let mut push = |format: &'static str,

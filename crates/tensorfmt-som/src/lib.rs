@@ -59,7 +59,10 @@ pub use error::{Result, SomError};
 pub use facade::{
     open_tensor_file, parse_kind_hint, save_tensors, sniff, write_warnings, SomTensors,
 };
-pub use header::{CommentBlock, DataType, FileKind, RawHeader, RawLayout, END_OF_HEADER};
+pub use header::{
+    CommentBlock, CommentSpan, DataType, FileKind, RawHeader, RawLayout, END_OF_HEADER,
+    SHOWN_COMMENT_LINES,
+};
 pub use hex::{hex_count, hex_distance, hex_side, HexGrid};
 pub use read::{MapLayout, ReadConfig, RotFlip, SomFile, ROTFLIP_RECORD};
 pub use write::{

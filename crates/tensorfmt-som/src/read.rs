@@ -4,11 +4,14 @@
 
 use std::ops::Range;
 use std::path::Path;
+use std::sync::OnceLock;
 
 use bytes::Bytes;
 use tensorfmt_core::{DType, FieldValue, Limits, Order, Shape, Tensor};
 
-use crate::header::{parse_v2, CommentBlock, DataType, FileKind, ParseRules, RawHeader};
+use crate::header::{
+    block_lines, parse_v2, CommentBlock, CommentSpan, DataType, FileKind, ParseRules, RawHeader,
+};
 use crate::hex::{hex_count, HexGrid};
 use crate::legacy;
 use crate::{Result, SomError};
@@ -199,7 +202,10 @@ impl RotFlip {
 #[derive(Debug, Clone)]
 pub struct SomFile {
     data: Bytes,
-    comments: CommentBlock,
+    /// The comment block's extent (its lines stay in `data`).
+    comment_span: CommentSpan,
+    /// Every comment line, decoded on first use ([`SomFile::comments`]).
+    comments: OnceLock<CommentBlock>,
     version: i32,
     legacy: Option<&'static str>,
     kind: FileKind,
@@ -267,7 +273,7 @@ impl SomFile {
         if matches!(v2, SomError::UnterminatedComment { .. }) || !config.legacy {
             return Err(v2);
         }
-        let comments = CommentBlock::parse(&data)?;
+        let comments = CommentSpan::scan(&data)?;
         let mut cands = legacy::candidates(&data, &comments, data.len() as u64);
         if let Some(k) = config.legacy_kind {
             cands.retain(|c| c.kind == k);
@@ -282,7 +288,7 @@ impl SomFile {
                 let SomError::NotPink { offset, value, .. } = v2 else {
                     return Err(v2);
                 };
-                let detail = if !comments.lines.is_empty() && !comments.end_line {
+                let detail = if comments.count > 0 && !comments.end_line {
                     "comment lines without `# END OF HEADER` followed by a non-v2 header \
                      (legacy files need the END line; this may be the unreleased 2018 development format)"
                         .to_string()
@@ -325,7 +331,8 @@ impl SomFile {
         let data_type = raw.data_type;
         let elem = data_type.map_or(ROTFLIP_RECORD, |d| d.dtype().size());
         let mut fields: Vec<(String, FieldValue)> = vec![
-            ("comments".into(), raw.comments.lines.clone().into()),
+            ("comments".into(), raw.comments.first.clone().into()),
+            ("comment_lines".into(), raw.comments.count.into()),
             ("end_of_header".into(), raw.comments.end_line.into()),
             ("version".into(), raw.version.into()),
             ("file_type".into(), raw.kind.code().into()),
@@ -468,7 +475,8 @@ impl SomFile {
         }
         let file = SomFile {
             data,
-            comments: raw.comments,
+            comment_span: raw.comments,
+            comments: OnceLock::new(),
             version: raw.version,
             legacy: None,
             kind: raw.kind,
@@ -495,12 +503,13 @@ impl SomFile {
 
     fn from_legacy(
         data: Bytes,
-        comments: CommentBlock,
+        comments: CommentSpan,
         c: legacy::Candidate,
         config: &ReadConfig,
     ) -> Result<SomFile> {
         let mut fields: Vec<(String, FieldValue)> = vec![
-            ("comments".into(), comments.lines.clone().into()),
+            ("comments".into(), comments.first.clone().into()),
+            ("comment_lines".into(), comments.count.into()),
             ("end_of_header".into(), comments.end_line.into()),
             ("legacy_format".into(), c.format.into()),
             ("file_type".into(), c.kind.code().into()),
@@ -533,7 +542,8 @@ impl SomFile {
         }
         let file = SomFile {
             data,
-            comments,
+            comment_span: comments,
+            comments: OnceLock::new(),
             version: c.version,
             legacy: Some(c.format),
             kind: c.kind,
@@ -578,9 +588,33 @@ impl SomFile {
         self.kind
     }
 
-    /// The comment block.
+    /// The comment block, every line decoded from the file on the first call (the
+    /// file keeps only its extent: [`SomFile::comment_count`], [`SomFile::comment_lines`]).
     pub fn comments(&self) -> &CommentBlock {
-        &self.comments
+        self.comments
+            .get_or_init(|| CommentBlock::from_block(&self.data, &self.comment_span))
+    }
+
+    /// The number of comment lines (without the `# END OF HEADER` line).
+    pub fn comment_count(&self) -> usize {
+        self.comment_span.count
+    }
+
+    /// The comment lines in file order, each decoded when reached (as
+    /// [`CommentBlock::lines`] has them: with the leading `#`, without line endings).
+    ///
+    /// ```
+    /// let mut b = b"# one\n# two\n# END OF HEADER\n".to_vec();
+    /// for v in [2i32, 0, 0, 1, 0, 1, 1] { b.extend_from_slice(&v.to_le_bytes()); }
+    /// b.extend_from_slice(&1f32.to_le_bytes());
+    /// let f = tensorfmt_som::SomFile::from_bytes(b.into())?;
+    /// assert_eq!(f.comment_count(), 2);
+    /// assert_eq!(f.comment_lines().nth(1).as_deref(), Some("# two"));
+    /// # Ok::<(), tensorfmt_som::SomError>(())
+    /// ```
+    pub fn comment_lines(&self) -> impl Iterator<Item = std::borrow::Cow<'_, str>> + '_ {
+        let block = self.data.get(..self.comment_span.len).unwrap_or(&self.data);
+        block_lines(block)
     }
 
     /// Format version: 2, or 1 / 0 for legacy files.
@@ -639,7 +673,9 @@ impl SomFile {
         (self.kind == FileKind::Som).then_some(&self.item_dims[..])
     }
 
-    /// Header fields in file order (for `inspect`).
+    /// Header fields in file order (for `inspect`). The comment block is bounded:
+    /// `comments` holds its first [`SHOWN_COMMENT_LINES`](crate::SHOWN_COMMENT_LINES)
+    /// lines and `comment_lines` counts them all ([`SomFile::comments`] has every line).
     pub fn header_fields(&self) -> &[(String, FieldValue)] {
         &self.fields
     }
@@ -966,4 +1002,54 @@ fn check_payload(
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn data_file(comments: &[u8]) -> Bytes {
+        let mut b = comments.to_vec();
+        for v in [2i32, 0, 0, 1, 0, 1, 1] {
+            b.extend_from_slice(&v.to_le_bytes());
+        }
+        b.extend_from_slice(&1f32.to_le_bytes());
+        b.into()
+    }
+
+    /// The lines decoded on demand are the lines a whole parse gives, for every shape
+    /// of block: none, CRLF endings, an END line, no END line, invalid UTF-8, more lines
+    /// than the header shows.
+    #[test]
+    fn comments_decoded_on_demand_match_a_whole_parse() {
+        let many: Vec<u8> = (0..40)
+            .flat_map(|i| format!("# {i}\n").into_bytes())
+            .collect();
+        let mut with_end = many.clone();
+        with_end.extend_from_slice(b"# END OF HEADER\n");
+        for block in [
+            &b""[..],
+            b"# END OF HEADER\n",
+            b"# a\r\n#b\n# END OF HEADER\r\n",
+            b"# a\n# \xff\xfe bad\n",
+            b"# END OF HEADER \n# x\n# END OF HEADER\n",
+            &many,
+            &with_end,
+        ] {
+            let bytes = data_file(block);
+            let f = SomFile::from_bytes(bytes.clone()).unwrap();
+            let want = CommentBlock::parse(&bytes).unwrap();
+            let got: Vec<String> = f.comment_lines().map(|l| l.into_owned()).collect();
+            assert_eq!(got, want.lines);
+            assert_eq!(f.comment_count(), want.lines.len());
+            assert_eq!(f.comments(), &want);
+            let shown = f
+                .header_fields()
+                .iter()
+                .find(|(k, _)| k == "comments")
+                .map(|(_, v)| v.clone());
+            let first: Vec<String> = want.lines.iter().take(16).cloned().collect();
+            assert_eq!(shown, Some(first.into()));
+        }
+    }
 }

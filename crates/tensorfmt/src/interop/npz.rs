@@ -583,6 +583,9 @@ impl NpzFile {
     }
 }
 
+/// How many members an archive's header describes one by one.
+const HEADER_MEMBERS_MAX: usize = 32;
+
 impl TensorFile for NpzFile {
     fn format(&self) -> &'static str {
         "npz"
@@ -597,10 +600,14 @@ impl TensorFile for NpzFile {
             (true, true) => "archive (stored and deflated)".into(),
         }
     }
+    /// `members` describes the first 32 members; `member_count`
+    /// counts them all (the tensors list every one), so an archive of 100,000 members
+    /// does not make a header of 100,000 maps.
     fn header(&self) -> Vec<(String, FieldValue)> {
         let members = self
             .members
             .iter()
+            .take(HEADER_MEMBERS_MAX)
             .map(|m| {
                 let mut fields = npy::header_fields(&m.header);
                 fields.push(("compressed".into(), m.stored.is_none().into()));

@@ -1,9 +1,10 @@
 //! `.safetensors` files: an 8-byte header length, a JSON header, then the tensors'
 //! little-endian C-order bytes back to back.
 //!
-//! Reading: the `safetensors` crate parses and validates the header (100 MB cap, offsets
-//! tiling the data exactly, checked size arithmetic); tensors are zero-copy slices of
-//! the file. 4-, 6- and 8-bit floats and complex numbers are rejected as unsupported.
+//! Reading: the header is parsed and validated as the `safetensors` crate does (100 MB
+//! cap, offsets tiling the data exactly, checked size arithmetic, its errors), straight
+//! into one record per tensor: the crate's own parse buffers the whole JSON document
+//! first (600 bytes a tensor at its peak). Tensors are zero-copy slices of the file. 4-, 6- and 8-bit floats and complex numbers are rejected as unsupported.
 //! The `__metadata__` strings are shown as header fields.
 //!
 //! Writing: the header is the `safetensors` crate's own `Metadata` serialisation, in its
@@ -15,7 +16,7 @@ use std::io::Write;
 use std::path::Path;
 
 use ::safetensors::tensor::{Metadata, TensorInfo as StInfo};
-use ::safetensors::{Dtype, SafeTensors};
+use ::safetensors::{Dtype, SafeTensorError};
 use bytes::Bytes;
 use tensorfmt_core::io::AtomicFile;
 use tensorfmt_core::{
@@ -112,9 +113,147 @@ pub struct SafetensorsFile {
     data: Bytes,
     header_len: usize,
     entries: Vec<Entry>,
-    /// Position of each name in `entries` (lookups by name are O(1)).
-    index: HashMap<String, usize>,
+    /// Positions in `entries` sorted by name (lookups by name are O(log n), without a
+    /// second copy of every name).
+    index: Vec<u32>,
     metadata: Vec<(String, String)>,
+}
+
+/// One tensor of the header, as the `safetensors` crate describes it.
+#[derive(serde::Deserialize)]
+struct RawInfo {
+    dtype: Dtype,
+    shape: Vec<usize>,
+    data_offsets: (usize, usize),
+}
+
+/// The header: its tensors in data order, and `__metadata__`.
+struct RawHeader {
+    tensors: Vec<(String, RawInfo)>,
+    metadata: Option<HashMap<String, String>>,
+}
+
+impl<'de> serde::Deserialize<'de> for RawHeader {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct Fields;
+        impl<'de> serde::de::Visitor<'de> for Fields {
+            type Value = RawHeader;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a map of tensor names to tensor infos")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> std::result::Result<RawHeader, A::Error> {
+                let mut h = RawHeader {
+                    tensors: Vec::new(),
+                    metadata: None,
+                };
+                while let Some(key) = map.next_key::<String>()? {
+                    if key == "__metadata__" {
+                        if h.metadata.is_some() {
+                            return Err(serde::de::Error::duplicate_field("__metadata__"));
+                        }
+                        h.metadata = Some(map.next_value()?);
+                    } else {
+                        let info: RawInfo = map.next_value()?;
+                        h.tensors.push((key, info));
+                    }
+                }
+                Ok(h)
+            }
+        }
+        d.deserialize_map(Fields)
+    }
+}
+
+/// `SafeTensors::read_metadata` without its intermediate documents: the same checks
+/// and errors, the tensors straight into one list sorted by data offset.
+fn read_header(buffer: &[u8]) -> std::result::Result<(usize, RawHeader), SafeTensorError> {
+    const MAX_HEADER_SIZE: usize = 100_000_000;
+    let arr: [u8; 8] = buffer
+        .get(..8)
+        .and_then(|b| b.try_into().ok())
+        .ok_or(SafeTensorError::HeaderTooSmall)?;
+    let n =
+        usize::try_from(u64::from_le_bytes(arr)).map_err(|_| SafeTensorError::HeaderTooLarge)?;
+    if n > MAX_HEADER_SIZE {
+        return Err(SafeTensorError::HeaderTooLarge);
+    }
+    let stop = n
+        .checked_add(8)
+        .ok_or(SafeTensorError::InvalidHeaderLength)?;
+    let header_bytes = buffer
+        .get(8..stop)
+        .ok_or(SafeTensorError::InvalidHeaderLength)?;
+    let text = std::str::from_utf8(header_bytes).map_err(SafeTensorError::InvalidHeader)?;
+    let mut header: RawHeader =
+        serde_json::from_str(text).map_err(SafeTensorError::InvalidHeaderDeserialization)?;
+    // A repeated name keeps its last value (the crate reads the header into a map).
+    let t = &mut header.tensors;
+    let mut seen = std::collections::HashSet::with_capacity(t.len());
+    if t.iter().all(|(name, _)| seen.insert(name.as_str())) {
+        drop(seen);
+        return finish_header(n, stop, buffer.len(), header);
+    }
+    drop(seen);
+    let mut order: Vec<u32> = (0..t.len() as u32).collect();
+    order.sort_by(|&a, &b| t[a as usize].0.cmp(&t[b as usize].0));
+    let mut dropped = vec![false; t.len()];
+    for w in order.windows(2) {
+        if t[w[0] as usize].0 == t[w[1] as usize].0 {
+            dropped[w[0].min(w[1]) as usize] = true;
+        }
+    }
+    drop(order);
+    if dropped.iter().any(|&d| d) {
+        let mut i = 0;
+        t.retain(|_| {
+            i += 1;
+            !dropped[i - 1]
+        });
+    }
+    drop(dropped);
+    finish_header(n, stop, buffer.len(), header)
+}
+
+/// Sorts the tensors by data offset and checks them as the crate's
+/// `Metadata::validate` does: offsets tile the data, sizes match the shapes.
+fn finish_header(
+    n: usize,
+    stop: usize,
+    buffer_len: usize,
+    mut header: RawHeader,
+) -> std::result::Result<(usize, RawHeader), SafeTensorError> {
+    let t = &mut header.tensors;
+    t.sort_by(|a, b| (a.1.data_offsets, &a.0).cmp(&(b.1.data_offsets, &b.0)));
+    // The crate's `Metadata::validate`: offsets tile the data, sizes match the shapes.
+    let mut start = 0;
+    for (name, info) in t.iter() {
+        let (s, e) = info.data_offsets;
+        if s != start || e < s {
+            return Err(SafeTensorError::InvalidOffset(name.clone()));
+        }
+        start = e;
+        let nelements = info
+            .shape
+            .iter()
+            .try_fold(1usize, |a, &d| a.checked_mul(d))
+            .ok_or(SafeTensorError::ValidationOverflow)?;
+        let nbits = nelements
+            .checked_mul(info.dtype.bitsize())
+            .ok_or(SafeTensorError::ValidationOverflow)?;
+        if nbits % 8 != 0 {
+            return Err(SafeTensorError::MisalignedSlice);
+        }
+        if e - s != nbits / 8 {
+            return Err(SafeTensorError::TensorInvalidInfo);
+        }
+    }
+    if start.checked_add(stop) != Some(buffer_len) {
+        return Err(SafeTensorError::MetadataIncompleteBuffer);
+    }
+    Ok((n, header))
 }
 
 /// Opens safetensors bytes as a [`TensorFile`] (header parsed, nothing decoded).
@@ -140,13 +279,11 @@ pub fn open(data: Bytes, options: &ReadOptions) -> Result<SafetensorsFile> {
         )));
     }
     options.limits.check_alloc(declared)?;
-    let (n, meta) = SafeTensors::read_metadata(&data).map_err(|e| err(e.into()))?;
+    let (n, header) = read_header(&data).map_err(|e| err(e.into()))?;
     let data_start = 8 + n;
-    let keys = meta.offset_keys();
-    options.limits.check_items(keys.len() as u64)?;
-    let mut entries = Vec::new();
-    for name in keys {
-        let Some(i) = meta.info(&name) else { continue };
+    options.limits.check_items(header.tensors.len() as u64)?;
+    let mut entries = Vec::with_capacity(header.tensors.len());
+    for (name, i) in header.tensors {
         let dtype = dtype_from_st(i.dtype).ok_or_else(|| {
             err(InteropError::Unsupported(format!(
                 "tensor {name:?} has dtype {:?}",
@@ -156,21 +293,21 @@ pub fn open(data: Bytes, options: &ReadOptions) -> Result<SafetensorsFile> {
         options.limits.check_rank(i.shape.len())?;
         let (a, b) = i.data_offsets;
         entries.push(Entry {
-            info: TensorInfo::new(name, dtype, Shape::new(i.shape.clone())),
+            info: TensorInfo::new(name, dtype, Shape::new(i.shape)),
             range: (data_start + a, data_start + b),
         });
     }
-    let mut metadata: Vec<(String, String)> = meta
-        .metadata()
-        .clone()
-        .unwrap_or_default()
-        .into_iter()
-        .collect();
+    let mut metadata: Vec<(String, String)> =
+        header.metadata.unwrap_or_default().into_iter().collect();
     metadata.sort();
-    let mut index = HashMap::with_capacity(entries.len());
-    for (i, e) in entries.iter().enumerate() {
-        index.entry(e.info.name.clone()).or_insert(i);
-    }
+    // Names are unique (a repeated key keeps its last value, as in the crate's map).
+    let mut index: Vec<u32> = (0..entries.len() as u32).collect();
+    index.sort_unstable_by(|&a, &b| {
+        entries[a as usize]
+            .info
+            .name
+            .cmp(&entries[b as usize].info.name)
+    });
     Ok(SafetensorsFile {
         data,
         header_len: n,
@@ -181,6 +318,15 @@ pub fn open(data: Bytes, options: &ReadOptions) -> Result<SafetensorsFile> {
 }
 
 impl SafetensorsFile {
+    /// The entry named `name`.
+    fn entry(&self, name: &str) -> Option<&Entry> {
+        let at = self
+            .index
+            .partition_point(|&i| self.entries[i as usize].info.name.as_str() < name);
+        let e = &self.entries[*self.index.get(at)? as usize];
+        (e.info.name == name).then_some(e)
+    }
+
     /// The `__metadata__` strings, sorted by key.
     pub fn metadata(&self) -> &[(String, String)] {
         &self.metadata
@@ -214,9 +360,7 @@ impl TensorFile for SafetensorsFile {
     }
     fn read_tensor(&self, name: &str) -> Result<Tensor> {
         let e = self
-            .index
-            .get(name)
-            .map(|&i| &self.entries[i])
+            .entry(name)
             .ok_or_else(|| Error::NoSuchTensor(name.to_string()))?;
         let bytes = self.data.slice(e.range.0..e.range.1);
         Tensor::from_bytes(e.info.dtype, e.info.shape.clone(), Order::RowMajor, bytes)
@@ -307,6 +451,116 @@ pub fn save(path: &Path, tensors: &[(String, Tensor)], options: &WriteOptions) -
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Our header parse accepts and refuses what `SafeTensors::read_metadata` does, with
+    /// the same error kind, and lists the same tensors in the same order.
+    #[test]
+    fn header_parse_matches_the_crate() {
+        let file = |h: &str, data: usize| {
+            let mut b = (h.len() as u64).to_le_bytes().to_vec();
+            b.extend_from_slice(h.as_bytes());
+            b.resize(b.len() + data, 0);
+            b
+        };
+        let cases = [
+            (r#"{}"#, 0),
+            (
+                r#"{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}"#,
+                8,
+            ),
+            (
+                r#"{"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]},"a":{"dtype":"U8","shape":[4],"data_offsets":[0,4]}}"#,
+                8,
+            ),
+            (
+                r#"{"__metadata__":{"k":"v","j":"w"},"a":{"dtype":"F32","shape":[],"data_offsets":[0,4]}}"#,
+                4,
+            ),
+            (
+                r#"{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}"#,
+                8,
+            ),
+            (
+                r#"{"z":{"dtype":"F32","shape":[0],"data_offsets":[0,0]},"y":{"dtype":"F32","shape":[0],"data_offsets":[0,0]},"x":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}"#,
+                1,
+            ),
+            (
+                r#"{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4],"extra":1}}"#,
+                4,
+            ),
+            (
+                r#"{"a":{"dtype":"F32","shape":[2],"data_offsets":[0,4]}}"#,
+                4,
+            ),
+            (
+                r#"{"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}}"#,
+                8,
+            ),
+            (
+                r#"{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}}"#,
+                8,
+            ),
+            (r#"{"a":{"dtype":"F32","shape":[1]}}"#, 4),
+            (
+                r#"{"a":{"dtype":"X9","shape":[1],"data_offsets":[0,4]}}"#,
+                4,
+            ),
+            (r#"{"a":3}"#, 0),
+            (r#"[1, 2]"#, 0),
+            (r#"{"__metadata__":{"k":1}}"#, 0),
+            (
+                r#"{"a":{"dtype":"F32","shape":[4611686018427387904, 8],"data_offsets":[0,4]}}"#,
+                4,
+            ),
+            (
+                r#"{"a":{"dtype":"BOOL","shape":[3],"data_offsets":[0,3]}}"#,
+                3,
+            ),
+            (r#"{"#, 0),
+        ];
+        for (h, data) in cases {
+            let b = file(h, data);
+            let ours = read_header(&b);
+            let theirs = ::safetensors::SafeTensors::read_metadata(&b);
+            match (ours, theirs) {
+                (Ok((n, ours)), Ok((m, theirs))) => {
+                    assert_eq!(n, m, "{h}");
+                    let names: Vec<String> = ours.tensors.iter().map(|(k, _)| k.clone()).collect();
+                    // The crate leaves ties of equal offsets in hash order.
+                    let mut want = theirs.offset_keys();
+                    let mut got = names.clone();
+                    if ours
+                        .tensors
+                        .windows(2)
+                        .any(|w| w[0].1.data_offsets == w[1].1.data_offsets)
+                    {
+                        want.sort();
+                        got.sort();
+                    }
+                    assert_eq!(got, want, "{h}");
+                    for (k, i) in &ours.tensors {
+                        let t = theirs.info(k).unwrap();
+                        assert_eq!(
+                            (&i.shape, i.data_offsets, i.dtype),
+                            (&t.shape, t.data_offsets, t.dtype),
+                            "{h}"
+                        );
+                    }
+                    assert_eq!(&ours.metadata, theirs.metadata(), "{h}");
+                }
+                (Err(a), Err(b)) => assert_eq!(
+                    std::mem::discriminant(&a),
+                    std::mem::discriminant(&b),
+                    "{h}: {a:?} / {b:?}"
+                ),
+                (a, b) => panic!(
+                    "{h}: ours {:?}, theirs {:?}",
+                    a.map(|x| x.0),
+                    b.map(|x| x.0)
+                ),
+            }
+        }
+    }
     use std::borrow::Cow;
 
     struct V<'a>(&'a Tensor);
