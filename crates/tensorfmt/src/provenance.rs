@@ -187,16 +187,26 @@ fn merged<'a>(
     })
 }
 
-/// The first tensor whose pieces overlap an earlier piece, if any.
-fn first_overlap(layouts: &[Option<&SourceLayout>]) -> Option<usize> {
+/// Which layouts to drop so that no two kept pieces overlap: one sweep over the
+/// pieces in file order, dropping the tensor of every piece that starts before the
+/// end of what came earlier (a view of a view: the bytes stay with the earlier piece's
+/// tensor). One pass however many tensors overlap (a loop that dropped one tensor and
+/// swept again was quadratic in them); it may drop more than the fewest possible, never
+/// keeps an overlap.
+fn overlapping(layouts: &[Option<&SourceLayout>]) -> Vec<bool> {
+    let mut dropped = vec![false; layouts.len()];
     let mut end = 0u64;
     for (o, len, t) in merged(layouts) {
-        if o < end {
-            return Some(t);
+        if dropped[t] {
+            continue;
         }
-        end = o + len;
+        if o < end {
+            dropped[t] = true;
+        } else {
+            end = o + len;
+        }
     }
-    None
+    dropped
 }
 
 /// Records the skeleton of a whole legacy file for a conversion to safetensors or
@@ -263,12 +273,15 @@ fn record_mapped(file: &dyn TensorFile, data: Option<&[u8]>, origin: &Path) -> R
         })
         .collect();
     // Two tensors declaring the same bytes (a view of a view): the first keeps them.
-    loop {
-        let layouts: Vec<Option<&SourceLayout>> =
-            tensors.iter().map(|t| t.layout.as_ref()).collect();
-        match first_overlap(&layouts) {
-            Some(t) => tensors[t].layout = None,
-            None => break,
+    let dropped = overlapping(
+        &tensors
+            .iter()
+            .map(|t| t.layout.as_ref())
+            .collect::<Vec<_>>(),
+    );
+    for (t, drop) in tensors.iter_mut().zip(dropped) {
+        if drop {
+            t.layout = None;
         }
     }
     let cut: u64 = tensors
@@ -313,56 +326,140 @@ fn record_mapped(file: &dyn TensorFile, data: Option<&[u8]>, origin: &Path) -> R
             .map(|(k, v)| (k.clone(), field_json(v)))
             .collect(),
     );
-    let text = to_json(&skeleton, header).to_string();
-    if text.len() > MAX_METADATA {
+    let text = to_json_text(&skeleton, &header, MAX_METADATA);
+    if let Err(len) = text {
         return Ok(Recording {
             json: None,
             note: Some(format!(
-                "{}: its header and layout take {} MiB, more than the {} MiB that travel \
+                "{}: its header and layout take more than {} MiB, more than the {} MiB that travel \
                  in metadata, so converting back gives the same tensors, not the same file",
                 origin.display(),
-                text.len() >> 20,
+                len >> 20,
                 MAX_METADATA >> 20
             )),
         });
     }
     Ok(Recording {
-        json: Some(text),
+        json: text.ok(),
         note: None,
     })
 }
 
-fn layout_json(l: &SourceLayout) -> Value {
-    json!({
-        "order": if l.order == Order::ColumnMajor { "F" } else { "C" },
-        "runs": l.runs.iter().map(|r| json!([
-            r.offset,
-            r.len,
-            r.repeat.iter().map(|&(c, s)| json!([c, s])).collect::<Vec<_>>(),
-        ])).collect::<Vec<_>>(),
-    })
+/// A layout as carried: `{"order": "C"|"F", "runs": [[offset, len, [[count, stride], ...]], ...]}`.
+struct LayoutJson<'a>(&'a SourceLayout);
+
+impl serde::Serialize for LayoutJson<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let l = self.0;
+        let mut m = s.serialize_map(Some(2))?;
+        m.serialize_entry(
+            "order",
+            if l.order == Order::ColumnMajor {
+                "F"
+            } else {
+                "C"
+            },
+        )?;
+        let runs: Vec<(u64, u64, &[(u64, u64)])> = l
+            .runs
+            .iter()
+            .map(|r| (r.offset, r.len, r.repeat.as_slice()))
+            .collect();
+        m.serialize_entry("runs", &runs)?;
+        m.end()
+    }
 }
 
-fn to_json(s: &Skeleton, header: Value) -> Value {
-    json!({
-        "tensorfmt": VERSION,
-        "format": s.format,
-        "kind": s.kind,
-        "size": s.size,
-        "header": header,
-        "tensors": s.tensors.iter().map(|t| {
-            let mut v = json!({
-                "name": t.name,
-                "dtype": t.dtype.name(),
-                "shape": t.shape.dims(),
-            });
-            if let Some(l) = &t.layout {
-                v["layout"] = layout_json(l);
-            }
-            v
-        }).collect::<Vec<_>>(),
-        "skeleton": base64_encode(&s.bytes),
-    })
+/// One listed tensor as carried.
+struct ListedJson<'a>(&'a Listed);
+
+impl serde::Serialize for ListedJson<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let t = self.0;
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("name", &t.name)?;
+        m.serialize_entry("dtype", t.dtype.name())?;
+        m.serialize_entry("shape", t.shape.dims())?;
+        if let Some(l) = &t.layout {
+            m.serialize_entry("layout", &LayoutJson(l))?;
+        }
+        m.end()
+    }
+}
+
+/// The skeleton as carried, with `header` beside it.
+struct SkeletonJson<'a> {
+    skeleton: &'a Skeleton,
+    header: &'a Value,
+}
+
+impl serde::Serialize for SkeletonJson<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let k = self.skeleton;
+        let mut m = s.serialize_map(Some(7))?;
+        m.serialize_entry("tensorfmt", &VERSION)?;
+        m.serialize_entry("format", &k.format)?;
+        m.serialize_entry("kind", &k.kind)?;
+        m.serialize_entry("size", &k.size)?;
+        m.serialize_entry("header", self.header)?;
+        m.serialize_entry("tensors", &TensorsJson(&k.tensors))?;
+        m.serialize_entry("skeleton", &base64_encode(&k.bytes))?;
+        m.end()
+    }
+}
+
+/// Every listed tensor, serialised one by one (no JSON tree of them is built).
+struct TensorsJson<'a>(&'a [Listed]);
+
+impl serde::Serialize for TensorsJson<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter().map(ListedJson))
+    }
+}
+
+/// A `String` writer that stops at `cap` bytes (the carried metadata's bound), so a
+/// file whose metadata would be too large costs `cap`, not the whole text.
+struct Capped {
+    text: Vec<u8>,
+    cap: usize,
+    /// Bytes offered in all (also past the cap).
+    offered: usize,
+}
+
+impl Write for Capped {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.offered = self.offered.saturating_add(buf.len());
+        if self.text.len() + buf.len() > self.cap {
+            return Err(std::io::Error::other("metadata over its bound"));
+        }
+        self.text.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The skeleton's JSON text, written straight from the listing (a JSON tree of every
+/// tensor cost about 3 KB each: 1.2 GB for 300,000 Caffe layers), or `Err(bytes)` when
+/// it would exceed `cap` (at least that many bytes).
+fn to_json_text(s: &Skeleton, header: &Value, cap: usize) -> std::result::Result<String, usize> {
+    let mut w = Capped {
+        text: Vec::new(),
+        cap,
+        offered: 0,
+    };
+    let json = SkeletonJson {
+        skeleton: s,
+        header,
+    };
+    match serde_json::to_writer(&mut w, &json) {
+        Ok(()) => Ok(String::from_utf8(w.text).expect("serde_json writes UTF-8")),
+        Err(_) => Err(w.offered.max(cap + 1)),
+    }
 }
 
 fn parse_layout(v: &Value) -> std::result::Result<SourceLayout, String> {
@@ -880,9 +977,9 @@ mod tests {
                 (136, 16, 0)
             ]
         );
-        assert_eq!(first_overlap(&[Some(&values), Some(&time)]), None);
-        let overlapping = strided(84, 8, 1, 8);
-        assert_eq!(first_overlap(&[Some(&values), Some(&overlapping)]), Some(0));
+        assert_eq!(overlapping(&[Some(&values), Some(&time)]), [false, false]);
+        let over = strided(84, 8, 1, 8);
+        assert_eq!(overlapping(&[Some(&values), Some(&over)]), [true, false]);
     }
 
     fn good() -> Skeleton {
@@ -901,7 +998,7 @@ mod tests {
     }
 
     fn text(s: &Skeleton) -> String {
-        to_json(s, Value::Null).to_string()
+        to_json_text(s, &Value::Null, MAX_METADATA).unwrap()
     }
 
     #[test]
