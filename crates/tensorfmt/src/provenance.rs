@@ -361,13 +361,17 @@ impl serde::Serialize for LayoutJson<'_> {
                 "C"
             },
         )?;
-        let runs: Vec<(u64, u64, &[(u64, u64)])> = l
-            .runs
-            .iter()
-            .map(|r| (r.offset, r.len, r.repeat.as_slice()))
-            .collect();
-        m.serialize_entry("runs", &runs)?;
+        m.serialize_entry("runs", &RunsJson(&l.runs))?;
         m.end()
+    }
+}
+
+/// A layout's runs, each `[offset, len, [[count, stride], ...]]`.
+struct RunsJson<'a>(&'a [SourceRun]);
+
+impl serde::Serialize for RunsJson<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter().map(|r| (r.offset, r.len, &r.repeat)))
     }
 }
 
