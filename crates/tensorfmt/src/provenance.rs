@@ -466,14 +466,49 @@ fn to_json_text(s: &Skeleton, header: &Value, cap: usize) -> std::result::Result
     }
 }
 
-fn parse_layout(v: &Value) -> std::result::Result<SourceLayout, String> {
-    let u = |v: &Value, what: &str| v.as_u64().ok_or_else(|| format!("{what} is not a count"));
-    let order = match v["order"].as_str() {
+/// Carried metadata as read: every field optional, so that what is missing gets our
+/// own message; strings borrowed from the text, numbers as numbers. No JSON tree of
+/// the whole text is built (one cost about ten times the text).
+#[derive(serde::Deserialize)]
+struct SkeletonIn<'a> {
+    tensorfmt: Option<u64>,
+    #[serde(borrow)]
+    format: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow)]
+    kind: Option<std::borrow::Cow<'a, str>>,
+    size: Option<u64>,
+    #[serde(borrow)]
+    tensors: Option<Vec<ListedIn<'a>>>,
+    #[serde(borrow)]
+    skeleton: Option<std::borrow::Cow<'a, str>>,
+}
+
+#[derive(serde::Deserialize)]
+struct ListedIn<'a> {
+    #[serde(borrow)]
+    name: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow)]
+    dtype: Option<std::borrow::Cow<'a, str>>,
+    shape: Option<Vec<u64>>,
+    #[serde(borrow)]
+    layout: Option<LayoutIn<'a>>,
+}
+
+#[derive(serde::Deserialize)]
+struct LayoutIn<'a> {
+    #[serde(borrow)]
+    order: Option<std::borrow::Cow<'a, str>>,
+    /// `[offset, len, [[count, stride], ...]]` each.
+    runs: Option<Vec<(u64, u64, Vec<(u64, u64)>)>>,
+}
+
+fn parse_layout(v: LayoutIn<'_>) -> std::result::Result<SourceLayout, String> {
+    let order = match v.order.as_deref() {
         Some("C") => Order::RowMajor,
         Some("F") => Order::ColumnMajor,
         _ => return Err("a layout without order C or F".into()),
     };
-    let runs = v["runs"].as_array().ok_or("a layout without runs")?;
+    let runs = v.runs.ok_or("a layout without runs")?;
     if runs.len() > MAX_RUNS {
         return Err(format!(
             "a layout of {} runs (at most {MAX_RUNS})",
@@ -481,26 +516,13 @@ fn parse_layout(v: &Value) -> std::result::Result<SourceLayout, String> {
         ));
     }
     let mut out = Vec::with_capacity(runs.len());
-    for r in runs {
-        let f = r
-            .as_array()
-            .filter(|f| f.len() == 3)
-            .ok_or("a run is not [offset, len, repeats]")?;
-        let repeats = f[2].as_array().ok_or("a run without repeats")?;
-        if repeats.len() > 8 {
+    for (offset, len, repeat) in runs {
+        if repeat.len() > 8 {
             return Err("a run nested more than 8 deep".into());
         }
-        let mut repeat = Vec::with_capacity(repeats.len());
-        for x in repeats {
-            let p = x
-                .as_array()
-                .filter(|p| p.len() == 2)
-                .ok_or("a repeat is not [count, stride]")?;
-            repeat.push((u(&p[0], "a count")?, u(&p[1], "a stride")?));
-        }
         out.push(SourceRun {
-            offset: u(&f[0], "an offset")?,
-            len: u(&f[1], "a length")?,
+            offset,
+            len,
             repeat,
         });
     }
@@ -516,9 +538,18 @@ fn parse(text: &str) -> std::result::Result<Skeleton, String> {
             text.len()
         ));
     }
-    let v: Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
-    let u = |v: &Value, what: &str| v.as_u64().ok_or_else(|| format!("{what} is not a count"));
-    match v.get("tensorfmt").and_then(Value::as_u64) {
+    // The version first, alone, so an older or unknown layout is named as such
+    // whatever the rest of it looks like.
+    #[derive(serde::Deserialize)]
+    struct Version {
+        tensorfmt: Option<serde_json::Number>,
+    }
+    let version: Version = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    match version
+        .tensorfmt
+        .as_ref()
+        .and_then(serde_json::Number::as_u64)
+    {
         Some(VERSION) => {}
         Some(1) => {
             return Err(
@@ -527,32 +558,38 @@ fn parse(text: &str) -> std::result::Result<Skeleton, String> {
                     .into(),
             )
         }
-        _ => return Err(format!("unknown layout version {}", v["tensorfmt"])),
+        _ => {
+            let v = version.tensorfmt.map(|n| n.to_string());
+            return Err(format!(
+                "unknown layout version {}",
+                v.as_deref().unwrap_or("(none)")
+            ));
+        }
     }
-    let format = v["format"].as_str().ok_or("no format")?.to_string();
+    let v: SkeletonIn = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    debug_assert_eq!(v.tensorfmt, Some(VERSION));
+    let format = v.format.ok_or("no format")?.into_owned();
     if !LEGACY.contains(&format.as_str()) {
         return Err(format!("{format:?} is not a legacy format"));
     }
-    let size = u(&v["size"], "size")?;
-    let mut tensors = Vec::new();
+    let size = v.size.ok_or("size is not a count")?;
+    let listed_in = v.tensors.ok_or("no tensor list")?;
+    let mut tensors = Vec::with_capacity(listed_in.len());
     let mut names = std::collections::HashSet::new();
     let mut cut = 0u64;
-    for t in v["tensors"].as_array().ok_or("no tensor list")? {
-        let dims = t["shape"]
-            .as_array()
+    for t in listed_in {
+        let dims = t
+            .shape
             .ok_or("a tensor without a shape")?
-            .iter()
-            .map(|d| u(d, "a dimension").map(|d| d as usize))
+            .into_iter()
+            .map(|d| usize::try_from(d).map_err(|_| "a dimension is not a count".to_string()))
             .collect::<std::result::Result<Vec<_>, _>>()?;
         let listed = Listed {
-            name: t["name"].as_str().ok_or("a tensor without a name")?.into(),
-            dtype: DType::from_name(t["dtype"].as_str().ok_or("a tensor without a dtype")?)
+            name: t.name.ok_or("a tensor without a name")?.into_owned(),
+            dtype: DType::from_name(&t.dtype.ok_or("a tensor without a dtype")?)
                 .map_err(|e| e.to_string())?,
             shape: Shape::new(dims),
-            layout: match t.get("layout") {
-                None | Some(Value::Null) => None,
-                Some(l) => Some(parse_layout(l)?),
-            },
+            layout: t.layout.map(parse_layout).transpose()?,
         };
         if let Some(l) = &listed.layout {
             let len = listed
@@ -567,11 +604,11 @@ fn parse(text: &str) -> std::result::Result<Skeleton, String> {
         }
         tensors.push(listed);
     }
-    let skeleton = v["skeleton"].as_str().ok_or("no skeleton")?;
+    let skeleton = v.skeleton.ok_or("no skeleton")?;
     if skeleton.len() / 4 * 3 > MAX_SKELETON + 3 {
         return Err(format!("a skeleton over {MAX_SKELETON} bytes"));
     }
-    let bytes = base64_decode(skeleton)?;
+    let bytes = base64_decode(&skeleton)?;
     if cut.checked_add(bytes.len() as u64) != Some(size) {
         return Err(format!(
             "a skeleton of {} bytes and cuts of {cut} do not make the {size} bytes of the file",
@@ -580,7 +617,7 @@ fn parse(text: &str) -> std::result::Result<Skeleton, String> {
     }
     Ok(Skeleton {
         format,
-        kind: v["kind"].as_str().unwrap_or_default().into(),
+        kind: v.kind.map(|k| k.into_owned()).unwrap_or_default(),
         size,
         tensors,
         bytes,
