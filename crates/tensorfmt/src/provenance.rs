@@ -494,12 +494,15 @@ struct ListedIn<'a> {
     layout: Option<LayoutIn<'a>>,
 }
 
+/// A run as carried: offset, piece length, `(count, stride)` repeats.
+type RunIn = (u64, u64, Vec<(u64, u64)>);
+
 #[derive(serde::Deserialize)]
 struct LayoutIn<'a> {
     #[serde(borrow)]
     order: Option<std::borrow::Cow<'a, str>>,
     /// `[offset, len, [[count, stride], ...]]` each.
-    runs: Option<Vec<(u64, u64, Vec<(u64, u64)>)>>,
+    runs: Option<Vec<RunIn>>,
 }
 
 fn parse_layout(v: LayoutIn<'_>) -> std::result::Result<SourceLayout, String> {
