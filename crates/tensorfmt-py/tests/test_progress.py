@@ -135,6 +135,19 @@ def test_a_raising_callback_keeps_an_existing_file_and_stops_save(tmp_path):
     assert _no_leftovers(tmp_path) == []
 
 
+@pytest.mark.parametrize("dst", ["s.npy", "s.pvp", "s.caffemodel", "s.safetensors"])
+def test_a_callback_raising_at_the_end_stops_save(tmp_path, dst):
+    def at_end(done, total):
+        if done == total:
+            raise Stop("at the end")
+
+    name = "conv/0" if dst.endswith("caffemodel") else "values"
+    with pytest.raises(Stop):
+        tensorfmt.save(tmp_path / dst, {name: np.ones((2, 3, 4, 1), np.float32)}, progress=at_end)
+    assert not (tmp_path / dst).exists()
+    assert _no_leftovers(tmp_path) == []
+
+
 def test_progress_must_be_callable_or_have_update(tmp_path):
     with pytest.raises(tensorfmt.InvalidArgumentError, match="progress="):
         tensorfmt.convert(PVP, tmp_path / "a.npz", progress=42)  # type: ignore[arg-type]

@@ -961,7 +961,8 @@ mod tests {
             }
         }
         assert_eq!(std::fs::read(&back).unwrap(), std::fs::read(&pvp).unwrap());
-        // A hook failing at its second call: nothing written, whichever path.
+        // A hook failing at its second call, or at the last (done == total): nothing
+        // written, whichever path (the last report comes before the commit).
         for (src, format, name) in [
             (&pvp, Format::Npz, "no.npz"),
             (&npz, Format::Pvp, "no.pvp"),
@@ -969,25 +970,27 @@ mod tests {
             (&pvp, Format::Safetensors, "no.safetensors"),
         ] {
             let doc = Document::open(src).unwrap();
-            let calls = Mutex::new(0);
-            let hook = |_, _| {
-                let mut n = calls.lock().unwrap();
-                *n += 1;
-                if *n > 1 {
-                    Err(Error::Invalid("stopped by the hook".into()))
-                } else {
-                    Ok(())
-                }
-            };
-            let out = dir.path().join(name);
-            let err = doc
-                .convert_with_progress(&out, format, None, &WriteOptions::default(), &hook)
-                .unwrap_err();
-            assert!(
-                err.to_string().contains("stopped by the hook"),
-                "{name}: {err}"
-            );
-            assert!(!out.exists(), "{name}");
+            for at_end in [false, true] {
+                let calls = Mutex::new(0);
+                let hook = |done, total| {
+                    let mut n = calls.lock().unwrap();
+                    *n += 1;
+                    if (!at_end && *n > 1) || (at_end && done == total) {
+                        Err(Error::Invalid("stopped by the hook".into()))
+                    } else {
+                        Ok(())
+                    }
+                };
+                let out = dir.path().join(name);
+                let err = doc
+                    .convert_with_progress(&out, format, None, &WriteOptions::default(), &hook)
+                    .unwrap_err();
+                assert!(
+                    err.to_string().contains("stopped by the hook"),
+                    "{name}: {err}"
+                );
+                assert!(!out.exists(), "{name} (at_end: {at_end})");
+            }
         }
         let left: Vec<_> = std::fs::read_dir(dir.path())
             .unwrap()

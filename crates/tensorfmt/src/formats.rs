@@ -556,9 +556,9 @@ pub fn save(
 
 /// [`save_to`] reporting to `hook` (see [`crate::progress`]): `(done, total)` in
 /// bytes of the given tensors, from `(0, total)` to `(total, total)`, every few MiB
-/// of the pieces written for npy, npz and safetensors (the other formats write all
-/// tensors at once, between the two). An error from the hook stops the write; the
-/// file is not written.
+/// of the pieces written for npy, npz and safetensors (the other formats take all
+/// tensors at once, after the last report). An error from the hook stops the write;
+/// the file is not written.
 ///
 /// ```
 /// use std::sync::Mutex;
@@ -658,6 +658,11 @@ fn save_only(
             &interop::in_memory_options(options),
         )
     };
+    if !matches!(format, Format::Npy | Format::Npz | Format::Safetensors) {
+        // The other writers take every tensor at once: all of them are handed over
+        // (reported done) before the write, so a hook stopping there writes nothing.
+        progress.finish()?;
+    }
     match format {
         Format::Npy => match tensors {
             [_] => streamed(),
