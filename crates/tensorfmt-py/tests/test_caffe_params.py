@@ -134,3 +134,58 @@ def test_message_behaves_like_caffe_pb2():
         p.name = "x"  # type: ignore[misc]
     assert "convolution_param" in dir(p)
     assert p.to_dict()["name"] == "conv1"
+
+
+def test_set_parameters_of_every_common_layer_as_caffe_pb2_wrote_them(caffe_pb2, tmp_path):
+    """A net written by caffe_pb2 with non-default parameters, as V2 and as V1."""
+    net = caffe_pb2("NetParameter")(name="params")
+    conv = net.layer.add(name="conv1", type="Convolution", bottom=["data"], top=["conv1"])
+    c = conv.convolution_param
+    c.num_output, c.group, c.bias_term = 8, 2, False
+    c.kernel_size.extend([3]), c.stride.extend([2]), c.pad.extend([1]), c.dilation.extend([2])
+    c.weight_filler.type, c.weight_filler.std = "gaussian", 0.01
+    ip = net.layer.add(name="ip", type="InnerProduct", bottom=["conv1"], top=["ip"])
+    ip.inner_product_param.num_output, ip.inner_product_param.transpose, ip.inner_product_param.axis = 10, True, 2
+    bn = net.layer.add(name="bn", type="BatchNorm", bottom=["ip"], top=["ip"])
+    bn.batch_norm_param.use_global_stats, bn.batch_norm_param.eps = True, 1e-3
+    bn.batch_norm_param.moving_average_fraction = 0.9
+    for _ in range(3):
+        bn.param.add(lr_mult=0)
+    pool = net.layer.add(name="pool", type="Pooling", bottom=["ip"], top=["pool"])
+    pool.pooling_param.pool, pool.pooling_param.kernel_size, pool.pooling_param.stride = 1, 3, 2  # AVE
+    pool.include.add(phase=1)
+    path = tmp_path / "params.caffemodel"
+    path.write_bytes(net.SerializeToString())
+    ours = tensorfmt.caffe.open(path)
+    for a, b in zip(ours.layers, net.layer):
+        _same(a.params, b, a.name)
+    p = {l.name: l.params for l in ours.layers}
+    assert p["conv1"].convolution_param.dilation == [2] and p["conv1"].convolution_param.bias_term is False
+    assert p["ip"].inner_product_param.transpose is True and p["ip"].inner_product_param.axis == 2
+    assert p["bn"].batch_norm_param.eps == np.float32(1e-3) and p["bn"].batch_norm_param.use_global_stats
+    assert p["bn"].batch_norm_param.moving_average_fraction == np.float32(0.9)
+    assert [s.lr_mult for s in p["bn"].param] == [0.0, 0.0, 0.0]  # as stored: no upgrade of V2 layers
+    assert p["pool"].pooling_param.pool == 1 and p["pool"].include[0].phase == 1
+
+    # The same net in V1 form (enum types): read as the same V2 parameters.
+    v1 = caffe_pb2("NetParameter")(name="params")
+    V1 = caffe_pb2("V1LayerParameter")
+    types = {"Convolution": V1.CONVOLUTION, "InnerProduct": V1.INNER_PRODUCT, "Pooling": V1.POOLING}
+    for layer in net.layer:
+        if layer.type not in types:
+            continue
+        l1 = v1.layers.add(name=layer.name, type=types[layer.type], bottom=layer.bottom, top=layer.top)
+        for field in ("convolution_param", "inner_product_param", "pooling_param"):
+            if layer.HasField(field):
+                getattr(l1, field).CopyFrom(getattr(layer, field))
+        l1.include.extend(layer.include)
+        l1.blobs_lr.extend([1.0, 2.0])
+    path1 = tmp_path / "params_v1.caffemodel"
+    path1.write_bytes(v1.SerializeToString())
+    ours1 = tensorfmt.caffe.open(path1)
+    assert [l.type for l in ours1.layers] == ["Convolution", "InnerProduct", "Pooling"]
+    fields = ("name", "type", "bottom", "top", "convolution_param", "inner_product_param", "pooling_param", "include")
+    for a in ours1.layers:
+        for field in fields:
+            assert getattr(a.params, field) == getattr(ours[a.name].params, field), (a.name, field)
+        assert [s.lr_mult for s in a.params.param] == [1.0, 2.0]
