@@ -478,24 +478,35 @@ pub fn convert_file(a: &ConvertArgs, show_progress: bool) -> Result<Converted, F
     let src: &dyn TensorFile = &*doc;
     let infos = src.tensors();
     let all: Vec<String> = infos.iter().map(|i| i.name.clone()).collect();
+    let mut settings: std::collections::BTreeMap<String, String> =
+        a.settings.iter().cloned().collect();
     if let Some(original) = &a.like {
-        // The tensors (a sparse layout seen as the original's `values`) into the
-        // structure of ORIGINAL.
-        let view = tensorfmt::interop::sparse::as_original(&doc)?;
-        let tensors = view.as_ref().unwrap_or(&doc).read_all()?;
-        let names: Vec<String> = tensors.iter().map(|(n, _)| n.clone()).collect();
+        // The tensors into the structure of ORIGINAL (the Document conversion's
+        // `like` setting, as Python's `like=`).
+        settings.insert(
+            tensorfmt::like::LIKE_KEY.to_string(),
+            original.display().to_string(),
+        );
+        let target = if target_given {
+            target
+        } else {
+            Target::new(target.format)
+        };
+        let total = tensorfmt::progress::total_bytes(src, &all);
+        let bar = bytes_bar(total, "converting", !show_progress);
         let options = WriteOptions {
             dtype: a.dtype,
-            kind: target.kind.clone().filter(|_| target_given),
-            extra: a.settings.iter().cloned().collect(),
+            extra: settings,
             ..WriteOptions::default()
         };
-        let report = tensorfmt::like::save_like(&a.output, original, &tensors, &options)?;
+        let report =
+            doc.convert_with_progress(&a.output, target.clone(), None, &options, &bar_hook(&bar))?;
+        bar.finish_and_clear();
         return Ok(Converted {
             format: src.format().to_string(),
             kind: src.kind(),
             target,
-            names,
+            names: report.written.clone(),
             report,
             bytes: infos.iter().map(byte_len).sum(),
         });
@@ -537,7 +548,7 @@ pub fn convert_file(a: &ConvertArgs, show_progress: bool) -> Result<Converted, F
     let write_options = WriteOptions {
         hex: a.hex,
         dtype: a.dtype,
-        extra: a.settings.into_iter().collect(),
+        extra: settings,
         ..WriteOptions::default()
     };
     // The conversion of `Document`, Python's too: the same file when nothing changes,

@@ -152,3 +152,15 @@ def test_progress_must_be_callable_or_have_update(tmp_path):
     with pytest.raises(tensorfmt.InvalidArgumentError, match="progress="):
         tensorfmt.convert(PVP, tmp_path / "a.npz", progress=42)  # type: ignore[arg-type]
     assert not (tmp_path / "a.npz").exists()
+
+
+def test_like_from_a_sparse_layout_reads_it_as_the_originals_values(tmp_path):
+    """convert(..., like=) goes through the one conversion the CLI uses: a sparse PVP
+    file carried as scipy's npz layout goes back into its original's structure (it
+    used to fail, reopening a file that did not exist yet)."""
+    orig = TESTDATA / "pvp" / "sparse_values_dt4.pvp"
+    tensorfmt.convert(orig, tmp_path / "s.npz")
+    calls = []
+    tensorfmt.convert(tmp_path / "s.npz", tmp_path / "back.pvp", like=orig, progress=lambda d, t: calls.append((d, t)))
+    assert (tmp_path / "back.pvp").read_bytes() == orig.read_bytes()
+    assert calls[0][0] == 0 and calls[-1][0] == calls[-1][1]

@@ -343,6 +343,8 @@ impl Document {
     /// header and layout travel in safetensors or npz metadata; and a document carrying
     /// them, converted back to that format, becomes the original file again (values
     /// edited in between included). When that cannot be done the report says why.
+    /// Converting no tensors (a file that has none and carries no skeleton) is an
+    /// error, not an empty file.
     pub fn convert_to(
         &self,
         path: impl AsRef<Path>,
@@ -435,6 +437,9 @@ impl Document {
     ) -> Result<WriteReport> {
         self.check_input()?;
         let target = target.into();
+        if let Some(original) = options.extra.get(crate::like::LIKE_KEY) {
+            return self.convert_like(path.as_ref(), &target, names, options, original, progress);
+        }
         let whole = names.is_none();
         let all;
         let names = match names {
@@ -511,6 +516,50 @@ impl Document {
 }
 
 impl Document {
+    /// `like=ORIGINAL` ([`crate::like`]): the tensors (all, or `names`; a sparse
+    /// layout seen as the original's `values`, as `convert` back to it sees it) read
+    /// through `progress`, then written into the structure of `original`.
+    fn convert_like(
+        &self,
+        path: &Path,
+        target: &Target,
+        names: Option<&[String]>,
+        options: &WriteOptions,
+        original: &str,
+        progress: &Progress<'_>,
+    ) -> Result<WriteReport> {
+        let view = crate::interop::sparse::as_original(self)?;
+        let file: &dyn TensorFile = match &view {
+            Some(v) => v,
+            None => &*self.file,
+        };
+        let source = crate::progress::Tracked::new(file, progress);
+        let all;
+        let names = match names {
+            Some(n) => n,
+            None => {
+                all = file
+                    .tensors()
+                    .into_iter()
+                    .map(|i| i.name)
+                    .collect::<Vec<_>>();
+                &all
+            }
+        };
+        let tensors = names
+            .iter()
+            .map(|n| Ok((n.clone(), source.read_tensor(n)?)))
+            .collect::<Result<Vec<_>>>()?;
+        // Every tensor is handed over: the last report comes before the write.
+        progress.finish()?;
+        let mut options = options.clone();
+        options.extra.remove(crate::like::LIKE_KEY);
+        if target.kind.is_some() {
+            options.kind = target.kind.clone();
+        }
+        crate::like::save_like(path, Path::new(original), &tensors, &options)
+    }
+
     /// Records this whole legacy file's skeleton for a conversion to safetensors or
     /// npz ([`provenance::record`] with the bytes the document was opened from).
     ///
