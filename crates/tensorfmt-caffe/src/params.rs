@@ -134,6 +134,13 @@ fn descriptor(type_name: &str) -> Option<MessageDescriptor> {
     })
 }
 
+/// The bytes of layer parameters (blobs left out) decoded for one model, in all. A
+/// decoded field costs tens of bytes per encoded byte (a packed repeated field of
+/// one-byte numbers), so hostile files are cut off here; real nets hold a few hundred
+/// bytes per layer (ResNet-152: about 100 KiB in all). A layer beyond the bound gets
+/// a [`CaffeError::Limit`] error of its own.
+pub const MAX_PARAM_BYTES: usize = 16 << 20;
+
 /// Every layer's parameters as a V2 `LayerParameter` without its blobs, in the order of
 /// [`Model::layers`]: V2 layers as stored, V1 layers upgraded (`UpgradeV1LayerParameter`
 /// after `UpgradeNetDataTransformation`), V0 layers through V1 (`UpgradeV0Net`; a V0
@@ -143,7 +150,20 @@ pub fn layer_params(model: &Model) -> Vec<Option<Result<ParamMessage>>> {
     let mut out: Vec<Option<Result<ParamMessage>>> =
         (0..model.layers.len()).map(|_| None).collect();
     let mut v0 = Vec::new();
+    let mut budget = MAX_PARAM_BYTES;
     for (i, layer) in model.layers.iter().enumerate() {
+        let len = layer.param_len();
+        if len > budget {
+            out[i] = Some(Err(CaffeError::Limit {
+                path: format!("layer[{i}] {:?}", layer.name),
+                offset: layer.offset,
+                what: "parameter bytes",
+                value: (MAX_PARAM_BYTES - budget + len) as u64,
+                limit: MAX_PARAM_BYTES as u64,
+            }));
+            continue;
+        }
+        budget -= len;
         out[i] = match layer.version {
             NetVersion::V2 => Some(decode_v2(&layer.param_bytes(model.file_bytes()), i)),
             NetVersion::V1 => Some(model.v1_layer_parameter(i).and_then(|mut v1| {
@@ -199,6 +219,23 @@ pub fn layer_params(model: &Model) -> Vec<Option<Result<ParamMessage>>> {
         }
     }
     out
+}
+
+impl RawLayer {
+    /// The bytes of the layer's fields other than blobs (nested V0 fields included).
+    fn param_len(&self) -> usize {
+        fn len(pieces: &[Piece]) -> usize {
+            pieces
+                .iter()
+                .map(|p| match p {
+                    Piece::Raw { range, .. } => range.len(),
+                    Piece::Blob { .. } => 0,
+                    Piece::Nested { pieces, .. } => len(pieces) + 10,
+                })
+                .sum()
+        }
+        len(&self.pieces)
+    }
 }
 
 /// A V0 layer's outer V1 fields with its nested V0 `layer`, blobs left out.
@@ -306,6 +343,30 @@ mod tests {
                 assert!(p.get("blobs").is_none());
             }
         }
+    }
+
+    #[test]
+    fn parameters_beyond_the_bound_are_an_error_of_their_layers() {
+        // Two layers whose `bottom` lists hold 9 MiB each: the second is over the bound.
+        let mut net = crate::proto::NetParameter::default();
+        for name in ["a", "b"] {
+            net.layer.push(crate::proto::LayerParameter {
+                name: Some(name.into()),
+                r#type: Some("ReLU".into()),
+                bottom: vec!["x".repeat(9 << 20)],
+                ..Default::default()
+            });
+        }
+        let model = crate::read_model(net.encode_to_vec().into()).unwrap();
+        let params = layer_params(&model);
+        assert!(params[0].as_ref().unwrap().is_ok());
+        let err = params[1]
+            .as_ref()
+            .unwrap()
+            .as_ref()
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("parameter bytes"), "{err}");
     }
 
     #[test]

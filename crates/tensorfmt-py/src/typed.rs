@@ -99,7 +99,7 @@ pub fn caffe_contents<'py>(
         };
         Ok((file, params))
     })?;
-    let (file, params) = file;
+    let (file, mut params) = file;
     let d = PyDict::new(py);
     match file.content() {
         Content::Model(m) => {
@@ -114,10 +114,14 @@ pub fn caffe_contents<'py>(
                 ld.set_item("type", l.type_name.clone())?;
                 let prefix = format!("layer[{i}] {:?}.blobs", l.name);
                 ld.set_item("blobs", blobs(py, &l.blobs, &prefix)?)?;
-                match params.get(i) {
-                    Some(Some(Ok(p))) => ld.set_item("params", message_to_py(py, p)?)?,
-                    Some(Some(Err(e))) => ld.set_item("params_error", e.to_string())?,
-                    _ => ld.set_item("params", py.None())?,
+                // A layer whose parameters do not decode: its exception, raised when
+                // `.params` is read (the weights stay readable).
+                match params.get_mut(i).and_then(Option::take) {
+                    Some(Ok(p)) => ld.set_item("params", message_to_py(py, &p)?)?,
+                    Some(Err(e)) => {
+                        ld.set_item("params_error", to_py(py, &Error::from(e)).value(py))?
+                    }
+                    None => ld.set_item("params", py.None())?,
                 }
                 layers.append(ld)?;
             }

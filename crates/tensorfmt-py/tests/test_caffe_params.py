@@ -189,3 +189,17 @@ def test_set_parameters_of_every_common_layer_as_caffe_pb2_wrote_them(caffe_pb2,
         for field in fields:
             assert getattr(a.params, field) == getattr(ours[a.name].params, field), (a.name, field)
         assert [s.lr_mult for s in a.params.param] == [1.0, 2.0]
+
+
+def test_parameters_beyond_the_bound_raise_for_that_layer_only(caffe_pb2, tmp_path):
+    net = caffe_pb2("NetParameter")()
+    for name in ("a", "b"):
+        layer = net.layer.add(name=name, type="ReLU", bottom=["x" * (9 << 20)])
+        layer.blobs.add(data=[1.0, 2.0]).shape.dim.extend([2])
+    path = tmp_path / "big_params.caffemodel"
+    path.write_bytes(net.SerializeToString())
+    f = tensorfmt.caffe.open(path)
+    assert f["a"].params.type == "ReLU"
+    with pytest.raises(tensorfmt.LimitError, match="parameter bytes"):
+        f["b"].params
+    np.testing.assert_array_equal(f["b"].blobs[0].data, [1.0, 2.0])

@@ -174,15 +174,14 @@ class Layer:
     type: str
     blobs: List[Blob]
     _params: Optional[Tuple[str, Dict[str, Any]]] = field(default=None, repr=False, compare=False)
-    _params_error: Optional[str] = field(default=None, repr=False, compare=False)
+    _params_error: Optional[BaseException] = field(default=None, repr=False, compare=False)
 
     @property
     def params(self) -> Optional[Message]:
-        """The layer's parameters (raises :class:`FormatError` when they do not decode)."""
+        """The layer's parameters (raises the :class:`FormatError` or
+        :class:`LimitError` of a layer whose parameters do not decode)."""
         if self._params_error is not None:
-            from ._errors import FormatError
-
-            raise FormatError(f"layer {self.name!r}: {self._params_error}")
+            raise self._params_error
         return None if self._params is None else Message(*self._params)
 
     def __repr__(self) -> str:
