@@ -54,6 +54,7 @@ mod blob;
 mod error;
 mod file;
 mod net;
+mod params;
 mod prototxt;
 mod raw;
 mod read;
@@ -79,6 +80,7 @@ pub use net::{
     conform_blob, layer_blobs, parse_net, parse_net_with, LayerBlobs, LayerDef, NetDef, NetInput,
     NetOptions, Transform, DATA_LAYER_TYPES,
 };
+pub use params::{layer_params, message_fields, FieldSpec, ParamMessage, ParamValue};
 pub use prototxt::{ForkValue, Schema, MAX_NESTING, MAX_SCHEMA_BYTES, PROTOTXT_ALLOC_FACTOR};
 pub use raw::{
     decode_f32, decode_f64, raw_type, shape_string, v0_type_to_v1, v1_type_name, MixedLayers,

@@ -6,15 +6,16 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
-use tensorfmt::provenance::{self, field_json, Restored};
+use tensorfmt::provenance::field_json;
 use tensorfmt::render::RenderOptions;
 use tensorfmt::{
     DType, FieldValue, Format, ReadOptions, Stats, Target, TensorFile, TensorInfo, WriteOptions,
 };
 
-use crate::progress::{bytes_bar, files_bar, Tracked};
+use crate::progress::{bar_hook, bar_progress, bytes_bar, files_bar};
 use crate::text;
 use crate::Failure;
+use tensorfmt::progress::Tracked;
 
 /// `println!` through [`emit`].
 macro_rules! sayln {
@@ -37,7 +38,8 @@ pub(crate) fn byte_len(info: &TensorInfo) -> u64 {
 /// a sparse tensor (`TensorFile::stats`).
 fn all_stats(file: &dyn TensorFile, infos: &[TensorInfo]) -> Result<Vec<Stats>, Failure> {
     let bar = bytes_bar(infos.iter().map(byte_len).sum(), "reading", false);
-    let tracked = Tracked::new(file, bar.clone());
+    let progress = bar_progress(&bar);
+    let tracked = Tracked::new(file, &progress);
     let mut out = Vec::new();
     for info in infos {
         out.push(tracked.stats(&info.name)?);
@@ -516,81 +518,41 @@ pub fn convert_file(a: &ConvertArgs, show_progress: bool) -> Result<Converted, F
     let src: &dyn TensorFile = &*doc;
     let infos = src.tensors();
     let all: Vec<String> = infos.iter().map(|i| i.name.clone()).collect();
+    let mut settings: std::collections::BTreeMap<String, String> =
+        a.settings.iter().cloned().collect();
     if let Some(original) = &a.like {
-        // The tensors (a sparse layout seen as the original's `values`) into the
-        // structure of ORIGINAL.
-        let view = tensorfmt::interop::sparse::as_original(&doc)?;
-        let tensors = view.as_ref().unwrap_or(&doc).read_all()?;
-        let names: Vec<String> = tensors.iter().map(|(n, _)| n.clone()).collect();
+        // The tensors into the structure of ORIGINAL (the Document conversion's
+        // `like` setting, as Python's `like=`).
+        settings.insert(
+            tensorfmt::like::LIKE_KEY.to_string(),
+            original.display().to_string(),
+        );
+        let target = if target_given {
+            target
+        } else {
+            Target::new(target.format)
+        };
+        let total = tensorfmt::progress::total_bytes(src, &all);
+        let bar = bytes_bar(total, "converting", !show_progress);
         let options = WriteOptions {
             dtype: a.dtype,
-            kind: target.kind.clone().filter(|_| target_given),
-            extra: a.settings.iter().cloned().collect(),
+            extra: settings,
             ..WriteOptions::default()
         };
-        let report = tensorfmt::like::save_like(&a.output, original, &tensors, &options)?;
+        let report =
+            doc.convert_with_progress(&a.output, target.clone(), None, &options, &bar_hook(&bar))?;
+        bar.finish_and_clear();
         return Ok(Converted {
             format: src.format().to_string(),
             kind: src.kind(),
             target,
-            names,
+            names: report.written.clone(),
             report,
             bytes: infos.iter().map(byte_len).sum(),
         });
     }
-    // To the same format with nothing to change: the file itself, byte for byte.
-    let selects = a.tensor.is_some() || a.frames.is_some() || a.sparse;
-    let options_asked = a.hex || a.dtype.is_some() || !a.settings.is_empty();
-    let ext = |p: &Path| p.extension().map(|e| e.to_ascii_lowercase());
-    // A kind implied by the output's extension that the input's extension implies too
-    // (`.solverstate` to `.solverstate`) asks for nothing new.
-    let same_kind = if !target_given && ext(&a.input) == ext(&a.output) {
-        Target::new(target.format)
-    } else {
-        target.clone()
-    };
-    // The whole file was written (kept, or restored from metadata) rather than converted.
-    let whole_file = |names, target, report| Converted {
-        format: src.format().to_string(),
-        kind: src.kind(),
-        bytes: infos.iter().map(byte_len).sum(),
-        names,
-        target,
-        report,
-    };
-    if !selects && !options_asked {
-        let plain = WriteOptions::default();
-        if let Some(report) =
-            tensorfmt::formats::keep_unchanged(&a.input, src, &a.output, &same_kind, &plain)?
-        {
-            return Ok(whole_file(all, target, report));
-        }
-    }
-    // What a legacy file holds besides its tensors rides in safetensors / npz metadata,
-    // and comes back when such a file is converted to that format again.
-    let mut notes = Vec::new();
-    let whole = a.tensor.is_none();
-    if whole && !options_asked {
-        // A kind only implied by the output's extension asks for nothing new.
-        let plain = if target_given {
-            target.clone()
-        } else {
-            Target::new(target.format)
-        };
-        match doc.restore_source(&a.output, &plain, &WriteOptions::default())? {
-            Restored::Written(report) => return Ok(whole_file(all, target, report)),
-            Restored::Refused(why) => notes.push(why),
-            Restored::NotRecorded => {}
-        }
-    }
-    // The skeleton a whole legacy file leaves in safetensors / npz metadata.
-    let mut carried = None;
-    if whole && a.dtype.is_none() && matches!(target.format, Format::Safetensors | Format::Npz) {
-        let rec = doc.record_source()?;
-        notes.extend(rec.note);
-        carried = rec.json;
-    }
-    let names = if let Some(t) = a.tensor {
+    // One selected tensor, or all: to npy, the only one (or the first, with a note).
+    let selection = if let Some(t) = a.tensor {
         if !all.contains(&t) {
             return Err(Failure::Usage(format!(
                 "{} has no tensor named {t:?} (it has: {})",
@@ -598,7 +560,7 @@ pub fn convert_file(a: &ConvertArgs, show_progress: bool) -> Result<Converted, F
                 all.join(", ")
             )));
         }
-        vec![t]
+        Some(vec![t])
     } else if target.format == Format::Npy {
         match all.as_slice() {
             [] => {
@@ -607,7 +569,7 @@ pub fn convert_file(a: &ConvertArgs, show_progress: bool) -> Result<Converted, F
                     a.input.display()
                 )))
             }
-            [only] => vec![only.clone()],
+            [_] => None,
             [first, ..] => {
                 if !a.quiet {
                     eprintln!(
@@ -617,45 +579,32 @@ pub fn convert_file(a: &ConvertArgs, show_progress: bool) -> Result<Converted, F
                         all.len()
                     );
                 }
-                vec![first.clone()]
+                Some(vec![first.clone()])
             }
         }
-    } else if all.is_empty() && carried.is_none() {
-        // An empty archive would be a valid file, but some formats cannot say "empty"
-        // (an empty caffemodel is a 0-byte file), and a user converting a file with no
-        // tensors (a primitiv optimizer state, a net without weights) wants to know.
-        // With its skeleton carried in metadata such a file is not empty.
-        return Err(Failure::Input(format!(
-            "{} holds no tensors, so there is nothing to convert",
-            a.input.display()
-        )));
     } else {
-        all
+        None
     };
-    let mut write_options = WriteOptions {
-        kind: target.kind.clone(),
+    let write_options = WriteOptions {
         hex: a.hex,
         dtype: a.dtype,
-        extra: a.settings.into_iter().collect(),
+        extra: settings,
         ..WriteOptions::default()
     };
-    if let Some(json) = carried {
-        write_options
-            .extra
-            .entry(provenance::KEY.to_string())
-            .or_insert(json);
-    }
-    let wanted: std::collections::HashSet<&str> = names.iter().map(String::as_str).collect();
-    let total: u64 = infos
-        .iter()
-        .filter(|i| wanted.contains(i.name.as_str()))
-        .map(byte_len)
-        .sum();
+    // The conversion of `Document`, Python's too: the same file when nothing changes,
+    // a legacy file's skeleton carried in safetensors / npz metadata and restored from
+    // it, else the tensors converted; the bar is its progress hook.
+    let names = selection.clone().unwrap_or_else(|| all.clone());
+    let total = tensorfmt::progress::total_bytes(src, &names);
     let bar = bytes_bar(total, "converting", !show_progress);
-    let tracked = Tracked::new(src, bar.clone());
-    let mut report =
-        tensorfmt::convert(&tracked, &names, &a.output, target.format, &write_options)?;
-    report.warnings.extend(notes);
+    let hook = bar_hook(&bar);
+    let report = doc.convert_with_progress(
+        &a.output,
+        target.clone(),
+        selection.as_deref(),
+        &write_options,
+        &hook,
+    )?;
     bar.finish_and_clear();
     Ok(Converted {
         format: src.format().to_string(),

@@ -9,9 +9,10 @@ use tensorfmt::diff::{compare, DiffOptions, DiffReport, Scalar, TensorDiff};
 use tensorfmt::{ReadOptions, TensorFile, TensorInfo};
 
 use crate::commands::{byte_len, emit, emit_json, info_json};
-use crate::progress::{bytes_bar, Tracked};
+use crate::progress::{bar_progress, bytes_bar};
 use crate::text;
 use crate::Failure;
+use tensorfmt::progress::Tracked;
 
 /// Compares two files; `Ok(true)` when equal within tolerance.
 pub fn diff(
@@ -41,8 +42,9 @@ pub fn diff(
         })
         .sum();
     let bar = bytes_bar(total, "comparing", quiet || as_json);
-    let ta = Tracked::new(fa, bar.clone());
-    let tb = Tracked::new(fb, bar.clone());
+    let progress = bar_progress(&bar);
+    let ta = Tracked::new(fa, &progress);
+    let tb = Tracked::new(fb, &progress);
     let report = compare(&ta, &tb, options)?;
     bar.finish_and_clear();
     if as_json {

@@ -229,8 +229,9 @@ impl File {
 
     /// Writes the named tensors (all when `names` is None) to `path` as `to` (or the
     /// path's extension), streamed for npy, npz and safetensors; returns `(offered,
-    /// written names, warnings)` read back from the file.
-    #[pyo3(signature = (path, names=None, to=None, dtype=None, hex=false, settings=None, fsync=true))]
+    /// written names, warnings)` read back from the file. `progress(done, total)` is
+    /// called between pieces (bytes of the tensors as listed).
+    #[pyo3(signature = (path, names=None, to=None, dtype=None, hex=false, settings=None, fsync=true, progress=None))]
     #[allow(clippy::too_many_arguments)] // Python keyword arguments
     fn convert(
         &self,
@@ -242,9 +243,12 @@ impl File {
         hex: bool,
         settings: Option<std::collections::BTreeMap<String, String>>,
         fsync: bool,
+        progress: Option<Py<PyAny>>,
     ) -> PyResult<(usize, Vec<String>, Vec<String>)> {
         let doc = self.doc(py)?;
-        crate::errors::run_interruptible(py, move || {
+        let progress = crate::progress::PyProgress::new(progress);
+        let hooked = progress.as_ref();
+        let result = crate::errors::run_interruptible(py, move || {
             let target = crate::values::target(&path, to.as_deref())?;
             let options = crate::values::write_options(
                 &target,
@@ -253,24 +257,22 @@ impl File {
                 settings.unwrap_or_default(),
                 fsync,
             )?;
-            // A whole legacy file carries its skeleton into safetensors / npz: not empty.
-            let carries = names.is_none()
-                && matches!(target.format, Format::Safetensors | Format::Npz)
-                && !matches!(
-                    doc.file_format(),
-                    Format::Safetensors | Format::Npz | Format::Npy
-                );
-            if !carries && names.as_ref().unwrap_or(&doc.names()).is_empty() {
-                return Err(Error::Invalid(format!(
-                    "{} holds no tensors, so there is nothing to convert",
-                    doc.path().display()
-                )));
-            }
-            // All tensors: the same file when nothing changes, a legacy file's header and
-            // layout carried in safetensors / npz metadata and restored from it.
-            let report = doc.convert_to_with(&path, target, names.as_deref(), &options)?;
+            // The facade's whole-file conversion (the CLI's too): the same file when
+            // nothing changes, a legacy file's header and layout carried in safetensors
+            // / npz metadata and restored from it; an empty selection is refused.
+            let report = match hooked {
+                Some(p) => doc.convert_with_progress(
+                    &path,
+                    target,
+                    names.as_deref(),
+                    &options,
+                    &|done, total| p.call(done, total),
+                )?,
+                None => doc.convert_to_with(&path, target, names.as_deref(), &options)?,
+            };
             Ok((report.offered, report.written, report.warnings))
-        })
+        });
+        crate::progress::outcome(result, progress.as_ref())
     }
 
     /// Drops the document. Arrays already returned stay valid (they own their bytes).

@@ -158,15 +158,7 @@ pub fn to_py(py: Python<'_>, e: &Error) -> PyErr {
             // fields; reading them from the Debug form keeps this layer independent of
             // the four error types.
             let debug = format!("{source:?}");
-            let class = if debug.starts_with("LimitExceeded") || debug.contains("LimitExceeded {") {
-                "LimitError"
-            } else if debug.starts_with("Io(") {
-                "TensorfmtIOError"
-            } else if debug.starts_with("Unsupported") {
-                "UnsupportedError"
-            } else {
-                "FormatError"
-            };
+            let class = format_class(&debug);
             raise(
                 py,
                 class,
@@ -178,6 +170,24 @@ pub fn to_py(py: Python<'_>, e: &Error) -> PyErr {
         Error::Invalid(_) => raise(py, "InvalidArgumentError", &message, None, None),
         Error::InputChanged { .. } => raise(py, "InputChangedError", &message, None, None),
         _ => raise(py, "FormatError", &message, None, None),
+    }
+}
+
+/// The exception class of a format crate's error, from its Debug form: the limit
+/// variants (`LimitExceeded` in pvp and som, `Limit` in caffe, onnx and primitiv, or a
+/// core `LimitExceeded` inside), I/O, unsupported features, else a format error.
+fn format_class(debug: &str) -> &'static str {
+    if debug.starts_with("LimitExceeded")
+        || debug.starts_with("Limit {")
+        || debug.contains("LimitExceeded {")
+    {
+        "LimitError"
+    } else if debug.starts_with("Io(") {
+        "TensorfmtIOError"
+    } else if debug.starts_with("Unsupported") {
+        "UnsupportedError"
+    } else {
+        "FormatError"
     }
 }
 
@@ -208,5 +218,26 @@ mod tests {
         assert_eq!(field_u64(d, "offset: "), Some(12));
         assert_eq!(field_str(d).as_deref(), Some("nx"));
         assert_eq!(field_u64("Truncated { what: 1 }", "offset: "), None);
+    }
+
+    #[test]
+    fn every_format_crates_limit_variant_is_a_limit_error() {
+        let caffe = tensorfmt::caffe::CaffeError::Limit {
+            path: "layer[0]".into(),
+            offset: 3,
+            what: "allocation",
+            value: 10,
+            limit: 5,
+        };
+        assert_eq!(format_class(&format!("{caffe:?}")), "LimitError");
+        for d in [
+            "LimitExceeded { what: \"frames\", value: 9, limit: 1 }",
+            "Limit { path: \"x\", offset: 0, what: \"rank\", value: 9, limit: 1 }",
+            "Core(LimitExceeded { what: \"allocation\", value: 9, limit: 1 })",
+        ] {
+            assert_eq!(format_class(d), "LimitError", "{d}");
+        }
+        assert_eq!(format_class("Truncated { offset: 1 }"), "FormatError");
+        assert_eq!(format_class("LimitedField { offset: 1 }"), "FormatError");
     }
 }

@@ -20,6 +20,7 @@ mod caffe_onnx;
 mod document;
 mod errors;
 mod ops;
+mod progress;
 mod pvp;
 mod pvp_write;
 mod spaces;
@@ -46,6 +47,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pvp_write::pvp_weights_writer, m)?)?;
     m.add_function(wrap_pyfunction!(pvp_write::pvp_append, m)?)?;
     m.add_function(wrap_pyfunction!(typed::caffe_contents, m)?)?;
+    m.add_function(wrap_pyfunction!(typed::caffe_message_fields, m)?)?;
     m.add_class::<typed::Som>()?;
     m.add_function(wrap_pyfunction!(typed::open_som, m)?)?;
     m.add_function(wrap_pyfunction!(ops::save, m)?)?;

@@ -67,7 +67,7 @@ fn borrow_tensor(item: &Borrowed) -> Result<Tensor, Error> {
 /// Writes named arrays to `path` (atomically: a temporary file renamed into place);
 /// returns `(offered, written names, warnings)` read back from the file.
 #[pyfunction]
-#[pyo3(signature = (path, items, to=None, dtype=None, hex=false, settings=None, fsync=true))]
+#[pyo3(signature = (path, items, to=None, dtype=None, hex=false, settings=None, fsync=true, progress=None))]
 #[allow(clippy::too_many_arguments)] // Python keyword arguments
 pub fn save(
     py: Python<'_>,
@@ -78,7 +78,10 @@ pub fn save(
     hex: bool,
     settings: Option<BTreeMap<String, String>>,
     fsync: bool,
+    progress: Option<Py<PyAny>>,
 ) -> PyResult<(usize, Vec<String>, Vec<String>)> {
+    let progress = crate::progress::PyProgress::new(progress);
+    let hooked = progress.as_ref();
     let borrowed: Vec<Borrowed> = items
         .iter()
         .map(|i| Borrowed {
@@ -103,11 +106,20 @@ pub fn save(
         for b in &borrowed {
             tensors.push((b.name.clone(), borrow_tensor(b)?));
         }
-        tensorfmt::save_to(&path, &target, &tensors, &options)
+        match hooked {
+            Some(p) => tensorfmt::formats::save_with_progress(
+                &path,
+                &target,
+                &tensors,
+                &options,
+                &|done, total| p.call(done, total),
+            ),
+            None => tensorfmt::save_to(&path, &target, &tensors, &options),
+        }
     });
     // Every borrowed tensor was dropped inside the closure; only now may the arrays go.
     drop(items);
-    let report = result?;
+    let report = crate::progress::outcome(result, progress.as_ref())?;
     Ok((report.offered, report.written, report.warnings))
 }
 

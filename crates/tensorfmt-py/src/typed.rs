@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
-use tensorfmt::caffe::{CaffeFile, CaffeReadOptions, Content, RawBlob};
+use tensorfmt::caffe::{CaffeFile, CaffeReadOptions, Content, ParamMessage, ParamValue, RawBlob};
 use tensorfmt::som::{FileKind, MapLayout, ReadConfig, SomFile};
 use tensorfmt::{Error, Order, ReadOptions, Tensor};
 
@@ -91,10 +91,16 @@ pub fn caffe_contents<'py>(
                 CaffeFile::open_as(data, k, &opts)
             }
         };
-        // The typed contents are parsed here, without the GIL (the open kept only the tensors).
-        file.and_then(|f| f.try_content().map(|_| ()).map(|()| f))
-            .map_err(Error::from)
+        let file = file.map_err(Error::from)?;
+        // The typed contents are parsed here, without the GIL (the open kept only the
+        // tensors), and each layer's parameters decoded.
+        let params = match file.try_content().map_err(Error::from)? {
+            Content::Model(m) => tensorfmt::caffe::layer_params(m),
+            _ => Vec::new(),
+        };
+        Ok((file, params))
     })?;
+    let (file, mut params) = file;
     let d = PyDict::new(py);
     match file.content() {
         Content::Model(m) => {
@@ -109,6 +115,15 @@ pub fn caffe_contents<'py>(
                 ld.set_item("type", l.type_name.clone())?;
                 let prefix = format!("layer[{i}] {:?}.blobs", l.name);
                 ld.set_item("blobs", blobs(py, &l.blobs, &prefix)?)?;
+                // A layer whose parameters do not decode: its exception, raised when
+                // `.params` is read (the weights stay readable).
+                match params.get_mut(i).and_then(Option::take) {
+                    Some(Ok(p)) => ld.set_item("params", message_to_py(py, &p)?)?,
+                    Some(Err(e)) => {
+                        ld.set_item("params_error", to_py(py, &Error::from(e)).value(py))?
+                    }
+                    None => ld.set_item("params", py.None())?,
+                }
                 layers.append(ld)?;
             }
             d.set_item("layers", layers)?;
@@ -130,6 +145,66 @@ pub fn caffe_contents<'py>(
         }
     }
     Ok(d)
+}
+
+/// A message of a layer's parameters as `(type name, {field: value})`: nested messages
+/// alike, repeated fields as lists, enums as their numbers (as `caffe_pb2` gives them).
+fn message_to_py<'py>(py: Python<'py>, m: &ParamMessage) -> PyResult<Bound<'py, PyAny>> {
+    let fields = PyDict::new(py);
+    for (name, v) in &m.fields {
+        fields.set_item(name, param_to_py(py, v)?)?;
+    }
+    Ok((m.type_name.clone(), fields).into_pyobject(py)?.into_any())
+}
+
+fn param_to_py<'py>(py: Python<'py>, v: &ParamValue) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match v {
+        ParamValue::Bool(b) => b.into_pyobject(py)?.to_owned().into_any(),
+        ParamValue::Int(i) => i.into_pyobject(py)?.into_any(),
+        ParamValue::UInt(u) => u.into_pyobject(py)?.into_any(),
+        ParamValue::Float(f) => f.into_pyobject(py)?.into_any(),
+        ParamValue::Str(s) => s.into_pyobject(py)?.into_any(),
+        ParamValue::Bytes(b) => pyo3::types::PyBytes::new(py, b).into_any(),
+        ParamValue::Enum(n) => n.into_pyobject(py)?.into_any(),
+        ParamValue::Message(m) => message_to_py(py, m)?,
+        ParamValue::List(items) => {
+            let list = PyList::empty(py);
+            for item in items {
+                list.append(param_to_py(py, item)?)?;
+            }
+            list.into_any()
+        }
+    })
+}
+
+/// One field of [`caffe_message_fields`]: name, repeated, default, message type.
+type FieldRow<'py> = (String, bool, Bound<'py, PyAny>, Option<String>);
+
+/// The fields of a Caffe message type from the builtin schema (`caffe.proto`):
+/// `[(name, repeated, default, message type or None)]`, defaults as
+/// `caffe_contents` gives values (a message field's default is `None`: an empty
+/// message of its type).
+#[pyfunction]
+pub fn caffe_message_fields<'py>(py: Python<'py>, type_name: &str) -> PyResult<Vec<FieldRow<'py>>> {
+    let fields = tensorfmt::caffe::message_fields(type_name).ok_or_else(|| {
+        crate::errors::raise(
+            py,
+            "InvalidArgumentError",
+            &format!("caffe.proto has no message {type_name:?}"),
+            None,
+            None,
+        )
+    })?;
+    fields
+        .into_iter()
+        .map(|f| {
+            let default = match &f.default {
+                ParamValue::Message(_) => py.None().into_bound(py),
+                d => param_to_py(py, d)?,
+            };
+            Ok((f.name, f.repeated, default, f.message_type))
+        })
+        .collect()
 }
 
 /// An open PINK binary file for `tensorfmt.som`.

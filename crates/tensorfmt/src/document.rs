@@ -45,6 +45,7 @@ use tensorfmt_core::{
 };
 
 use crate::formats::{self, Format, Target, WriteReport};
+use crate::progress::Progress;
 use crate::provenance::{self, Restored};
 
 /// An opened tensor file: detected format, path, header, warnings and named tensors.
@@ -342,6 +343,8 @@ impl Document {
     /// header and layout travel in safetensors or npz metadata; and a document carrying
     /// them, converted back to that format, becomes the original file again (values
     /// edited in between included). When that cannot be done the report says why.
+    /// Converting no tensors (a file that has none and carries no skeleton) is an
+    /// error, not an empty file.
     pub fn convert_to(
         &self,
         path: impl AsRef<Path>,
@@ -371,8 +374,72 @@ impl Document {
         names: Option<&[String]>,
         options: &WriteOptions,
     ) -> Result<WriteReport> {
+        self.convert_tracked(path, target, names, options, &Progress::silent())
+    }
+
+    /// [`convert_to_with`](Document::convert_to_with) reporting to `hook` (see
+    /// [`crate::progress`]): `(done, total)` in bytes of the selected tensors as
+    /// listed, from `(0, total)` through every few MiB of the pieces read to
+    /// `(total, total)`, whichever way the file is written (kept, restored from
+    /// metadata, or converted). An error from the hook stops the conversion at that
+    /// piece: nothing is written, and the error is returned. The CLI's progress bar
+    /// and Python's `progress=` are hooks on this.
+    ///
+    /// ```
+    /// use std::sync::Mutex;
+    /// use tensorfmt::{Document, Format, WriteOptions};
+    /// let dir = tempfile::tempdir()?;
+    /// let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/pvp/dense_f32.pvp");
+    /// let doc = Document::open(&path)?;
+    /// let seen = Mutex::new(Vec::new());
+    /// let hook = |done, total| { seen.lock().unwrap().push((done, total)); Ok(()) };
+    /// let out = dir.path().join("act.npz");
+    /// doc.convert_with_progress(&out, Format::Npz, None, &WriteOptions::default(), &hook)?;
+    /// let seen = seen.into_inner().unwrap();
+    /// let total = tensorfmt::progress::total_bytes(&doc, &doc.names());
+    /// assert_eq!((seen[0], *seen.last().unwrap()), ((0, total), (total, total)));
+    ///
+    /// // A hook that fails stops the conversion: no file.
+    /// let stop = |done, _| if done > 0 { Err(tensorfmt::Error::Invalid("stop".into())) } else { Ok(()) };
+    /// let out = dir.path().join("never.safetensors");
+    /// assert!(doc.convert_with_progress(&out, Format::Safetensors, None, &WriteOptions::default(), &stop).is_err());
+    /// assert!(!out.exists());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn convert_with_progress(
+        &self,
+        path: impl AsRef<Path>,
+        target: impl Into<Target>,
+        names: Option<&[String]>,
+        options: &WriteOptions,
+        hook: &crate::progress::Hook<'_>,
+    ) -> Result<WriteReport> {
+        let total = match names {
+            Some(n) => crate::progress::total_bytes(&*self.file, n),
+            None => crate::progress::total_bytes(&*self.file, &self.names()),
+        };
+        let progress = Progress::new(total, hook);
+        progress.start()?;
+        let report = self.convert_tracked(path, target, names, options, &progress)?;
+        progress.finish()?;
+        Ok(report)
+    }
+
+    /// The one whole-file conversion (the CLI's and Python's): kept, restored, or
+    /// converted with the skeleton recorded, reading through `progress`.
+    fn convert_tracked(
+        &self,
+        path: impl AsRef<Path>,
+        target: impl Into<Target>,
+        names: Option<&[String]>,
+        options: &WriteOptions,
+        progress: &Progress<'_>,
+    ) -> Result<WriteReport> {
         self.check_input()?;
         let target = target.into();
+        if let Some(original) = options.extra.get(crate::like::LIKE_KEY) {
+            return self.convert_like(path.as_ref(), &target, names, options, original, progress);
+        }
         let whole = names.is_none();
         let all;
         let names = match names {
@@ -397,13 +464,18 @@ impl Document {
             };
             let ext = |p: &Path| p.extension().map(|e| e.to_ascii_lowercase());
             if kind.is_none() || ext(&self.path) == ext(path) {
-                if let Some(report) =
-                    formats::keep_unchanged(&self.path, self, path, &plain_target, &plain)?
-                {
+                if let Some(report) = formats::keep_unchanged_tracked(
+                    &self.path,
+                    self,
+                    path,
+                    &plain_target,
+                    &plain,
+                    progress,
+                )? {
                     return Ok(report);
                 }
             }
-            match self.restore_source(path, &plain_target, &plain)? {
+            match self.restore_tracked(path, &plain_target, &plain, progress)? {
                 Restored::Written(report) => return Ok(report),
                 Restored::Refused(why) => notes.push(why),
                 Restored::NotRecorded => {}
@@ -416,19 +488,78 @@ impl Document {
             let rec = self.record_source()?;
             notes.extend(rec.note);
             if let Some(json) = rec.json {
-                options.extra.insert(provenance::KEY.to_string(), json);
+                options
+                    .extra
+                    .entry(provenance::KEY.to_string())
+                    .or_insert(json);
             }
+        }
+        if names.is_empty() && !options.extra.contains_key(provenance::KEY) {
+            // An empty archive would be a valid file, but some formats cannot say
+            // "empty" (an empty caffemodel is a 0-byte file), and a user converting a
+            // file with no tensors (a primitiv optimizer state, a net without weights)
+            // wants to know. With its skeleton carried in metadata such a file is not
+            // empty.
+            return Err(Error::Invalid(format!(
+                "{} holds no tensors, so there is nothing to convert",
+                self.path.display()
+            )));
         }
         if target.kind.is_some() {
             options.kind = target.kind.clone();
         }
-        let mut report = formats::convert(&*self.file, names, path, target.format, &options)?;
+        let source = crate::progress::Tracked::new(&*self.file, progress);
+        let mut report = formats::convert(&source, names, path, target.format, &options)?;
         report.warnings.extend(notes);
         Ok(report)
     }
 }
 
 impl Document {
+    /// `like=ORIGINAL` ([`crate::like`]): the tensors (all, or `names`; a sparse
+    /// layout seen as the original's `values`, as `convert` back to it sees it) read
+    /// through `progress`, then written into the structure of `original`.
+    fn convert_like(
+        &self,
+        path: &Path,
+        target: &Target,
+        names: Option<&[String]>,
+        options: &WriteOptions,
+        original: &str,
+        progress: &Progress<'_>,
+    ) -> Result<WriteReport> {
+        let view = crate::interop::sparse::as_original(self)?;
+        let file: &dyn TensorFile = match &view {
+            Some(v) => v,
+            None => &*self.file,
+        };
+        let source = crate::progress::Tracked::new(file, progress);
+        let all;
+        let names = match names {
+            Some(n) => n,
+            None => {
+                all = file
+                    .tensors()
+                    .into_iter()
+                    .map(|i| i.name)
+                    .collect::<Vec<_>>();
+                &all
+            }
+        };
+        let tensors = names
+            .iter()
+            .map(|n| Ok((n.clone(), source.read_tensor(n)?)))
+            .collect::<Result<Vec<_>>>()?;
+        // Every tensor is handed over: the last report comes before the write.
+        progress.finish()?;
+        let mut options = options.clone();
+        options.extra.remove(crate::like::LIKE_KEY);
+        if target.kind.is_some() {
+            options.kind = target.kind.clone();
+        }
+        crate::like::save_like(path, Path::new(original), &tensors, &options)
+    }
+
     /// Records this whole legacy file's skeleton for a conversion to safetensors or
     /// npz ([`provenance::record`] with the bytes the document was opened from).
     ///
@@ -465,6 +596,18 @@ impl Document {
         target: &Target,
         options: &WriteOptions,
     ) -> Result<Restored<WriteReport>> {
+        self.restore_tracked(path, target, options, &Progress::silent())
+    }
+
+    /// [`restore_source`](Document::restore_source), reading the tensors through
+    /// `progress`.
+    fn restore_tracked(
+        &self,
+        path: &Path,
+        target: &Target,
+        options: &WriteOptions,
+        progress: &Progress<'_>,
+    ) -> Result<Restored<WriteReport>> {
         if target.kind.is_some() {
             return Ok(Restored::NotRecorded);
         }
@@ -476,8 +619,9 @@ impl Document {
             Some(v) => v,
             None => &*self.file,
         };
+        let tracked = crate::progress::Tracked::new(file, progress);
         Ok(
-            match provenance::restore(file, path, format.name(), options, &reopen)? {
+            match provenance::restore(&tracked, path, format.name(), options, &reopen)? {
                 Restored::Written(()) => Restored::Written(formats::report(
                     path,
                     format,
@@ -808,5 +952,100 @@ mod tests {
         assert_eq!(back.file_format(), Format::Som);
         let t = back.entries().next().unwrap().read().unwrap();
         assert_eq!(t.to_vec::<f32>().unwrap(), a.to_vec::<f32>().unwrap());
+    }
+
+    /// Every way a whole file is written (kept, converted with its skeleton recorded,
+    /// restored from it) reports from `(0, total)` to `(total, total)` in order, and a
+    /// failing hook leaves no file (nor a temporary) behind.
+    #[test]
+    fn progress_on_every_conversion_path_and_a_failing_hook_writes_nothing() {
+        use std::sync::Mutex;
+        let dir = tempfile::tempdir().unwrap();
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata");
+        // A dense PVP movie of 24 MiB, so that pieces report in between.
+        let frames = 6;
+        let values: Vec<f32> = (0..frames * 1024 * 1024).map(|i| i as f32).collect();
+        let movie = Tensor::from_vec(values, [frames, 512, 512, 4], Order::RowMajor).unwrap();
+        let pvp = dir.path().join("movie.pvp");
+        formats::save(
+            &pvp,
+            Format::Pvp,
+            &[("values".into(), movie)],
+            &WriteOptions::default(),
+        )
+        .unwrap();
+        let npz = dir.path().join("movie.npz");
+        let back = dir.path().join("back.pvp");
+        let kept = dir.path().join("kept.npz");
+        let cases: [(&Path, &Path, Format); 4] = [
+            (&pvp, &npz, Format::Npz),  // converted, skeleton recorded
+            (&npz, &back, Format::Pvp), // restored from the skeleton
+            (&npz, &kept, Format::Npz), // kept
+            (
+                &root.join("pvp/dense_f32.pvp"),
+                &dir.path().join("small.safetensors"),
+                Format::Safetensors,
+            ),
+        ];
+        for (src, out, format) in cases {
+            let doc = Document::open(src).unwrap();
+            let total = crate::progress::total_bytes(&doc, &doc.names());
+            let seen = Mutex::new(Vec::new());
+            let hook = |d, t| {
+                seen.lock().unwrap().push((d, t));
+                Ok(())
+            };
+            doc.convert_with_progress(out, format, None, &WriteOptions::default(), &hook)
+                .unwrap();
+            let seen = seen.into_inner().unwrap();
+            assert_eq!(seen.first(), Some(&(0, total)), "{out:?}");
+            assert_eq!(seen.last(), Some(&(total, total)), "{out:?}");
+            assert!(
+                seen.windows(2).all(|w| w[0].0 < w[1].0),
+                "{out:?}: {seen:?}"
+            );
+            if total > 8 << 20 {
+                // Pieces of at most 16 MiB: at least one report between start and end.
+                assert!(seen.len() >= 3, "{out:?}: {seen:?}");
+            }
+        }
+        assert_eq!(std::fs::read(&back).unwrap(), std::fs::read(&pvp).unwrap());
+        // A hook failing at its second call, or at the last (done == total): nothing
+        // written, whichever path (the last report comes before the commit).
+        for (src, format, name) in [
+            (&pvp, Format::Npz, "no.npz"),
+            (&npz, Format::Pvp, "no.pvp"),
+            (&npz, Format::Npz, "no_kept.npz"),
+            (&pvp, Format::Safetensors, "no.safetensors"),
+        ] {
+            let doc = Document::open(src).unwrap();
+            for at_end in [false, true] {
+                let calls = Mutex::new(0);
+                let hook = |done, total| {
+                    let mut n = calls.lock().unwrap();
+                    *n += 1;
+                    if (!at_end && *n > 1) || (at_end && done == total) {
+                        Err(Error::Invalid("stopped by the hook".into()))
+                    } else {
+                        Ok(())
+                    }
+                };
+                let out = dir.path().join(name);
+                let err = doc
+                    .convert_with_progress(&out, format, None, &WriteOptions::default(), &hook)
+                    .unwrap_err();
+                assert!(
+                    err.to_string().contains("stopped by the hook"),
+                    "{name}: {err}"
+                );
+                assert!(!out.exists(), "{name} (at_end: {at_end})");
+            }
+        }
+        let left: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".tmp"))
+            .collect();
+        assert!(left.is_empty(), "{left:?}");
     }
 }

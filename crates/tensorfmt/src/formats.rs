@@ -16,6 +16,7 @@ use tensorfmt_core::{DType, Error, ReadOptions, Result, Tensor, TensorFile, Writ
 
 use crate::document::Document;
 use crate::interop::{self, MemoryFile};
+use crate::progress::Progress;
 
 /// How many leading bytes [`detect`] reads.
 pub const SNIFF_LEN: usize = 4096;
@@ -550,12 +551,62 @@ pub fn save(
     tensors: &[(String, Tensor)],
     options: &WriteOptions,
 ) -> Result<WriteReport> {
+    save_tracked(path, format, tensors, options, &Progress::silent())
+}
+
+/// [`save_to`] reporting to `hook` (see [`crate::progress`]): `(done, total)` in
+/// bytes of the given tensors, from `(0, total)` to `(total, total)`, every few MiB
+/// of the pieces written for npy, npz and safetensors (the other formats take all
+/// tensors at once, after the last report). An error from the hook stops the write;
+/// the file is not written.
+///
+/// ```
+/// use std::sync::Mutex;
+/// use tensorfmt::{Order, Target, Tensor};
+/// let dir = tempfile::tempdir()?;
+/// let t = Tensor::from_vec(vec![0f32; 1000], [10, 100], Order::RowMajor)?;
+/// let seen = Mutex::new(Vec::new());
+/// let hook = |done, total| { seen.lock().unwrap().push((done, total)); Ok(()) };
+/// let out = dir.path().join("t.npy");
+/// tensorfmt::formats::save_with_progress(&out, &Target::new(tensorfmt::Format::Npy), &[("t".into(), t)], &Default::default(), &hook)?;
+/// assert_eq!(seen.into_inner().unwrap(), [(0, 4000), (4000, 4000)]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn save_with_progress(
+    path: &Path,
+    target: &Target,
+    tensors: &[(String, Tensor)],
+    options: &WriteOptions,
+    hook: &crate::progress::Hook<'_>,
+) -> Result<WriteReport> {
+    let total = tensors.iter().map(|(_, t)| t.bytes().len() as u64).sum();
+    let progress = Progress::new(total, hook);
+    progress.start()?;
+    let options = match &target.kind {
+        Some(kind) => std::borrow::Cow::Owned(WriteOptions {
+            kind: Some(kind.clone()),
+            ..options.clone()
+        }),
+        None => std::borrow::Cow::Borrowed(options),
+    };
+    let report = save_tracked(path, target.format, tensors, &options, &progress)?;
+    progress.finish()?;
+    Ok(report)
+}
+
+fn save_tracked(
+    path: &Path,
+    format: Format,
+    tensors: &[(String, Tensor)],
+    options: &WriteOptions,
+    progress: &Progress<'_>,
+) -> Result<WriteReport> {
     if let Some(original) = options.extra.get(crate::like::LIKE_KEY) {
         let mut o = options.clone();
         o.extra.remove(crate::like::LIKE_KEY);
         return crate::like::save_like(path, Path::new(original), tensors, &o);
     }
-    save_only(path, format, tensors, options)?;
+    save_only(path, format, tensors, options, progress)?;
     let names: Vec<String> = tensors.iter().map(|(n, _)| n.clone()).collect();
     let mut r = report(
         path,
@@ -590,18 +641,37 @@ fn save_only(
     format: Format,
     tensors: &[(String, Tensor)],
     options: &WriteOptions,
+    progress: &Progress<'_>,
 ) -> Result<()> {
     let tensors = &*crate::naming::lone_array(format, options, tensors)?;
+    // The streaming writers over the tensors in memory, piece by piece through the
+    // progress (what `interop::*::save` do without one).
+    let streamed = || {
+        let names: Vec<String> = tensors.iter().map(|(n, _)| n.clone()).collect();
+        let memory = MemoryFile::new(tensors.to_vec());
+        let source = crate::progress::Tracked::new(&memory, progress);
+        convert_only(
+            &source,
+            &names,
+            path,
+            format,
+            &interop::in_memory_options(options),
+        )
+    };
+    if !matches!(format, Format::Npy | Format::Npz | Format::Safetensors) {
+        // The other writers take every tensor at once: all of them are handed over
+        // (reported done) before the write, so a hook stopping there writes nothing.
+        progress.finish()?;
+    }
     match format {
         Format::Npy => match tensors {
-            [(_, t)] => interop::npy::save(path, t, options),
+            [_] => streamed(),
             _ => Err(Error::Invalid(format!(
                 "an .npy file holds one array, got {} tensors",
                 tensors.len()
             ))),
         },
-        Format::Npz => interop::npz::save(path, tensors, options),
-        Format::Safetensors => interop::safetensors::save(path, tensors, options),
+        Format::Npz | Format::Safetensors => streamed(),
         #[cfg(feature = "pvp")]
         Format::Pvp => Ok(tensorfmt_pvp::save_tensors(path, tensors, options)?),
         #[cfg(feature = "som")]
@@ -719,7 +789,7 @@ fn convert_only(
             for n in names {
                 tensors.push((n.clone(), source.read_tensor(n)?));
             }
-            save_only(path, other, &tensors, options)
+            save_only(path, other, &tensors, options, &Progress::silent())
         }
     }
 }
@@ -751,6 +821,25 @@ pub fn keep_unchanged(
     target: &Target,
     options: &WriteOptions,
 ) -> Result<Option<WriteReport>> {
+    keep_unchanged_tracked(
+        source_path,
+        source,
+        path,
+        target,
+        options,
+        &Progress::silent(),
+    )
+}
+
+/// [`keep_unchanged`], advancing `progress` in proportion to the bytes copied.
+pub(crate) fn keep_unchanged_tracked(
+    source_path: &Path,
+    source: &dyn TensorFile,
+    path: &Path,
+    target: &Target,
+    options: &WriteOptions,
+    progress: &Progress<'_>,
+) -> Result<Option<WriteReport>> {
     let plain = WriteOptions {
         skip_fsync: options.skip_fsync,
         ..WriteOptions::default()
@@ -767,7 +856,16 @@ pub fn keep_unchanged(
     }
     let bytes = tensorfmt_core::io::map_file(source_path)?;
     let mut out = tensorfmt_core::io::AtomicFile::create(path)?.sync(!options.skip_fsync);
-    std::io::Write::write_all(&mut out, &bytes).map_err(|e| Error::io(path, e))?;
+    // In pieces, so that a large file's copy reports progress (as a share of the
+    // tensors' bytes, the unit of every conversion's progress).
+    let len = bytes.len().max(1) as u128;
+    let mut copied = 0usize;
+    for piece in bytes.chunks(16 << 20) {
+        std::io::Write::write_all(&mut out, piece).map_err(|e| Error::io(path, e))?;
+        copied += piece.len();
+        let share = copied as u128 * progress.total() as u128 / len;
+        progress.advance_to(share as u64)?;
+    }
     out.commit()?;
     report(path, target.format, source.tensors().len(), options).map(Some)
 }

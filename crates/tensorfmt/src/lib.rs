@@ -141,6 +141,7 @@ pub mod formats;
 pub mod interop;
 pub mod like;
 mod naming;
+pub mod progress;
 pub mod provenance;
 pub mod render;
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Protocol, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -14,6 +14,42 @@ from ._errors import InvalidArgumentError, LimitError, TensorfmtFileExistsError,
 
 PathLike = Union[str, "os.PathLike[str]"]
 Frames = Union[None, int, slice, Tuple[int, Optional[int]]]
+
+
+class SupportsUpdate(Protocol):
+    """A tqdm-compatible progress bar: ``update(n)`` advances it by ``n``."""
+
+    def update(self, n: int) -> Any: ...
+
+
+#: ``progress=``: a callable ``progress(done, total)`` (bytes) or a tqdm-like bar.
+Progress = Union[Callable[[int, int], Any], SupportsUpdate]
+
+
+def _progress_callback(progress: Optional[Progress]) -> Optional[Callable[[int, int], Any]]:
+    """``progress=`` as a ``(done, total)`` callable: a tqdm-like object (one with
+    ``update``) is advanced by the difference, its ``total`` set when it is None."""
+    if progress is None:
+        return None
+    update = getattr(progress, "update", None)
+    if callable(update) and not isinstance(progress, Mapping):
+        bar = progress
+        last = [0]
+
+        def advance(done: int, total: int) -> None:
+            if getattr(bar, "total", 0) is None:
+                bar.total = total  # type: ignore[union-attr]
+            step = done - last[0]
+            last[0] = done
+            if step:
+                update(step)
+
+        return advance
+    if callable(progress):
+        return progress
+    raise InvalidArgumentError(
+        f"progress= takes a callable progress(done, total) or an object with .update(n) (tqdm), got {type(progress).__name__}"
+    )
 
 
 @dataclass(frozen=True)
@@ -355,11 +391,21 @@ class Document(Mapping[str, Any]):
         overwrite: bool = True,
         hex: bool = False,
         fsync: bool = True,
+        progress: Optional[Progress] = None,
     ) -> List[str]:
         """Writes this document's tensors to ``path``; the write keywords of
-        :func:`convert`."""
+        :func:`convert` (``progress`` included)."""
         return _convert_open(
-            self, path, to=to, tensors=tensors, dtype=dtype, settings=settings, overwrite=overwrite, hex=hex, fsync=fsync
+            self,
+            path,
+            to=to,
+            tensors=tensors,
+            dtype=dtype,
+            settings=settings,
+            overwrite=overwrite,
+            hex=hex,
+            fsync=fsync,
+            progress=progress,
         )
 
     # -- lifetime ---------------------------------------------------------------------
@@ -601,6 +647,7 @@ def save(
     fsync: bool = True,
     shape: Optional[Tuple[int, int, int]] = None,
     like: Optional[PathLike] = None,
+    progress: Optional[Progress] = None,
 ) -> None:
     """Writes arrays to ``path`` in any writable format, atomically.
 
@@ -627,6 +674,13 @@ def save(
     like=original)`` keeps the net name, layer types, blob-less layers, legacy shapes,
     solver state, PVP headers. The arrays must keep the original's names, dtypes and
     shapes; otherwise nothing is written and an error says why.
+
+    ``progress`` follows the write: a callable ``progress(done, total)`` or a tqdm-like
+    bar (``update(n)``; its ``total`` is set when None), called with the bytes of the
+    arrays written so far (``total``: all of them) at the start, every piece of at most
+    16 MiB for npy, npz and safetensors, and at the end. It runs on a worker thread
+    while the write runs without the GIL. An exception it raises stops the write: no
+    file is written (an existing one is left as it was) and the exception propagates.
 
     >>> import tensorfmt, numpy as np
     >>> frames = np.zeros((3, 4, 5, 1), dtype=np.float32)        # [frames, ny, nx, nf]
@@ -660,7 +714,7 @@ def save(
     extra = {str(k): str(v) for k, v in (settings or {}).items()}
     if like is not None:
         extra["like"] = os.fspath(like)
-    _report(p, *_native.save(p, items, to, dtype, hex, extra, fsync))
+    _report(p, *_native.save(p, items, to, dtype, hex, extra, fsync, _progress_callback(progress)))
 
 
 def _is_scipy_sparse(value: Any) -> bool:
@@ -729,6 +783,7 @@ def _convert_open(
     fsync: bool = True,
     dense: bool = False,
     like: Optional[PathLike] = None,
+    progress: Optional[Progress] = None,
 ) -> List[str]:
     p = os.fspath(path)
     _refuse_existing(p, overwrite)
@@ -741,7 +796,8 @@ def _convert_open(
         extra["dense"] = "true"
     if like is not None:
         extra["like"] = os.fspath(like)
-    return _report(p, *doc._file.convert(p, names, to, dtype, hex, extra, fsync))
+    hook = _progress_callback(progress)
+    return _report(p, *doc._file.convert(p, names, to, dtype, hex, extra, fsync, hook))
 
 
 def convert(
@@ -763,6 +819,7 @@ def convert(
     max_alloc: Optional[int] = None,
     dense: bool = False,
     like: Optional[PathLike] = None,
+    progress: Optional[Progress] = None,
 ) -> List[str]:
     """Converts ``src`` to ``dst`` without going through Python objects (streamed for
     npy, npz and safetensors outputs); returns the names of the tensors the written file
@@ -775,9 +832,25 @@ def convert(
     reads it) and safetensors (the CSR triple); ``dense=True`` writes dense frames
     instead, refused beyond 1 GiB.
 
+    ``progress`` follows the conversion: a callable ``progress(done, total)`` or a
+    tqdm-like bar (``update(n)``; its ``total`` is set when None). ``done`` and
+    ``total`` count the bytes of the tensors converted, as listed (dtype size ×
+    elements, :attr:`TensorInfo.nbytes` of the stored dtype): it is called at the
+    start, after every piece read (a frame, or at most 16 MiB of a large tensor) that
+    brought ``done`` 4 MiB further, and at the end with ``done == total``, whether the
+    file is converted, kept or rebuilt from carried metadata. It runs on a worker
+    thread, with the GIL taken for the call only. An exception it raises stops the
+    conversion at that piece: the temporary file is removed, ``dst`` is not written
+    (an existing one is left as it was) and the exception propagates.
+
     >>> import tensorfmt
     >>> tensorfmt.convert("testdata/pvp/dense_f32.pvp", "act.safetensors")
     ['time', 'values']
+    >>> seen = []
+    >>> tensorfmt.convert("testdata/pvp/dense_f32.pvp", "act.npz", progress=lambda done, total: seen.append((done, total)))
+    ['values', 'time']
+    >>> seen                                # bytes: 144 of values, 24 of times
+    [(0, 168), (168, 168)]
     >>> tensorfmt.load("act.safetensors")["values"].shape
     (3, 2, 3, 2)
     """
@@ -796,6 +869,7 @@ def convert(
             fsync=fsync,
             dense=dense,
             like=like,
+            progress=progress,
         )
 
 

@@ -1,7 +1,7 @@
 """Type stubs of the native module `tensorfmt._native` (use the `tensorfmt` API instead)."""
 
 from os import PathLike
-from typing import Any, Dict, List, Optional, Tuple, Union, final
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union, final
 
 _Path = Union[str, PathLike[str]]
 
@@ -20,6 +20,7 @@ __all__ = [
     "pvp_weights_writer",
     "pvp_append",
     "caffe_contents",
+    "caffe_message_fields",
     "caffe_random_weights",
     "caffe_state_dict",
     "caffe_to_onnx",
@@ -83,6 +84,7 @@ class File:
         hex: bool = False,
         settings: Optional[Dict[str, str]] = None,
         fsync: bool = True,
+        progress: Optional[Callable[[int, int], Any]] = None,
     ) -> Tuple[int, List[str], List[str]]: ...
     def close(self) -> None: ...
 
@@ -148,6 +150,7 @@ def pvp_weights_writer(
 ) -> PvpWriter: ...
 def pvp_append(path: _Path, kind: str) -> PvpWriter: ...
 def caffe_contents(path: _Path, kind: Optional[str] = None, strict: bool = False) -> Dict[str, Any]: ...
+def caffe_message_fields(type_name: str) -> List[Tuple[str, bool, Any, Optional[str]]]: ...
 def caffe_to_onnx(
     caffemodel: _Path,
     prototxt: _Path,
@@ -195,6 +198,7 @@ def save(
     hex: bool = False,
     settings: Optional[Dict[str, str]] = None,
     fsync: bool = True,
+    progress: Optional[Callable[[int, int], Any]] = None,
 ) -> Tuple[int, List[str], List[str]]: ...
 def diff(
     a: _Path,

@@ -23,8 +23,9 @@ For a flat ``{"conv1/0": array}`` dict use :func:`tensorfmt.load`.
 
 from __future__ import annotations
 
+import functools
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -55,14 +56,133 @@ class Blob:
         return f"Blob({_summary(self.data)}{legacy}, source={self.source!r}{diff})"
 
 
+@functools.lru_cache(maxsize=None)
+def _fields(type_name: str) -> Dict[str, Tuple[bool, Any, Optional[str]]]:
+    """``{field: (repeated, default, message type)}`` of a caffe.proto message."""
+    return {name: (repeated, default, mtype) for name, repeated, default, mtype in _native.caffe_message_fields(type_name)}
+
+
+def _wrap(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return Message(value[0], value[1])
+    if isinstance(value, list):
+        return [_wrap(v) for v in value]
+    return value
+
+
+class Message:
+    """A message of Caffe's schema (``caffe.proto``) as ``caffe_pb2`` shows it: every
+    field of its type is an attribute. A field the file does not set reads as the
+    schema's default (``group`` 1, ``bias_term`` True, ``eps`` 1e-5), a repeated field
+    as a list (empty when absent), a nested message as a ``Message`` (empty when
+    absent), an enum as its number (``pooling_param.pool == 0`` is MAX). As in
+    ``caffe_pb2``, ``HasField(name)`` says whether the file sets a field and
+    ``ListFields()`` lists ``(name, value)`` of those it sets; ``to_dict()`` gives them
+    as nested dicts. Read-only.
+
+    >>> import tensorfmt.caffe
+    >>> conv = tensorfmt.caffe.open("testdata/caffe/v2_tiny.caffemodel")["conv1"].params
+    >>> conv.type, conv.bottom, conv.convolution_param
+    ('Convolution', ['data'], ConvolutionParameter(num_output=2))
+    >>> c = conv.convolution_param       # unset fields: caffe.proto's defaults
+    >>> c.num_output, c.group, c.bias_term, c.stride, c.HasField("group")
+    (2, 1, True, [], False)
+    >>> conv.HasField("batch_norm_param"), conv.batch_norm_param.eps   # float32 1e-5, as caffe_pb2
+    (False, 9.999999747378752e-06)
+    """
+
+    __slots__ = ("_type", "_set")
+
+    _type: str
+    _set: Dict[str, Any]
+
+    def __init__(self, type_name: str, fields: Dict[str, Any]) -> None:
+        object.__setattr__(self, "_type", type_name)
+        object.__setattr__(self, "_set", {k: _wrap(v) for k, v in fields.items()})
+
+    @property
+    def type_name(self) -> str:
+        """The message's full name (``caffe.ConvolutionParameter``)."""
+        return self._type
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        spec = _fields(self._type).get(name)
+        if spec is None:
+            raise AttributeError(f"{self._type} has no field {name!r}")
+        if name in self._set:
+            value = self._set[name]
+            return list(value) if isinstance(value, list) else value
+        repeated, default, mtype = spec
+        if repeated:
+            return []
+        if mtype is not None:
+            return Message(mtype, {})
+        return default
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"{self._type} is read-only")
+
+    def __dir__(self) -> List[str]:
+        return sorted(set(_fields(self._type)) | {"HasField", "ListFields", "to_dict", "type_name"})
+
+    def HasField(self, name: str) -> bool:  # noqa: N802 - caffe_pb2's name
+        """Whether the file sets field ``name`` (ValueError for a name the type lacks)."""
+        if name not in _fields(self._type):
+            raise ValueError(f"{self._type} has no field {name!r}")
+        return name in self._set
+
+    def ListFields(self) -> List[Tuple[str, Any]]:  # noqa: N802 - caffe_pb2's name
+        """``(name, value)`` of every field the file sets, in field-number order."""
+        return [(k, getattr(self, k)) for k in self._set]
+
+    def to_dict(self) -> Dict[str, Any]:
+        """The fields the file sets, nested messages as dicts."""
+
+        def plain(v: Any) -> Any:
+            if isinstance(v, Message):
+                return v.to_dict()
+            if isinstance(v, list):
+                return [plain(x) for x in v]
+            return v
+
+        return {k: plain(v) for k, v in self._set.items()}
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Message) and self._type == other._type and self._set == other._set
+
+    def __hash__(self) -> int:
+        return hash(self._type)
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{k}={v!r}" for k, v in self._set.items())
+        return f"{self._type.rsplit('.', 1)[-1]}({inner})"
+
+
 @dataclass(frozen=True)
 class Layer:
     """One layer of a net: its ``name``, ``type`` (V1/V0 enum types given as the
-    modern strings) and weight ``blobs``."""
+    modern strings), weight ``blobs`` and ``params``: the layer's fields other than
+    its blobs as a V2 ``LayerParameter`` :class:`Message` (``params.convolution_param
+    .stride``, ``params.inner_product_param.transpose``, ``params.bottom``); V1 and
+    V0 layers are upgraded to V2 as Caffe does, so a V1 file's ``convolution_param``
+    reads the same way. ``None`` for a V0 ``padding`` layer (folded into the layer it
+    feeds, whose ``pad`` it becomes)."""
 
     name: str
     type: str
     blobs: List[Blob]
+    _params: Optional[Tuple[str, Dict[str, Any]]] = field(default=None, repr=False, compare=False)
+    _params_error: Optional[BaseException] = field(default=None, repr=False, compare=False)
+
+    @property
+    def params(self) -> Optional[Message]:
+        """The layer's parameters (raises the :class:`FormatError` or
+        :class:`LimitError` of a layer whose parameters do not decode)."""
+        if self._params_error is not None:
+            raise self._params_error
+        return None if self._params is None else Message(*self._params)
 
     def __repr__(self) -> str:
         blobs = ", ".join(_summary(b.data) for b in self.blobs)
@@ -98,7 +218,8 @@ class CaffeFile:
         self.version: Optional[str] = d.get("version")
         self.warnings: List[str] = list(d.get("warnings", []))
         self.layers: List[Layer] = [
-            Layer(l["name"], l["type"], [_blob(b) for b in l["blobs"]]) for l in d.get("layers", [])
+            Layer(l["name"], l["type"], [_blob(b) for b in l["blobs"]], l.get("params"), l.get("params_error"))
+            for l in d.get("layers", [])
         ]
         self.blobs: List[Blob] = [_blob(b) for b in d.get("blobs", [])]
         # Solver states: absent fields read as their proto2 defaults, as caffe_pb2 does
@@ -270,4 +391,4 @@ def write_random_weights(
     )
 
 
-__all__ = ["open", "CaffeFile", "Layer", "Blob", "to_onnx", "state_dict", "write_random_weights"]
+__all__ = ["open", "CaffeFile", "Layer", "Blob", "Message", "to_onnx", "state_dict", "write_random_weights"]
