@@ -21,7 +21,12 @@
 //! anchor (below 1 is faster than the anchor). Anchors (benches/python/anchors.py):
 //! safetensors -> npz: `safetensors.numpy.load_file` + `np.savez`; npz -> safetensors:
 //! `np.load` + `save_file`; npz open: `np.load` (lazy) and its `.files`; safetensors
-//! open: `safe_open(...).keys()`.
+//! open: `safe_open(...).keys()`; caffemodel load and -> safetensors: `caffe_pb2`'s
+//! `NetParameter.ParseFromString` + `np.array(blob.data)` per blob (+ `save_file`).
+//! primitiv has no Python reader, so its rows have no anchor.
+//!
+//! `GROWTH_ONLY=TEXT` runs only the rows whose label contains TEXT (e.g. `data diff`,
+//! `frames`), for profiling one cell: `perf record -g target/release/growth 1 100000 -`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -138,6 +143,11 @@ impl Row {
     }
 }
 
+/// Whether the row `label` runs (`GROWTH_ONLY` unset, or a part of the label).
+fn selected(label: &str) -> bool {
+    std::env::var("GROWTH_ONLY").map_or(true, |only| label.contains(&only))
+}
+
 fn load_average() -> String {
     std::fs::read_to_string("/proc/loadavg")
         .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
@@ -188,6 +198,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 sizes: Vec::new(),
             })
             .collect();
+        if !rows.iter().any(|r| selected(&r.label)) {
+            continue;
+        }
         for &n in &sizes {
             let src = dir.path().join(format!("src{n}.{ext}"));
             let copy = dir.path().join(format!("copy{n}.{ext}"));
@@ -198,6 +211,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let out_st = dir.path().join("out.safetensors");
             let out_npz = dir.path().join("out.npz");
             for (i, op) in ops.iter().enumerate() {
+                if !selected(&rows[i].label) {
+                    continue;
+                }
                 let mut ours = Vec::new();
                 let mut theirs = Vec::new();
                 let anchor_op = match (format, *op) {
@@ -207,6 +223,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     (Format::Safetensors, "convert -> npz") => Some("safetensors-to-npz"),
                     (Format::Npz, "load") => Some("npz-load"),
                     (Format::Safetensors, "load") => Some("safetensors-load"),
+                    (Format::Caffe, "load") => Some("caffemodel-load"),
+                    (Format::Caffe, "convert -> safetensors") => Some("caffemodel-to-safetensors"),
                     _ => None,
                 };
                 for _ in 0..repeat {
@@ -272,7 +290,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 rows[i].sizes.push((n, min, med, anchor));
             }
         }
-        for r in &rows {
+        for r in rows.iter().filter(|r| !r.sizes.is_empty()) {
             r.print();
         }
     }
@@ -292,6 +310,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         sizes: Vec::new(),
     })
     .collect();
+    let frame_counts = if rows.iter().any(|r| selected(&r.label)) {
+        frame_counts
+    } else {
+        Vec::new()
+    };
     for &frames in &frame_counts {
         let src = dir.path().join(format!("movie{frames}.pvp"));
         let v: Vec<f32> = (0..frames * 64).map(|i| (i % 97) as f32).collect();
@@ -301,6 +324,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .into_iter()
             .enumerate()
         {
+            if !selected(&rows[i].label) {
+                continue;
+            }
             let out = dir.path().join(match target {
                 Some(Format::Npz) => "movie.npz",
                 _ => "movie.safetensors",
@@ -320,7 +346,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             rows[i].sizes.push((frames, min, med, None));
         }
     }
-    for r in &rows {
+    for r in rows.iter().filter(|r| !r.sizes.is_empty()) {
         r.print();
     }
     println!("load average after: {}", load_average());
