@@ -328,8 +328,9 @@ fn put(
 ///
 /// With `threads > 1` this is a two-stage pipeline: a scoped thread decodes the next
 /// piece (`read_chunks`, [`Tensor::to_order`], [`Tensor::cast`]) while this thread
-/// writes the previous one. The channel holds one piece, so at most about three pieces
-/// are alive at once (one being decoded, one queued, one being written). The chunk
+/// writes the previous one. Pieces cross in batches of [`BATCH_BYTES`] (one piece when
+/// larger) and the channel holds one batch, so at most about three batches are alive
+/// at once (one being decoded, one queued, one being written). The chunk
 /// iterator is created inside the decoding thread (it need not be `Send`). A decoding
 /// error ends the stream and is returned; a write error stops the decoder (its next
 /// send fails); a panic in the decoder becomes an error. The bytes written are the same
