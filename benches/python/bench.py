@@ -4,8 +4,12 @@ same run (quote the ratios, not the times: machines are noisy).
     target/py-venv/bin/python benches/python/bench.py [--size-mib 512] [--repeat 5]
 
 (after `cargo xtask test`, or any environment with tensorfmt, numpy, safetensors and
-protobuf; the Caffe row also needs grpcio-tools to compile caffe.proto and is skipped
-without it.)
+protobuf; the Caffe rows build caffe_pb2's NetParameter from the descriptor set compiled
+from proto/caffe.proto, as benches/python/anchors.py does.)
+
+Every row runs ours and its floor alternately, REPEAT times each (after one warm-up
+run of each), and prints min and median of both; ratio = floor time / our time, of the
+minima and of the medians.
 
 Rows and targets (issue 13):
 1. open + first array of a dense PVP file: constant time, target <= 1 ms
@@ -20,7 +24,7 @@ Rows and targets (issue 13):
 import argparse
 import os
 import pathlib
-import subprocess
+import statistics
 import sys
 import tempfile
 import time
@@ -33,28 +37,21 @@ import tensorfmt.pvp
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
-def best(fn, repeat):
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return min(times)
-
-
 def best_pair(ours, floor, repeat, outputs=(None, None)):
-    """Best times of two functions run alternately, so both meet the same page-cache and
-    disk state. Where `outputs` names the file each one writes, that file is removed
-    before each run, outside the timing (so every run writes a new file)."""
+    """(min, median) times of two functions run alternately, so both meet the same
+    page-cache and disk state. Where `outputs` names the file each one writes, that
+    file is removed before each run, outside the timing (so every run writes a new
+    file)."""
     times = ([], [])
-    for _ in range(repeat):
+    for k in range(repeat + 1):  # run 0: warm-up, not counted
         for fn, out, ts in zip((ours, floor), outputs, times):
             if out is not None and out.exists():
                 out.unlink()
             t = time.perf_counter()
             fn()
-            ts.append(time.perf_counter() - t)
-    return min(times[0]), min(times[1])
+            if k:
+                ts.append(time.perf_counter() - t)
+    return tuple((min(ts), statistics.median(ts)) for ts in times)
 
 
 def drop_cache(path):
@@ -68,8 +65,12 @@ def drop_cache(path):
 
 
 def row(name, ours, floor, target):
-    ratio = floor / ours if ours > 0 else float("inf")
-    print(f"{name:<58} ours {ours * 1e3:9.3f} ms  floor {floor * 1e3:9.3f} ms  ratio {ratio:7.2f}  ({target})")
+    """One output row: ours and the floor as (min, median) seconds."""
+    ratio = [f / o if o > 0 else float("inf") for o, f in zip(ours, floor)]
+    print(
+        f"| {name} | {ours[0] * 1e3:.3f} / {ours[1] * 1e3:.3f} ms | {floor[0] * 1e3:.3f} / {floor[1] * 1e3:.3f} ms "
+        f"| {ratio[0]:.2f} / {ratio[1]:.2f} | {target} |"
+    )
     return ratio
 
 
@@ -81,7 +82,9 @@ def main():
     args = ap.parse_args()
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="tensorfmt-bench-"))
     print(f"tensorfmt {tensorfmt.__version__}, numpy {np.__version__}, python {sys.version.split()[0]}; files in {tmp}")
-    print("ratio = floor time / our time (> 1: faster than the floor)\n")
+    print(f"{args.repeat} alternated runs of ours and the floor; ratio = floor time / our time (> 1: faster than the floor)\n")
+    print("| row | ours min / median | floor min / median | ratio of min / of median | target |")
+    print("|---|---|---|---|---|")
 
     # 1, 2: a dense PVP movie and the same values as .npy.
     ny, nx, nf = 256, 256, 8
@@ -102,16 +105,15 @@ def main():
         np.load(npy, mmap_mode="r")[0, 0, 0, 0]
 
     ours_open(), floor_open()
-    t_ours = best(ours_open, args.repeat)
-    t_floor = best(floor_open, args.repeat)
-    row(f"open + first array, {args.size_mib} MiB dense PVP", t_ours, t_floor, f"target <= 1 ms; ours {t_ours * 1e3:.3f} ms")
+    t_ours, t_floor = best_pair(ours_open, floor_open, args.repeat)
+    row(f"open + first array, {args.size_mib} MiB dense PVP (floor: np.load(mmap_mode='r') of the same npy)", t_ours, t_floor, "ours <= 1 ms")
 
     doc = tensorfmt.open(pvp)
     values = doc["values"]
     mm = np.load(npy, mmap_mode="r")
     values.sum(dtype=np.float64), mm.sum(dtype=np.float64)  # warm the page cache
     t_ours, t_floor = best_pair(lambda: values.sum(dtype=np.float64), lambda: mm.sum(dtype=np.float64), args.repeat)
-    row(".sum() over the whole movie vs np.load(mmap_mode='r')", t_ours, t_floor, "target >= 0.90")
+    row(".sum() over the whole movie (floor: the same bytes as mapped npy)", t_ours, t_floor, "ratio >= 0.90")
     doc.close()
     del values, mm
 
@@ -135,14 +137,16 @@ def main():
         np.load(npy, mmap_mode="r")[k % frames]
 
     ours_sparse()
-    t_ours = best(ours_sparse, args.repeat)
-    t_floor = best(floor_sparse, args.repeat)
-    row(f"sparse PVP: open + frame {k} of {sp_frames}", t_ours, t_floor, f"target <= 1 ms; ours {t_ours * 1e3:.3f} ms")
+    t_ours, t_floor = best_pair(ours_sparse, floor_sparse, args.repeat)
+    row(f"sparse PVP: open + frame {k} of {sp_frames} (floor: a dense npy frame)", t_ours, t_floor, "ours <= 1 ms")
 
     # 4: a large caffemodel to a dict of arrays vs python protobuf.
-    caffe_pb2 = compile_caffe_proto(tmp)
-    if caffe_pb2 is None:
-        print("caffemodel row: SKIPPED (pip install grpcio-tools protobuf to compile caffe.proto)")
+    try:
+        net_parameter = net_parameter_class()
+    except ImportError:
+        net_parameter = None
+    if net_parameter is None:
+        print("| caffemodel rows | | | | SKIPPED (no protobuf package) |")
     else:
         layers = {}
         per = args.caffe_mib * (1 << 20) // 4 // 8
@@ -157,7 +161,7 @@ def main():
             assert len(arrays) == 8
 
         def floor_caffe():
-            net = caffe_pb2.NetParameter()
+            net = net_parameter()
             net.ParseFromString(model.read_bytes())
             out = {}
             for layer in list(net.layer) + list(net.layers):
@@ -170,7 +174,7 @@ def main():
             assert sum(float(a.sum(dtype=np.float64)) for a in arrays.values()) != 0
 
         def floor_caffe_touched():
-            net = caffe_pb2.NetParameter()
+            net = net_parameter()
             net.ParseFromString(model.read_bytes())
             total = 0.0
             for layer in list(net.layer) + list(net.layers):
@@ -178,14 +182,10 @@ def main():
                     total += float(np.array(blob.data, dtype=np.float32).sum(dtype=np.float64))
             assert total != 0
 
-        ours_caffe()
-        reps = max(2, args.repeat // 2)
-        t_ours = best(ours_caffe, reps)
-        t_floor = best(floor_caffe, reps)
-        row(f"{len(raw) >> 20} MB caffemodel -> dict of arrays vs protobuf", t_ours, t_floor, "target >= 3 (ours: views)")
-        t_ours = best(ours_caffe_touched, reps)
-        t_floor = best(floor_caffe_touched, reps)
-        row(f"{len(raw) >> 20} MB caffemodel -> arrays, every value summed", t_ours, t_floor, "target >= 3")
+        t_ours, t_floor = best_pair(ours_caffe, floor_caffe, args.repeat)
+        row(f"{len(raw) >> 20} MB caffemodel -> dict of arrays (floor: caffe_pb2 ParseFromString + np.array(blob.data))", t_ours, t_floor, "ratio >= 3 (ours: views)")
+        t_ours, t_floor = best_pair(ours_caffe_touched, floor_caffe_touched, args.repeat)
+        row(f"{len(raw) >> 20} MB caffemodel -> arrays, every value summed (same floor, summed)", t_ours, t_floor, "ratio >= 3")
         del layers
 
     # 5: save to safetensors.
@@ -200,42 +200,32 @@ def main():
 
         # Both writers send the arrays' own memory to the kernel (safetensors >= 0.4 passes
         # data pointers), so the kernel's copy into the page cache is the floor.
-        reps = max(args.repeat, 7)
+        reps = args.repeat
         new_files = (out_ours, out_floor)
         floor = lambda: save_file(arrays, str(out_floor))  # noqa: E731
         t_fast, t_floor = best_pair(lambda: tensorfmt.save(out_ours, arrays, fsync=False), floor, reps, new_files)
-        row("save 256 MiB to a new safetensors file (fsync=False)", t_fast, t_floor, "target >= 1.00")
+        row("save 256 MiB to a new safetensors file, fsync=False (floor: safetensors.numpy.save_file)", t_fast, t_floor, "ratio >= 1.00")
         t_ours, t_floor = best_pair(lambda: tensorfmt.save(out_ours, arrays), floor, reps, new_files)
-        row("save 256 MiB to a new file (default: fsync before rename)", t_ours, t_floor, "durability costs")
+        row("save 256 MiB to a new file, default fsync before the rename (same floor, no fsync)", t_ours, t_floor, "durability costs")
         t_over, t_over_floor = best_pair(
             lambda: tensorfmt.save(out_ours, arrays, overwrite=True, fsync=False),
             floor,
             reps,
         )
-        row("save 256 MiB over an existing file (fsync=False)", t_over, t_over_floor, "old file kept until the rename")
+        row("save 256 MiB over an existing file, fsync=False (safetensors truncates it in place)", t_over, t_over_floor, "old file kept until the rename")
         same = out_ours.read_bytes() == out_floor.read_bytes()
-        print(f"    (byte-identical to safetensors' own file: {same})")
+        print(f"\n(our safetensors file is byte-identical to safetensors' own: {same})")
     import shutil
 
     shutil.rmtree(tmp)
 
 
-def compile_caffe_proto(tmp):
-    try:
-        from grpc_tools import protoc  # noqa: F401
-    except ImportError:
-        return None
-    out = tmp / "pb"
-    out.mkdir()
-    rc = subprocess.call(
-        [sys.executable, "-m", "grpc_tools.protoc", f"-I{ROOT / 'proto'}", f"--python_out={out}", str(ROOT / "proto" / "caffe.proto")]
-    )
-    if rc != 0:
-        return None
-    sys.path.insert(0, str(out))
-    import caffe_pb2
+def net_parameter_class():
+    """caffe_pb2.NetParameter, built from the descriptor set compiled from caffe.proto."""
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+    from anchors import net_parameter_class as build
 
-    return caffe_pb2
+    return build()
 
 
 if __name__ == "__main__":

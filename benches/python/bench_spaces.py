@@ -18,6 +18,7 @@ Rows and targets (a batch of 256 x 64 x 64 x 3 float32, 12 MiB):
 """
 
 import argparse
+import statistics
 import time
 
 import numpy as np
@@ -25,24 +26,24 @@ import numpy as np
 from tensorfmt.spaces import Conv2DSpace, IndexSpace, VectorSpace
 
 
-def best(fn, repeat):
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return min(times)
+def once(fn):
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
 
 
 def row(name, ours, floor, repeat, view_of=None):
-    # Interleaved, best of each: both sides see the same machine load.
-    t_ours, t_np = float("inf"), float("inf")
+    """Ours and numpy alternated `repeat` times (after a warm-up of each): min / median."""
+    once(ours), once(floor)
+    t_ours, t_np = [], []
     for _ in range(repeat):
-        t_ours, t_np = min(t_ours, best(ours, 1)), min(t_np, best(floor, 1))
+        t_ours.append(once(ours))
+        t_np.append(once(floor))
     out = ours()
-    view = "" if view_of is None else f"  view={np.shares_memory(out, view_of)}"
-    print(f"{name:<48} ours {t_ours * 1e6:10.1f} us  numpy {t_np * 1e6:10.1f} us  ratio {t_ours / t_np:6.2f}{view}")
-    return t_ours / t_np
+    view = "" if view_of is None else f"{np.shares_memory(out, view_of)}"
+    (o, om), (f, fm) = ((min(t), statistics.median(t)) for t in (t_ours, t_np))
+    print(f"| {name} | {o * 1e6:.1f} / {om * 1e6:.1f} us | {f * 1e6:.1f} / {fm * 1e6:.1f} us | {o / f:.2f} / {om / fm:.2f} | {view} |")
+    return o / f
 
 
 def main():
@@ -50,6 +51,9 @@ def main():
     parser.add_argument("--repeat", type=int, default=20)
     args = parser.parse_args()
     r = args.repeat
+    print(f"ours and numpy alternated, {r} runs (5 for the copies) after a warm-up; ratio = ours / numpy\n")
+    print("| row | ours min / median | numpy min / median | ratio of min / of median | view |")
+    print("|---|---|---|---|---|")
     n, h, w, c = 256, 64, 64, 3
     x = np.random.default_rng(0).random((n, h, w, c), dtype=np.float32)
     b01c = Conv2DSpace((h, w), num_channels=c)
@@ -63,9 +67,9 @@ def main():
     row("1. b01c -> bc01 (permutation)", lambda: b01c.np_format_as(x, bc01),
         lambda: np.transpose(x, (0, 3, 1, 2)), r, view_of=x)
     row("2. b01c -> bc01 float64 (copy)", lambda: b01c.np_format_as(x, bc01_64),
-        lambda: np.transpose(x, (0, 3, 1, 2)).astype(np.float64), max(3, r // 4))
+        lambda: np.transpose(x, (0, 3, 1, 2)).astype(np.float64), max(5, r // 4))
     row("3. bc01 -> VectorSpace (copy)", lambda: bc01.np_format_as(nchw, vec),
-        lambda: np.transpose(nchw, (0, 2, 3, 1)).reshape(n, -1), max(3, r // 4))
+        lambda: np.transpose(nchw, (0, 2, 3, 1)).reshape(n, -1), max(5, r // 4))
     row("4. VectorSpace -> c01b (view)", lambda: vec.np_format_as(flat, c01b),
         lambda: flat.reshape(n, h, w, c).transpose(3, 1, 2, 0), r, view_of=flat)
     labels = np.random.default_rng(1).integers(0, 1000, size=(256, 8))
@@ -73,7 +77,7 @@ def main():
     onehot = VectorSpace(8000)
     eye = np.eye(1000, dtype=np.float32)
     row("5. IndexSpace -> one-hot VectorSpace", lambda: idx.np_format_as(labels, onehot),
-        lambda: eye[labels].reshape(256, -1), max(3, r // 4))
+        lambda: eye[labels].reshape(256, -1), max(5, r // 4))
 
 
 if __name__ == "__main__":

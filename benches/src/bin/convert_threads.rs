@@ -7,7 +7,7 @@
 //! (without an input or with `-`, a 512 MiB file of 2 MiB frames is generated in a temporary
 //! directory, which also holds the outputs).
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use tensorfmt::{Format, ReadOptions, TensorFile, WriteOptions};
 
@@ -62,17 +62,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         ),
     ];
     println!(
-        "input: {} ({} MiB of tensors, {names:?}), best of {runs}, {} cores",
+        "input: {} ({} MiB of tensors, {names:?}), min / median of {runs} alternated runs, {} cores",
         input.display(),
         bytes >> 20,
         std::thread::available_parallelism().map_or(1, |n| n.get())
     );
     println!();
-    println!("| output | threads=1 | pipeline (default) | speed-up |");
+    println!("| output | threads=1 min / median | pipeline (default) min / median | speed-up of min / of median |");
     println!("|---|---|---|---|");
     for (label, format, extra, dtype) in cases {
         let out = dir.path().join("out");
-        let mut best = [Duration::MAX; 2];
+        let mut times: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
         let mut outputs: [Option<Vec<u8>>; 2] = [None, None];
         for run in 0..runs {
             for (slot, threads) in [(0, Some("1")), (1, None)] {
@@ -88,7 +88,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 }
                 let t0 = Instant::now();
                 tensorfmt::convert(&*src, &names, &out, format, &o)?;
-                best[slot] = best[slot].min(t0.elapsed());
+                times[slot].push(t0.elapsed().as_secs_f64());
                 if run == 0 && bytes <= 1 << 30 {
                     outputs[slot] = Some(std::fs::read(&out)?);
                 }
@@ -98,14 +98,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         if outputs[0] != outputs[1] {
             return Err(format!("{label}: outputs differ between thread counts").into());
         }
-        let mibs = |d: Duration| bytes as f64 / (1 << 20) as f64 / d.as_secs_f64();
+        let [one, two] = times.map(tensorfmt_benches::min_median);
+        let mibs = |d: f64| bytes as f64 / (1 << 20) as f64 / d;
         println!(
-            "| {label} | {:.3} s ({:.0} MiB/s) | {:.3} s ({:.0} MiB/s) | {:.2}x |",
-            best[0].as_secs_f64(),
-            mibs(best[0]),
-            best[1].as_secs_f64(),
-            mibs(best[1]),
-            best[0].as_secs_f64() / best[1].as_secs_f64()
+            "| {label} | {:.3} / {:.3} s ({:.0} MiB/s) | {:.3} / {:.3} s ({:.0} MiB/s) | {:.2}x / {:.2}x |",
+            one.0,
+            one.1,
+            mibs(one.0),
+            two.0,
+            two.1,
+            mibs(two.0),
+            one.0 / two.0,
+            one.1 / two.1
         );
     }
     Ok(())

@@ -21,7 +21,12 @@
 //! anchor (below 1 is faster than the anchor). Anchors (benches/python/anchors.py):
 //! safetensors -> npz: `safetensors.numpy.load_file` + `np.savez`; npz -> safetensors:
 //! `np.load` + `save_file`; npz open: `np.load` (lazy) and its `.files`; safetensors
-//! open: `safe_open(...).keys()`.
+//! open: `safe_open(...).keys()`; caffemodel load and -> safetensors: `caffe_pb2`'s
+//! `NetParameter.ParseFromString` + `np.array(blob.data)` per blob (+ `save_file`).
+//! primitiv has no Python reader, so its rows have no anchor.
+//!
+//! `GROWTH_ONLY=TEXT` runs only the rows whose label contains TEXT (e.g. `data diff`,
+//! `frames`), for profiling one cell: `perf record -g target/release/growth 1 100000 -`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -107,8 +112,9 @@ fn tensors(format: Format, n: usize) -> Vec<(String, Tensor)> {
         .collect()
 }
 
-/// One size of a row: n, our min and median, the anchor's min and median.
-type Cell = (usize, f64, f64, Option<(f64, f64)>);
+/// One size of a row: n, our min and median, the anchor's min and median, and the
+/// 1-minute load average when the cell was done.
+type Cell = (usize, f64, f64, Option<(f64, f64)>, String);
 
 struct Row {
     label: String,
@@ -118,13 +124,15 @@ struct Row {
 impl Row {
     fn print(&self) {
         let mut line = format!("| {} |", self.label);
-        for (k, (n, min, med, anchor)) in self.sizes.iter().enumerate() {
+        for (k, (n, min, med, anchor, load)) in self.sizes.iter().enumerate() {
             line.push_str(&format!(" {n}: {:.1} / {:.1} ms", min * 1e3, med * 1e3));
-            if let Some((amin, _)) = anchor {
+            if let Some((amin, amed)) = anchor {
                 line.push_str(&format!(
-                    " (anchor {:.1} ms, ratio {:.2})",
+                    " (anchor {:.1} / {:.1} ms, ratio {:.2} / {:.2})",
                     amin * 1e3,
-                    min / amin
+                    amed * 1e3,
+                    min / amin,
+                    med / amed
                 ));
             }
             if k > 0 {
@@ -132,10 +140,76 @@ impl Row {
                 let e = (min / t0).ln() / (*n as f64 / n0 as f64).ln();
                 line.push_str(&format!(", exponent {e:.2}"));
             }
-            line.push_str(" |");
+            line.push_str(&format!(", load {load} |"));
         }
         println!("{line}");
     }
+}
+
+/// Whether the row `label` runs (`GROWTH_ONLY` unset, or a part of the label).
+fn selected(label: &str) -> bool {
+    std::env::var("GROWTH_ONLY").map_or(true, |only| label.contains(&only))
+}
+
+/// The 1-minute load average.
+fn load_now() -> String {
+    load_average()
+        .split_whitespace()
+        .next()
+        .unwrap_or("?")
+        .to_string()
+}
+
+/// The Done-when checks of issue 27 over every row measured: the exponent of min
+/// times from 10k to 100k tensors (and from 100k to 300k frames) is at most 1.15, and
+/// each conversion with an anchor at 10k tensors is within 2x of it (ratio of the
+/// minima <= 2). Prints one line per failing cell and a verdict.
+fn verdict(rows: &[Row]) -> bool {
+    let mut ok = true;
+    let mut worst: Option<(f64, &str)> = None;
+    for r in rows {
+        for w in r.sizes.windows(2) {
+            let ((n0, t0), (n1, t1)) = ((w[0].0, w[0].1), (w[1].0, w[1].1));
+            // Below a millisecond (opening a movie: constant) the ratio is noise.
+            if n0 < 10_000 || t1 < 1e-3 {
+                continue;
+            }
+            let e = (t1 / t0).ln() / (n1 as f64 / n0 as f64).ln();
+            if worst.is_none_or(|(x, _)| e > x) {
+                worst = Some((e, &r.label));
+            }
+            if e > 1.15 {
+                ok = false;
+                println!("MISS: {} {n0} -> {n1}: exponent {e:.2} > 1.15", r.label);
+            }
+        }
+        if r.label.contains("convert") {
+            for (n, min, _, anchor, _) in &r.sizes {
+                if let (10_000, Some((amin, _))) = (*n, anchor) {
+                    if min / amin > 2.0 {
+                        ok = false;
+                        println!(
+                            "MISS: {} at 10000: ratio {:.2} to the anchor > 2",
+                            r.label,
+                            min / amin
+                        );
+                    }
+                }
+            }
+        }
+    }
+    if let Some((e, label)) = worst {
+        println!("largest exponent from 10k up: {e:.2} ({label})");
+    }
+    println!(
+        "verdict: {}",
+        if ok {
+            "OK (exponents from 10k up <= 1.15, 10k conversions within 2x of the anchors)"
+        } else {
+            "MISS (see above)"
+        }
+    );
+    ok
 }
 
 fn load_average() -> String {
@@ -167,6 +241,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .into_iter()
         .filter(|&n| n <= max_n)
         .collect();
+    let mut all: Vec<Row> = Vec::new();
     for (format, ext) in [
         (Format::Npz, "npz"),
         (Format::Safetensors, "safetensors"),
@@ -188,6 +263,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 sizes: Vec::new(),
             })
             .collect();
+        if !rows.iter().any(|r| selected(&r.label)) {
+            continue;
+        }
         for &n in &sizes {
             let src = dir.path().join(format!("src{n}.{ext}"));
             let copy = dir.path().join(format!("copy{n}.{ext}"));
@@ -198,6 +276,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let out_st = dir.path().join("out.safetensors");
             let out_npz = dir.path().join("out.npz");
             for (i, op) in ops.iter().enumerate() {
+                if !selected(&rows[i].label) {
+                    continue;
+                }
                 let mut ours = Vec::new();
                 let mut theirs = Vec::new();
                 let anchor_op = match (format, *op) {
@@ -207,6 +288,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     (Format::Safetensors, "convert -> npz") => Some("safetensors-to-npz"),
                     (Format::Npz, "load") => Some("npz-load"),
                     (Format::Safetensors, "load") => Some("safetensors-load"),
+                    (Format::Caffe, "load") => Some("caffemodel-load"),
+                    (Format::Caffe, "convert -> safetensors") => Some("caffemodel-to-safetensors"),
                     _ => None,
                 };
                 for _ in 0..repeat {
@@ -269,12 +352,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 }
                 let (min, med) = min_median(ours);
                 let anchor = (!theirs.is_empty()).then(|| min_median(theirs));
-                rows[i].sizes.push((n, min, med, anchor));
+                rows[i].sizes.push((n, min, med, anchor, load_now()));
             }
         }
-        for r in &rows {
+        for r in rows.iter().filter(|r| !r.sizes.is_empty()) {
             r.print();
         }
+        all.extend(rows);
     }
     // Frames: dense PVP movies of small frames.
     let frame_counts: Vec<usize> = [1_000, 10_000, 100_000, 300_000]
@@ -292,6 +376,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         sizes: Vec::new(),
     })
     .collect();
+    let frame_counts = if rows.iter().any(|r| selected(&r.label)) {
+        frame_counts
+    } else {
+        Vec::new()
+    };
     for &frames in &frame_counts {
         let src = dir.path().join(format!("movie{frames}.pvp"));
         let v: Vec<f32> = (0..frames * 64).map(|i| (i % 97) as f32).collect();
@@ -301,6 +390,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .into_iter()
             .enumerate()
         {
+            if !selected(&rows[i].label) {
+                continue;
+            }
             let out = dir.path().join(match target {
                 Some(Format::Npz) => "movie.npz",
                 _ => "movie.safetensors",
@@ -317,12 +409,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 }));
             }
             let (min, med) = min_median(ours);
-            rows[i].sizes.push((frames, min, med, None));
+            rows[i].sizes.push((frames, min, med, None, load_now()));
         }
     }
-    for r in &rows {
+    for r in rows.iter().filter(|r| !r.sizes.is_empty()) {
         r.print();
     }
+    all.extend(rows);
     println!("load average after: {}", load_average());
+    verdict(&all);
     Ok(())
 }

@@ -1,25 +1,13 @@
 //! `Tensor::to_order` / `Tensor::permute` beside a plain copy of the same bytes, for the
-//! shapes the formats and spaces use (best of N, GB/s, % of the copy).
+//! shapes the formats and spaces use (min / median of N alternated runs of the copy and
+//! the operation, GB/s, % of the copy).
 //!
 //! `cargo run --release -p tensorfmt-benches --bin reorder -- [REPS]`
 
 use std::hint::black_box;
-use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use tensorfmt_core::{DType, Order, Tensor};
-
-fn best<T>(reps: usize, mut f: impl FnMut() -> T) -> Duration {
-    black_box(f());
-    (0..reps)
-        .map(|_| {
-            let t0 = Instant::now();
-            black_box(f());
-            t0.elapsed()
-        })
-        .min()
-        .unwrap_or_default()
-}
 
 fn tensor(dims: &[usize], order: Order, shift: usize) -> Tensor {
     let n: usize = dims.iter().product();
@@ -100,23 +88,37 @@ fn main() {
             Some(vec![3, 0, 1, 2]),
         ),
     ];
+    println!("min / median of {reps} alternated runs\n");
     println!("| operation | MiB | copy GB/s | reorder GB/s | % of copy |");
     println!("|---|---|---|---|---|");
     for (label, dims, order, shift, axes) in cases {
         let t = tensor(&dims, order, shift);
         let bytes = t.bytes().len();
-        let copy = best(reps, || t.bytes().to_vec());
-        let op = best(reps, || match &axes {
-            Some(a) => t.permute(a).unwrap(),
-            None => t.to_order(Order::RowMajor).unwrap(),
-        });
-        let gbs = |d: Duration| bytes as f64 / 1e9 / d.as_secs_f64();
+        let t2 = tensorfmt_benches::alternate(
+            reps,
+            &mut [
+                &mut || {
+                    black_box(t.bytes().to_vec());
+                },
+                &mut || {
+                    black_box(match &axes {
+                        Some(a) => t.permute(a).unwrap(),
+                        None => t.to_order(Order::RowMajor).unwrap(),
+                    });
+                },
+            ],
+        );
+        let (copy, op) = (t2[0], t2[1]);
+        let gbs = |d: f64| bytes as f64 / 1e9 / d;
         println!(
-            "| {label} | {} | {:.2} | {:.2} | {:.0} % |",
+            "| {label} | {} | {:.2} / {:.2} | {:.2} / {:.2} | {:.0} / {:.0} % |",
             bytes >> 20,
-            gbs(copy),
-            gbs(op),
-            100.0 * copy.as_secs_f64() / op.as_secs_f64()
+            gbs(copy.0),
+            gbs(copy.1),
+            gbs(op.0),
+            gbs(op.1),
+            100.0 * copy.0 / op.0,
+            100.0 * copy.1 / op.1
         );
     }
 }

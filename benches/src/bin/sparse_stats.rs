@@ -10,22 +10,10 @@
 //! movie with a copy of itself (two files, every entry walked). The last row times the
 //! old way, a dense pass over the frames, on the first 5 frames only.
 
+use std::hint::black_box;
 use std::io::BufWriter;
-use std::time::Instant;
 
 use tensorfmt_pvp::write::SparseWriter;
-
-fn best<T>(repeat: usize, mut f: impl FnMut() -> T) -> (f64, T) {
-    let mut out = None;
-    let mut best = f64::INFINITY;
-    for _ in 0..repeat {
-        let t = Instant::now();
-        let v = f();
-        best = best.min(t.elapsed().as_secs_f64());
-        out = Some(v);
-    }
-    (best, out.expect("repeat >= 1"))
-}
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let repeat: usize = std::env::args()
@@ -63,30 +51,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let bytes = std::fs::metadata(&path)?.len();
     let doc = tensorfmt::Document::open(&path)?;
     let entry = doc.entry("values")?;
-    let (ours, stats) = best(repeat, || entry.stats());
-    let stats = stats?;
+    let stats = entry.stats()?;
     let map = tensorfmt_core::io::map_file(&path)?;
-    let (floor, sum) = best(repeat, || {
-        map.iter().fold(0u64, |a, &b| a.wrapping_add(b as u64))
-    });
-    std::hint::black_box(sum);
-    println!(
-        "sparse PVP {frames} frames x {neurons} neurons, {} entries, file {:.1} MiB; best of {repeat}",
-        stats.nonzero,
-        bytes as f64 / (1 << 20) as f64
-    );
-    println!("| path | ms | ratio to one pass over the bytes |");
-    println!("|---|---|---|");
-    println!(
-        "| one pass over the file's bytes (floor) | {:.2} | 1.00 |",
-        floor * 1e3
-    );
-    println!(
-        "| `stats` from the entries (count {}) | {:.2} | {:.2} |",
-        stats.count,
-        ours * 1e3,
-        ours / floor
-    );
     let copy = dir.path().join("copy.pvp");
     std::fs::copy(&path, &copy)?;
     let (a, b) = (
@@ -94,17 +60,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         tensorfmt::Document::open(&copy)?,
     );
     let options = tensorfmt::diff::DiffOptions::default();
-    let (diff, report) = best(repeat, || {
-        tensorfmt::diff::compare_tensor(&a, &b, "values", &options)
-    });
-    let report = report?;
+    let report = tensorfmt::diff::compare_tensor(&a, &b, "values", &options)?;
     assert!(report.equal && report.mismatched == 0);
-    println!(
-        "| `diff` against a copy, from the entries of both (count {}) | {:.2} | {:.2} (two files) |",
-        report.count,
-        diff * 1e3,
-        diff / floor
-    );
     let small = tensorfmt::open(
         &path,
         &tensorfmt::ReadOptions {
@@ -112,17 +69,58 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             ..Default::default()
         },
     )?;
-    let (dense5, _) = best(repeat.min(2), || -> tensorfmt::Result<f64> {
-        let mut s = 0.0;
-        for c in small.read_chunks("values")? {
-            s += c?.stats().sum;
-        }
-        Ok(s)
-    });
+    // The floor, our two paths and the old densifying pass, alternated.
+    let t = tensorfmt_benches::alternate(
+        repeat,
+        &mut [
+            &mut || {
+                black_box(map.iter().fold(0u64, |a, &b| a.wrapping_add(b as u64)));
+            },
+            &mut || {
+                black_box(entry.stats().unwrap());
+            },
+            &mut || {
+                black_box(tensorfmt::diff::compare_tensor(&a, &b, "values", &options).unwrap());
+            },
+            &mut || {
+                let mut s = 0.0;
+                for c in small.read_chunks("values").unwrap() {
+                    s += c.unwrap().stats().sum;
+                }
+                black_box(s);
+            },
+        ],
+    );
+    let (floor, ours, diff, dense5) = (t[0], t[1], t[2], t[3]);
     println!(
-        "| densified pass, first 5 frames only (old way) | {:.2} | {:.2} (x{} for all frames) |",
-        dense5 * 1e3,
-        dense5 / floor,
+        "sparse PVP {frames} frames x {neurons} neurons, {} entries, file {:.1} MiB; min / median of {repeat} alternated runs",
+        stats.nonzero,
+        bytes as f64 / (1 << 20) as f64
+    );
+    let ms = |t: (f64, f64)| format!("{:.2} / {:.2}", t.0 * 1e3, t.1 * 1e3);
+    let ratio = |t: (f64, f64)| format!("{:.2} / {:.2}", t.0 / floor.0, t.1 / floor.1);
+    println!("| path | ms | ratio to one pass over the bytes |");
+    println!("|---|---|---|");
+    println!(
+        "| one pass over the file's bytes (floor) | {} | 1.00 |",
+        ms(floor)
+    );
+    println!(
+        "| `stats` from the entries (count {}) | {} | {} |",
+        stats.count,
+        ms(ours),
+        ratio(ours)
+    );
+    println!(
+        "| `diff` against a copy, from the entries of both (count {}) | {} | {} (two files) |",
+        report.count,
+        ms(diff),
+        ratio(diff)
+    );
+    println!(
+        "| densified pass, first 5 frames only (old way) | {} | {} (x{} for all frames) |",
+        ms(dense5),
+        ratio(dense5),
         frames / 5
     );
     Ok(())

@@ -1,7 +1,8 @@
 //! One-run throughput summary for every format, printed as a markdown table.
 //!
-//! For each format a file of about 64 MiB of f32 payload is made, then, best of N
-//! repetitions each:
+//! For each format, N rounds (min and median over the rounds are printed): each round
+//! makes a file of about 64 MiB of f32 payload, then runs each of the following once
+//! after a warm-up, one after another, so every path and its baseline alternate:
 //! * `memcpy`: the payload copied into a reused, pre-faulted buffer (the zero-copy
 //!   baseline), and `fresh Vec`: each tensor's bytes copied into a new allocation of
 //!   its size (the owned baseline: large fresh buffers pay page faults, buffers the
@@ -327,7 +328,7 @@ fn main() -> Res<()> {
     let gbs = |bytes: usize, d: Duration| bytes as f64 / 1e9 / d.as_secs_f64();
     let pct = |base: Duration, d: Duration| 100.0 * base.as_secs_f64() / d.as_secs_f64();
     println!(
-        "best of {reps} after one warm-up; GB/s of f32 payload; % = baseline time / path time\n"
+        "min / median of {reps} rounds (each path and its baselines once per round, after a warm-up); GB/s of f32 payload; % = baseline time / path time\n"
     );
     println!("| format | MiB | memcpy GB/s | fresh Vec GB/s | zero-copy read GB/s (% memcpy) | owned read GB/s (% fresh Vec) | write GB/s (% memcpy, % fs::write) |");
     println!("|---|---|---|---|---|---|---|");
@@ -344,37 +345,55 @@ fn main() -> Res<()> {
         if only.as_ref().is_some_and(|o| *o != format.to_string()) {
             continue;
         }
-        let r = measure(format, dir.path(), reps)?;
+        let rounds: Vec<Row> = (0..reps)
+            .map(|_| measure(format, dir.path(), 1))
+            .collect::<Res<_>>()?;
+        let r = &rounds[0];
         let p = r.payload;
+        // Min and median over the rounds of one column.
+        let mm = |f: &dyn Fn(&Row) -> Duration| -> [Duration; 2] {
+            let mut v: Vec<Duration> = rounds.iter().map(f).collect();
+            v.sort();
+            [v[0], v[v.len() / 2]]
+        };
+        let (memcpy, fresh, zero_copy) =
+            (mm(&|r| r.memcpy), mm(&|r| r.fresh), mm(&|r| r.zero_copy));
+        let (owned, write, fs_write) = (mm(&|r| r.owned), mm(&|r| r.write), mm(&|r| r.fs_write));
+        // "min / median" of a throughput, and of a percentage against a baseline.
+        let g = |d: [Duration; 2]| format!("{:.2} / {:.2}", gbs(p, d[0]), gbs(p, d[1]));
+        let c = |base: [Duration; 2], d: [Duration; 2]| {
+            format!("{:.0} / {:.0} %", pct(base[0], d[0]), pct(base[1], d[1]))
+        };
         let zc = format!(
-            "{:.2} ({:.0} %){}",
-            gbs(p, r.zero_copy),
-            pct(r.memcpy, r.zero_copy),
+            "{} ({}){}",
+            g(zero_copy),
+            c(memcpy, zero_copy),
             if r.zero_copy_note.is_empty() {
                 String::new()
             } else {
                 format!(" [{}]", r.zero_copy_note)
             }
         );
-        if let Some((d, what)) = r.native {
+        if let Some((_, what)) = r.native {
+            let native = mm(&|r| r.native.map(|n| n.0).unwrap_or_default());
             notes.push(format!(
-                "* {}: {what}: {:.2} GB/s ({:.0} % of memcpy)",
+                "* {}: {what}: {} GB/s ({} of memcpy)",
                 r.name,
-                gbs(p, d),
-                pct(r.memcpy, d)
+                g(native),
+                c(memcpy, native)
             ));
         }
         println!(
-            "| {} | {} | {:.2} | {:.2} | {zc} | {:.2} ({:.0} %) | {:.2} ({:.0} %, {:.0} %) |",
+            "| {} | {} | {} | {} | {zc} | {} ({}) | {} ({}, {}) |",
             r.name,
             p / MIB,
-            gbs(p, r.memcpy),
-            gbs(p, r.fresh),
-            gbs(p, r.owned),
-            pct(r.fresh, r.owned),
-            gbs(p, r.write),
-            pct(r.memcpy, r.write),
-            pct(r.fs_write, r.write),
+            g(memcpy),
+            g(fresh),
+            g(owned),
+            c(fresh, owned),
+            g(write),
+            c(memcpy, write),
+            c(fs_write, write),
         );
     }
     println!();

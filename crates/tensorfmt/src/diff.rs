@@ -642,6 +642,9 @@ struct Side<'a> {
     /// Elements yielded so far, over all pieces.
     seen: u64,
     label: &'static str,
+    /// Compared pieces' pages, handed back in batches (one `madvise` per small frame
+    /// cost more than the comparison).
+    released: tensorfmt_core::io::PageReleaser,
 }
 
 impl<'a> Side<'a> {
@@ -653,6 +656,7 @@ impl<'a> Side<'a> {
             pos: 0,
             seen: 0,
             label,
+            released: tensorfmt_core::io::PageReleaser::new(),
         })
     }
 
@@ -684,7 +688,7 @@ impl<'a> Side<'a> {
                     // Pieces are widened window by window (below); a piece that is a
                     // slice of a mapped input gives its pages back once compared.
                     if let Some((done, _)) = self.piece.take() {
-                        tensorfmt_core::io::release_pages(done.bytes());
+                        self.released.release(done.bytes());
                     }
                     let t = if chunk.order() == Order::RowMajor || chunk.shape().rank() < 2 {
                         chunk

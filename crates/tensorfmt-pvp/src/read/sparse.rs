@@ -121,8 +121,9 @@ impl SparseReader {
                 "sparse table: offsets and counts differ in length".into(),
             ));
         }
+        let mut released = tensorfmt_core::io::PageReleaser::new();
         for (k, (&off, &n)) in table.offsets.iter().zip(&table.counts).enumerate() {
-            let stored = r.count_at(off, k)?;
+            let stored = r.count_at(off, k, &mut released)?;
             if off != expect || stored != n {
                 return Err(PvpError::Invalid(format!(
                     "sparse table does not match the file at frame {k}"
@@ -157,7 +158,12 @@ impl SparseReader {
             .unwrap_or_default()
     }
 
-    fn count_at(&self, off: u64, frame: usize) -> Result<u32> {
+    fn count_at(
+        &self,
+        off: u64,
+        frame: usize,
+        released: &mut tensorfmt_core::io::PageReleaser,
+    ) -> Result<u32> {
         let size = self.data.len() as u64;
         if off.checked_add(12).is_none_or(|e| e > size) {
             return Err(PvpError::Truncated {
@@ -170,7 +176,7 @@ impl SparseReader {
         let n = i32_at(&self.data, off as usize + 8);
         // A scattered small field: its pages are not kept resident (entries that are
         // decoded later fault in again).
-        super::release_field(&self.data, off as usize, 12);
+        super::release_field(&self.data, off as usize, 12, released);
         if n < 0 {
             return Err(PvpError::NegativeCount {
                 offset: off + 8,
@@ -227,6 +233,7 @@ impl SparseReader {
         let es = self.layout.entry_bytes as u64;
         let mut t = SparseTable::default();
         let mut off = HEADER_SIZE as u64;
+        let mut released = tensorfmt_core::io::PageReleaser::new();
         while off < size {
             let frame = t.offsets.len();
             if frame as u64 >= self.opts.limits.max_items {
@@ -236,7 +243,7 @@ impl SparseReader {
                     limit: self.opts.limits.max_items,
                 });
             }
-            let counted = self.count_at(off, frame).and_then(|n| {
+            let counted = self.count_at(off, frame, &mut released).and_then(|n| {
                 if n as u64 > self.opts.limits.max_items {
                     return Err(PvpError::LimitExceeded {
                         what: "active entries in one frame",

@@ -171,11 +171,12 @@ impl WeightReader {
     /// Times of frames `range` (each frame's own header, checked as by
     /// [`WeightReader::frame_header`]), read without keeping the frames' pages resident.
     pub fn times(&self, range: std::ops::Range<usize>) -> Result<Vec<f64>> {
+        let mut released = tensorfmt_core::io::PageReleaser::new();
         range
             .map(|k| {
                 let time = self.frame_header(k)?.base.time;
                 let off = k as u64 * self.layout.frame_bytes;
-                super::release_field(&self.data, off as usize, 104);
+                super::release_field(&self.data, off as usize, 104, &mut released);
                 Ok(time)
             })
             .collect()

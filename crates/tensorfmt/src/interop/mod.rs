@@ -20,6 +20,7 @@ mod hardening;
 
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
+use tensorfmt_core::io::PageReleaser;
 
 use tensorfmt_core::{
     Chunks, DType, Error, FieldValue, Order, Result, Tensor, TensorFile, TensorInfo, WriteOptions,
@@ -135,6 +136,9 @@ impl TensorFile for MemoryFile {
 
 /// Target size of one streamed piece.
 const CHUNK_BYTES: usize = 16 << 20;
+
+/// Bytes of pieces the decoding thread of [`write_chunks`] hands over at once.
+const BATCH_BYTES: usize = 1 << 20;
 
 /// Splits a row-major tensor into zero-copy pieces of about [`CHUNK_BYTES`] along axis 0.
 pub(crate) fn row_chunks<'a>(t: Tensor) -> Result<Chunks<'a>> {
@@ -255,7 +259,14 @@ pub(crate) fn in_memory_options(options: &WriteOptions) -> std::borrow::Cow<'_, 
 pub(crate) const THREADS_KEY: &str = "threads";
 
 /// One piece as the writer stores it: checked against the listing, row-major, `dtype`.
-fn prepare(chunk: Result<Tensor>, info: &TensorInfo, dtype: DType) -> Result<Tensor> {
+/// A source piece that was converted into a fresh buffer hands its mapped pages to
+/// `released`.
+fn prepare(
+    chunk: Result<Tensor>,
+    info: &TensorInfo,
+    dtype: DType,
+    released: &mut PageReleaser,
+) -> Result<Tensor> {
     let chunk = chunk?;
     if chunk.dtype() != info.dtype {
         return Err(Error::Invalid(format!(
@@ -268,7 +279,7 @@ fn prepare(chunk: Result<Tensor>, info: &TensorInfo, dtype: DType) -> Result<Ten
     let piece = chunk.to_order(Order::RowMajor)?.cast(dtype)?;
     if piece.bytes().as_ptr() != chunk.bytes().as_ptr() {
         // Converted into a fresh buffer: the source's mapped pages are done with.
-        tensorfmt_core::io::release_pages(chunk.bytes());
+        released.release(chunk.bytes());
     }
     Ok(piece)
 }
@@ -292,6 +303,7 @@ fn put(
     written: &mut usize,
     expected: usize,
     info: &TensorInfo,
+    released: &mut PageReleaser,
 ) -> Result<()> {
     let bytes = piece.bytes();
     *written = written
@@ -305,8 +317,9 @@ fn put(
         })?;
     w.write_all(bytes)?;
     // The piece is written: give its pages back if it is a slice of a mapped input, so
-    // a streamed conversion's resident set stays at a few pieces (see `release_pages`).
-    tensorfmt_core::io::release_pages(bytes);
+    // a streamed conversion's resident set stays at a few pieces (see `release_pages`;
+    // small pieces are handed back in batches of `PageReleaser::BATCH` bytes).
+    released.release(bytes);
     Ok(())
 }
 
@@ -315,8 +328,9 @@ fn put(
 ///
 /// With `threads > 1` this is a two-stage pipeline: a scoped thread decodes the next
 /// piece (`read_chunks`, [`Tensor::to_order`], [`Tensor::cast`]) while this thread
-/// writes the previous one. The channel holds one piece, so at most about three pieces
-/// are alive at once (one being decoded, one queued, one being written). The chunk
+/// writes the previous one. Pieces cross in batches of [`BATCH_BYTES`] (one piece when
+/// larger) and the channel holds one batch, so at most about three batches are alive
+/// at once (one being decoded, one queued, one being written). The chunk
 /// iterator is created inside the decoding thread (it need not be `Send`). A decoding
 /// error ends the stream and is returned; a write error stops the decoder (its next
 /// send fails); a panic in the decoder becomes an error. The bytes written are the same
@@ -330,19 +344,26 @@ pub(crate) fn write_chunks(
 ) -> Result<()> {
     let expected = info.shape.byte_len(dtype.size())?;
     let mut written = 0usize;
+    let mut released = PageReleaser::new();
     if threads <= 1 {
+        let mut source_released = PageReleaser::new();
         for chunk in file.read_chunks(&info.name)? {
             put(
                 w,
-                &prepare(chunk, info, dtype)?,
+                &prepare(chunk, info, dtype, &mut source_released)?,
                 &mut written,
                 expected,
                 info,
+                &mut released,
             )?;
         }
     } else {
         std::thread::scope(|s| -> Result<()> {
-            let (tx, rx) = std::sync::mpsc::sync_channel::<Result<Tensor>>(1);
+            // Pieces cross the channel in batches of at least `BATCH_BYTES` (or one
+            // piece, if larger): one hand-over per small piece (a movie of 100 000
+            // frames of 256 bytes) cost two thread wake-ups per frame, more than the
+            // frame's copy (issue 27).
+            let (tx, rx) = std::sync::mpsc::sync_channel::<Result<Vec<Tensor>>>(1);
             let decoder = s.spawn(move || {
                 let chunks = match file.read_chunks(&info.name) {
                     Ok(c) => c,
@@ -351,19 +372,49 @@ pub(crate) fn write_chunks(
                         return;
                     }
                 };
+                let mut source_released = PageReleaser::new();
+                let mut batch = Vec::new();
+                let mut bytes = 0usize;
                 for chunk in chunks {
-                    let piece = prepare(chunk, info, dtype).inspect(prefault);
-                    let failed = piece.is_err();
-                    if tx.send(piece).is_err() || failed {
-                        return;
+                    match prepare(chunk, info, dtype, &mut source_released) {
+                        Ok(piece) => {
+                            prefault(&piece);
+                            bytes += piece.bytes().len();
+                            batch.push(piece);
+                            if bytes >= BATCH_BYTES {
+                                bytes = 0;
+                                if tx.send(Ok(std::mem::take(&mut batch))).is_err() {
+                                    return;
+                                }
+                            }
+                        }
+                        Err(e) => {
+                            if !batch.is_empty() && tx.send(Ok(batch)).is_err() {
+                                return;
+                            }
+                            let _ = tx.send(Err(e));
+                            return;
+                        }
                     }
+                }
+                if !batch.is_empty() {
+                    let _ = tx.send(Ok(batch));
                 }
             });
             let mut result = Ok(());
-            for piece in rx.iter() {
-                if let Err(e) = piece.and_then(|p| put(w, &p, &mut written, expected, info)) {
-                    result = Err(e);
-                    break;
+            'batches: for batch in rx.iter() {
+                let pieces = match batch {
+                    Ok(p) => p,
+                    Err(e) => {
+                        result = Err(e);
+                        break;
+                    }
+                };
+                for p in &pieces {
+                    if let Err(e) = put(w, p, &mut written, expected, info, &mut released) {
+                        result = Err(e);
+                        break 'batches;
+                    }
                 }
             }
             // Unblocks a decoder waiting to send after a write error.
