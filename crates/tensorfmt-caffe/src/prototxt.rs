@@ -116,17 +116,17 @@ impl Schema {
             path: shown.clone(),
             reason,
         };
-        let len = std::fs::metadata(path)
-            .map_err(|e| err(format!("cannot read: {e}")))?
-            .len();
         let cap = MAX_SCHEMA_BYTES.min(limits.max_alloc / 64);
-        if len > cap {
-            return Err(err(format!(
-                "{len} bytes exceeds the schema size limit of {cap} bytes"
-            )));
-        }
-        let bytes = std::fs::read(path).map_err(|e| err(format!("cannot read: {e}")))?;
-        let text = String::from_utf8(bytes).map_err(|_| err("not UTF-8 text".into()))?;
+        // A regular file only (a FIFO is refused, not waited on), read up to the cap.
+        let bytes = tensorfmt_core::io::read_file_capped(path, cap, "schema bytes").map_err(
+            |e| match e {
+                tensorfmt_core::Error::LimitExceeded { value, .. } => err(format!(
+                    "{value} bytes exceeds the schema size limit of {cap} bytes"
+                )),
+                e => err(format!("cannot read: {e}")),
+            },
+        )?;
+        let text = String::from_utf8(bytes.to_vec()).map_err(|_| err("not UTF-8 text".into()))?;
         Schema::compile_source(&shown, &text)
     }
 

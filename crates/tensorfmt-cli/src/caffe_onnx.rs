@@ -8,7 +8,8 @@ use serde_json::json;
 use tensorfmt::ReadOptions;
 use tensorfmt_lower::{convert_files, LowerError, LowerOptions, Sources};
 
-use crate::commands::{emit, emit_json};
+use crate::commands::{check_output, emit, emit_json};
+use crate::text;
 use crate::Failure;
 
 /// The options of a Caffe → ONNX conversion (given with `--prototxt`).
@@ -58,7 +59,8 @@ fn parse_input_shape(s: &str) -> Result<(String, Vec<usize>), String> {
     Ok((name.to_string(), dims))
 }
 
-fn shape_text(v: &tensorfmt::onnx::proto::ValueInfoProto) -> String {
+/// `name[d,d,...]`; for a terminal (`shown`), the name escaped and bounded.
+fn shape_text(v: &tensorfmt::onnx::proto::ValueInfoProto, shown: bool) -> String {
     use tensorfmt::onnx::proto::{tensor_shape_proto::dimension::Value, type_proto};
     let dims: Vec<String> = match v.r#type.as_ref().and_then(|t| t.value.as_ref()) {
         Some(type_proto::Value::TensorType(t)) => t
@@ -73,7 +75,12 @@ fn shape_text(v: &tensorfmt::onnx::proto::ValueInfoProto) -> String {
             .collect(),
         _ => Vec::new(),
     };
-    format!("{}[{}]", v.name, dims.join(","))
+    let name = if shown {
+        text::name(&v.name)
+    } else {
+        v.name.clone()
+    };
+    format!("{name}[{}]", dims.join(","))
 }
 
 /// Runs the conversion: `paths` is `[MODEL.caffemodel, OUT.onnx]`.
@@ -105,12 +112,15 @@ pub fn convert(
             out.display()
         )));
     }
-    if out.exists() && !force {
-        return Err(Failure::Usage(format!(
-            "{} exists; use --force to overwrite it",
-            out.display()
-        )));
+    // No input is ever the output (same file by device and inode, whatever the path
+    // says); an existing output, a dangling link included, needs --force.
+    for input in [Some(prototxt.as_path()), net.fork_proto.as_deref()]
+        .into_iter()
+        .flatten()
+    {
+        check_output(input, out, true)?;
     }
+    check_output(model, out, force)?;
     let opts = LowerOptions {
         input_shapes: net.input_shapes.clone(),
         outputs: net.outputs.clone(),
@@ -130,7 +140,7 @@ pub fn convert(
         e => Failure::Input(format!("{}: {e}", prototxt.display())),
     })?;
     let g = lowered.model.graph.clone().unwrap_or_default();
-    let outd = out.display().to_string();
+    let outd = text::path(out);
     let stopped: Vec<String> = lowered
         .stopped
         .iter()
@@ -140,20 +150,24 @@ pub fn convert(
         emit_json(&json!({
             "input": model.display().to_string(),
             "prototxt": prototxt.display().to_string(),
-            "output": outd,
+            "output": out.display().to_string(),
             "format": "onnx",
             "opset": tensorfmt::onnx::OPSET,
             "nodes": g.node.len(),
             "initializers": g.initializer.len(),
-            "inputs": g.input.iter().map(shape_text).collect::<Vec<_>>(),
-            "outputs": g.output.iter().map(shape_text).collect::<Vec<_>>(),
+            "inputs": g.input.iter().map(|v| shape_text(v, false)).collect::<Vec<_>>(),
+            "outputs": g.output.iter().map(|v| shape_text(v, false)).collect::<Vec<_>>(),
             "stopped_before": stopped,
             "warnings": lowered.warnings,
         }));
         return Ok(());
     }
     for w in &lowered.warnings {
-        eprintln!("tensorfmt: warning: {outd}: {w}");
+        eprintln!(
+            "tensorfmt: warning: {}: {}",
+            text::path(out),
+            text::message(w)
+        );
     }
     if !quiet {
         let mut text = format!(
@@ -161,13 +175,13 @@ pub fn convert(
             tensorfmt::onnx::OPSET,
             g.node.len(),
             g.initializer.len(),
-            g.input.iter().map(shape_text).collect::<Vec<_>>().join(" "),
-            g.output.iter().map(shape_text).collect::<Vec<_>>().join(" "),
+            g.input.iter().map(|v| shape_text(v, true)).collect::<Vec<_>>().join(" "),
+            g.output.iter().map(|v| shape_text(v, true)).collect::<Vec<_>>().join(" "),
         );
         if !stopped.is_empty() {
             text.push_str(&format!(
                 "{outd}: the graph stops before {} (not lowered); its inputs are the outputs above\n",
-                stopped.join(", ")
+                text::message(&stopped.join(", "))
             ));
         }
         emit(&text);

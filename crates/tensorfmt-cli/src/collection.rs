@@ -424,7 +424,7 @@ pub fn convert_many(
                     "{} -> {}: {}",
                     text::path(&input.path),
                     text::path(&output),
-                    text::esc(&c.report.summary())
+                    text::message(&c.report.summary())
                 )
             }
             Err(e) => {
@@ -432,7 +432,11 @@ pub fn convert_many(
                 let msg = e.message();
                 line["status"] = json!("failed");
                 line["error"] = json!(msg);
-                format!("{}: error: {}", text::path(&input.path), text::esc(&msg))
+                format!(
+                    "{}: error: {}",
+                    text::path(&input.path),
+                    text::message(&msg)
+                )
             }
         };
         (text, line)

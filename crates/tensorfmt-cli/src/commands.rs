@@ -247,30 +247,13 @@ fn inspect_json_text(
 /// end) before anything opens it; symbolic links are followed. A missing file is left
 /// to the opener, whose error names it.
 pub(crate) fn regular_file(path: &Path) -> Result<(), tensorfmt::Error> {
-    use std::os::unix::fs::FileTypeExt;
     let Ok(meta) = std::fs::metadata(path) else {
         return Ok(());
     };
-    let t = meta.file_type();
-    let what = if t.is_file() {
-        return Ok(());
-    } else if t.is_dir() {
-        "a directory"
-    } else if t.is_fifo() {
-        "a FIFO"
-    } else if t.is_socket() {
-        "a socket"
-    } else if t.is_block_device() {
-        "a block device"
-    } else if t.is_char_device() {
-        "a character device"
-    } else {
-        "a special file"
-    };
-    Err(tensorfmt::Error::Invalid(format!(
-        "{}: not a regular file ({what}); nothing was read",
-        path.display()
-    )))
+    match tensorfmt::io::not_regular(path, &meta.file_type()) {
+        None => Ok(()),
+        Some(e) => Err(e),
+    }
 }
 
 /// `tensorfmt::open` (or `open_as`) of an input that must be a regular file.
@@ -409,7 +392,7 @@ pub fn inspect(
     if !warnings.is_empty() {
         let _ = writeln!(out, "warnings:");
         for w in &warnings {
-            let _ = writeln!(out, "  - {}", text::esc(w));
+            let _ = writeln!(out, "  - {}", text::message(w));
         }
     }
     emit(&out);
@@ -456,7 +439,11 @@ pub fn convert(a: ConvertArgs) -> Result<(), Failure> {
     let (target, names, report, total) = (c.target, c.names, c.report, c.bytes);
     if !a.json {
         for w in &report.warnings {
-            eprintln!("tensorfmt: warning: {}: {}", text::esc(&out), text::esc(w));
+            eprintln!(
+                "tensorfmt: warning: {}: {}",
+                text::esc(&out),
+                text::message(w)
+            );
         }
     }
     if a.json {
@@ -480,7 +467,7 @@ pub fn convert(a: ConvertArgs) -> Result<(), Failure> {
         sayln!(
             "{}: {} as {}{}",
             text::esc(&out),
-            text::esc(&report.summary()),
+            text::message(&report.summary()),
             target.format,
             text::esc(&format!("{kind}{held}"))
         );
@@ -575,7 +562,7 @@ pub fn convert_file(a: &ConvertArgs, show_progress: bool) -> Result<Converted, F
                     eprintln!(
                         "tensorfmt: note: {} gets tensor {}, the first of {}; choose another with --tensor",
                         text::esc(&out),
-                        text::esc(&format!("{first:?}")),
+                        text::name(&format!("{first:?}")),
                         all.len()
                     );
                 }
@@ -700,10 +687,14 @@ pub fn validate(
                     sayln!("{}: ok", text::path(f));
                 }
                 for w in warnings {
-                    eprintln!("{}: warning: {}", text::path(f), text::esc(&w));
+                    eprintln!("{}: warning: {}", text::path(f), text::message(&w));
                 }
             }
-            Err(e) => sayln!("{}: error: {}", text::path(f), text::esc(&e.to_string())),
+            Err(e) => sayln!(
+                "{}: error: {}",
+                text::path(f),
+                text::message(&e.to_string())
+            ),
         });
     });
     bar.finish_and_clear();

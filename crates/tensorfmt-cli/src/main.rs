@@ -412,11 +412,11 @@ fn report(result: Result<(), Failure>) -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure::Reported) => ExitCode::from(1),
         Err(Failure::Input(msg)) => {
-            eprintln!("tensorfmt: error: {}", text::esc(&msg));
+            eprintln!("tensorfmt: error: {}", text::message(&msg));
             ExitCode::from(1)
         }
         Err(Failure::Usage(msg)) => {
-            eprintln!("tensorfmt: error: {}", text::esc(&msg));
+            eprintln!("tensorfmt: error: {}", text::message(&msg));
             ExitCode::from(2)
         }
     }
@@ -454,7 +454,7 @@ fn main() -> ExitCode {
                             eprintln!(
                                 "tensorfmt: error: {}: {}",
                                 text::path(&i.path),
-                                text::esc(&e.message())
+                                text::message(&e.message())
                             );
                             result = Err(Failure::Reported);
                         }
@@ -555,7 +555,7 @@ fn main() -> ExitCode {
                 Ok(true) => ExitCode::SUCCESS,
                 Ok(false) => ExitCode::from(1),
                 Err(Failure::Input(msg) | Failure::Usage(msg)) => {
-                    eprintln!("tensorfmt: error: {}", text::esc(&msg));
+                    eprintln!("tensorfmt: error: {}", text::message(&msg));
                     ExitCode::from(2)
                 }
                 Err(Failure::Reported) => ExitCode::from(2),

@@ -54,6 +54,25 @@ pub fn name(s: &str) -> String {
     format!("{head}... ({} bytes)", s.len())
 }
 
+/// Longest message (error, warning, note; in characters after escaping) printed whole.
+pub const MESSAGE_MAX: usize = 2000;
+
+/// A message for a terminal: escaped, and cut to [`MESSAGE_MAX`] characters with a note
+/// of what was left out (a warning listing 300,000 unused layers, a 70 kB name inside an
+/// error). `--json` carries messages whole.
+pub fn message(s: &str) -> String {
+    let e = esc(s);
+    let n = e.chars().count();
+    if n <= MESSAGE_MAX {
+        return e.into_owned();
+    }
+    let head: String = e.chars().take(MESSAGE_MAX - 60).collect();
+    format!(
+        "{head}... ({} more characters; --json shows the whole message)",
+        n - (MESSAGE_MAX - 60)
+    )
+}
+
 /// `s` followed by spaces up to `width` characters (nothing added when it is longer).
 /// Unlike `{:width$}`, any width is fine.
 pub fn pad(s: &str, width: usize) -> String {
@@ -67,6 +86,18 @@ pub fn pad(s: &str, width: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn messages_are_escaped_and_bounded() {
+        assert_eq!(message("a\nb"), "a\\nb");
+        let long = format!("unused layers: {}", "x, ".repeat(100_000));
+        let m = message(&long);
+        assert!(m.chars().count() <= MESSAGE_MAX + 80, "{}", m.len());
+        assert!(
+            m.ends_with("more characters; --json shows the whole message)"),
+            "{m}"
+        );
+    }
 
     #[test]
     fn escapes_controls_only() {

@@ -73,3 +73,93 @@ fn caffe_nets_convert_to_onnx_from_the_command_line() {
     assert_eq!(code, 0);
     assert!(text.contains("conv1/weight"), "{text}");
 }
+
+/// The Caffe → ONNX path keeps the promises of every other conversion: a FIFO given as
+/// the caffemodel, the prototxt or a fork schema is refused at once (it used to hang),
+/// no input is ever the output (compared by identity, not by path text), an existing
+/// output (a dangling link included) needs --force, and names from the files are
+/// escaped in text output.
+#[test]
+fn caffe_to_onnx_refuses_special_files_and_never_overwrites_an_input() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let net = "input: 'data' input_shape { dim: 1 dim: 2 dim: 4 dim: 4 }\n\
+         layer { name: 'c' type: 'Convolution' bottom: 'data' top: 'c'\n\
+                 convolution_param { num_output: 2 kernel_size: 3 } }\n";
+    // The weights also hold a layer the net lacks, named with an escape sequence: the
+    // warning that names it must not reach the terminal raw.
+    let weights_net = d.join("weights.prototxt");
+    std::fs::write(
+        &weights_net,
+        format!(
+            "{net}layer {{ name: 'x\\033[31m' type: 'Convolution' bottom: 'data' top: 'x'\n\
+                 convolution_param {{ num_output: 1 kernel_size: 1 }} }}\n"
+        ),
+    )
+    .unwrap();
+    let prototxt = d.join("net.prototxt");
+    std::fs::write(&prototxt, net).unwrap();
+    let model = d.join("w.caffemodel");
+    tensorfmt_lower::write_random_weights(&weights_net, None, &model, 1, &[], &Default::default())
+        .unwrap();
+    let convert = |model: &std::path::Path,
+                   prototxt: &std::path::Path,
+                   out: &std::path::Path,
+                   extra: &[&str]| {
+        let mut a: Vec<std::ffi::OsString> = vec![
+            "convert".into(),
+            model.into(),
+            out.into(),
+            "--prototxt".into(),
+            prototxt.into(),
+        ];
+        a.extend(extra.iter().map(|s| s.into()));
+        tf(a)
+    };
+    let fifo = d.join("fifo.prototxt");
+    let c = std::ffi::CString::new(fifo.as_os_str().as_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let out = d.join("out.onnx");
+    let t = std::time::Instant::now();
+    for (m, p, extra) in [
+        (&model, &fifo, vec![]),
+        (&fifo, &prototxt, vec![]),
+        (&model, &prototxt, vec!["--proto", fifo.to_str().unwrap()]),
+    ] {
+        let (code, _, err) = convert(m, p, &out, &extra);
+        assert_eq!(code, 1, "{err}");
+        assert!(err.contains("not a regular file (a FIFO)"), "{err}");
+        assert!(!out.exists());
+    }
+    assert!(t.elapsed() < std::time::Duration::from_secs(30));
+    // The output is the prototxt or the caffemodel under another name: refused, even
+    // with --force, and the input is untouched.
+    let model_bytes = std::fs::read(&model).unwrap();
+    let link = d.join("link.onnx");
+    std::os::unix::fs::symlink(&model, &link).unwrap();
+    let (code, _, err) = convert(&model, &prototxt, &link, &["--force"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("an input is never overwritten"), "{err}");
+    assert_eq!(std::fs::read(&model).unwrap(), model_bytes);
+    let plink = d.join("p.onnx");
+    std::os::unix::fs::symlink(&prototxt, &plink).unwrap();
+    let (code, _, err) = convert(&model, &prototxt, &plink, &["--force"]);
+    assert_eq!(code, 2, "{err}");
+    // A dangling link at the output needs --force.
+    let dangling = d.join("dangling.onnx");
+    std::os::unix::fs::symlink(d.join("nowhere"), &dangling).unwrap();
+    let (code, _, err) = convert(&model, &prototxt, &dangling, &[]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("exists; use --force"), "{err}");
+    // Converted: no raw escape byte reaches the terminal.
+    let (code, text, err) = convert(&model, &prototxt, &out, &[]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        !text.contains('\u{1b}') && !err.contains('\u{1b}'),
+        "{text}{err}"
+    );
+    assert!(err.contains("x\\u{1b}[31m (Convolution)"), "{err}");
+    assert!(text.contains("outputs c[1,2,2,2]"), "{text}");
+}

@@ -44,7 +44,7 @@ use crate::{Error, Result};
 /// ```
 pub fn map_file(path: impl AsRef<Path>) -> Result<Bytes> {
     let path = path.as_ref();
-    let file = File::open(path).map_err(|e| Error::io(path, e))?;
+    let file = open_regular(path)?;
     let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
     if len == 0 {
         // Mapping an empty file fails on some platforms; there is nothing to share.
@@ -276,12 +276,116 @@ impl Drop for PageReleaser {
     }
 }
 
-/// Reads a whole file into memory (for inputs that cannot be mapped, e.g. pipes).
+/// Reads a whole regular file into memory (small inputs: prototxts, schemas).
+///
+/// ```
+/// let dir = tempfile::tempdir()?;
+/// let p = dir.path().join("a.txt");
+/// std::fs::write(&p, b"text")?;
+/// assert_eq!(&tensorfmt_core::io::read_file(&p)?[..], b"text");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn read_file(path: impl AsRef<Path>) -> Result<Bytes> {
+    use std::io::Read;
     let path = path.as_ref();
-    std::fs::read(path)
-        .map(Bytes::from)
-        .map_err(|e| Error::io(path, e))
+    let mut file = open_regular(path)?;
+    let mut buf = Vec::new();
+    file.read_to_end(&mut buf).map_err(|e| Error::io(path, e))?;
+    Ok(Bytes::from(buf))
+}
+
+/// [`read_file`] of a file that must hold at most `cap` bytes (a file that grows while
+/// it is read is cut at `cap + 1` and refused): no input makes it allocate more.
+///
+/// ```
+/// let dir = tempfile::tempdir()?;
+/// let p = dir.path().join("a.txt");
+/// std::fs::write(&p, b"0123456789")?;
+/// assert!(tensorfmt_core::io::read_file_capped(&p, 4, "prototxt bytes").is_err());
+/// assert_eq!(tensorfmt_core::io::read_file_capped(&p, 10, "prototxt bytes")?.len(), 10);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn read_file_capped(path: impl AsRef<Path>, cap: u64, what: &'static str) -> Result<Bytes> {
+    use std::io::Read;
+    let path = path.as_ref();
+    let file = open_regular(path)?;
+    let too_big = |value| Error::LimitExceeded {
+        what,
+        value,
+        limit: cap,
+    };
+    let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
+    if len > cap {
+        return Err(too_big(len));
+    }
+    let mut buf = Vec::with_capacity(len as usize);
+    file.take(cap.saturating_add(1))
+        .read_to_end(&mut buf)
+        .map_err(|e| Error::io(path, e))?;
+    if buf.len() as u64 > cap {
+        return Err(too_big(buf.len() as u64));
+    }
+    Ok(Bytes::from(buf))
+}
+
+/// Opens `path` for reading if it is a regular file (after following links), and
+/// refuses anything else with "not a regular file (a FIFO)" and the like. The open
+/// itself cannot block: it is non-blocking (`O_NONBLOCK`, which changes nothing for
+/// the reads of a regular file), so a FIFO with no writer is refused, not waited on.
+/// Every reader of a path goes through here (`map_file`, `read_file`).
+///
+/// ```
+/// let dir = tempfile::tempdir()?;
+/// let e = tensorfmt_core::io::open_regular(dir.path()).unwrap_err();
+/// assert!(e.to_string().contains("not a regular file (a directory)"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn open_regular(path: impl AsRef<Path>) -> Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = path.as_ref();
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| Error::io(path, e))?;
+    let t = file.metadata().map_err(|e| Error::io(path, e))?.file_type();
+    match not_regular(path, &t) {
+        None => Ok(file),
+        Some(e) => Err(e),
+    }
+}
+
+/// The error for `path` when its file type `t` is not a regular file ("not a regular
+/// file (a FIFO)", "(a directory)", ...), `None` for a regular file.
+///
+/// ```
+/// let dir = tempfile::tempdir()?;
+/// let t = std::fs::metadata(dir.path())?.file_type();
+/// let e = tensorfmt_core::io::not_regular(dir.path(), &t).unwrap();
+/// assert!(e.to_string().ends_with("not a regular file (a directory); nothing was read"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn not_regular(path: &Path, t: &std::fs::FileType) -> Option<Error> {
+    use std::os::unix::fs::FileTypeExt;
+    let what = if t.is_file() {
+        return None;
+    } else if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_char_device() {
+        "a character device"
+    } else {
+        "a special file"
+    };
+    Some(Error::Invalid(format!(
+        "{}: not a regular file ({what}); nothing was read",
+        path.display()
+    )))
 }
 
 static COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -712,6 +816,34 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A FIFO (no writer) given as an input is refused at once by every reader of a
+    /// path, never waited on: the CLI, Python, `--like`, `--prototxt` and `--proto` all
+    /// open through here. A link to a regular file is followed.
+    #[test]
+    fn special_files_are_refused_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("m.npy");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let t = std::time::Instant::now();
+        for e in [
+            map_file(&fifo).unwrap_err(),
+            read_file(&fifo).unwrap_err(),
+            open_regular(&fifo).unwrap_err(),
+        ] {
+            assert!(e.to_string().contains("not a regular file (a FIFO)"), "{e}");
+        }
+        assert!(t.elapsed() < std::time::Duration::from_secs(5));
+        let e = map_file(dir.path()).unwrap_err();
+        assert!(e.to_string().contains("(a directory)"), "{e}");
+        let real = dir.path().join("r.bin");
+        std::fs::write(&real, b"abc").unwrap();
+        let link = dir.path().join("l.bin");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        assert_eq!(&map_file(&link).unwrap()[..], b"abc");
+    }
 
     #[test]
     fn map_file_reads_contents() {

@@ -62,6 +62,8 @@ pub(crate) struct Builder {
     node_names: HashSet<String>,
     /// Constant int64 initializers by name (shapes for Reshape, sizes for Split).
     pub ints: HashMap<String, Vec<i64>>,
+    /// Small constant f32 initializers by name (Resize scales), for the shape rules.
+    pub floats: HashMap<String, Vec<f32>>,
     /// Shapes of every initializer.
     pub init_shapes: HashMap<String, Vec<usize>>,
 }
@@ -102,8 +104,13 @@ impl Builder {
         data: Vec<f32>,
         dims: Vec<usize>,
     ) -> tensorfmt_core::Result<String> {
+        let small = (data.len() <= 16).then(|| data.clone());
         let t = Tensor::from_vec(data, dims, Order::RowMajor)?;
-        self.init(base, &t)
+        let name = self.init(base, &t)?;
+        if let Some(v) = small {
+            self.floats.insert(name.clone(), v);
+        }
+        Ok(name)
     }
 
     /// A 1-D int64 initializer.
@@ -179,6 +186,7 @@ pub(crate) fn onnx_shapes(
     n: &NodeProto,
     ins: &[Option<&Vec<usize>>],
     consts: &HashMap<String, Vec<i64>>,
+    floats: &HashMap<String, Vec<f32>>,
 ) -> Option<Vec<Vec<usize>>> {
     let x = || ins.first().copied().flatten();
     let one = |s: Vec<usize>| Some(vec![s]);
@@ -235,6 +243,53 @@ pub(crate) fn onnx_shapes(
                 out[2 + i] = v as usize;
             }
             one(out)
+        }
+        "MaxUnpool" => {
+            // Inputs X, I[, output_shape]; without output_shape: (in - 1) * s + k - pads.
+            let x = x()?;
+            if ins.get(1).copied().flatten()? != x || x.len() != 4 {
+                return None;
+            }
+            if let Some(size) = n.input.get(2).filter(|i| !i.is_empty()) {
+                let size = consts.get(size)?;
+                let o: Option<Vec<usize>> = size.iter().map(|&d| usize::try_from(d).ok()).collect();
+                return one(o?);
+            }
+            let k = ints(n, "kernel_shape")?;
+            let s = ints(n, "strides").unwrap_or(vec![1, 1]);
+            let pads = ints(n, "pads").unwrap_or(vec![0; 4]);
+            let mut out = x.clone();
+            for i in 0..2 {
+                let v = (x[2 + i] as i64 - 1) * s[i] + k[i] - pads[i] - pads[i + 2];
+                out[2 + i] = usize::try_from(v).ok().filter(|&v| v > 0)?;
+            }
+            one(out)
+        }
+        "Resize" => {
+            // Inputs X, roi, scales, sizes (opset 13+): sizes as given, else
+            // floor(in * scale) in f32, as onnxruntime computes it.
+            let x = x()?;
+            if let Some(sizes) = n.input.get(3).filter(|i| !i.is_empty()) {
+                let o: Option<Vec<usize>> = consts
+                    .get(sizes)?
+                    .iter()
+                    .map(|&d| usize::try_from(d).ok())
+                    .collect();
+                return one(o?).filter(|o| o[0].len() == x.len());
+            }
+            let scales = floats.get(n.input.get(2)?)?;
+            if scales.len() != x.len() {
+                return None;
+            }
+            let o: Option<Vec<usize>> = x
+                .iter()
+                .zip(scales)
+                .map(|(&d, &s)| {
+                    let v = (d as f32 * s).floor();
+                    (v >= 1.0).then_some(v as usize)
+                })
+                .collect();
+            one(o?)
         }
         "GlobalMaxPool" | "GlobalAveragePool" => {
             let x = x()?;

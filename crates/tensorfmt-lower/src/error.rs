@@ -3,17 +3,22 @@
 /// Why a net could not be lowered.
 ///
 /// ```
-/// let e = tensorfmt_lower::LowerError::Unsupported { layers: vec![("roi".into(), "ROIPooling".into())] };
-/// assert!(e.to_string().contains("roi (ROIPooling)"));
+/// use tensorfmt_lower::{LowerError, UnsupportedLayer};
+/// let e = LowerError::Unsupported { layers: vec![
+///     UnsupportedLayer { name: "roi".into(), kind: "ROIPooling".into(), reason: None },
+///     UnsupportedLayer { name: "p".into(), kind: "Pooling".into(), reason: Some("STOCHASTIC pooling is not lowered".into()) },
+/// ] };
+/// assert_eq!(e.to_string(), "2 unsupported layer(s): roi (ROIPooling), p (Pooling: STOCHASTIC pooling is not lowered)");
 /// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum LowerError {
-    /// Layers whose type has no lowering, every one of them (name, type).
-    #[error("{} unsupported layer(s): {}", layers.len(), layers.iter().map(|(n, k)| format!("{n} ({k})")).collect::<Vec<_>>().join(", "))]
+    /// Every layer that cannot be lowered: its type has no lowering, or its parameters
+    /// ask for something no lowering does (STOCHASTIC pooling, batch statistics, ...).
+    #[error("{} unsupported layer(s): {}", layers.len(), layers.iter().map(|l| l.to_string()).collect::<Vec<_>>().join(", "))]
     Unsupported {
-        /// (layer name, layer type) of every unsupported layer, in net order.
-        layers: Vec<(String, String)>,
+        /// Every unsupported layer, in net order.
+        layers: Vec<UnsupportedLayer>,
     },
     /// One layer could not be lowered: bad parameters, missing or mis-shaped blobs,
     /// shapes Caffe refuses, or ONNX's shape rule disagreeing with Caffe's.
@@ -43,6 +48,31 @@ pub enum LowerError {
     Core(#[from] tensorfmt_core::Error),
 }
 
+/// A layer [`LowerError::Unsupported`] lists.
+///
+/// ```
+/// let l = tensorfmt_lower::UnsupportedLayer { name: "t".into(), kind: "Tile".into(), reason: None };
+/// assert_eq!(l.to_string(), "t (Tile)");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnsupportedLayer {
+    /// Layer name.
+    pub name: String,
+    /// Layer type.
+    pub kind: String,
+    /// Why, when the type has a lowering but not for these parameters.
+    pub reason: Option<String>,
+}
+
+impl std::fmt::Display for UnsupportedLayer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.reason {
+            Some(r) => write!(f, "{} ({}: {r})", self.name, self.kind),
+            None => write!(f, "{} ({})", self.name, self.kind),
+        }
+    }
+}
+
 impl From<LowerError> for tensorfmt_core::Error {
     fn from(e: LowerError) -> Self {
         match e {
@@ -52,9 +82,26 @@ impl From<LowerError> for tensorfmt_core::Error {
     }
 }
 
-/// A layer-level failure (wrapped into [`LowerError::Layer`] by the driver).
+/// A layer-level failure (wrapped into [`LowerError::Layer`] by the driver, or, made by
+/// [`Fail::not_lowered`], listed with the other unsupported layers).
 #[derive(Debug)]
 pub(crate) struct Fail(pub String);
+
+/// Marks a [`Fail`] made by [`Fail::not_lowered`]; never shown (the driver strips it).
+const NOT_LOWERED: &str = "\u{0}not lowered\u{0}";
+
+impl Fail {
+    /// The layer asks for something no lowering does (its parameters, not a broken
+    /// net): the driver goes on to find every such layer and lists them all.
+    pub(crate) fn not_lowered(reason: impl Into<String>) -> Fail {
+        Fail(format!("{NOT_LOWERED}{}", reason.into()))
+    }
+
+    /// The reason, when made by [`Fail::not_lowered`].
+    pub(crate) fn not_lowered_reason(&self) -> Option<&str> {
+        self.0.strip_prefix(NOT_LOWERED)
+    }
+}
 
 impl From<String> for Fail {
     fn from(s: String) -> Fail {

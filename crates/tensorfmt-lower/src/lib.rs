@@ -55,7 +55,7 @@ use tensorfmt_onnx::proto::{
 };
 
 pub use builder::Value;
-pub use error::LowerError;
+pub use error::{LowerError, UnsupportedLayer};
 pub use layers::supported_layers;
 pub use state_dict::{state_dict, torch_name, Naming};
 
@@ -221,20 +221,34 @@ pub fn lower(
     blobs: &mut dyn BlobSource,
     opts: &LowerOptions,
 ) -> Result<Lowered, LowerError> {
-    // 1. Every layer type must be known: list all unknown ones at once.
-    let unsupported: Vec<(String, String)> = net
-        .layers
-        .iter()
-        .filter(|l| layers::lookup(&l.kind).is_none() && !layers::is_stop(&l.kind))
-        .map(|l| (l.name.clone(), l.kind.clone()))
-        .collect();
-    if !unsupported.is_empty() {
-        return Err(LowerError::Unsupported {
-            layers: unsupported,
-        });
-    }
-    // Caffe's own shape rules (tensorfmt-caffe), which every lowered layer must agree with.
-    let caffe_shapes = tensorfmt_caffe::infer_shapes(net, &opts.input_shapes)?;
+    // 1. Caffe's own shape rules (tensorfmt-caffe), which every lowered layer must agree
+    // with. Where they do not know a layer type either, the layers without a lowering are
+    // all that can be said: list them.
+    let caffe_shapes = match tensorfmt_caffe::infer_shapes(net, &opts.input_shapes) {
+        Ok(s) => s,
+        Err(e) => {
+            let unknown: Vec<UnsupportedLayer> = net
+                .layers
+                .iter()
+                .filter(|l| layers::lookup(&l.kind).is_none() && !layers::is_stop(&l.kind))
+                .map(|l| UnsupportedLayer {
+                    name: l.name.clone(),
+                    kind: l.kind.clone(),
+                    reason: None,
+                })
+                .collect();
+            if unknown.is_empty() {
+                return Err(e.into());
+            }
+            return Err(LowerError::Unsupported { layers: unknown });
+        }
+    };
+    // Layers that cannot be lowered (no lowering for the type, or parameters no lowering
+    // handles): the walk goes on past them, their tops standing in with Caffe's shapes,
+    // so that every such layer is listed at once. `placeholders` are those stand-ins;
+    // a layer that fails on one is a consequence, not another report.
+    let mut unsupported: Vec<UnsupportedLayer> = Vec::new();
+    let mut placeholders: HashSet<String> = HashSet::new();
     let mut cx = Cx {
         expected: Vec::new(),
         masks: HashSet::new(),
@@ -310,6 +324,8 @@ pub fn lower(
         .map(|v| (v.name.clone(), v.shape.clone()))
         .collect();
     let mut verified: Vec<Value> = Vec::new();
+    // Which layer top each value is: (layer index, top index).
+    let mut origin: HashMap<String, (usize, usize)> = HashMap::new();
     for (li, l) in net.layers.iter().enumerate() {
         if layers::is_stop(&l.kind) {
             stopped.push((l.name.clone(), l.kind.clone()));
@@ -369,8 +385,37 @@ pub fn lower(
         let layer_blobs = blobs.take(&l.name).unwrap_or_default();
         cx.layer = l.name.clone();
         let first_node = cx.b.nodes.len();
-        let f = layers::lookup(&l.kind).expect("checked above");
-        let shapes = f(&mut cx, l, &ins, &tops, layer_blobs).map_err(|Fail(r)| layer_err(l, r))?;
+        let lowered = match layers::lookup(&l.kind) {
+            Some(f) => f(&mut cx, l, &ins, &tops, layer_blobs),
+            None => Err(Fail::not_lowered(String::new())),
+        };
+        let shapes = match lowered {
+            Ok(shapes) => shapes,
+            Err(fail) => {
+                let after_one = ins.iter().any(|v| placeholders.contains(&v.name));
+                match fail.not_lowered_reason() {
+                    _ if after_one => {}
+                    Some(reason) => unsupported.push(UnsupportedLayer {
+                        name: l.name.clone(),
+                        kind: l.kind.clone(),
+                        reason: (!reason.is_empty()).then(|| reason.to_string()),
+                    }),
+                    None => return Err(layer_err(l, fail.0)),
+                }
+                for (i, (t, name)) in l.tops.iter().zip(&tops).enumerate() {
+                    let shape = cx.expected.get(i).cloned().unwrap_or_default();
+                    placeholders.insert(name.clone());
+                    current.insert(
+                        t.clone(),
+                        Value {
+                            name: name.clone(),
+                            shape,
+                        },
+                    );
+                }
+                continue;
+            }
+        };
         let expected = caffe_shapes.layers.get(li).map(|s| &s.tops);
         if expected != Some(&shapes) {
             return Err(layer_err(
@@ -389,19 +434,9 @@ pub fn lower(
             ));
         }
         // ONNX's shape rules over the new nodes.
-        for n in &cx.b.nodes[first_node..] {
-            let in_shapes: Vec<Option<&Vec<usize>>> = n
-                .input
-                .iter()
-                .map(|i| onnx_shapes.get(i).or_else(|| cx.b.init_shapes.get(i)))
-                .collect();
-            if let Some(outs) = builder::onnx_shapes(n, &in_shapes, &cx.b.ints) {
-                for (o, s) in n.output.iter().zip(outs) {
-                    onnx_shapes.insert(o.clone(), s);
-                }
-            }
-        }
-        for ((t, name), shape) in l.tops.iter().zip(&tops).zip(shapes) {
+        propagate(&cx.b, &cx.b.nodes[first_node..], &mut onnx_shapes);
+        for (ti, ((t, name), shape)) in l.tops.iter().zip(&tops).zip(shapes).enumerate() {
+            origin.insert(name.clone(), (li, ti));
             check_shape(&shape).map_err(|e| layer_err(l, format!("top {t:?}: {e}")))?;
             if shape.contains(&0) {
                 return Err(layer_err(
@@ -427,6 +462,11 @@ pub fn lower(
                 },
             );
         }
+    }
+    if !unsupported.is_empty() {
+        return Err(LowerError::Unsupported {
+            layers: unsupported,
+        });
     }
     // 5. Outputs.
     let outputs: Vec<String> = if opts.outputs.is_empty() {
@@ -489,6 +529,15 @@ pub fn lower(
             .drain(..)
             .filter(|t| needed.contains(&t.name))
             .collect();
+    // A symbolic batch must be one: the graph, run at another batch, must give Caffe's
+    // shapes for that batch (a constant holding the batch, such as a Reshape target that
+    // folds the batch axis, would not). Outputs whose first axis is not the batch
+    // (SSD's prior boxes) keep their fixed size.
+    let batch_outputs = if opts.dynamic_batch {
+        check_dynamic_batch(net, &graph_inputs, &cx.b, &nodes, &verified, &origin)?
+    } else {
+        HashSet::new()
+    };
     let out_names: HashSet<&str> = out_values.iter().map(|v| v.name.as_str()).collect();
     // 7. Warnings: caffemodel layers nobody asked for.
     let mut warnings = net.warnings.clone();
@@ -557,7 +606,7 @@ pub fn lower(
             .collect(),
         output: out_values
             .iter()
-            .map(|v| value_info(v, opts.dynamic_batch))
+            .map(|v| value_info(v, batch_outputs.contains(&v.name)))
             .collect(),
         value_info: if opts.dynamic_batch {
             Vec::new()
@@ -589,6 +638,93 @@ pub fn lower(
         stopped,
         warnings,
     })
+}
+
+/// ONNX's shape rules over `nodes`, in order, from the shapes already in `shapes`
+/// (graph inputs, earlier values) and the builder's initializers.
+fn propagate(
+    b: &Builder,
+    nodes: &[tensorfmt_onnx::proto::NodeProto],
+    shapes: &mut HashMap<String, Vec<usize>>,
+) {
+    for n in nodes {
+        let in_shapes: Vec<Option<&Vec<usize>>> = n
+            .input
+            .iter()
+            .map(|i| shapes.get(i).or_else(|| b.init_shapes.get(i)))
+            .collect();
+        if let Some(outs) = builder::onnx_shapes(n, &in_shapes, &b.ints, &b.floats) {
+            for (o, s) in n.output.iter().zip(outs) {
+                shapes.insert(o.clone(), s);
+            }
+        }
+    }
+}
+
+/// `--dynamic-batch`: propagates ONNX's shape rules over the final `nodes` with every
+/// input's batch one larger and checks each verified value against Caffe's shapes for
+/// that batch. A lowering that baked the batch into a constant fails here, naming the
+/// layer, instead of writing a model that breaks (or silently answers for batch 1) at
+/// another batch size. Returns the values whose first axis follows the batch.
+fn check_dynamic_batch(
+    net: &NetDef,
+    inputs: &[Value],
+    b: &Builder,
+    nodes: &[tensorfmt_onnx::proto::NodeProto],
+    verified: &[Value],
+    origin: &HashMap<String, (usize, usize)>,
+) -> Result<HashSet<String>, LowerError> {
+    let bigger: Vec<(String, Vec<usize>)> = inputs
+        .iter()
+        .map(|v| {
+            let mut s = v.shape.clone();
+            if let Some(d) = s.first_mut() {
+                *d += 1;
+            }
+            (v.name.clone(), s)
+        })
+        .collect();
+    let caffe = tensorfmt_caffe::infer_shapes(net, &bigger).map_err(|e| {
+        LowerError::Net(format!(
+            "--dynamic-batch: the net does not take a batch one larger than declared: {e}"
+        ))
+    })?;
+    let mut shapes: HashMap<String, Vec<usize>> = bigger.iter().cloned().collect();
+    propagate(b, nodes, &mut shapes);
+    let mut follows: HashSet<String> = inputs.iter().map(|v| v.name.clone()).collect();
+    for v in verified {
+        let Some(&(li, ti)) = origin.get(&v.name) else {
+            continue;
+        };
+        let Some(want) = caffe.layers.get(li).and_then(|s| s.tops.get(ti)) else {
+            continue;
+        };
+        let got = shapes.get(&v.name);
+        if got != Some(want) {
+            let l = &net.layers[li];
+            return Err(layer_err(
+                l,
+                format!(
+                    "--dynamic-batch: its ONNX nodes do not follow the batch (at batch {} \
+                     ONNX's shape rules give {}, Caffe's {want:?}); convert with a fixed \
+                     batch (--input-shape) instead",
+                    bigger
+                        .first()
+                        .and_then(|(_, s)| s.first())
+                        .copied()
+                        .unwrap_or(0),
+                    got.map_or(
+                        "no shape (a constant in them holds the declared batch)".to_string(),
+                        |s| format!("{s:?}")
+                    ),
+                ),
+            ));
+        }
+        if want.first() != v.shape.first() {
+            follows.insert(v.name.clone());
+        }
+    }
+    Ok(follows)
 }
 
 fn value_info(v: &Value, dynamic_batch: bool) -> ValueInfoProto {
@@ -654,16 +790,7 @@ pub fn convert_files(
 
 /// Reads the prototxt (with the fork schema if given) and the caffemodel's blobs.
 pub fn load(src: Sources<'_>, read: &ReadOptions) -> Result<(NetDef, LayerBlobs), LowerError> {
-    let compiled;
-    let schema = match src.fork_proto {
-        Some(p) => {
-            compiled = Schema::compile(p, &read.limits)?;
-            &compiled
-        }
-        None => Schema::builtin(),
-    };
-    let text = read_text(src.prototxt, read)?;
-    let net = tensorfmt_caffe::parse_net(&text, schema, read)?;
+    let net = load_net(src.prototxt, src.fork_proto, read)?;
     let data = tensorfmt_core::io::map_file(src.caffemodel)?;
     let model =
         tensorfmt_caffe::read_model_with(data, &tensorfmt_caffe::CaffeReadOptions::from(read))?;
@@ -671,12 +798,86 @@ pub fn load(src: Sources<'_>, read: &ReadOptions) -> Result<(NetDef, LayerBlobs)
     Ok((net, blobs))
 }
 
+/// Reads a deploy prototxt, with a fork's `caffe.proto` compiled for its extra fields
+/// when given.
+///
+/// ```
+/// let net = tensorfmt_lower::load_net("../../testdata/nets/lenet_tiny.prototxt".as_ref(), None, &Default::default())?;
+/// assert_eq!((net.name.as_str(), net.layers.len()), ("LeNetTiny", 5));
+/// # Ok::<(), tensorfmt_lower::LowerError>(())
+/// ```
+pub fn load_net(
+    prototxt: &Path,
+    fork_proto: Option<&Path>,
+    read: &ReadOptions,
+) -> Result<NetDef, LowerError> {
+    let compiled;
+    let schema = match fork_proto {
+        Some(p) => {
+            compiled = Schema::compile(p, &read.limits)?;
+            &compiled
+        }
+        None => Schema::builtin(),
+    };
+    let text = read_text(prototxt, read)?;
+    Ok(tensorfmt_caffe::parse_net(&text, schema, read)?)
+}
+
+/// Writes a caffemodel (atomically) with seeded random weights for every layer of a
+/// deploy prototxt that has parameters, shaped by Caffe's own rules (BatchNorm
+/// variances positive, scale factor 1), for testing converters and runtimes without the
+/// real weights. Returns the names of the layers written.
+///
+/// ```
+/// let dir = tempfile::tempdir()?;
+/// let out = dir.path().join("w.caffemodel");
+/// let layers = tensorfmt_lower::write_random_weights(
+///     "../../testdata/nets/lenet_tiny.prototxt".as_ref(), None, &out, 7, &[], &Default::default())?;
+/// assert_eq!(layers, ["conv1", "ip1"]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn write_random_weights(
+    prototxt: &Path,
+    fork_proto: Option<&Path>,
+    out: &Path,
+    seed: u64,
+    input_shapes: &[(String, Vec<usize>)],
+    read: &ReadOptions,
+) -> Result<Vec<String>, LowerError> {
+    let net = load_net(prototxt, fork_proto, read)?;
+    let shapes = tensorfmt_caffe::infer_shapes(&net, input_shapes)?;
+    let weights = tensorfmt_caffe::random_weights(&net, &shapes, seed);
+    let kinds: HashMap<&str, &str> = net
+        .layers
+        .iter()
+        .map(|l| (l.name.as_str(), l.kind.as_str()))
+        .collect();
+    let mut layers = Vec::with_capacity(weights.len());
+    for (name, blobs) in &weights {
+        let raw: Result<Vec<_>, _> = blobs
+            .iter()
+            .map(tensorfmt_caffe::blob_from_tensor)
+            .collect();
+        layers.push(tensorfmt_caffe::WeightsLayer {
+            name: name.clone(),
+            type_name: kinds.get(name.as_str()).map(|k| k.to_string()),
+            blobs: raw?,
+        });
+    }
+    tensorfmt_core::io::write_atomic(out, |w| -> Result<(), tensorfmt_core::Error> {
+        Ok(tensorfmt_caffe::write_weights_model(
+            w,
+            Some(&net.name),
+            &layers,
+        )?)
+    })?;
+    Ok(weights.into_iter().map(|(n, _)| n).collect())
+}
+
 fn read_text(path: &Path, read: &ReadOptions) -> Result<String, LowerError> {
-    let len = std::fs::metadata(path)
-        .map_err(tensorfmt_core::Error::from)?
-        .len();
-    read.limits.check_alloc(len)?;
-    let bytes = std::fs::read(path).map_err(tensorfmt_core::Error::from)?;
-    String::from_utf8(bytes)
+    // A regular file only (a FIFO is refused, not waited on), at most max_alloc bytes.
+    let bytes =
+        tensorfmt_core::io::read_file_capped(path, read.limits.max_alloc, "prototxt bytes")?;
+    String::from_utf8(bytes.to_vec())
         .map_err(|_| LowerError::Net(format!("{}: the prototxt is not UTF-8", path.display())))
 }

@@ -98,16 +98,50 @@ fn every_unsupported_layer_is_listed_at_once() {
     .unwrap_err();
     match e {
         LowerError::Unsupported { layers } => {
-            assert_eq!(
-                layers,
-                [
-                    ("a".to_string(), "Tile".to_string()),
-                    ("c".into(), "MVN".into())
-                ]
-            )
+            let got: Vec<(&str, &str)> = layers
+                .iter()
+                .map(|l| (l.name.as_str(), l.kind.as_str()))
+                .collect();
+            assert_eq!(got, [("a", "Tile"), ("c", "MVN")])
         }
         e => panic!("{e}"),
     }
+}
+
+/// Layers whose type has a lowering but whose parameters ask for what none does are
+/// listed together with the unknown types, each with its reason, in net order; the
+/// layers after them (here the Softmax reading STOCHASTIC pooling's top) are not.
+#[test]
+fn unsupported_parameters_are_listed_with_unknown_types() {
+    let e = net(
+        &format!("{INPUT}
+         layer {{ name: 'p' type: 'Pooling' bottom: 'data' top: 'p' pooling_param {{ pool: STOCHASTIC kernel_size: 2 }} }}
+         layer {{ name: 's' type: 'Softmax' bottom: 'p' top: 's' }}
+         layer {{ name: 't' type: 'Tile' bottom: 'data' top: 't' tile_param {{ tiles: 2 }} }}
+         layer {{ name: 'bn' type: 'BatchNorm' bottom: 'data' top: 'bn' batch_norm_param {{ use_global_stats: false }} }}
+         layer {{ name: 'a' type: 'ArgMax' bottom: 'bn' top: 'a' argmax_param {{ top_k: 2 axis: 1 }} }}"),
+        &[("bn", vec![t(&[2]), t(&[2]), t(&[1])])],
+        &Default::default(),
+    )
+    .unwrap_err();
+    let LowerError::Unsupported { layers } = &e else {
+        panic!("{e}")
+    };
+    let got: Vec<(&str, &str, bool)> = layers
+        .iter()
+        .map(|l| (l.name.as_str(), l.kind.as_str(), l.reason.is_some()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("p", "Pooling", true),
+            ("t", "Tile", false),
+            ("bn", "BatchNorm", true),
+        ],
+        "{e}"
+    );
+    let text = e.to_string();
+    assert!(text.starts_with("3 unsupported layer(s): p (Pooling: STOCHASTIC pooling is not lowered), t (Tile), bn (BatchNorm: use_global_stats: false"), "{text}");
 }
 
 #[test]
@@ -277,4 +311,100 @@ fn docs_have_a_section_per_registry_key() {
     keys.sort();
     h.sort();
     assert_eq!(h, keys);
+}
+
+fn int_attr(n: &NodeProto, name: &str) -> Option<i64> {
+    n.attribute.iter().find(|a| a.name == name).map(|a| a.i)
+}
+
+/// `--dynamic-batch` is checked: a net whose graph holds its batch in a constant (a
+/// Reshape folding the batch axis) is refused naming the layer; one that follows the
+/// batch gets the symbolic `N` on inputs and outputs.
+#[test]
+fn dynamic_batch_is_checked_at_another_batch() {
+    let dynamic = LowerOptions {
+        dynamic_batch: true,
+        ..Default::default()
+    };
+    let folds = format!(
+        "{INPUT} layer {{ name: 'r' type: 'Reshape' bottom: 'data' top: 'r' reshape_param {{ shape {{ dim: -1 dim: 49 }} }} }}"
+    );
+    assert!(net(&folds, &[], &Default::default()).is_ok());
+    let e = net(&folds, &[], &dynamic).unwrap_err().to_string();
+    assert!(
+        e.contains("layer \"r\" (Reshape")
+            && e.contains("--dynamic-batch")
+            && e.contains("[4, 49]"),
+        "{e}"
+    );
+    let follows = format!(
+        "{INPUT} layer {{ name: 'r' type: 'Reshape' bottom: 'data' top: 'r' reshape_param {{ shape {{ dim: 0 dim: -1 }} }} }}"
+    );
+    let l = net(&follows, &[], &dynamic).unwrap();
+    let g = l.model.graph.as_ref().unwrap();
+    use tensorfmt_onnx::proto::tensor_shape_proto::dimension::Value as Dim;
+    let first = |v: &tensorfmt_onnx::proto::ValueInfoProto| match &v.r#type {
+        Some(t) => match &t.value {
+            Some(tensorfmt_onnx::proto::type_proto::Value::TensorType(t)) => {
+                t.shape.as_ref().unwrap().dim[0].value.clone()
+            }
+            _ => None,
+        },
+        None => None,
+    };
+    assert_eq!(first(&g.input[0]), Some(Dim::DimParam("N".into())));
+    assert_eq!(first(&g.output[0]), Some(Dim::DimParam("N".into())));
+}
+
+/// The Faster R-CNN fork's `scale_train: false` Dropout scales by 1 - ratio at test
+/// time (BVLC's is the identity).
+#[test]
+fn dropout_without_scale_train_scales_at_test_time() {
+    let l = net(
+        &format!("{INPUT} layer {{ name: 'd' type: 'Dropout' bottom: 'data' top: 'd' dropout_param {{ dropout_ratio: 0.25 scale_train: false }} }}"),
+        &[],
+        &Default::default(),
+    )
+    .unwrap();
+    assert_eq!(ops(&l), ["Mul"]);
+    let g = l.model.graph.as_ref().unwrap();
+    let c = g
+        .initializer
+        .iter()
+        .find(|i| i.name == node(&l, "Mul").input[1])
+        .unwrap();
+    assert_eq!(c.raw_data.as_ref(), 0.75f32.to_le_bytes());
+    let l = net(
+        &format!("{INPUT} layer {{ name: 'd' type: 'Dropout' bottom: 'data' top: 'd' dropout_param {{ dropout_ratio: 0.25 }} }}"),
+        &[],
+        &Default::default(),
+    )
+    .unwrap();
+    assert_eq!(ops(&l), ["Identity"]);
+    let e = net(
+        &format!("{INPUT} layer {{ name: 'd' type: 'Dropout' bottom: 'data' top: 'd' dropout_param {{ dropout_ratio: 1 scale_train: false }} }}"),
+        &[],
+        &Default::default(),
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("leaves no scale"), "{e}");
+}
+
+/// Caffe's ArgMax breaks ties towards the last index (partial_sort with
+/// std::greater over (value, index) pairs): ONNX's select_last_index.
+#[test]
+fn argmax_ties_go_to_the_last_index_as_in_caffe() {
+    for param in ["axis: 1", ""] {
+        let l = net(
+            &format!("{INPUT} layer {{ name: 'a' type: 'ArgMax' bottom: 'data' top: 'a' argmax_param {{ {param} }} }}"),
+            &[],
+            &Default::default(),
+        )
+        .unwrap();
+        assert_eq!(
+            int_attr(node(&l, "ArgMax"), "select_last_index"),
+            Some(1),
+            "{param}"
+        );
+    }
 }

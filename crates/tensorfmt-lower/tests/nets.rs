@@ -111,7 +111,7 @@ fn every_corpus_net_lowers_or_fails_as_documented() {
                 let expected = KNOWN_FAILURES.iter().find(|(n, _)| n == name);
                 match (&e, expected) {
                     (LowerError::Unsupported { layers }, Some((_, kind)))
-                        if layers.iter().any(|(_, k)| k == kind) =>
+                        if layers.iter().any(|l| &l.kind == kind) =>
                     {
                         report.push(format!("{name}: unsupported as documented: {e}"));
                     }

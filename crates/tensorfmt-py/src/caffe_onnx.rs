@@ -134,46 +134,13 @@ pub fn caffe_random_weights(
     input_shape: Option<Vec<(String, Vec<usize>)>>,
 ) -> PyResult<Vec<String>> {
     run(py, move || {
-        let read = ReadOptions::default();
-        let compiled;
-        let schema = match &proto {
-            Some(p) => {
-                compiled =
-                    tensorfmt::caffe::Schema::compile(p, &read.limits).map_err(Error::from)?;
-                &compiled
-            }
-            None => tensorfmt::caffe::Schema::builtin(),
-        };
-        let text = std::fs::read_to_string(&prototxt)
-            .map_err(|e| Error::Invalid(format!("{}: {e}", prototxt.display())))?;
-        let net = tensorfmt::caffe::parse_net(&text, schema, &read).map_err(Error::from)?;
-        let shapes = tensorfmt::caffe::infer_shapes(&net, &input_shape.unwrap_or_default())
-            .map_err(Error::from)?;
-        let weights = tensorfmt::caffe::random_weights(&net, &shapes, seed);
-        let kinds: std::collections::HashMap<&str, &str> = net
-            .layers
-            .iter()
-            .map(|l| (l.name.as_str(), l.kind.as_str()))
-            .collect();
-        let mut layers = Vec::with_capacity(weights.len());
-        for (name, blobs) in &weights {
-            let raw: Result<Vec<_>, _> = blobs
-                .iter()
-                .map(tensorfmt::caffe::blob_from_tensor)
-                .collect();
-            layers.push(tensorfmt::caffe::WeightsLayer {
-                name: name.clone(),
-                type_name: kinds.get(name.as_str()).map(|k| k.to_string()),
-                blobs: raw.map_err(Error::from)?,
-            });
-        }
-        tensorfmt::io::write_atomic(&out, |w| -> Result<(), Error> {
-            Ok(tensorfmt::caffe::write_weights_model(
-                w,
-                Some(&net.name),
-                &layers,
-            )?)
-        })?;
-        Ok(weights.into_iter().map(|(n, _)| n).collect())
+        Ok(tensorfmt_lower::write_random_weights(
+            &prototxt,
+            proto.as_deref(),
+            &out,
+            seed,
+            &input_shape.unwrap_or_default(),
+            &ReadOptions::default(),
+        )?)
     })
 }

@@ -207,6 +207,48 @@ pub fn caffe_message_fields<'py>(py: Python<'py>, type_name: &str) -> PyResult<V
         .collect()
 }
 
+/// Every parameter of a primitiv model file: (export name, value shape, [(stat, shape)])
+/// with shapes as primitiv prints them (`[2, 3]x1`), in key-path order. The document's
+/// header describes only the first entries (it stays small for 100,000-parameter
+/// models); `tensorfmt.primitiv` needs them all. `None` for the other file kinds.
+#[pyfunction]
+#[pyo3(signature = (path, strict=false))]
+#[allow(clippy::type_complexity)]
+pub fn primitiv_model_entries(
+    py: Python<'_>,
+    path: PathBuf,
+    strict: bool,
+) -> PyResult<Option<Vec<(String, String, Vec<(String, String)>)>>> {
+    run(py, move || {
+        use tensorfmt::primitiv::{read_file, Mode, Model, PrimitivData, ReaderOptions};
+        let data = tensorfmt::io::map_file(&path)?;
+        let options = ReaderOptions {
+            mode: if strict {
+                Mode::Primitiv
+            } else {
+                Mode::Lenient
+            },
+            limits: ReadOptions::default().limits,
+        };
+        let decoded = read_file(data, &options).map_err(Error::from)?;
+        let PrimitivData::Model(m) = &decoded.data else {
+            return Ok(None);
+        };
+        Ok(Some(
+            m.entries()
+                .map(|(k, p)| {
+                    let stats = p
+                        .stats()
+                        .iter()
+                        .map(|(s, t)| (s.to_string(), t.shape().to_string()))
+                        .collect();
+                    (Model::export_name(k), p.value().shape().to_string(), stats)
+                })
+                .collect(),
+        ))
+    })
+}
+
 /// An open PINK binary file for `tensorfmt.som`.
 #[pyclass(frozen, module = "tensorfmt._native")]
 pub struct Som {

@@ -156,6 +156,23 @@ def test_primitiv_model_nested_parameters_and_stats():
     assert set(tree["dec"]) == {"w", "attn"}
 
 
+def test_primitiv_model_lists_every_parameter(tmp_path):
+    """The document's header describes only a model's first 32 parameters; the typed
+    view must still have all of them (it silently stopped at 32)."""
+    n = 75
+    arrays = {f"layer{i:03d}.w": np.full((2, 3), i, np.float32) for i in range(n)}
+    arrays.update({f"layer{i:03d}.w/Adam.m1": np.full((2, 3), -i, np.float32) for i in range(n)})
+    path = tmp_path / "big.data"
+    tensorfmt.save(path, arrays, to="primitiv:model")
+    m = primitiv.open(path)
+    assert len(m.parameters) == n and m.header["parameters"] == n
+    last = m.parameters[f"layer{n - 1:03d}.w"]
+    assert (last.dims, last.batch, sorted(last.stats)) == ((2, 3), 1, ["Adam.m1"])
+    np.testing.assert_array_equal(last.value, np.full((2, 3), n - 1, np.float32))
+    np.testing.assert_array_equal(last.stats["Adam.m1"], np.full((2, 3), 1 - n, np.float32))
+    assert len(m.tree()) == n
+
+
 def test_primitiv_parameter_tensor_shape_optimizer():
     p = primitiv.open(TESTDATA / "primitiv" / "parameter_2x3_stats.data").parameter
     assert (p.dims, p.value.shape) == ((2, 3), (2, 3))

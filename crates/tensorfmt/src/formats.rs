@@ -320,7 +320,7 @@ pub fn detect_bytes(head: &[u8], file_len: u64, path: Option<&Path>) -> Option<F
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn detect(path: &Path) -> Result<Format> {
-    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let file = crate::io::open_regular(path)?;
     let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
     let mut head = Vec::new();
     file.take(SNIFF_LEN as u64)

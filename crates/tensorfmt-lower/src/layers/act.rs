@@ -1,7 +1,7 @@
 //! Element-wise activations and Softmax (BVLC `relu_layer.cpp`, `prelu_layer.cpp`,
 //! `power_layer.cpp`, `exp_layer.cpp`, `log_layer.cpp`, `threshold_layer.cpp`,
 //! `bnll_layer.cpp`, `elu_layer.cpp`, `softmax_layer.cpp`; Dropout is the identity at
-//! test time).
+//! test time, unless the Faster R-CNN fork's `scale_train: false` asks for a scale).
 
 use tensorfmt_caffe::LayerDef;
 use tensorfmt_core::Tensor;
@@ -149,15 +149,32 @@ pub(crate) fn bnll(
     unary(cx, ins, tops, &blobs, "Softplus", vec![])
 }
 
-/// `Dropout`: the identity at test time (Caffe scales during training).
+/// `Dropout`: the identity at test time (BVLC scales by 1 / (1 - ratio) during
+/// training). The Faster R-CNN fork's `scale_train: false` scales at test time instead:
+/// x * (1 - ratio), as that fork and OpenCV's importer compute it.
 pub(crate) fn dropout(
     cx: &mut Cx,
-    _l: &LayerDef,
+    l: &LayerDef,
     ins: &[Value],
     tops: &[String],
     blobs: Vec<Tensor>,
 ) -> Out {
-    unary(cx, ins, tops, &blobs, "Identity", vec![])
+    let p = l.param.dropout_param.unwrap_or_default();
+    if p.scale_train() {
+        return unary(cx, ins, tops, &blobs, "Identity", vec![]);
+    }
+    arity(ins, &[1])?;
+    at_most(&blobs, 0)?;
+    let keep = 1.0 - p.dropout_ratio();
+    if !(keep > 0.0 && keep <= 1.0) {
+        return Err(Fail(format!(
+            "dropout_ratio {} with scale_train: false leaves no scale (1 - ratio must be in (0, 1])",
+            p.dropout_ratio()
+        )));
+    }
+    let steps: &[(&str, f32)] = if keep == 1.0 { &[] } else { &[("Mul", keep)] };
+    scalar_chain(cx, &ins[0].name, steps, &[], &tops[0])?;
+    Ok(vec![ins[0].shape.clone()])
 }
 
 /// `Power`: (shift + scale * x) ^ power.

@@ -38,7 +38,7 @@ fn pair(
         [] => Ok([default as usize; 2]),
         [a] => Ok([*a as usize; 2]),
         [a, b] => Ok([*a as usize, *b as usize]),
-        _ => Err(Fail(format!(
+        _ => Err(Fail::not_lowered(format!(
             "{} {what} values: only 2-D convolutions are lowered",
             v.len()
         ))),

@@ -38,7 +38,7 @@ pub(crate) fn bn(
                 .fork_field("bn_param", "bn_mode")
                 .and_then(|v| v.as_str().map(str::to_string));
             if mode.as_deref() != Some("INFERENCE") {
-                return Err(Fail(format!(
+                return Err(Fail::not_lowered(format!(
                     "bn_mode {} normalises with the batch's statistics; only bn_mode: INFERENCE (statistics folded into the blobs) is lowered",
                     mode.unwrap_or_else(|| "LEARN".into())
                 )));
@@ -80,7 +80,7 @@ pub(crate) fn bn(
 /// (`scale * H`, `upsample_h`/`upsample_w`, `pad_out_h`/`pad_out_w`).
 pub(crate) fn upsample(
     cx: &mut Cx,
-    l: &LayerDef,
+    _l: &LayerDef,
     ins: &[Value],
     tops: &[String],
     blobs: Vec<Tensor>,
@@ -89,8 +89,8 @@ pub(crate) fn upsample(
     arity(ins, &[1, 2])?;
     let out = cx.expected.first().cloned().ok_or("no Caffe shape")?;
     if ins.len() == 1 || !cx.masks.contains(&ins[1].name) {
-        return Err(Fail(
-            "Upsample without the mask top of a max-pooling layer is not lowered".into(),
+        return Err(Fail::not_lowered(
+            "Upsample without the mask top of a max-pooling layer is not lowered",
         ));
     }
     if ins[0].shape != ins[1].shape {
@@ -99,19 +99,16 @@ pub(crate) fn upsample(
             ins[0].shape, ins[1].shape
         )));
     }
-    let size = cx.b.i64s(
-        &format!("{}/size", l.name),
-        out.iter().map(|&d| d as i64).collect(),
-    )?;
     let x = &ins[0].shape;
     let k = [out[2].div_ceil(x[2]), out[3].div_ceil(x[3])];
-    // MaxUnpool's default size is (in-1)*s + k - pads; an end pad brings it down to
-    // Caffe's size where that is smaller (SegNet's upsample_h: 23 from 12 rows).
+    // MaxUnpool's output size is (in-1)*s + k - pads; an end pad brings it down to
+    // Caffe's size where that is smaller (SegNet's upsample_h: 23 from 12 rows). No
+    // output_shape input: it would hold the batch as a constant (--dynamic-batch).
     let pad = [0, 1].map(|i| ((x[2 + i] - 1) * k[i] + k[i]).saturating_sub(out[2 + i]) as i64);
     let k = k.map(|v| v as i64);
     cx.op_to(
         "MaxUnpool",
-        vec![ins[0].name.clone(), ins[1].name.clone(), size],
+        vec![ins[0].name.clone(), ins[1].name.clone()],
         &tops[0],
         vec![
             attr("kernel_shape", A::Is(k.to_vec())),
@@ -139,19 +136,31 @@ pub(crate) fn interp(
             .unwrap_or(0)
             != 0
         {
-            return Err(Fail(format!(
+            return Err(Fail::not_lowered(format!(
                 "interp_param.{f} other than 0 is not lowered"
             )));
         }
     }
     let out = cx.expected.first().cloned().ok_or("no Caffe shape")?;
-    let size = cx.b.i64s(
-        &format!("{}/size", l.name),
-        out.iter().map(|&d| d as i64).collect(),
+    let x = &ins[0].shape;
+    if x.len() != 4 || out.len() != 4 || x[..2] != out[..2] {
+        return Err(Fail::not_lowered(format!(
+            "input {x:?} -> {out:?}: only the spatial axes of a 4-D blob are resized"
+        )));
+    }
+    // Scales, not sizes: sizes would hold the batch as a constant (--dynamic-batch).
+    // The output size is floor(in * scale); (out + 0.5) / in lands it on `out` whatever
+    // the float rounding, and align_corners maps coordinates by (in - 1) / (out - 1),
+    // never by the scale.
+    let scale = |i: usize| (out[i] as f64 + 0.5) / x[i] as f64;
+    let scales = cx.b.f32s(
+        &format!("{}/scales", l.name),
+        vec![1.0, 1.0, scale(2) as f32, scale(3) as f32],
+        vec![4],
     )?;
     cx.op_to(
         "Resize",
-        vec![ins[0].name.clone(), String::new(), String::new(), size],
+        vec![ins[0].name.clone(), String::new(), scales],
         &tops[0],
         vec![
             attr("mode", A::S("linear")),

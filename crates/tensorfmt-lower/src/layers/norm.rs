@@ -25,8 +25,8 @@ pub(crate) fn batch_norm(
     arity(ins, &[1])?;
     let p = l.param.batch_norm_param.unwrap_or_default();
     if p.use_global_stats == Some(false) {
-        return Err(Fail(
-            "use_global_stats: false normalises with the batch's own statistics; only stored statistics are lowered".into(),
+        return Err(Fail::not_lowered(
+            "use_global_stats: false normalises with the batch's own statistics; only stored statistics are lowered",
         ));
     }
     let x = &ins[0].shape;

@@ -52,7 +52,7 @@ pub(crate) fn pooling(
     }
     let x = &ins[0].shape;
     if x.len() != 4 {
-        return Err(Fail(format!(
+        return Err(Fail::not_lowered(format!(
             "input shape {x:?}: only 4-D pooling is lowered"
         )));
     }
@@ -60,7 +60,9 @@ pub(crate) fn pooling(
     let op = match method {
         PoolMethod::Max => "MaxPool",
         PoolMethod::Ave => "AveragePool",
-        PoolMethod::Stochastic => return Err(Fail("STOCHASTIC pooling is not lowered".into())),
+        PoolMethod::Stochastic => {
+            return Err(Fail::not_lowered("STOCHASTIC pooling is not lowered"))
+        }
     };
     if p.global_pooling() {
         if p.kernel_size.is_some() || p.kernel_h.is_some() {

@@ -388,9 +388,12 @@ pub(crate) fn crop(
     Ok(vec![out])
 }
 
-/// `ArgMax` with top_k 1: along `axis` the index (as float, like Caffe) or, with
+/// `ArgMax` with top_k 1: along `axis` the index (as float, like Caffe; among equal
+/// values the last index, as Caffe's `partial_sort` with `std::greater` on (value,
+/// index) pairs picks it: ONNX's `select_last_index`) or, with
 /// `out_max_val`, the maximum; without `axis`, over each sample's flattened values
-/// (output `[N, 1, 1]`, or `[N, 2, 1]` with `out_max_val`: index then value).
+/// (output `[N, 1, 1, ...]`, or `[N, 2, 1, ...]` with `out_max_val`: index then value,
+/// padded with 1s to the bottom's rank, at least 3).
 pub(crate) fn argmax(
     cx: &mut Cx,
     l: &LayerDef,
@@ -402,14 +405,21 @@ pub(crate) fn argmax(
     at_most(&blobs, 0)?;
     let p = l.param.argmax_param.unwrap_or_default();
     if p.top_k() != 1 {
-        return Err(Fail(format!("top_k {} (only 1 is lowered)", p.top_k())));
+        return Err(Fail::not_lowered(format!(
+            "top_k {} (only 1 is lowered)",
+            p.top_k()
+        )));
     }
     let x = &ins[0].shape;
     if let Some(a) = p.axis {
         let a = axis(i64::from(a), x.len())?;
         let mut out = x.clone();
         out[a] = 1;
-        let keep = vec![attr("axis", A::I(a as i64)), attr("keepdims", A::I(1))];
+        let keep = vec![
+            attr("axis", A::I(a as i64)),
+            attr("keepdims", A::I(1)),
+            attr("select_last_index", A::I(1)),
+        ];
         if p.out_max_val() {
             cx.op_to(
                 "ReduceMax",
@@ -434,7 +444,11 @@ pub(crate) fn argmax(
     let i = cx.op(
         "ArgMax",
         vec![flat.clone()],
-        vec![attr("axis", A::I(1)), attr("keepdims", A::I(1))],
+        vec![
+            attr("axis", A::I(1)),
+            attr("keepdims", A::I(1)),
+            attr("select_last_index", A::I(1)),
+        ],
     );
     let fi = cx.op("Cast", vec![i], vec![attr("to", A::I(1))]);
     let k = if p.out_max_val() { 2 } else { 1 };
@@ -448,7 +462,9 @@ pub(crate) fn argmax(
     } else {
         fi
     };
-    let out = vec![x[0], k, 1];
+    // Caffe's top has the bottom's rank (at least 3): [N, 1 or 2, top_k, 1, ...].
+    let mut out = vec![x[0], k, 1];
+    out.resize(x.len().max(3), 1);
     cx.reshape_to(&both, &[x[0], k], &out, Some(&tops[0]))?;
     Ok(vec![out])
 }

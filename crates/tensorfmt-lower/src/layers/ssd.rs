@@ -24,8 +24,8 @@ pub(crate) fn prior_boxes(
         return Err(Fail("max_size must be given once per min_size".into()));
     }
     if !p.width.is_empty() || !p.offset_h.is_empty() {
-        return Err(Fail(
-            "OpenCV's explicit width/height/offset_h lists are not lowered".into(),
+        return Err(Fail::not_lowered(
+            "OpenCV's explicit width/height/offset_h lists are not lowered",
         ));
     }
     let mut ars = vec![1.0f32];

@@ -190,6 +190,9 @@ class Som:
     def rotflip(self, e: int, n: int, numrot: int) -> Tuple[bool, float, int]: ...
 
 def open_som(path: _Path, kind: Optional[str] = None, strict: bool = False) -> Som: ...
+def primitiv_model_entries(
+    path: _Path, strict: bool = False
+) -> Optional[List[Tuple[str, str, List[Tuple[str, str]]]]]: ...
 def save(
     path: _Path,
     items: List[Dict[str, Any]],

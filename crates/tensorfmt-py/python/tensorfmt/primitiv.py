@@ -28,6 +28,7 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
+from . import _native
 from ._api import Document, _summary
 from ._api import open as _open_document
 from ._errors import InvalidArgumentError
@@ -142,7 +143,9 @@ class PrimitivFile:
         self.batch: Optional[int] = None
         self.optimizer: Optional[Optimizer] = None
         if self.kind == "model":
-            for name, entry in (h.get("entries") or {}).items():
+            # Every parameter (the header describes only the first 32, to stay small).
+            for name, value, stats in _native.primitiv_model_entries(self.path, strict=strict) or []:
+                entry = {"value": value, **dict(stats)}
                 self.parameters[name] = _parameter(self._doc, name, entry, True)
         elif self.kind == "parameter":
             self.parameter = _parameter(self._doc, "value", h["parameter"], False)

@@ -167,10 +167,14 @@ impl<'de> serde::Deserialize<'de> for RawHeader {
     }
 }
 
+/// The largest JSON header the safetensors library (and so every reader built on it,
+/// ours included) opens. The writer refuses to exceed it: a file nobody can open is a
+/// wrong file.
+pub const MAX_HEADER_SIZE: usize = 100_000_000;
+
 /// `SafeTensors::read_metadata` without its intermediate documents: the same checks
 /// and errors, the tensors straight into one list sorted by data offset.
 fn read_header(buffer: &[u8]) -> std::result::Result<(usize, RawHeader), SafeTensorError> {
-    const MAX_HEADER_SIZE: usize = 100_000_000;
     let arr: [u8; 8] = buffer
         .get(..8)
         .and_then(|b| b.try_into().ok())
@@ -421,6 +425,14 @@ pub fn write_from(
     let mut text = serde_json::to_vec(&meta)
         .map_err(|e| Error::Invalid(format!("safetensors header: {e}")))?;
     text.resize(text.len().next_multiple_of(8), b' ');
+    if text.len() > MAX_HEADER_SIZE {
+        // Many tensors with long names, or large metadata: say so before writing.
+        return Err(Error::LimitExceeded {
+            what: "safetensors header bytes (tensor names, shapes and __metadata__; safetensors readers open at most 100,000,000)",
+            value: text.len() as u64,
+            limit: MAX_HEADER_SIZE as u64,
+        });
+    }
     let mut out = AtomicFile::create(path)?.sync(!options.skip_fsync);
     out.reserve((8 + text.len() + offset) as u64)?;
     out.write_all(&(text.len() as u64).to_le_bytes())?;
@@ -652,6 +664,34 @@ mod tests {
             vec![1.5, -2.0]
         );
         assert!(matches!(f.header().last(), Some((k, FieldValue::Map(_))) if k == "__metadata__"));
+    }
+
+    /// A header no safetensors reader opens is refused before anything is written
+    /// (it used to be written, exit 0, and then neither we nor the library read it).
+    #[test]
+    fn a_header_over_the_readers_limit_is_refused_before_writing() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.safetensors");
+        let mut o = WriteOptions::default();
+        o.extra
+            .insert("big".into(), "x".repeat(MAX_HEADER_SIZE + 1));
+        let e = save(&p, &sample()[1..2], &o).unwrap_err();
+        assert!(
+            matches!(e, Error::LimitExceeded { limit, .. } if limit == MAX_HEADER_SIZE as u64),
+            "{e}"
+        );
+        assert!(e.to_string().contains("safetensors header"), "{e}");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+        // Just under the limit still writes a file that reads back.
+        o.extra
+            .insert("big".into(), "x".repeat(MAX_HEADER_SIZE - 4096));
+        save(&p, &sample()[1..2], &o).unwrap();
+        let f = open(
+            tensorfmt_core::io::map_file(&p).unwrap(),
+            &ReadOptions::default(),
+        )
+        .unwrap();
+        assert_eq!(f.metadata()[0].1.len(), MAX_HEADER_SIZE - 4096);
     }
 
     #[test]
