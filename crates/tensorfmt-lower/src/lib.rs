@@ -161,7 +161,9 @@ impl Cx {
     }
 
     /// A Reshape of `x` (shape `from`) to `to`; dim 0 is copied (`0`) when it does not
-    /// change, so a symbolic batch stays symbolic.
+    /// change and inferred (`-1`) when it does (the batch folded into it or out of it),
+    /// so that a symbolic batch stays symbolic wherever the other dims do not hold it
+    /// (`--dynamic-batch` checks the result).
     pub fn reshape_to(
         &mut self,
         x: &str,
@@ -170,8 +172,8 @@ impl Cx {
         out: Option<&str>,
     ) -> Result<String, Fail> {
         let mut spec: Vec<i64> = to.iter().map(|&d| d as i64).collect();
-        if !from.is_empty() && !to.is_empty() && from[0] == to[0] {
-            spec[0] = 0;
+        if !from.is_empty() && !to.is_empty() {
+            spec[0] = if from[0] == to[0] { 0 } else { -1 };
         }
         let s = self.b.i64s(&format!("{}/shape", self.layer), spec)?;
         Ok(match out {
@@ -691,8 +693,16 @@ fn check_dynamic_batch(
     })?;
     let mut shapes: HashMap<String, Vec<usize>> = bigger.iter().cloned().collect();
     propagate(b, nodes, &mut shapes);
+    // Values the final graph computes (a pruned node's are not checked: nothing runs it).
+    let computed: HashSet<&str> = nodes
+        .iter()
+        .flat_map(|n| n.output.iter().map(String::as_str))
+        .collect();
     let mut follows: HashSet<String> = inputs.iter().map(|v| v.name.clone()).collect();
-    for v in verified {
+    for v in verified
+        .iter()
+        .filter(|v| computed.contains(v.name.as_str()))
+    {
         let Some(&(li, ti)) = origin.get(&v.name) else {
             continue;
         };

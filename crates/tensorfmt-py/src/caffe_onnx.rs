@@ -123,6 +123,8 @@ pub fn caffe_state_dict(
 
 /// Writes a caffemodel with seeded random weights shaped by Caffe's rules for the
 /// prototxt's layers; returns the names of the layers written.
+///
+/// (See also [`caffe_supported_layers`].)
 #[pyfunction]
 #[pyo3(signature = (prototxt, out, seed=0, proto=None, input_shape=None))]
 pub fn caffe_random_weights(
@@ -143,4 +145,10 @@ pub fn caffe_random_weights(
             &ReadOptions::default(),
         )?)
     })
+}
+
+/// The Caffe layer types with a lowering to ONNX, then those the graph stops before.
+#[pyfunction]
+pub fn caffe_supported_layers() -> Vec<&'static str> {
+    tensorfmt_lower::supported_layers()
 }

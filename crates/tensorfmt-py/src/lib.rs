@@ -71,6 +71,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(caffe_onnx::caffe_to_onnx, m)?)?;
     m.add_function(wrap_pyfunction!(caffe_onnx::caffe_state_dict, m)?)?;
     m.add_function(wrap_pyfunction!(caffe_onnx::caffe_random_weights, m)?)?;
+    m.add_function(wrap_pyfunction!(caffe_onnx::caffe_supported_layers, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

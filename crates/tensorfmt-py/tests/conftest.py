@@ -1,5 +1,6 @@
 """Shared locations for the Python tests: the repo's fixtures and the shared corpus."""
 
+import importlib
 import os
 import pathlib
 
@@ -25,6 +26,24 @@ def require_corpus(sub: str) -> pathlib.Path:
         print(msg)
         pytest.skip(msg)
     return d
+
+
+def require_module(name: str, reason: str = ""):
+    """``pytest.importorskip`` that fails under ``CI=true``: every test requirement is
+    installed by ``cargo xtask test``, so a missing one there is a broken install, not a
+    reason to skip (a skipped module used to hide every test in it). torch may be
+    missing with the reason xtask gives (``TENSORFMT_TORCH_UNAVAILABLE``)."""
+    try:
+        return importlib.import_module(name)
+    except ImportError as e:
+        msg = f"SKIPPING: {name} is not installed ({e}){': ' + reason if reason else ''}"
+        why = os.environ.get("TENSORFMT_TORCH_UNAVAILABLE")
+        if name.split(".")[0] == "torch" and why:
+            msg += f"; installing torch failed: {why}"
+        elif os.environ.get("CI") == "true":
+            pytest.fail(msg + " (cargo xtask test installs it) and CI=true requires it", pytrace=False)
+        print(msg)
+        pytest.skip(msg, allow_module_level=True)
 
 
 def fixtures():

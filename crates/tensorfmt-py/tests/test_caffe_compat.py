@@ -5,8 +5,9 @@ import numpy as np
 import pytest
 
 import tensorfmt
+from conftest import require_module
 
-cv2 = pytest.importorskip("cv2")
+cv2 = require_module("cv2")
 
 PROTOTXT = """
 name: "tiny"

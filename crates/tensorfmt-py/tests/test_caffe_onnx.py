@@ -20,11 +20,11 @@ import pytest
 
 import tensorfmt
 import tensorfmt.caffe
-from conftest import require_corpus
+from conftest import require_corpus, require_module
 
-cv2 = pytest.importorskip("cv2")
-onnx = pytest.importorskip("onnx")
-ort = pytest.importorskip("onnxruntime")
+cv2 = require_module("cv2")
+onnx = require_module("onnx")
+ort = require_module("onnxruntime")
 
 FORKS = {
     "pspnet50_ade20k": "hszhao_PSPNet_caffe.proto",

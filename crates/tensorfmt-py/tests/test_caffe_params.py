@@ -4,7 +4,7 @@ shows them, for V2, V1 and V0 nets; ``net.weights()`` and ``load()`` agree on sh
 import numpy as np
 import pytest
 
-from conftest import REPO, TESTDATA, require_corpus
+from conftest import REPO, TESTDATA, require_corpus, require_module
 
 import tensorfmt
 import tensorfmt.caffe
@@ -16,7 +16,7 @@ FDS = REPO / "crates" / "tensorfmt-caffe" / "src" / "generated" / "caffe.fds"
 def caffe_pb2():
     """caffe_pb2's NetParameter, built from the schema's descriptor set with the
     protobuf package (an independent reader)."""
-    pytest.importorskip("google.protobuf")
+    require_module("google.protobuf")
     from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
     fds = descriptor_pb2.FileDescriptorSet.FromString(FDS.read_bytes())

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 import tensorfmt
-from conftest import TESTDATA
+from conftest import TESTDATA, require_module
 
-dask = pytest.importorskip("dask", reason="SKIPPING dask tests: pip install 'tensorfmt[dask]'")
+dask = require_module("dask", reason="SKIPPING dask tests: pip install 'tensorfmt[dask]'")
 import tensorfmt.dask as tdask  # noqa: E402
 
 
@@ -84,7 +84,7 @@ def test_convert_many_batches_small_files(tmp_path):
 
 @pytest.fixture(scope="module")
 def client():
-    distributed = pytest.importorskip("distributed", reason="SKIPPING: pip install 'tensorfmt[dask]'")
+    distributed = require_module("distributed", reason="SKIPPING: pip install 'tensorfmt[dask]'")
     cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
     c = distributed.Client(cluster)
     yield c

@@ -116,3 +116,22 @@ def test_doc_examples_name_only_files_in_testdata():
     for text in texts:
         for rel in re.findall(r"testdata/[\w./-]+", text):
             assert (REPO / rel.rstrip(".")).exists(), rel
+
+
+def test_docstring_code_blocks_are_examples_that_run():
+    """A literal block (``::``) in a docstring is an example a user copies: it must be
+    a ``>>>`` doctest, which the tests above run (prose code blocks named files that do
+    not exist and names never defined)."""
+    bad = []
+    for name in _modules():
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        for test in doctest.DocTestFinder(exclude_empty=False).find(module, name):
+            doc = test.docstring or ""
+            for m in re.finditer(r"::\n\n((?:[ ]+.*\n?)+)", doc):
+                first = m.group(1).lstrip()
+                if not first.startswith(">>>"):
+                    bad.append(f"{test.name}: {first.splitlines()[0]}")
+    assert not bad, "docstring code blocks that are not doctests:\n" + "\n".join(bad)

@@ -10,7 +10,7 @@ import pytest
 
 import tensorfmt
 
-from conftest import TESTDATA
+from conftest import TESTDATA, require_module
 
 
 def _clean(path):
@@ -121,7 +121,7 @@ def test_older_npz_files_with_a_metadata_member_still_come_back(tmp_path):
 
 
 def test_safetensors_package_round_trip_keeps_the_file(tmp_path):
-    safetensors = pytest.importorskip("safetensors")
+    safetensors = require_module("safetensors")
     from safetensors.numpy import save_file
 
     src = TESTDATA / "primitiv" / "model_nested_adam.data"

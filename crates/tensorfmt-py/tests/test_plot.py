@@ -4,7 +4,9 @@ for values (found in the pixels), and Caffe's BGR is shown as RGB."""
 import numpy as np
 import pytest
 
-matplotlib = pytest.importorskip("matplotlib", reason="matplotlib is in the test requirements")
+from conftest import TESTDATA, require_module
+
+matplotlib = require_module("matplotlib", reason="matplotlib is in the test requirements")
 matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
@@ -12,7 +14,6 @@ import matplotlib.pyplot as plt  # noqa: E402
 import tensorfmt  # noqa: E402
 import tensorfmt.plot as tp  # noqa: E402
 import tensorfmt.pvp  # noqa: E402
-from conftest import TESTDATA  # noqa: E402
 
 
 @pytest.fixture(autouse=True)

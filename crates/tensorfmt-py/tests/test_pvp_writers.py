@@ -12,6 +12,7 @@ import pytest
 
 import tensorfmt
 import tensorfmt.pvp as pvp
+from conftest import require_module
 
 
 def movie(frames=3, ny=3, nx=4, nf=2):
@@ -64,7 +65,7 @@ def test_any_dtype_strides_byte_order_and_torch(tmp_path):
         w.write_frame(0, m[0].astype(">f8"))  # big-endian f64
         w.write_frame(1, np.asfortranarray(m[1]))  # not C-contiguous
     np.testing.assert_array_equal(pvp.open(path).movie(), m)
-    torch = pytest.importorskip("torch")
+    torch = require_module("torch")
     tpath = tmp_path / "t.pvp"
     with pvp.DenseWriter(tpath, 4, 3, 2) as w:
         w.write_frame(0, torch.from_numpy(m[0]))

@@ -11,7 +11,7 @@ import pytest
 import tensorfmt
 import tensorfmt.caffe
 import tensorfmt.pvp
-from conftest import TESTDATA
+from conftest import TESTDATA, require_module
 
 DENSE = TESTDATA / "pvp" / "dense_f32.pvp"  # 3 frames, times 0.5, 1.5, 2.5; [2, 3, 2]
 
@@ -221,7 +221,7 @@ def test_get_slice_and_metadata():
         np.testing.assert_array_equal(part[:1], full[:1])
         np.testing.assert_array_equal(part[..., -1], full[..., -1])
         assert part[:1].flags.writeable  # the elements asked for, copied out
-        safetensors = pytest.importorskip("safetensors")
+        safetensors = require_module("safetensors")
         with safetensors.safe_open(str(TESTDATA / "core" / "model.safetensors"), "np") as ref:
             assert doc.metadata() == ref.metadata()
     with tensorfmt.open(DENSE) as doc:
@@ -229,7 +229,7 @@ def test_get_slice_and_metadata():
 
 
 def test_bf16_stays_bf16_with_ml_dtypes(tmp_path):
-    ml_dtypes = pytest.importorskip("ml_dtypes")
+    ml_dtypes = require_module("ml_dtypes")
     with tensorfmt.open(TESTDATA / "core" / "bf16_4.npy") as doc:
         (name,) = list(doc)
         a = doc[name]
@@ -242,7 +242,7 @@ def test_bf16_stays_bf16_with_ml_dtypes(tmp_path):
 
 
 def test_framework_pt_gives_writable_torch_tensors():
-    torch = pytest.importorskip("torch")
+    torch = require_module("torch")
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no read-only warning
         with tensorfmt.open(TESTDATA / "core" / "model.safetensors", framework="pt") as doc:

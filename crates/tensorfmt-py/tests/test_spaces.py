@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import tensorfmt
+from conftest import require_module
 from tensorfmt import _native
 from tensorfmt.spaces import (
     CompositeSpace,
@@ -26,7 +27,7 @@ from tensorfmt.spaces import (
     set_floatx,
 )
 
-sparse = pytest.importorskip("scipy.sparse")
+sparse = require_module("scipy.sparse")
 
 
 def test_vector_to_conv_and_back_is_pylearn2s_layout():

@@ -11,7 +11,9 @@ import itertools
 import numpy as np
 import pytest
 
-hypothesis = pytest.importorskip("hypothesis")
+from conftest import require_module
+
+hypothesis = require_module("hypothesis")
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
@@ -79,7 +81,7 @@ def invertible_pair(draw):
         a = conv_for(draw(st.integers(1, 24)), draw, dtype)
         return a, Conv2DSpace(a.shape, num_channels=a.num_channels, axes=draw(st.sampled_from(AXES)), dtype=dtype)
     if kind == "dense-sparse":
-        pytest.importorskip("scipy.sparse")
+        require_module("scipy.sparse")
         dtype = draw(st.sampled_from(["float32", "float64", "int32", "int64"]))
         return _dense_sparse(draw, dtype)
     if kind in ("composite-vector", "vector-composite"):

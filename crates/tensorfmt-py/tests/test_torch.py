@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import tensorfmt
-from conftest import TESTDATA
+from conftest import TESTDATA, require_module
 
 try:
     import torch
@@ -60,7 +60,7 @@ def test_save_a_dict_of_torch_tensors(tmp_path):
     with tensorfmt.open(p) as doc:
         assert doc.info("h").stored_dtype == "bf16"
     # And the file is what safetensors' own torch loader expects.
-    st = pytest.importorskip("safetensors.torch")
+    st = require_module("safetensors.torch")
     loaded = st.load_file(str(p))
     assert loaded["h"].dtype == torch.bfloat16
     assert torch.equal(loaded["t"], tensors["t"].contiguous())

@@ -8,11 +8,11 @@ import textwrap
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, require_module
 
 CONFIG = str(REPO / "crates" / "tensorfmt-py" / "pyproject.toml")
 
-pytest.importorskip("mypy", reason="mypy is in the test requirements (xtask/src/test.rs)")
+require_module("mypy", reason="mypy is in the test requirements (xtask/src/test.rs)")
 
 
 @pytest.fixture(scope="module")

@@ -47,6 +47,9 @@ from ._errors import (
     TensorfmtFileNotFoundError,
     TensorfmtIOError,
     TensorNotFoundError,
+    TensorfmtIndexError,
+    TensorfmtOverflowError,
+    TensorfmtTypeError,
     TensorfmtWarning,
     UnsupportedError,
 )
@@ -82,5 +85,8 @@ __all__ = [
     "TensorfmtFileNotFoundError",
     "TensorfmtFileExistsError",
     "InputChangedError",
+    "TensorfmtTypeError",
+    "TensorfmtIndexError",
+    "TensorfmtOverflowError",
     "TensorfmtWarning",
 ]

@@ -10,7 +10,15 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Proto
 import numpy as np
 
 from . import _native
-from ._errors import InvalidArgumentError, LimitError, TensorfmtFileExistsError, UnsupportedError
+from ._errors import (
+    InvalidArgumentError,
+    LimitError,
+    TensorfmtFileExistsError,
+    TensorfmtIndexError,
+    TensorfmtTypeError,
+    TensorNotFoundError,
+    UnsupportedError,
+)
 
 PathLike = Union[str, "os.PathLike[str]"]
 Frames = Union[None, int, slice, Tuple[int, Optional[int]]]
@@ -134,24 +142,24 @@ def _frame_slice(frames: Frames, count: int) -> Tuple[int, int, int]:
     last frame (pvtools' ``lastFrame``), ``(start, stop)`` is ``slice(start, stop)``; a
     single frame out of range raises :class:`IndexError`."""
     if isinstance(frames, bool):
-        raise TypeError("frames= takes an int, a slice or (start, stop), not a bool")
+        raise TensorfmtTypeError("frames= takes an int, a slice or (start, stop), not a bool")
     if isinstance(frames, (int, np.integer)):
         k = int(frames)
         if not -count <= k < count:
-            raise IndexError(f"frame {k} is out of range: the file has {count} frames")
+            raise TensorfmtIndexError(f"frame {k} is out of range: the file has {count} frames")
         k %= count
         return (k, k + 1, 1)
     if isinstance(frames, tuple) and len(frames) == 2:
         frames = slice(*frames)
     if not isinstance(frames, slice):
-        raise TypeError(f"frames= takes an int, a slice or (start, stop), not {type(frames).__name__}")
+        raise TensorfmtTypeError(f"frames= takes an int, a slice or (start, stop), not {type(frames).__name__}")
     if frames.step is not None and not isinstance(frames.step, (int, np.integer)):
-        raise TypeError("frames= slice steps must be integers")
+        raise TensorfmtTypeError("frames= slice steps must be integers")
     if frames.step is not None and int(frames.step) <= 0:
         raise InvalidArgumentError(f"frames= takes a positive step (the file is read forwards), not {frames.step}")
     for bound in (frames.start, frames.stop):
         if bound is not None and (isinstance(bound, bool) or not isinstance(bound, (int, np.integer))):
-            raise TypeError(f"frames= slice bounds must be integers or None, not {bound!r}")
+            raise TensorfmtTypeError(f"frames= slice bounds must be integers or None, not {bound!r}")
     start, stop, step = frames.indices(count)
     return (start, max(start, stop), step)
 
@@ -919,10 +927,19 @@ class DiffResult:
         return self.equal
 
     def __getitem__(self, name: str) -> TensorDiff:
-        for t in self.tensors:
-            if t.name == name:
-                return t
-        raise KeyError(name)
+        """One tensor's comparison, by name (an index built on first use)."""
+        index = self.__dict__.get("_by_name")
+        if index is None or len(index) > len(self.tensors):
+            index = {}
+            for t in self.tensors:
+                index.setdefault(t.name, t)
+            object.__setattr__(self, "_by_name", index)  # frozen: a cache, not state
+        try:
+            return index[name]
+        except KeyError:
+            err = TensorNotFoundError(f"no compared tensor named {name!r}")
+            err.name = name
+            raise err from None
 
     @property
     def max_abs_error(self) -> float:

@@ -103,6 +103,10 @@ class TensorfmtTypeError(TensorfmtError, TypeError):
     """An argument of the wrong type."""
 
 
+class TensorfmtIndexError(TensorfmtError, IndexError):
+    """An index out of range (a frame number past the end of a PVP file)."""
+
+
 def _translate(e: BaseException) -> BaseException:
     """The tensorfmt error for a builtin one raised inside a tensorfmt call (argument
     conversion in the native module); tensorfmt errors and the rest pass as they are."""
@@ -176,4 +180,5 @@ __all__ = [
     "SpaceIndexError",
     "TensorfmtOverflowError",
     "TensorfmtTypeError",
+    "TensorfmtIndexError",
 ]

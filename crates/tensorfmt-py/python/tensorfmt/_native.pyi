@@ -23,7 +23,9 @@ __all__ = [
     "caffe_message_fields",
     "caffe_random_weights",
     "caffe_state_dict",
+    "caffe_supported_layers",
     "caffe_to_onnx",
+    "primitiv_model_entries",
     "Som",
     "open_som",
     "save",
@@ -151,6 +153,7 @@ def pvp_weights_writer(
 def pvp_append(path: _Path, kind: str) -> PvpWriter: ...
 def caffe_contents(path: _Path, kind: Optional[str] = None, strict: bool = False) -> Dict[str, Any]: ...
 def caffe_message_fields(type_name: str) -> List[Tuple[str, bool, Any, Optional[str]]]: ...
+def caffe_supported_layers() -> List[str]: ...
 def caffe_to_onnx(
     caffemodel: _Path,
     prototxt: _Path,

@@ -32,6 +32,7 @@ import numpy as np
 
 from . import _native
 from ._api import _summary
+from ._errors import InvalidArgumentError, TensorNotFoundError
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -130,7 +131,7 @@ class Message:
     def HasField(self, name: str) -> bool:  # noqa: N802 - caffe_pb2's name
         """Whether the file sets field ``name`` (ValueError for a name the type lacks)."""
         if name not in _fields(self._type):
-            raise ValueError(f"{self._type} has no field {name!r}")
+            raise InvalidArgumentError(f"{self._type} has no field {name!r}")
         return name in self._set
 
     def ListFields(self) -> List[Tuple[str, Any]]:  # noqa: N802 - caffe_pb2's name
@@ -231,11 +232,21 @@ class CaffeFile:
         self.history: List[Blob] = [_blob(b) for b in d.get("history", [])]
 
     def __getitem__(self, name: str) -> Layer:
-        """The first layer called ``name``."""
-        for layer in self.layers:
-            if layer.name == name:
-                return layer
-        raise KeyError(name)
+        """The first layer called ``name`` (through an index built on first use, so
+        looking every layer up by name stays linear in the layers)."""
+        key = (id(self.layers), len(self.layers))
+        cached = self.__dict__.get("_by_name")
+        if cached is None or cached[0] != key:
+            by_name: Dict[str, Layer] = {}
+            for layer in self.layers:
+                by_name.setdefault(layer.name, layer)
+            cached = self._by_name = (key, by_name)
+        try:
+            return cached[1][name]
+        except KeyError:
+            err = TensorNotFoundError(f"{self.path}: no layer named {name!r}")
+            err.name = name
+            raise err from None
 
     def __iter__(self) -> Iterator[Layer]:
         return iter(self.layers)
@@ -333,10 +344,17 @@ def to_onnx(
 
     Returns ``{"inputs", "outputs", "shapes", "stopped_before", "warnings", "nodes"}``::
 
-        info = tensorfmt.caffe.to_onnx("lenet.caffemodel", "lenet.prototxt", "lenet.onnx")
-        import onnxruntime as ort
-        sess = ort.InferenceSession("lenet.onnx")
-        (prob,) = sess.run(None, {"data": image})
+        >>> import numpy as np, onnxruntime as ort, tensorfmt.caffe
+        >>> net = "testdata/nets/lenet_tiny.prototxt"
+        >>> tensorfmt.caffe.write_random_weights(net, "lenet.caffemodel")   # stand-in weights
+        ['conv1', 'ip1']
+        >>> info = tensorfmt.caffe.to_onnx("lenet.caffemodel", net, "lenet.onnx")
+        >>> info["inputs"], info["outputs"], info["shapes"]["prob"]
+        (['data'], ['prob'], [1, 10])
+        >>> sess = ort.InferenceSession("lenet.onnx")
+        >>> (prob,) = sess.run(None, {"data": np.zeros((1, 1, 28, 28), np.float32)})
+        >>> prob.shape
+        (1, 10)
     """
     return _native.caffe_to_onnx(
         os.fspath(caffemodel),
@@ -391,4 +409,16 @@ def write_random_weights(
     )
 
 
-__all__ = ["open", "CaffeFile", "Layer", "Blob", "Message", "to_onnx", "state_dict", "write_random_weights"]
+def supported_layers() -> List[str]:
+    """The Caffe layer types :func:`to_onnx` lowers, then those the graph stops before
+    (``DetectionOutput``). A type may still be refused for its parameters (STOCHASTIC
+    pooling, ``use_global_stats: false``, ...): the error lists every such layer.
+
+    >>> import tensorfmt.caffe
+    >>> "Convolution" in tensorfmt.caffe.supported_layers()
+    True
+    """
+    return list(_native.caffe_supported_layers())
+
+
+__all__ = ["open", "CaffeFile", "Layer", "Blob", "Message", "to_onnx", "state_dict", "write_random_weights", "supported_layers"]

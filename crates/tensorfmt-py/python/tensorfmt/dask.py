@@ -7,14 +7,18 @@ frames at a time; :func:`convert_many` converts many files on whatever cluster t
 has (a ``distributed.Client``; the local threaded scheduler otherwise) and returns one
 result per file, errors included::
 
-    import tensorfmt.dask
-    movie = tensorfmt.dask.from_file("run/a1_V1.pvp")   # chunks of about 128 MiB
-    movie.mean(axis=0).compute()
+    >>> import tensorfmt.dask
+    >>> movie = tensorfmt.dask.from_file("testdata/pvp/dense_f32.pvp")   # chunks of about 128 MiB
+    >>> movie.shape, movie.mean(axis=0).compute().shape
+    ((3, 2, 3, 2), (2, 3, 2))
+    >>> paths = ["testdata/pvp/dense_f32.pvp", "testdata/caffe/v2_tiny.caffemodel", "testdata/nets"]
+    >>> results = tensorfmt.dask.convert_many(paths, "out", to="safetensors")
+    >>> [(r["status"], r["output"]) for r in results]   # the tree below the common parent
+    [('ok', 'out/pvp/dense_f32.safetensors'), ('ok', 'out/caffe/v2_tiny.safetensors'), ('failed', 'out/nets.safetensors')]
+    >>> [r["error"].split(": ", 2)[2] for r in results if r["status"] == "failed"]
+    ['not a regular file (a directory); nothing was read']
 
-    from distributed import Client
-    client = Client()                                   # or Client("scheduler:8786")
-    results = tensorfmt.dask.convert_many(paths, "out/", to="safetensors", client=client)
-    failed = [r for r in results if r["status"] == "failed"]
+On a cluster, pass ``client=distributed.Client(...)`` (e.g. ``Client("scheduler:8786")``).
 """
 
 from __future__ import annotations

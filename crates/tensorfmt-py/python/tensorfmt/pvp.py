@@ -39,7 +39,7 @@ import numpy as np
 
 from . import _native
 from ._api import _summary
-from ._errors import InvalidArgumentError
+from ._errors import InvalidArgumentError, TensorfmtIndexError, TensorfmtTypeError
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -131,7 +131,7 @@ class PvpFile:
     def _index(self, k: int) -> int:
         n = len(self)
         if not -n <= k < n:
-            raise IndexError(f"frame {k} is out of range: the file has {n} frames")
+            raise TensorfmtIndexError(f"frame {k} is out of range: the file has {n} frames")
         return k % n
 
     def _frame(self, k: int) -> Union["Frame", "WeightFrame"]:
@@ -160,7 +160,7 @@ class PvpFile:
         if isinstance(key, slice):
             return [self._frame(k) for k in range(*key.indices(len(self)))]
         if isinstance(key, bool) or not isinstance(key, (int, np.integer)):
-            raise TypeError(f"frames are indexed by int or slice, not {type(key).__name__}")
+            raise TensorfmtTypeError(f"frames are indexed by int or slice, not {type(key).__name__}")
         return self._frame(int(key))
 
     @overload
