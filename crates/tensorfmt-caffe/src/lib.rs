@@ -273,20 +273,18 @@ impl Prepared {
     }
 }
 
-fn prepare(
-    tensors: &[(String, Tensor)],
-    options: &WriteOptions,
-    ext: Option<&str>,
-) -> Result<Prepared> {
-    let tensors = &*for_readers(tensors, options)?;
-    let kind = match options.kind.as_deref() {
+/// The kind [`save_tensors`] writes: `options.kind`, else a mean file for `.binaryproto`
+/// or one tensor without a `/` in its name, a solver state for `.solverstate`, a model
+/// otherwise.
+fn written_kind(names: &[&str], options: &WriteOptions, ext: Option<&str>) -> Result<FileKind> {
+    Ok(match options.kind.as_deref() {
         Some(name) => FileKind::from_name(name).ok_or_else(|| {
             CaffeError::Write(format!(
                 "unknown caffe kind {name:?} (caffemodel, binaryproto, blobprotovector, solverstate)"
             ))
         })?,
         None => {
-            if ext == Some("binaryproto") || (tensors.len() == 1 && !tensors[0].0.contains('/')) {
+            if ext == Some("binaryproto") || (names.len() == 1 && !names[0].contains('/')) {
                 FileKind::Mean
             } else if ext == Some("solverstate") {
                 FileKind::SolverState
@@ -294,7 +292,49 @@ fn prepare(
                 FileKind::Model
             }
         }
-    };
+    })
+}
+
+/// What a file [`save_tensors`] writes from tensors alone lacks, for the kinds that
+/// have more than their blobs: a model has layer names and blobs but no layer types,
+/// net name or topology; a solver state has `iter` 0 (unless `--set iter=N`) and no
+/// `learned_net`. `None` for mean files and BlobProtoVectors, which are whole.
+///
+/// ```
+/// let names = ["conv1/0", "conv1/1"];
+/// let note = tensorfmt_caffe::weights_only_note(&names, &Default::default(), Some("caffemodel"));
+/// assert!(note.unwrap().contains("no layer types"));
+/// assert!(tensorfmt_caffe::weights_only_note(&["mean"], &Default::default(), Some("binaryproto")).is_none());
+/// ```
+pub fn weights_only_note(
+    names: &[&str],
+    options: &WriteOptions,
+    ext: Option<&str>,
+) -> Option<String> {
+    const KEEP: &str = "load it with its prototxt, or write with --like ORIGINAL (like=ORIGINAL) to keep the original's structure";
+    match written_kind(names, options, ext).ok()? {
+        FileKind::Model => Some(format!(
+            "a weights-only caffemodel: layer names and blobs, no layer types, net name or topology; {KEEP}"
+        )),
+        FileKind::SolverState => {
+            let iter = options.extra.get("iter").map_or("0", String::as_str);
+            Some(format!(
+                "a solver state from tensors alone: iter {iter}{}, no learned_net and no current_step; {KEEP}",
+                if options.extra.contains_key("iter") { "" } else { " (--set iter=N)" }
+            ))
+        }
+        _ => None,
+    }
+}
+
+fn prepare(
+    tensors: &[(String, Tensor)],
+    options: &WriteOptions,
+    ext: Option<&str>,
+) -> Result<Prepared> {
+    let tensors = &*for_readers(tensors, options)?;
+    let names: Vec<&str> = tensors.iter().map(|(n, _)| n.as_str()).collect();
+    let kind = written_kind(&names, options, ext)?;
     Ok(match kind {
         FileKind::Mean => {
             let [(_, t)] = tensors else {

@@ -471,3 +471,40 @@ fn sparse_diff_agrees_with_the_dense_diff() {
     assert_eq!(sparse, report(&dense_b));
     assert_eq!(sparse.1, serde_json::json!(5)); // NaN against NaN is equal
 }
+
+/// Tensors alone converted to a caffemodel or a solver state: the file is what Caffe
+/// reads, and the warning says what it lacks (layer types, net name, iter) and how to
+/// keep them; a mean file is whole and gets no such warning.
+#[test]
+fn a_caffe_file_from_tensors_alone_says_what_it_lacks() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = Tensor::from_vec(vec![1f32; 6], [2, 3], Order::RowMajor).unwrap();
+    for (names, out, lacks) in [
+        (
+            ["ip/0", "ip/1"],
+            "m.caffemodel",
+            "no layer types, net name or topology",
+        ),
+        (
+            ["history/0", "history/1"],
+            "s.solverstate",
+            "iter 0 (--set iter=N)",
+        ),
+    ] {
+        let sub = dir.path().join(out.replace('.', "_"));
+        std::fs::create_dir(&sub).unwrap();
+        let input = npz_with(&sub, &[(names[0], w.clone()), (names[1], w.clone())]);
+        let out = sub.join(out);
+        let (code, _, err) = tf(["convert".as_ref(), input.as_os_str(), out.as_os_str()]);
+        assert_eq!(code, 0, "{err}");
+        assert!(
+            err.contains(lacks) && err.contains("--like ORIGINAL"),
+            "{err}"
+        );
+    }
+    let mean = npz_with(dir.path(), &[("mean", images())]);
+    let out = dir.path().join("mean.binaryproto");
+    let (code, _, err) = tf(["convert".as_ref(), mean.as_os_str(), out.as_os_str()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!err.contains("warning"), "{err}");
+}

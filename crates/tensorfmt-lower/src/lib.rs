@@ -856,6 +856,19 @@ pub fn write_random_weights(
 ) -> Result<Vec<String>, LowerError> {
     let net = load_net(prototxt, fork_proto, read)?;
     let shapes = tensorfmt_caffe::infer_shapes(&net, input_shapes)?;
+    // Every parameter blob is made in memory: their total is checked first.
+    let bytes = shapes
+        .layers
+        .iter()
+        .flat_map(|l| l.params.iter())
+        .map(|s| {
+            s.iter()
+                .map(|&d| d as u64)
+                .product::<u64>()
+                .saturating_mul(4)
+        })
+        .fold(0u64, u64::saturating_add);
+    read.limits.check_alloc(bytes)?;
     let weights = tensorfmt_caffe::random_weights(&net, &shapes, seed);
     let kinds: HashMap<&str, &str> = net
         .layers

@@ -74,3 +74,27 @@ fn mutated_corpus_nets_never_panic() {
     );
     assert!(models > 0);
 }
+
+/// A PriorBox over an absurd feature map (2^30 prior-box values, under Caffe's INT_MAX
+/// blob limit) is refused from its shape, at once, instead of computing gigabytes.
+#[test]
+fn absurd_prior_boxes_are_refused_from_their_shape() {
+    let text = "input: 'data' input_shape { dim: 1 dim: 3 dim: 8192 dim: 16384 }\n\
+        layer { name: 'pb' type: 'PriorBox' bottom: 'data' bottom: 'data' top: 'pb'\n\
+                prior_box_param { min_size: 30 } }\n";
+    let net = tensorfmt_caffe::parse_net(
+        text,
+        tensorfmt_caffe::Schema::builtin(),
+        &Default::default(),
+    )
+    .unwrap();
+    let t = Instant::now();
+    let mut none = std::collections::HashMap::new();
+    let e = tensorfmt_lower::lower(&net, &mut none, &Default::default()).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("limit of constants computed at conversion"),
+        "{e}"
+    );
+    assert!(t.elapsed().as_secs() < 5, "{:?}", t.elapsed());
+}

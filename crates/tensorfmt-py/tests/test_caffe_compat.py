@@ -67,3 +67,24 @@ def test_load_edit_save_like_keeps_the_structure(tmp_path, name):
     with pytest.raises(tensorfmt.TensorfmtError, match="like="):
         tensorfmt.save(tmp_path / "bad.caffemodel", bad, like=orig)
     assert not (tmp_path / "bad.caffemodel").exists()
+
+
+@pytest.mark.parametrize("name,lacks", [("v2_tiny.caffemodel", "no layer types"), ("tiny.solverstate", "iter 0")])
+def test_a_file_from_tensors_alone_says_what_it_lacks(tmp_path, name, lacks):
+    """load -> edit -> save without like= writes what Caffe reads, and says which part
+    of the original it does not have (it used to drop the net name, layer types and a
+    solver state's iter silently); with like= there is nothing to say."""
+    import warnings
+
+    from conftest import TESTDATA
+
+    orig = TESTDATA / "caffe" / name
+    arrays = tensorfmt.load(orig)
+    with pytest.warns(tensorfmt.TensorfmtWarning, match=lacks) as w:
+        tensorfmt.save(tmp_path / name, arrays)
+    assert any("like=ORIGINAL" in str(x.message) for x in w)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tensorfmt.save(tmp_path / ("like_" + name), arrays, like=orig)
+        # A mean file is whole: nothing is missing.
+        tensorfmt.save(tmp_path / "m.binaryproto", tensorfmt.load(TESTDATA / "caffe" / "mean_legacy.binaryproto"))

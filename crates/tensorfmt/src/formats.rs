@@ -620,7 +620,27 @@ fn save_tracked(
         .count();
     r.warnings
         .extend(f64_to_caffe_warning(format, f64s, options));
+    r.warnings
+        .extend(weights_only_warning(path, format, &names, options));
     Ok(r)
+}
+
+/// A Caffe model or solver state written from tensors alone says what it lacks (the
+/// original's structure travels only through carried metadata or `like=`).
+fn weights_only_warning(
+    path: &Path,
+    format: Format,
+    names: &[String],
+    options: &WriteOptions,
+) -> Option<String> {
+    #[cfg(feature = "caffe")]
+    if format == Format::Caffe {
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        let ext = path.extension().and_then(|e| e.to_str());
+        return tensorfmt_caffe::weights_only_note(&names, options, ext);
+    }
+    let _ = (path, format, names, options);
+    None
 }
 
 /// Caffe stores float64 tensors as float32 `data` unless f64 is asked for (OpenCV 4 and
@@ -757,13 +777,17 @@ pub fn convert(
         interop::sparse::offered(names, format),
         options,
     )?;
+    // One set of the written names, not a search of `names` per tensor (quadratic).
+    let written: std::collections::HashSet<&str> = names.iter().map(String::as_str).collect();
     let f64s = source
         .tensors()
         .iter()
-        .filter(|i| i.dtype == DType::F64 && names.contains(&i.name))
+        .filter(|i| i.dtype == DType::F64 && written.contains(i.name.as_str()))
         .count();
     r.warnings
         .extend(f64_to_caffe_warning(format, f64s, options));
+    r.warnings
+        .extend(weights_only_warning(path, format, names, options));
     Ok(r)
 }
 

@@ -96,6 +96,10 @@ pub(crate) fn prior_boxes(
     Ok(out)
 }
 
+/// The largest constant the lowering computes itself (PriorBox): 256 MiB. SSD300's
+/// prior boxes are 280 kB; anything near the limit comes from an absurd input shape.
+pub(crate) const MAX_COMPUTED_BYTES: u64 = 256 << 20;
+
 /// `PriorBox`: a constant.
 pub(crate) fn prior_box(
     cx: &mut Cx,
@@ -111,6 +115,19 @@ pub(crate) fn prior_box(
         return Err(Fail(format!("bottoms {f:?} and {img:?} must be 4-D")));
     }
     let p = l.param.prior_box_param.clone().unwrap_or_default();
+    // The constant's size is known from Caffe's shape before any box is computed: an
+    // absurd feature map is refused at once, not after minutes and gigabytes.
+    let count: u64 = cx
+        .expected
+        .first()
+        .map_or(0, |s| s.iter().map(|&d| d as u64).product());
+    let bytes = count.saturating_mul(4);
+    if bytes > MAX_COMPUTED_BYTES {
+        return Err(Fail(format!(
+            "the prior boxes would be a constant of {bytes} bytes ({count} values), over the \
+             {MAX_COMPUTED_BYTES}-byte limit of constants computed at conversion"
+        )));
+    }
     let data = prior_boxes(&p, [f[2], f[3]], [img[2], img[3]])?;
     let len = data.len() / 2;
     let c =
