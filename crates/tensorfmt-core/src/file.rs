@@ -438,6 +438,7 @@ pub trait TensorFile: Send + Sync {
         for info in self.tensors() {
             for chunk in self.read_chunks(&info.name)? {
                 chunk?;
+                crate::io::check_stop()?;
             }
         }
         Ok(())
@@ -467,6 +468,7 @@ pub fn streamed_stats<F: TensorFile + ?Sized>(file: &F, name: &str) -> Result<cr
     let mut released = crate::io::PageReleaser::new();
     for chunk in file.read_chunks(name)? {
         let chunk = chunk?;
+        crate::io::check_stop()?;
         let s = chunk.stats();
         // Done with the piece: a slice of a mapped input gives its pages back, so the
         // resident set stays at one piece (a cached 512 MiB movie showed 517 MiB);

@@ -8,7 +8,7 @@ mod fault_guard;
 mod interrupt;
 
 pub use interrupt::{
-    install_termination_cleanup, remove_live_temporaries, stop_writes, writes_stopped,
+    check_stop, install_termination_cleanup, remove_live_temporaries, stop_writes, writes_stopped,
 };
 
 pub use fault_guard::{

@@ -415,3 +415,55 @@ fn argmax_ties_go_to_the_last_index_as_in_caffe() {
         );
     }
 }
+
+/// A net's data transform travels as the model's preprocessing hints (metadata_props),
+/// since an ONNX model has no place for Caffe's transform_param; a net without one
+/// gets none (no guessed channel order).
+#[test]
+fn data_transforms_become_preprocessing_metadata() {
+    let meta = |l: &Lowered| -> Vec<(String, String)> {
+        l.model
+            .metadata_props
+            .iter()
+            .filter(|p| p.key.starts_with("preprocess."))
+            .map(|p| (p.key.clone(), p.value.clone()))
+            .collect()
+    };
+    let l = net(
+        "name: 'mean_net'
+         layer { name: 'data' type: 'Input' top: 'data' input_param { shape { dim: 1 dim: 3 dim: 4 dim: 4 } }
+                 transform_param { scale: 0.017 mean_value: 104 mean_value: 117 mean_value: 123 crop_size: 224 } }
+         layer { name: 'r' type: 'ReLU' bottom: 'data' top: 'r' }",
+        &[],
+        &Default::default(),
+    )
+    .unwrap();
+    assert_eq!(
+        meta(&l),
+        [
+            ("preprocess.channel_order".to_string(), "BGR".to_string()),
+            ("preprocess.scale".into(), "0.017".into()),
+            ("preprocess.mean_values".into(), "104,117,123".into()),
+            ("preprocess.crop_size".into(), "224".into()),
+        ]
+    );
+    let l = net(
+        "layer { name: 'data' type: 'Input' top: 'data' input_param { shape { dim: 1 dim: 3 dim: 4 dim: 4 } }
+                 transform_param { mean_file: 'imagenet_mean.binaryproto' } }
+         layer { name: 'r' type: 'ReLU' bottom: 'data' top: 'r' }",
+        &[],
+        &Default::default(),
+    )
+    .unwrap();
+    assert!(meta(&l).contains(&(
+        "preprocess.mean_file".into(),
+        "imagenet_mean.binaryproto".into()
+    )));
+    let l = net(
+        &format!("{INPUT} layer {{ name: 'r' type: 'ReLU' bottom: 'data' top: 'r' }}"),
+        &[],
+        &Default::default(),
+    )
+    .unwrap();
+    assert!(meta(&l).is_empty());
+}

@@ -209,7 +209,8 @@ impl File {
     /// Statistics of one tensor, streamed (min, max, mean, sum, nonzero, nan, count).
     fn stats<'py>(&self, py: Python<'py>, name: String) -> PyResult<Bound<'py, PyDict>> {
         let doc = self.doc(py)?;
-        let s = run(py, move || doc.entry(&name)?.stats())?;
+        // Long on a large tensor: Ctrl-C stops it between pieces.
+        let s = crate::errors::run_interruptible(py, move || doc.entry(&name)?.stats())?;
         let d = PyDict::new(py);
         d.set_item("count", s.count)?;
         d.set_item("min", s.min)?;
@@ -224,7 +225,7 @@ impl File {
     /// Checks the whole file (checksums, every frame); raises on the first problem.
     fn validate(&self, py: Python<'_>) -> PyResult<()> {
         let doc = self.doc(py)?;
-        run(py, move || doc.validate())
+        crate::errors::run_interruptible(py, move || doc.validate())
     }
 
     /// Writes the named tensors (all when `names` is None) to `path` as `to` (or the

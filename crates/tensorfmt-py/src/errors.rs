@@ -46,11 +46,12 @@ where
     }
 }
 
-/// Like [`run`], for long writes (save, convert): on the main thread the work runs on a
-/// helper thread while this one checks Python's signals every 50 ms. When a handler
-/// raises (Ctrl-C's `KeyboardInterrupt`, or what a SIGTERM handler raises), every
-/// [`AtomicFile`](tensorfmt::io::AtomicFile) write is stopped, so the work fails at its
-/// next write, its temporary file is removed and nothing is published; then that
+/// Like [`run`], for long calls (save, convert, diff, stats, validate): on the main
+/// thread the work runs on a helper thread while this one checks Python's signals every
+/// 50 ms. When a handler raises (Ctrl-C's `KeyboardInterrupt`, or what a SIGTERM handler
+/// raises), every [`AtomicFile`](tensorfmt::io::AtomicFile) write and every streamed read
+/// is stopped (`tensorfmt::io::stop_writes`, checked between pieces), so the work fails at
+/// its next piece, its temporary file is removed and nothing is published; then that
 /// exception is raised. Off the main thread (where Python runs no signal handlers)
 /// this is [`run`].
 pub fn run_interruptible<T, F>(py: Python<'_>, work: F) -> PyResult<T>

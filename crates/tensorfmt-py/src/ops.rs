@@ -138,7 +138,8 @@ pub fn diff<'py>(
     allow_dtype: bool,
     tensors_only: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let report = run(py, move || {
+    // Long on large files: Ctrl-C stops it between pieces.
+    let report = crate::errors::run_interruptible(py, move || {
         let opts = read_options(None, false, None, false);
         let fa = tensorfmt::open_as(&a, crate::document::detect(&a)?, &opts)?;
         let fb = tensorfmt::open_as(&b, crate::document::detect(&b)?, &opts)?;

@@ -22,13 +22,13 @@ import tensorfmt.pvp
 ROWS = 1024 * 1024
 
 
-def _big_npy(path):
-    header = "{'descr': '<f4', 'fortran_order': False, 'shape': (%d, 1024), }" % ROWS
+def _big_npy(path, rows=ROWS):
+    header = "{'descr': '<f4', 'fortran_order': False, 'shape': (%d, 1024), }" % rows
     total = 10 + len(header) + 1
     header += " " * (-total % 64) + "\n"
     with open(path, "wb") as f:
         f.write(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode())
-        f.truncate(f.tell() + ROWS * 1024 * 4)
+        f.truncate(f.tell() + rows * 1024 * 4)
 
 
 CHILD = textwrap.dedent(
@@ -77,6 +77,45 @@ def test_ctrl_c_stops_a_long_convert_and_removes_its_temporary(tmp_path):
     assert honoured < 2.0, f"KeyboardInterrupt {honoured:.1f} s after Ctrl-C"
     assert not dst.exists()
     assert _temporaries(tmp_path) == []
+
+
+READ_CHILD = textwrap.dedent(
+    """
+    import sys, time, tensorfmt
+    src, what = sys.argv[1], sys.argv[2]
+    print("started", flush=True)
+    try:
+        if what == "stats":
+            with tensorfmt.open(src) as doc:
+                doc.stats("big")
+        elif what == "diff":
+            tensorfmt.diff(src, src)
+        else:
+            tensorfmt.validate(src)
+        print("finished", flush=True)
+    except KeyboardInterrupt:
+        print("KeyboardInterrupt", time.monotonic(), flush=True)
+    """
+)
+
+
+@pytest.mark.parametrize("what", ["stats", "diff"])
+def test_ctrl_c_stops_a_long_read(tmp_path, what):
+    """Read-only calls over 64 GiB (streamed statistics, a diff) stop between pieces
+    too; they used to run to the end before Ctrl-C was seen."""
+    src = tmp_path / "big.npy"
+    _big_npy(src, rows=16 * ROWS)  # 64 GiB of holes: reading them takes many seconds
+    child = subprocess.Popen(
+        [sys.executable, "-c", READ_CHILD, str(src), what], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert child.stdout.readline().strip() == "started"
+    time.sleep(0.5)  # inside the native call
+    sent = time.monotonic()
+    child.send_signal(signal.SIGINT)
+    out, err = child.communicate(timeout=120)
+    assert out.startswith("KeyboardInterrupt"), (out, err)
+    honoured = float(out.split()[1]) - sent
+    assert honoured < 2.0, f"KeyboardInterrupt {honoured:.1f} s after Ctrl-C"
 
 
 def test_sigterm_leaves_no_temporary_file(tmp_path):

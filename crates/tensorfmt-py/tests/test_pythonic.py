@@ -228,6 +228,39 @@ def test_get_slice_and_metadata():
         assert doc.metadata()["nbands"] == "3"
 
 
+def _rss_kib():
+    with open("/proc/self/status") as f:
+        return next(int(l.split()[1]) for l in f if l.startswith("VmRSS:"))
+
+
+def test_get_slice_reads_only_what_it_is_asked_for(tmp_path, monkeypatch):
+    """A slice of a 4 GiB tensor the file stores verbatim touches only its elements'
+    pages; a tensor that must be decoded is decoded once however often it is sliced."""
+    rows = 1 << 20
+    big = tmp_path / "big.npy"
+    header = "{'descr': '<f4', 'fortran_order': False, 'shape': (%d, 1024), }" % rows
+    header += " " * (-(10 + len(header) + 1) % 64) + "\n"
+    with open(big, "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode())
+        f.truncate(f.tell() + rows * 1024 * 4)  # holes: no disk used
+    before = _rss_kib()
+    with tensorfmt.open(big) as doc:
+        s = doc.get_slice(doc.tensors[0].name)
+        part = s[rows // 2 : rows // 2 + 3, :5]
+        assert part.shape == (3, 5) and not part.any()
+        grown = _rss_kib() - before
+    assert grown < 64 * 1024, f"slicing 60 bytes of a 4 GiB tensor grew RSS by {grown} KiB"
+    z = tmp_path / "z.npz"
+    tensorfmt.save(z, {"w": np.arange(12.0).reshape(3, 4)}, settings={"compress": "deflate"})
+    with tensorfmt.open(z) as doc:
+        calls = []
+        real = type(doc)._array
+        monkeypatch.setattr(type(doc), "_array", lambda self, n: calls.append(n) or real(self, n))
+        s = doc.get_slice("w")
+        assert s[1, 2] == 6.0 and s[2, 3] == 11.0 and s[:, 0].tolist() == [0.0, 4.0, 8.0]
+        assert calls == ["w"]
+
+
 def test_bf16_stays_bf16_with_ml_dtypes(tmp_path):
     ml_dtypes = require_module("ml_dtypes")
     with tensorfmt.open(TESTDATA / "core" / "bf16_4.npy") as doc:

@@ -155,6 +155,8 @@ impl TensorFile for Watched {
         Ok(Box::new(chunks.map(move |c| {
             let c = c?;
             self.watch.check()?;
+            // A host asked every long call to stop (Python's Ctrl-C): between pieces.
+            crate::io::check_stop()?;
             Ok(c)
         })))
     }
@@ -172,6 +174,7 @@ impl TensorFile for Watched {
         Some(Ok(Box::new(rows.map(move |r| {
             let r = r?;
             self.watch.check()?;
+            crate::io::check_stop()?;
             Ok(r)
         }))))
     }

@@ -41,6 +41,26 @@ pub fn writes_stopped() -> bool {
     STOP.load(Ordering::Relaxed)
 }
 
+/// `Err` once [`stop_writes`] asked every long operation to stop: the check that
+/// streamed reads (statistics, validation, diff, every chunk the facade's `Document`
+/// hands out) make between pieces, so
+/// that a long read-only call is interrupted as promptly as a write.
+///
+/// ```
+/// assert!(tensorfmt_core::io::check_stop().is_ok());
+/// tensorfmt_core::io::stop_writes(true);
+/// assert!(tensorfmt_core::io::check_stop().unwrap_err().to_string().contains("interrupted"));
+/// tensorfmt_core::io::stop_writes(false);
+/// ```
+pub fn check_stop() -> crate::Result<()> {
+    if writes_stopped() {
+        return Err(crate::Error::Invalid(
+            "interrupted (a signal asked to stop)".into(),
+        ));
+    }
+    Ok(())
+}
+
 const SLOTS: usize = 256;
 const PATH_MAX: usize = 4096;
 const FREE: u8 = 0;

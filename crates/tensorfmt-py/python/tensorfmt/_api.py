@@ -65,8 +65,8 @@ class TensorInfo:
     """What a file says about one tensor, known without decoding it.
 
     ``dtype`` is the numpy dtype of the array you get; ``stored_dtype`` the element type
-    in the file (they differ only for ``bf16``, which numpy lacks and is widened to
-    float32).
+    in the file (``bf16`` arrays are ``ml_dtypes.bfloat16`` when ml_dtypes is
+    installed, else numpy lacks the type and they are widened to float32, exactly).
     """
 
     name: str
@@ -451,6 +451,7 @@ class TensorSlice:
     def __init__(self, doc: Document, name: str) -> None:
         self._doc = doc
         self._info = doc.info(name)
+        self._array: Optional[np.ndarray] = None
 
     def get_shape(self) -> List[int]:
         """The tensor's shape, as a list (as safetensors gives it)."""
@@ -473,8 +474,11 @@ class TensorSlice:
 
     def __getitem__(self, key: Any) -> Any:
         # The array is a view of the mapping where the layout allows: indexing it copies
-        # the selected elements only, touching only their pages.
-        part = np.array(self._doc._array(self._info.name)[key])
+        # the selected elements only, touching only their pages. Where the tensor had
+        # to be decoded (deflated npz, Caffe FP16, ...), it is decoded once and kept.
+        if self._array is None:
+            self._array = self._doc._array(self._info.name)
+        part = np.array(self._array[key])
         if self._doc._framework == "pt":
             return _to_torch(part, self._info.stored_dtype)
         return part

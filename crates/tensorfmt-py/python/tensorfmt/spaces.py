@@ -46,6 +46,14 @@ The semantics are Pylearn2's numeric ones (``pylearn2/space/__init__.py``,
   (upstream ``==`` crashes on arrays); ``nest`` of a space puts a NullSpace at null
   positions (upstream raises).
 * ``restrict_batch`` works on numeric batches (upstream: symbolic only).
+* Construction checks upstream lacks: VectorSpace ``dim`` an integer >= 0, IndexSpace
+  ``max_labels`` >= 1 and ``dim`` >= 1.
+* The ``dtype`` setter keeps IndexSpace integer-only (upstream's setter bypassed the
+  rule its constructor applies).
+* An IndexSpace inside a CompositeSpace formatted to a VectorSpace contributes
+  ``dim * max_labels`` columns, its one-hot width (as an IndexSpace alone does).
+* Error messages are well formed (upstream misses a space before "because" and names
+  the source's ``max_labels`` in IndexSpace size errors).
 
 The Theano (symbolic) API is not ported. ``floatX`` resolves when a space is built, to
 float32 unless :func:`set_floatx` chose another float type.
@@ -726,7 +734,14 @@ class IndexSpace(SimplyTypedSpace):
 
 
 class CompositeSpace(Space):
-    """A tuple of spaces; its batches are tuples of their batches (nestable)."""
+    """A tuple of spaces; its batches are tuples of their batches (nestable).
+
+    Formatted to a VectorSpace, an IndexSpace component gives its one-hot columns
+    (``dim * max_labels``, a deliberate deviation: upstream mixed widths), while
+    :meth:`get_total_dimension` counts its ``dim`` as Pylearn2 does; such a vector
+    batch cannot be formatted back (``undo_np_format_as`` refuses it, naming both
+    totals), every other composite -> vector conversion can.
+    """
 
     def __init__(self, components: Union[List[Space], Tuple[Space, ...]], **kwargs: Any) -> None:
         super().__init__(**kwargs)
