@@ -137,6 +137,12 @@ alternated after a warm-up. Ratio = floor time / our time (above 1: faster)." \
 "tensorfmt.spaces np_format_as against the same numpy operation, alternated; ratio = ours /
 numpy (below 1: faster); a batch of 256 x 64 x 64 x 3 float32." \
         "$PY" benches/python/bench_spaces.py --repeat $((REPEAT * 4))
+    section "Python on dask (issue 27)" \
+"tensorfmt.dask against what a user would run without a cluster, alternated; ratio =
+anchor time / our time (above 1: faster). A lazy sum over a mapped movie against numpy's
+over the same bytes mapped; convert_many on a 2-worker LocalCluster (started once,
+outside the timing) against tensorfmt convert -r -j 2 of the same tree." \
+        "$PY" benches/python/bench_dask.py --repeat "$REPEAT" --tensorfmt target/release/tensorfmt
     section "Caffe -> ONNX (issue 22)" \
 "ResNet-50 with seeded random weights written by tensorfmt (gen_caffe): tensorfmt convert
 MODEL.caffemodel OUT.onnx --prototxt as a child process (start-up included) against
@@ -144,7 +150,7 @@ caffe_pb2's NetParameter.ParseFromString of the same file in-process, alternated
 onnx.checker and onnxruntime against OpenCV's readNetFromCaffe on one input." \
         bash benches/caffe_onnx.sh "$REPEAT"
 else
-    for t in "Python (issue 13)" "Python spaces (issue 26)" "Caffe -> ONNX (issue 22)"; do
+    for t in "Python (issue 13)" "Python spaces (issue 26)" "Python on dask (issue 27)" "Caffe -> ONNX (issue 22)"; do
         missing "$t" "the package is not installed in $PY (run cargo xtask test --python-only)"
     done
 fi
