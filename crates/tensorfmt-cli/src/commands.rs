@@ -111,7 +111,7 @@ fn field_text(out: &mut String, indent: usize, key: &str, v: &FieldValue, total:
                 out,
                 "{pad}{}: [{}, ... ({} more)]",
                 text::name(key),
-                text::esc(&head.join(", ")),
+                text::value(&head.join(", ")),
                 total.unwrap_or(0).max(l.len()) - shown
             );
         }
@@ -134,7 +134,7 @@ fn field_text(out: &mut String, indent: usize, key: &str, v: &FieldValue, total:
                 out,
                 "{pad}{}: {}",
                 text::name(key),
-                text::esc(&other.to_string())
+                text::value(&other.to_string())
             );
         }
     }

@@ -73,6 +73,21 @@ pub fn message(s: &str) -> String {
     )
 }
 
+/// Longest header value (in characters, after escaping) a line of text output shows.
+pub const VALUE_MAX: usize = 240;
+
+/// A header value for one line of text: escaped and cut to [`VALUE_MAX`] characters
+/// with the full length noted (`--json` shows it whole). Lists and maps print inline,
+/// and one long name inside them must not make a 70 kB line.
+pub fn value(s: &str) -> String {
+    let e = esc(s);
+    if e.chars().count() <= VALUE_MAX {
+        return e.into_owned();
+    }
+    let head: String = e.chars().take(VALUE_MAX - 40).collect();
+    format!("{head}... ({} bytes; --json shows all)", s.len())
+}
+
 /// `s` followed by spaces up to `width` characters (nothing added when it is longer).
 /// Unlike `{:width$}`, any width is fine.
 pub fn pad(s: &str, width: usize) -> String {

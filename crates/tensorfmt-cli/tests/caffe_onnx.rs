@@ -163,3 +163,59 @@ fn caffe_to_onnx_refuses_special_files_and_never_overwrites_an_input() {
     assert!(err.contains("x\\u{1b}[31m (Convolution)"), "{err}");
     assert!(text.contains("outputs c[1,2,2,2]"), "{text}");
 }
+
+/// A fork's fields need its schema: without `--proto` the error names the field, the
+/// line and the option; with the fork's snippet the net converts. A net with layers no
+/// lowering handles fails listing every one of them (type and parameters), exit 1, and
+/// writes nothing.
+#[test]
+fn fork_schemas_and_unsupported_layers_from_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let input = "input: 'data' input_shape { dim: 1 dim: 6 dim: 4 dim: 4 }\n";
+    let convert = |net: &str, extra: &[&std::ffi::OsStr]| {
+        let prototxt = d.join("net.prototxt");
+        std::fs::write(&prototxt, format!("{input}{net}")).unwrap();
+        let model = d.join("w.caffemodel");
+        let out = d.join("net.onnx");
+        let _ = std::fs::remove_file(&out);
+        let mut a: Vec<std::ffi::OsString> = vec![
+            "convert".into(),
+            model.clone().into(),
+            out.clone().into(),
+            "--prototxt".into(),
+            prototxt.clone().into(),
+        ];
+        a.extend(extra.iter().map(|s| s.to_os_string()));
+        // Weights for the layers that have some (none here), so the caffemodel exists.
+        std::fs::write(&model, b"").unwrap();
+        let r = tf(a);
+        (r, out.exists())
+    };
+    let shuffle = "layer { name: 's' type: 'ShuffleChannel' bottom: 'data' top: 's' shuffle_channel_param { group: 3 } }\n";
+    let ((code, _, err), written) = convert(shuffle, &[]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("shuffle_channel_param") && err.contains("line 2") && err.contains("--proto"),
+        "{err}"
+    );
+    assert!(!written);
+    if let Some(c) = corpus_dir(env!("CARGO_MANIFEST_DIR"), "caffe") {
+        let snippet = c.join("nets/forks/farmingyard_ShuffleNet_caffe.proto.snippet");
+        let ((code, text, err), written) =
+            convert(shuffle, &["--proto".as_ref(), snippet.as_os_str()]);
+        assert_eq!(code, 0, "{err}");
+        assert!(written && text.contains("outputs s[1,6,4,4]"), "{text}");
+    }
+    let unsupported = "layer { name: 'p' type: 'Pooling' bottom: 'data' top: 'p' pooling_param { pool: STOCHASTIC kernel_size: 2 } }\n\
+                       layer { name: 't' type: 'Tile' bottom: 'data' top: 't' tile_param { tiles: 2 } }\n";
+    let ((code, _, err), written) = convert(unsupported, &[]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains(
+            "2 unsupported layer(s): p (Pooling: STOCHASTIC pooling is not lowered), t (Tile)"
+        ) && err.contains("nothing was written"),
+        "{err}"
+    );
+    assert!(!written);
+}

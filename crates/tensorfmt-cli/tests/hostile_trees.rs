@@ -141,6 +141,41 @@ fn a_name_over_65535_bytes_is_printed_bounded_not_a_panic() {
     let (code, out, _) = run_within(args!["inspect", "--json", f.as_os_str()], 30);
     assert_eq!(code, 0);
     assert!(out.contains(&long));
+    // The same for a caffemodel's layer and a primitiv model's parameter (the panic was
+    // the same column width for every format).
+    let t = tensorfmt::Tensor::from_vec(vec![1f32, 2.0], [2], tensorfmt::Order::RowMajor).unwrap();
+    for (format, file, name, short) in [
+        (
+            tensorfmt::Format::Caffe,
+            "long.caffemodel",
+            format!("{long}/0"),
+            "short/0",
+        ),
+        (
+            tensorfmt::Format::Primitiv,
+            "long.data",
+            long.clone(),
+            "short",
+        ),
+    ] {
+        let p = dir.path().join(file);
+        let tensors = [(name.clone(), t.clone()), (short.to_string(), t.clone())];
+        tensorfmt::save(&p, format, &tensors, &Default::default()).unwrap();
+        for extra in [&[][..], &["--stats"][..]] {
+            let mut a = args!["inspect", &p];
+            a.extend(extra.iter().map(std::ffi::OsString::from));
+            let (code, out, err) = run_within(a, 30);
+            assert_eq!(code, 0, "{file}: {err}");
+            assert!(
+                out.contains(&format!("({} bytes)", name.len())),
+                "{file}: {out}"
+            );
+            assert!(
+                out.lines().all(|l| l.len() < 400),
+                "{file}: an unbounded line"
+            );
+        }
+    }
 }
 
 // ---- 4. symlink loops and special files ----
