@@ -40,37 +40,36 @@ pub fn path(p: &Path) -> String {
     esc(&p.to_string_lossy()).into_owned()
 }
 
+/// `s` escaped; longer than `max` characters (after escaping), cut to `max - room`
+/// and followed by `note(len in bytes)`, which stays within `room` characters.
+fn bounded(s: &str, max: usize, room: usize, note: impl Fn(usize) -> String) -> String {
+    let e = esc(s);
+    if e.chars().count() <= max {
+        return e.into_owned();
+    }
+    let head: String = e.chars().take(max - room).collect();
+    format!("{head}... {}", note(s.len()))
+}
+
 /// Longest name (in characters, after escaping) that text output prints whole.
 pub const NAME_MAX: usize = 120;
 
 /// `s` escaped and cut to at most [`NAME_MAX`] characters plus a note of the length
 /// (`--json` shows it whole).
 pub fn name(s: &str) -> String {
-    let e = esc(s);
-    if e.chars().count() <= NAME_MAX {
-        return e.into_owned();
-    }
-    let head: String = e.chars().take(NAME_MAX - 24).collect();
-    format!("{head}... ({} bytes)", s.len())
+    bounded(s, NAME_MAX, 24, |n| format!("({n} bytes)"))
 }
 
 /// Longest message (error, warning, note; in characters after escaping) printed whole.
 pub const MESSAGE_MAX: usize = 2000;
 
 /// A message for a terminal: escaped, and cut to [`MESSAGE_MAX`] characters with a note
-/// of what was left out (a warning listing 300,000 unused layers, a 70 kB name inside an
+/// of its length (a warning listing 300,000 unused layers, a 70 kB name inside an
 /// error). `--json` carries messages whole.
 pub fn message(s: &str) -> String {
-    let e = esc(s);
-    let n = e.chars().count();
-    if n <= MESSAGE_MAX {
-        return e.into_owned();
-    }
-    let head: String = e.chars().take(MESSAGE_MAX - 60).collect();
-    format!(
-        "{head}... ({} more characters; --json shows the whole message)",
-        n - (MESSAGE_MAX - 60)
-    )
+    bounded(s, MESSAGE_MAX, 60, |n| {
+        format!("({n} bytes in all; --json shows the whole message)")
+    })
 }
 
 /// Longest header value (in characters, after escaping) a line of text output shows.
@@ -80,12 +79,9 @@ pub const VALUE_MAX: usize = 240;
 /// with the full length noted (`--json` shows it whole). Lists and maps print inline,
 /// and one long name inside them must not make a 70 kB line.
 pub fn value(s: &str) -> String {
-    let e = esc(s);
-    if e.chars().count() <= VALUE_MAX {
-        return e.into_owned();
-    }
-    let head: String = e.chars().take(VALUE_MAX - 40).collect();
-    format!("{head}... ({} bytes; --json shows all)", s.len())
+    bounded(s, VALUE_MAX, 40, |n| {
+        format!("({n} bytes; --json shows all)")
+    })
 }
 
 /// `s` followed by spaces up to `width` characters (nothing added when it is longer).
@@ -107,9 +103,9 @@ mod tests {
         assert_eq!(message("a\nb"), "a\\nb");
         let long = format!("unused layers: {}", "x, ".repeat(100_000));
         let m = message(&long);
-        assert!(m.chars().count() <= MESSAGE_MAX + 80, "{}", m.len());
+        assert!(m.chars().count() <= MESSAGE_MAX, "{}", m.len());
         assert!(
-            m.ends_with("more characters; --json shows the whole message)"),
+            m.ends_with("bytes in all; --json shows the whole message)"),
             "{m}"
         );
     }
