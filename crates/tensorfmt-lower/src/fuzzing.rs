@@ -1,5 +1,6 @@
 //! The body of the `caffe_to_onnx` fuzz target, shared with the mutated-corpus test:
-//! prototxt text → net → Caffe shapes → zero blobs → ONNX model → bytes → read back.
+//! prototxt text → net → Caffe shapes → zero blobs → ONNX model (with a fixed and with a
+//! symbolic batch) → bytes → read back.
 //! Any text must give a model or an error, never a panic, a hang or a huge allocation.
 
 use std::collections::HashMap;
@@ -57,6 +58,18 @@ pub fn prototxt_to_onnx(text: &str) -> bool {
         };
         blobs.insert(l.name.clone(), b);
     }
+    // With a symbolic batch too (its check re-runs the shape rules at another batch);
+    // blobs are taken once per lowering, so the first gets a copy.
+    let mut again = blobs.clone();
+    let _ = lower(
+        &net,
+        &mut again,
+        &LowerOptions {
+            input_shapes: overrides.clone(),
+            dynamic_batch: true,
+            ..Default::default()
+        },
+    );
     let lowered = match lower(
         &net,
         &mut blobs,
