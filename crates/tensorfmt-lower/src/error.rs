@@ -82,45 +82,54 @@ impl From<LowerError> for tensorfmt_core::Error {
     }
 }
 
-/// A layer-level failure (wrapped into [`LowerError::Layer`] by the driver, or, made by
-/// [`Fail::not_lowered`], listed with the other unsupported layers).
+/// A layer-level failure: a broken layer (wrapped into [`LowerError::Layer`] by the
+/// driver), or, made by [`Fail::not_lowered`], a layer asking for what no lowering does
+/// (listed with the other unsupported layers).
 #[derive(Debug)]
-pub(crate) struct Fail(pub String);
-
-/// Marks a [`Fail`] made by [`Fail::not_lowered`]; never shown (the driver strips it).
-const NOT_LOWERED: &str = "\u{0}not lowered\u{0}";
+pub(crate) struct Fail {
+    /// What is wrong.
+    pub reason: String,
+    /// The layer's parameters are not handled (the net itself may be fine).
+    pub not_lowered: bool,
+}
 
 impl Fail {
+    /// A broken layer: bad parameters, missing or mis-shaped blobs, ...
+    pub(crate) fn new(reason: impl Into<String>) -> Fail {
+        Fail {
+            reason: reason.into(),
+            not_lowered: false,
+        }
+    }
+
     /// The layer asks for something no lowering does (its parameters, not a broken
     /// net): the driver goes on to find every such layer and lists them all.
     pub(crate) fn not_lowered(reason: impl Into<String>) -> Fail {
-        Fail(format!("{NOT_LOWERED}{}", reason.into()))
-    }
-
-    /// The reason, when made by [`Fail::not_lowered`].
-    pub(crate) fn not_lowered_reason(&self) -> Option<&str> {
-        self.0.strip_prefix(NOT_LOWERED)
+        Fail {
+            reason: reason.into(),
+            not_lowered: true,
+        }
     }
 }
 
 impl From<String> for Fail {
     fn from(s: String) -> Fail {
-        Fail(s)
+        Fail::new(s)
     }
 }
 impl From<&str> for Fail {
     fn from(s: &str) -> Fail {
-        Fail(s.to_string())
+        Fail::new(s)
     }
 }
 impl From<tensorfmt_core::Error> for Fail {
     fn from(e: tensorfmt_core::Error) -> Fail {
-        Fail(e.to_string())
+        Fail::new(e.to_string())
     }
 }
 impl From<tensorfmt_caffe::CaffeError> for Fail {
     fn from(e: tensorfmt_caffe::CaffeError) -> Fail {
-        Fail(e.to_string())
+        Fail::new(e.to_string())
     }
 }
 

@@ -395,14 +395,16 @@ pub fn lower(
             Ok(shapes) => shapes,
             Err(fail) => {
                 let after_one = ins.iter().any(|v| placeholders.contains(&v.name));
-                match fail.not_lowered_reason() {
-                    _ if after_one => {}
-                    Some(reason) => unsupported.push(UnsupportedLayer {
+                if after_one {
+                    // A consequence of an earlier unsupported layer, not another report.
+                } else if fail.not_lowered {
+                    unsupported.push(UnsupportedLayer {
                         name: l.name.clone(),
                         kind: l.kind.clone(),
-                        reason: (!reason.is_empty()).then(|| reason.to_string()),
-                    }),
-                    None => return Err(layer_err(l, fail.0)),
+                        reason: (!fail.reason.is_empty()).then_some(fail.reason),
+                    });
+                } else {
+                    return Err(layer_err(l, fail.reason));
                 }
                 for (i, (t, name)) in l.tops.iter().zip(&tops).enumerate() {
                     let shape = cx.expected.get(i).cloned().unwrap_or_default();

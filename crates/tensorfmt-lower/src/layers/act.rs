@@ -68,7 +68,7 @@ pub(crate) fn prelu(
     at_most(&blobs, 1)?;
     let x = &ins[0].shape;
     if x.len() < 2 {
-        return Err(Fail(format!("input shape {x:?} has no channel axis")));
+        return Err(Fail::new(format!("input shape {x:?} has no channel axis")));
     }
     let shared = l
         .param
@@ -167,7 +167,7 @@ pub(crate) fn dropout(
     at_most(&blobs, 0)?;
     let keep = 1.0 - p.dropout_ratio();
     if !(keep > 0.0 && keep <= 1.0) {
-        return Err(Fail(format!(
+        return Err(Fail::new(format!(
             "dropout_ratio {} with scale_train: false leaves no scale (1 - ratio must be in (0, 1])",
             p.dropout_ratio()
         )));
@@ -207,7 +207,7 @@ fn ln_base(base: f32) -> LResult<f32> {
         return Ok(1.0);
     }
     if base <= 0.0 {
-        return Err(Fail(format!("base {base} must be positive or -1 (e)")));
+        return Err(Fail::new(format!("base {base} must be positive or -1 (e)")));
     }
     Ok(base.ln())
 }

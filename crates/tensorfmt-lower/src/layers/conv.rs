@@ -28,7 +28,7 @@ fn pair(
 ) -> LResult<[usize; 2]> {
     if h.is_some() || w.is_some() {
         if !v.is_empty() {
-            return Err(Fail(format!(
+            return Err(Fail::new(format!(
                 "{what} is given both as {what}_h/{what}_w and as {what}"
             )));
         }
@@ -47,10 +47,10 @@ fn pair(
 
 fn geometry(p: &ConvolutionParameter) -> LResult<Geometry> {
     if p.kernel_size.is_empty() && p.kernel_h.is_none() && p.kernel_w.is_none() {
-        return Err(Fail("no kernel_size (or kernel_h/kernel_w)".into()));
+        return Err(Fail::new("no kernel_size (or kernel_h/kernel_w)"));
     }
     if p.kernel_size.is_empty() && (p.kernel_h.is_none() || p.kernel_w.is_none()) {
-        return Err(Fail("kernel_h and kernel_w must both be given".into()));
+        return Err(Fail::new("kernel_h and kernel_w must both be given"));
     }
     let g = Geometry {
         k: pair(&p.kernel_size, p.kernel_h, p.kernel_w, 1, "kernel")?,
@@ -59,10 +59,10 @@ fn geometry(p: &ConvolutionParameter) -> LResult<Geometry> {
         d: pair(&p.dilation, None, None, 1, "dilation")?,
     };
     if g.k.contains(&0) || g.s.contains(&0) || g.d.contains(&0) {
-        return Err(Fail("kernel, stride and dilation must be positive".into()));
+        return Err(Fail::new("kernel, stride and dilation must be positive"));
     }
     if p.axis() != 1 {
-        return Err(Fail(format!(
+        return Err(Fail::new(format!(
             "convolution axis {} (only 1 is lowered)",
             p.axis()
         )));
@@ -103,7 +103,7 @@ fn conv_common(
     let g = geometry(&p)?;
     let x = &ins[0].shape;
     if x.len() != 4 {
-        return Err(Fail(format!(
+        return Err(Fail::new(format!(
             "input shape {x:?}: only 4-D (N, C, H, W) convolutions are lowered"
         )));
     }
@@ -111,7 +111,7 @@ fn conv_common(
     let o = p.num_output.ok_or("no num_output")? as usize;
     let group = if depthwise { c } else { p.group() as usize };
     if group == 0 || c % group != 0 || o % group != 0 {
-        return Err(Fail(format!(
+        return Err(Fail::new(format!(
             "group {group} must divide input channels {c} and num_output {o}"
         )));
     }
@@ -127,7 +127,7 @@ fn conv_common(
             (h + 2 * g.p[i]).checked_sub(extent).map(|n| n / g.s[i] + 1)
         };
         out[2 + i] = v.ok_or_else(|| {
-            Fail(format!(
+            Fail::new(format!(
                 "kernel extent {extent} does not fit input {h} with pad {} (axis {})",
                 g.p[i],
                 2 + i

@@ -28,7 +28,7 @@ pub(crate) fn bn(
     arity(ins, &[1])?;
     let x = &ins[0].shape;
     if x.len() != 4 {
-        return Err(Fail(format!("input shape {x:?}: BN needs 4 axes")));
+        return Err(Fail::new(format!("input shape {x:?}: BN needs 4 axes")));
     }
     let c = x[1];
     let cdims = [1, c, 1, 1];
@@ -70,7 +70,9 @@ pub(crate) fn bn(
         }
         k => {
             at_most(&blobs, 4)?;
-            return Err(Fail(format!("{k} blobs (2 for SegNet/ENet, 4 for PSPNet)")));
+            return Err(Fail::new(format!(
+                "{k} blobs (2 for SegNet/ENet, 4 for PSPNet)"
+            )));
         }
     }
     Ok(vec![x.clone()])
@@ -94,7 +96,7 @@ pub(crate) fn upsample(
         ));
     }
     if ins[0].shape != ins[1].shape {
-        return Err(Fail(format!(
+        return Err(Fail::new(format!(
             "bottom {:?} and mask {:?} differ",
             ins[0].shape, ins[1].shape
         )));

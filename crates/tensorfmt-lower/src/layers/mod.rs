@@ -96,7 +96,7 @@ pub(crate) fn arity(ins: &[Value], allowed: &[usize]) -> LResult<()> {
     if allowed.contains(&ins.len()) {
         Ok(())
     } else {
-        Err(Fail(format!(
+        Err(Fail::new(format!(
             "takes {allowed:?} bottom(s), got {}",
             ins.len()
         )))
@@ -107,7 +107,7 @@ pub(crate) fn arity(ins: &[Value], allowed: &[usize]) -> LResult<()> {
 pub(crate) fn axis(a: i64, rank: usize) -> LResult<usize> {
     let r = rank as i64;
     if a < -r || a >= r {
-        return Err(Fail(format!(
+        return Err(Fail::new(format!(
             "axis {a} out of range for a {rank}-axis blob"
         )));
     }
@@ -123,7 +123,7 @@ pub(crate) fn blob(
     expected: &[usize],
 ) -> LResult<Tensor> {
     let t = blobs.get(i).cloned().ok_or_else(|| {
-        Fail(format!(
+        Fail::new(format!(
             "needs blob {i} of shape {expected:?}, the caffemodel has {} blob(s) for this layer",
             blobs.len()
         ))
@@ -139,7 +139,7 @@ pub(crate) fn blob(
 /// Checks that a layer has no more blobs than it uses.
 pub(crate) fn at_most(blobs: &[Tensor], n: usize) -> LResult<()> {
     if blobs.len() > n {
-        return Err(Fail(format!(
+        return Err(Fail::new(format!(
             "has {} blobs in the caffemodel, expected at most {n}",
             blobs.len()
         )));

@@ -31,7 +31,7 @@ pub(crate) fn batch_norm(
     }
     let x = &ins[0].shape;
     if x.len() < 2 {
-        return Err(Fail(format!("input shape {x:?} has no channel axis")));
+        return Err(Fail::new(format!("input shape {x:?} has no channel axis")));
     }
     let c = x[1];
     at_most(&blobs, if p.scale_bias() { 5 } else { 3 })?;
@@ -89,7 +89,7 @@ fn factor(
         let f = &ins[1].shape;
         let a = axis(i64::from(ax), x.len())?;
         if a + f.len() > x.len() || x[a..a + f.len()] != f[..] {
-            return Err(Fail(format!(
+            return Err(Fail::new(format!(
                 "{what} shape {f:?} does not match input {x:?} at axis {a}"
             )));
         }
@@ -109,14 +109,14 @@ fn factor(
     };
     let n = if num_axes < 0 {
         if num_axes != -1 {
-            return Err(Fail(format!("num_axes {num_axes} (must be >= -1)")));
+            return Err(Fail::new(format!("num_axes {num_axes} (must be >= -1)")));
         }
         x.len() - a
     } else {
         num_axes as usize
     };
     if a + n > x.len() {
-        return Err(Fail(format!(
+        return Err(Fail::new(format!(
             "axis {a} + num_axes {n} exceeds the input's {} axes",
             x.len()
         )));
@@ -186,11 +186,11 @@ pub(crate) fn lrn(
     let p = l.param.lrn_param.unwrap_or_default();
     let n = p.local_size() as usize;
     if n % 2 == 0 {
-        return Err(Fail(format!("local_size {n} must be odd")));
+        return Err(Fail::new(format!("local_size {n} must be odd")));
     }
     let x = &ins[0].shape;
     if x.len() != 4 {
-        return Err(Fail(format!("input shape {x:?}: LRN needs 4 axes")));
+        return Err(Fail::new(format!("input shape {x:?}: LRN needs 4 axes")));
     }
     match p.norm_region() {
         NormRegion::AcrossChannels => {
@@ -244,7 +244,9 @@ pub(crate) fn normalize(
     let p = l.param.norm_param.clone().unwrap_or_default();
     let x = &ins[0].shape;
     if x.len() != 4 {
-        return Err(Fail(format!("input shape {x:?}: Normalize needs 4 axes")));
+        return Err(Fail::new(format!(
+            "input shape {x:?}: Normalize needs 4 axes"
+        )));
     }
     let c = if p.channel_shared() { 1 } else { x[1] };
     let s = blob(l, &blobs, 0, &[c])?;

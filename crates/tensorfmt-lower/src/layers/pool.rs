@@ -20,7 +20,7 @@ use crate::Cx;
 /// Caffe's pooled size along one axis.
 pub(crate) fn pooled(h: usize, k: usize, p: usize, s: usize, ceil: bool) -> LResult<usize> {
     let num = (h + 2 * p).checked_sub(k).ok_or_else(|| {
-        Fail(format!(
+        Fail::new(format!(
             "kernel {k} is larger than the padded input {}",
             h + 2 * p
         ))
@@ -48,7 +48,7 @@ pub(crate) fn pooling(
     let p = l.param.pooling_param.unwrap_or_default();
     let with_mask = tops.len() == 2;
     if tops.len() > 2 || (with_mask && (p.pool() != PoolMethod::Max || p.global_pooling())) {
-        return Err(Fail("only MAX pooling has a second (mask) top".into()));
+        return Err(Fail::new("only MAX pooling has a second (mask) top"));
     }
     let x = &ins[0].shape;
     if x.len() != 4 {
@@ -66,7 +66,7 @@ pub(crate) fn pooling(
     };
     if p.global_pooling() {
         if p.kernel_size.is_some() || p.kernel_h.is_some() {
-            return Err(Fail("global_pooling with a kernel size".into()));
+            return Err(Fail::new("global_pooling with a kernel size"));
         }
         let g = if method == PoolMethod::Max {
             "GlobalMaxPool"
@@ -81,8 +81,10 @@ pub(crate) fn pooling(
             (Some(h), Some(w)) => Ok([h as usize, w as usize]),
             (None, None) => v
                 .map(|v| [v as usize; 2])
-                .ok_or_else(|| Fail(format!("no {what}"))),
-            _ => Err(Fail(format!("{what}_h and {what}_w must both be given"))),
+                .ok_or_else(|| Fail::new(format!("no {what}"))),
+            _ => Err(Fail::new(format!(
+                "{what}_h and {what}_w must both be given"
+            ))),
         }
     };
     let k = two(p.kernel_size, p.kernel_h, p.kernel_w, "kernel_size")?;
@@ -97,11 +99,11 @@ pub(crate) fn pooling(
         [p.stride() as usize; 2]
     };
     if k.contains(&0) || s.contains(&0) {
-        return Err(Fail("kernel and stride must be positive".into()));
+        return Err(Fail::new("kernel and stride must be positive"));
     }
     for i in 0..2 {
         if pad[i] >= k[i] {
-            return Err(Fail(format!(
+            return Err(Fail::new(format!(
                 "pad {} must be smaller than kernel {}",
                 pad[i], k[i]
             )));
@@ -141,7 +143,7 @@ pub(crate) fn pooling(
         // The last window must fit: (out-1)*s + k <= extent + end.
         end[i] = ((out[i] - 1) * s[i] + k[i]).saturating_sub(extent[i]);
         if end[i] >= k[i] {
-            return Err(Fail(format!(
+            return Err(Fail::new(format!(
                 "end padding {} would reach a whole kernel {}",
                 end[i], k[i]
             )));

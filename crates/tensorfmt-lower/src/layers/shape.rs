@@ -26,7 +26,7 @@ pub(crate) fn concat(
 ) -> Out {
     at_most(&blobs, 0)?;
     if ins.is_empty() {
-        return Err(Fail("no bottoms".into()));
+        return Err(Fail::new("no bottoms"));
     }
     let p = l.param.concat_param.unwrap_or_default();
     let a = if p.axis.is_none() && p.concat_dim.is_some() {
@@ -45,7 +45,7 @@ pub(crate) fn concat(
                 .enumerate()
                 .any(|(i, &d)| i != a && d != out[i])
         {
-            return Err(Fail(format!(
+            return Err(Fail::new(format!(
                 "bottom {:?} of shape {:?} does not fit {:?} along axis {a}",
                 v.name, v.shape, ins[0].shape
             )));
@@ -84,14 +84,14 @@ pub(crate) fn slice(
     let n = tops.len();
     let sizes: Vec<usize> = if p.slice_point.is_empty() {
         if n == 0 || dim % n != 0 {
-            return Err(Fail(format!(
+            return Err(Fail::new(format!(
                 "axis {a} of size {dim} does not split into {n} equal parts"
             )));
         }
         vec![dim / n; n]
     } else {
         if p.slice_point.len() + 1 != n {
-            return Err(Fail(format!(
+            return Err(Fail::new(format!(
                 "{} slice points for {n} tops",
                 p.slice_point.len()
             )));
@@ -101,7 +101,7 @@ pub(crate) fn slice(
         for &sp in p.slice_point.iter().chain(std::iter::once(&(dim as u32))) {
             let sp = sp as usize;
             if sp <= prev || sp > dim {
-                return Err(Fail(format!(
+                return Err(Fail::new(format!(
                     "slice points {:?} are not increasing within 1..{dim}",
                     p.slice_point
                 )));
@@ -159,7 +159,7 @@ pub(crate) fn silence(
 ) -> Out {
     at_most(&blobs, 0)?;
     if !tops.is_empty() {
-        return Err(Fail("Silence has no tops".into()));
+        return Err(Fail::new("Silence has no tops"));
     }
     Ok(vec![])
 }
@@ -174,11 +174,14 @@ pub(crate) fn eltwise(
 ) -> Out {
     at_most(&blobs, 0)?;
     if ins.len() < 2 {
-        return Err(Fail(format!("needs at least 2 bottoms, got {}", ins.len())));
+        return Err(Fail::new(format!(
+            "needs at least 2 bottoms, got {}",
+            ins.len()
+        )));
     }
     for v in ins {
         if v.shape != ins[0].shape {
-            return Err(Fail(format!(
+            return Err(Fail::new(format!(
                 "bottom shapes differ: {:?} and {:?}",
                 ins[0].shape, v.shape
             )));
@@ -187,7 +190,7 @@ pub(crate) fn eltwise(
     let p = l.param.eltwise_param.clone().unwrap_or_default();
     let op = p.operation();
     if !p.coeff.is_empty() && (op != EltwiseOp::Sum || p.coeff.len() != ins.len()) {
-        return Err(Fail(format!(
+        return Err(Fail::new(format!(
             "{} coefficients for {} bottoms (only SUM takes one per bottom)",
             p.coeff.len(),
             ins.len()
@@ -238,7 +241,7 @@ pub(crate) fn flatten(
     let a = axis(i64::from(p.axis()), x.len())?;
     let e = axis(i64::from(p.end_axis()), x.len())?;
     if e < a {
-        return Err(Fail(format!("end_axis {e} before axis {a}")));
+        return Err(Fail::new(format!("end_axis {e} before axis {a}")));
     }
     let mut out = x[..a].to_vec();
     out.push(x[a..=e].iter().product());
@@ -262,7 +265,7 @@ pub(crate) fn reshape_rule(
         i64::from(ax)
     };
     if start < 0 || start > rank {
-        return Err(Fail(format!("axis {ax} out of range for {rank} axes")));
+        return Err(Fail::new(format!("axis {ax} out of range for {rank} axes")));
     }
     let end = if num_axes == -1 {
         rank
@@ -270,25 +273,24 @@ pub(crate) fn reshape_rule(
         start + i64::from(num_axes)
     };
     if num_axes < -1 || end > rank {
-        return Err(Fail(format!("num_axes {num_axes} out of range")));
+        return Err(Fail::new(format!("num_axes {num_axes} out of range")));
     }
     let (start, end) = (start as usize, end as usize);
     let mut mid = Vec::new();
     let mut infer = None;
     for (i, &d) in shape.iter().enumerate() {
         match d {
-            0 => mid.push(
-                *x.get(start + i)
-                    .ok_or_else(|| Fail(format!("dim 0 at {i} copies an axis the input lacks")))?,
-            ),
+            0 => mid.push(*x.get(start + i).ok_or_else(|| {
+                Fail::new(format!("dim 0 at {i} copies an axis the input lacks"))
+            })?),
             -1 if infer.is_none() => {
                 infer = Some(i);
                 mid.push(1);
             }
             d if d > 0 => {
-                mid.push(usize::try_from(d).map_err(|_| Fail("dimension too large".into()))?)
+                mid.push(usize::try_from(d).map_err(|_| Fail::new("dimension too large"))?)
             }
-            _ => return Err(Fail(format!("invalid dimension {d} in {shape:?}"))),
+            _ => return Err(Fail::new(format!("invalid dimension {d} in {shape:?}"))),
         }
     }
     let mut out = x[..start].to_vec();
@@ -298,14 +300,14 @@ pub(crate) fn reshape_rule(
     if let Some(i) = infer {
         let known: u128 = out.iter().map(|&d| d as u128).product();
         if known == 0 || total % known != 0 {
-            return Err(Fail(format!(
+            return Err(Fail::new(format!(
                 "cannot infer -1 in {shape:?} for input {x:?}"
             )));
         }
         out[start + i] = (total / known) as usize;
     }
     if out.iter().map(|&d| d as u128).product::<u128>() != total {
-        return Err(Fail(format!(
+        return Err(Fail::new(format!(
             "shape {shape:?} does not fit the input {x:?}"
         )));
     }
@@ -343,7 +345,7 @@ pub(crate) fn crop(
     let p = l.param.crop_param.clone().unwrap_or_default();
     let (x, r) = (&ins[0].shape, &ins[1].shape);
     if x.len() != r.len() {
-        return Err(Fail(format!(
+        return Err(Fail::new(format!(
             "bottoms of ranks {} and {}",
             x.len(),
             r.len()
@@ -352,7 +354,7 @@ pub(crate) fn crop(
     let a = axis(i64::from(p.axis()), x.len())?;
     let n = x.len() - a;
     if p.offset.len() > 1 && p.offset.len() != n {
-        return Err(Fail(format!(
+        return Err(Fail::new(format!(
             "{} offsets for {n} cropped axes",
             p.offset.len()
         )));
@@ -366,7 +368,7 @@ pub(crate) fn crop(
             _ => p.offset[i - a] as usize,
         };
         if off + r[i] > x[i] {
-            return Err(Fail(format!(
+            return Err(Fail::new(format!(
                 "axis {i}: offset {off} + size {} exceeds {}",
                 r[i], x[i]
             )));
@@ -485,7 +487,7 @@ pub(crate) fn permute(
     for &o in &p.order {
         let o = o as usize;
         if o >= x.len() || perm.contains(&o) {
-            return Err(Fail(format!(
+            return Err(Fail::new(format!(
                 "order {:?} is not a permutation of {} axes",
                 p.order,
                 x.len()
@@ -528,7 +530,7 @@ pub(crate) fn shuffle_channel(
         .unwrap_or(1);
     let x = &ins[0].shape;
     if x.len() != 4 || g <= 0 || x[1] % g as usize != 0 {
-        return Err(Fail(format!(
+        return Err(Fail::new(format!(
             "group {g} must divide the channels of a 4-D input {x:?}"
         )));
     }
@@ -556,7 +558,7 @@ pub(crate) fn axpy(
     at_most(&blobs, 0)?;
     let (a, x, y) = (&ins[0].shape, &ins[1].shape, &ins[2].shape);
     if x != y || a.len() < 2 || a[..2] != x[..2] || a[2..].iter().any(|&d| d != 1) {
-        return Err(Fail(format!(
+        return Err(Fail::new(format!(
             "shapes a {a:?}, x {x:?}, y {y:?} do not fit a * x + y"
         )));
     }

@@ -18,10 +18,10 @@ pub(crate) fn prior_boxes(
     image: [usize; 2],
 ) -> LResult<Vec<f32>> {
     if p.min_size.is_empty() {
-        return Err(Fail("no min_size".into()));
+        return Err(Fail::new("no min_size"));
     }
     if !p.max_size.is_empty() && p.max_size.len() != p.min_size.len() {
-        return Err(Fail("max_size must be given once per min_size".into()));
+        return Err(Fail::new("max_size must be given once per min_size"));
     }
     if !p.width.is_empty() || !p.offset_h.is_empty() {
         return Err(Fail::not_lowered(
@@ -85,7 +85,12 @@ pub(crate) fn prior_boxes(
         [] => [0.1; 4],
         [v] => [*v; 4],
         [a, b, c, d] => [*a, *b, *c, *d],
-        v => return Err(Fail(format!("{} variances (1 or 4 expected)", v.len()))),
+        v => {
+            return Err(Fail::new(format!(
+                "{} variances (1 or 4 expected)",
+                v.len()
+            )))
+        }
     };
     let n = boxes.len();
     let mut out = boxes;
@@ -112,7 +117,7 @@ pub(crate) fn prior_box(
     at_most(&blobs, 0)?;
     let (f, img) = (&ins[0].shape, &ins[1].shape);
     if f.len() != 4 || img.len() != 4 {
-        return Err(Fail(format!("bottoms {f:?} and {img:?} must be 4-D")));
+        return Err(Fail::new(format!("bottoms {f:?} and {img:?} must be 4-D")));
     }
     let p = l.param.prior_box_param.clone().unwrap_or_default();
     // The constant's size is known from Caffe's shape before any box is computed: an
@@ -123,7 +128,7 @@ pub(crate) fn prior_box(
         .map_or(0, |s| s.iter().map(|&d| d as u64).product());
     let bytes = count.saturating_mul(4);
     if bytes > MAX_COMPUTED_BYTES {
-        return Err(Fail(format!(
+        return Err(Fail::new(format!(
             "the prior boxes would be a constant of {bytes} bytes ({count} values), over the \
              {MAX_COMPUTED_BYTES}-byte limit of constants computed at conversion"
         )));
