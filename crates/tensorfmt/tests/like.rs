@@ -58,8 +58,10 @@ fn edited_tensors_keep_the_original_structure() {
             .unwrap_or_else(|e| panic!("{name}: {e}"));
         let back = Document::open(&out).unwrap();
         assert_eq!(back.kind(), doc.kind(), "{name}");
-        // Headers of tensor-free fields are the original's (PVP wMin/wMax follow the
-        // weights, so weights files are compared on everything else).
+        // Headers of tensor-free fields are the original's. PVP weight frames' wMin/wMax
+        // are too (kept from the original: informational for float weights, as the spec
+        // says; byte weights, which they decode, are written anew), but they describe
+        // the original's values, so weights files are compared on everything else.
         let keep = |h: Vec<(String, tensorfmt::FieldValue)>| -> Vec<_> {
             h.into_iter()
                 .filter(|(k, _)| !matches!(k.as_str(), "wMin" | "wMax" | "wmin" | "wmax"))
