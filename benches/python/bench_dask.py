@@ -93,7 +93,7 @@ def main():
             a.repeat,
         )
         row(f"from_file({a.size_mib} MiB dense PVP).sum().compute() (anchor: np.load(mmap_mode='r').sum())",
-            ours, anchor, "ratio >= 1 / 1.5")
+            ours, anchor, "ratio >= 0.9 (the cluster costs nothing)")
 
         # 2, 3. Collections on a 2-worker cluster against the CLI's own pool.
         cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
@@ -126,7 +126,7 @@ def main():
 
                 ours, anchor = alternate(ours_run, cli_run, a.repeat, before=clean)
                 row(f"convert_many, 2-worker LocalCluster, {label} -> npz (anchor: tensorfmt convert -r -j 2)",
-                    ours, anchor, "ratio >= 1 / 1.5")
+                    ours, anchor, "ratio >= 0.9 (the cluster costs nothing)")
         finally:
             client.close()
             cluster.close()

@@ -74,6 +74,12 @@ def test_convert_many_batches_small_files(tmp_path):
     assert [len(b) for b in batches] == [2, 1, 1, 2]
     assert [j for b in batches for j in b] == jobs
     assert tdask._batches(jobs, 1 << 30, 64) == [jobs]
+    # Evened out over workers: 200 small files on 2 workers fill 2 rounds of 2 batches
+    # of 50 (not 64, 64, 64, 8); the byte limit still closes a batch early.
+    many = [(f"s{i}", f"d{i}") for i in range(200)]
+    sizes = [len(b) for b in tdask._batches(many, 1 << 30, 64, parts=2)]
+    assert sizes == [50, 50, 50, 50]
+    assert [len(b) for b in tdask._batches(jobs, 30, 64, parts=2)] == [3, 1, 2]
     # Results come back one per input, in input order, through batches.
     srcs = [TESTDATA / "core" / "mixed.npz", tmp_path / "missing.npz", TESTDATA / "core" / "model.safetensors"]
     out = tmp_path / "out"

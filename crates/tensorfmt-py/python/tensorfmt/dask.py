@@ -149,9 +149,18 @@ def _convert_batch(batch: List[Tuple[str, str]], to: str, overwrite: bool, optio
     return [_convert_one(s, d, to, overwrite, options) for s, d in batch]
 
 
-def _batches(jobs: List[Tuple[str, str]], batch_bytes: int, batch_files: int) -> List[List[Tuple[str, str]]]:
+def _batches(
+    jobs: List[Tuple[str, str]], batch_bytes: int, batch_files: int, parts: int = 1
+) -> List[List[Tuple[str, str]]]:
     """Consecutive jobs grouped until a group holds ``batch_bytes`` of input or
-    ``batch_files`` files (a large file is a group of its own)."""
+    ``batch_files`` files (a large file is a group of its own). With ``parts`` workers,
+    the file count per group is evened out so that the groups fill whole rounds of the
+    workers (200 files on 2 workers: 4 groups of 50, not 64, 64, 64 and 8, which left
+    one worker idle for a round)."""
+    parts = max(1, parts)
+    rounds = -(-len(jobs) // (parts * max(1, batch_files)))
+    if rounds:
+        batch_files = min(batch_files, -(-len(jobs) // (parts * rounds)))
     out: List[List[Tuple[str, str]]] = []
     cur: List[Tuple[str, str]] = []
     size = 0
@@ -168,6 +177,17 @@ def _batches(jobs: List[Tuple[str, str]], batch_bytes: int, batch_files: int) ->
     if cur:
         out.append(cur)
     return out
+
+
+def _worker_count(client: Any) -> int:
+    """Threads the work runs on: the cluster's, or this machine's for dask's local
+    scheduler."""
+    if client is not None:
+        try:
+            return max(1, sum(w.get("nthreads", 1) for w in client.scheduler_info()["workers"].values()))
+        except Exception:  # noqa: BLE001 - an unusual client: no balancing
+            return 1
+    return os.cpu_count() or 1
 
 
 def convert_many(
@@ -234,9 +254,10 @@ def convert_many(
             client = get_client()
         except (ImportError, ValueError):
             client = None
-    # Runnable jobs in batches (by bytes and file count): small files share a task.
+    # Runnable jobs in batches (by bytes and file count): small files share a task, and
+    # the batches are evened out over the workers.
     todo = [jobs[k] for k in runnable]
-    batches = _batches(todo, batch_bytes, max(1, batch_files))
+    batches = _batches(todo, batch_bytes, max(1, batch_files), _worker_count(client))
     if client is not None:
         futures = [client.submit(_convert_batch, b, to, overwrite, options, pure=False) for b in batches]
         done = client.gather(futures) if futures else []
