@@ -24,6 +24,7 @@ Rows and targets (issue 13):
 import argparse
 import os
 import pathlib
+import shutil
 import statistics
 import sys
 import tempfile
@@ -39,14 +40,14 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 def best_pair(ours, floor, repeat, outputs=(None, None)):
     """(min, median) times of two functions run alternately, so both meet the same
-    page-cache and disk state. Where `outputs` names the file each one writes, that
-    file is removed before each run, outside the timing (so every run writes a new
-    file)."""
+    page-cache and disk state. Where `outputs` names the file (or directory) each one
+    writes, it is removed before each run, outside the timing (so every run writes
+    anew)."""
     times = ([], [])
     for k in range(repeat + 1):  # run 0: warm-up, not counted
         for fn, out, ts in zip((ours, floor), outputs, times):
             if out is not None and out.exists():
-                out.unlink()
+                shutil.rmtree(out) if out.is_dir() else out.unlink()
             t = time.perf_counter()
             fn()
             if k:

@@ -18,38 +18,17 @@ import argparse
 import os
 import pathlib
 import shutil
-import statistics
 import subprocess
+import sys
 import tempfile
-import time
 
 import numpy as np
 
 import tensorfmt
 import tensorfmt.dask
 
-
-def alternate(ours, anchor, repeat, before=None):
-    """(min, median) seconds of `ours` and `anchor` run alternately; `before` runs
-    untimed before every run (removing outputs)."""
-    times = ([], [])
-    for k in range(repeat + 1):  # run 0 warms up
-        for fn, ts in ((ours, times[0]), (anchor, times[1])):
-            if before is not None:
-                before()
-            t = time.perf_counter()
-            fn()
-            if k:
-                ts.append(time.perf_counter() - t)
-    return tuple((min(ts), statistics.median(ts)) for ts in times)
-
-
-def row(name, ours, anchor, target):
-    ratio = [a / o if o > 0 else float("inf") for o, a in zip(ours, anchor)]
-    print(
-        f"| {name} | {ours[0] * 1e3:.1f} / {ours[1] * 1e3:.1f} ms | {anchor[0] * 1e3:.1f} / {anchor[1] * 1e3:.1f} ms "
-        f"| {ratio[0]:.2f} / {ratio[1]:.2f} | {target} |"
-    )
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from bench import best_pair, row  # noqa: E402  (the same alternation and rows as bench.py)
 
 
 def movie(path, frames, frame_shape):
@@ -87,7 +66,7 @@ def main():
         np.save(npy, data)
         del data
         lazy = tensorfmt.dask.from_file(pvp)
-        ours, anchor = alternate(
+        ours, anchor = best_pair(
             lambda: lazy.sum(dtype=np.float64).compute(scheduler="threads"),
             lambda: np.load(npy, mmap_mode="r").sum(dtype=np.float64),
             a.repeat,
@@ -112,10 +91,6 @@ def main():
                     paths.append(p)
                 out_ours, out_cli = tmp / f"out-ours-{count}", tmp / f"out-cli-{count}"
 
-                def clean():
-                    for d in (out_ours, out_cli):
-                        shutil.rmtree(d, ignore_errors=True)
-
                 def ours_run():
                     r = tensorfmt.dask.convert_many(paths, out_ours, to="npz", client=client, overwrite=True)
                     assert all(x["status"] == "ok" for x in r), r[:3]
@@ -124,7 +99,7 @@ def main():
                     subprocess.run([cli, "convert", "-r", "-j", "2", "--quiet", "--to", "npz", str(src), str(out_cli)],
                                    check=True)
 
-                ours, anchor = alternate(ours_run, cli_run, a.repeat, before=clean)
+                ours, anchor = best_pair(ours_run, cli_run, a.repeat, outputs=(out_ours, out_cli))
                 row(f"convert_many, 2-worker LocalCluster, {label} -> npz (anchor: tensorfmt convert -r -j 2)",
                     ours, anchor, "ratio >= 0.9 (the cluster costs nothing)")
         finally:

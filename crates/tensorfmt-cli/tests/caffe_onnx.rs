@@ -4,8 +4,29 @@
 
 mod common;
 
+use std::ffi::OsStr;
+use std::path::Path;
+
 use common::{json, tf};
 use tensorfmt::testing::corpus_dir;
+
+/// `tensorfmt convert MODEL OUT --prototxt PROTOTXT EXTRA...`: exit code, stdout, stderr.
+fn convert_net<S: AsRef<OsStr>>(
+    model: &Path,
+    out: &Path,
+    prototxt: &Path,
+    extra: &[S],
+) -> (i32, String, String) {
+    let mut a: Vec<&OsStr> = vec![
+        "convert".as_ref(),
+        model.as_os_str(),
+        out.as_os_str(),
+        "--prototxt".as_ref(),
+        prototxt.as_os_str(),
+    ];
+    a.extend(extra.iter().map(AsRef::as_ref));
+    tf(a)
+}
 
 #[test]
 fn caffe_nets_convert_to_onnx_from_the_command_line() {
@@ -30,17 +51,7 @@ fn caffe_nets_convert_to_onnx_from_the_command_line() {
         "{text}"
     );
     // Refused without --force; JSON with --force and --outputs.
-    let again = |extra: &[&str]| {
-        let mut a: Vec<std::ffi::OsString> = vec![
-            "convert".into(),
-            model.clone().into_os_string(),
-            out.clone().into_os_string(),
-            "--prototxt".into(),
-            prototxt.clone().into_os_string(),
-        ];
-        a.extend(extra.iter().map(|s| s.into()));
-        tf(a)
-    };
+    let again = |extra: &[&str]| convert_net(&model, &out, &prototxt, extra);
     assert_eq!(again(&[]).0, 2);
     let (code, text, err) = again(&[
         "--force",
@@ -103,19 +114,8 @@ fn caffe_to_onnx_refuses_special_files_and_never_overwrites_an_input() {
     let model = d.join("w.caffemodel");
     tensorfmt_lower::write_random_weights(&weights_net, None, &model, 1, &[], &Default::default())
         .unwrap();
-    let convert = |model: &std::path::Path,
-                   prototxt: &std::path::Path,
-                   out: &std::path::Path,
-                   extra: &[&str]| {
-        let mut a: Vec<std::ffi::OsString> = vec![
-            "convert".into(),
-            model.into(),
-            out.into(),
-            "--prototxt".into(),
-            prototxt.into(),
-        ];
-        a.extend(extra.iter().map(|s| s.into()));
-        tf(a)
+    let convert = |model: &Path, prototxt: &Path, out: &Path, extra: &[&str]| {
+        convert_net(model, out, prototxt, extra)
     };
     let fifo = d.join("fifo.prototxt");
     let c = std::ffi::CString::new(fifo.as_os_str().as_bytes()).unwrap();
@@ -179,17 +179,9 @@ fn fork_schemas_and_unsupported_layers_from_the_command_line() {
         let model = d.join("w.caffemodel");
         let out = d.join("net.onnx");
         let _ = std::fs::remove_file(&out);
-        let mut a: Vec<std::ffi::OsString> = vec![
-            "convert".into(),
-            model.clone().into(),
-            out.clone().into(),
-            "--prototxt".into(),
-            prototxt.clone().into(),
-        ];
-        a.extend(extra.iter().map(|s| s.to_os_string()));
-        // Weights for the layers that have some (none here), so the caffemodel exists.
+        // An empty caffemodel: none of these layers has weights.
         std::fs::write(&model, b"").unwrap();
-        let r = tf(a);
+        let r = convert_net(&model, &out, &prototxt, extra);
         (r, out.exists())
     };
     let shuffle = "layer { name: 's' type: 'ShuffleChannel' bottom: 'data' top: 's' shuffle_channel_param { group: 3 } }\n";

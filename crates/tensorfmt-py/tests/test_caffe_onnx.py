@@ -267,16 +267,7 @@ def test_ssd_stops_before_detection_output(tmp_path):
 # PyTorch names: state_dict(naming="torch") loads strict=True into torch modules.
 
 def _torch():
-    try:
-        import torch
-    except ImportError:  # pragma: no cover - depends on the environment
-        why = os.environ.get("TENSORFMT_TORCH_UNAVAILABLE")
-        msg = "SKIPPING torch tests: torch is not installed" + (f" because installing it failed: {why}" if why else "")
-        if not why and os.environ.get("CI") == "true":
-            pytest.fail(msg + " (cargo xtask test installs it from PyPI) and CI=true requires it")
-        print(msg)
-        pytest.skip(msg)
-    return torch
+    return require_module("torch")
 
 
 def _load(module, sd):

@@ -1,33 +1,16 @@
 """torch interop: torch.from_numpy on returned arrays, tensorfmt.save of torch tensors."""
 
-import os
 import warnings
 
 import numpy as np
-import pytest
 
 import tensorfmt
 from conftest import TESTDATA, require_module
 
-try:
-    import torch
-except ImportError:  # pragma: no cover - depends on the environment
-    torch = None
-
-
-@pytest.fixture(autouse=True)
-def need_torch():
-    if torch is None:
-        # `cargo xtask test` installs torch from PyPI and, where it cannot (no space, no
-        # network), says why here; a torch missing for any other reason fails under CI=true.
-        why = os.environ.get("TENSORFMT_TORCH_UNAVAILABLE")
-        msg = "SKIPPING torch tests: torch is not installed"
-        if why:
-            msg += f" because installing it failed: {why}"
-        elif os.environ.get("CI") == "true":
-            pytest.fail(msg + " (cargo xtask test installs it from PyPI) and CI=true requires it")
-        print(msg)
-        pytest.skip(msg)
+# `cargo xtask test` installs torch from PyPI and, where it cannot (no space, no
+# network), says why (TENSORFMT_TORCH_UNAVAILABLE): then these tests skip loudly; a torch
+# missing for any other reason fails under CI=true.
+torch = require_module("torch")
 
 
 def test_from_numpy_on_a_returned_array():
