@@ -225,6 +225,9 @@ def detection_output(
       descending (the NMS order; after keep_top_k the sorted order), lines 297-370.
     - no detection in the whole batch: one row per image ``[i, -1, -1, -1, -1, -1, -1]``
       (lines 281-291).
+    - ``share_location`` with ``background_label_id: -1`` is a fatal error in Caffe (the
+      shared boxes carry label -1 and are skipped as background, bbox_util.cpp:566-570),
+      and in OpenCV too: raised here.
     - ``normalized_bbox`` is not an SSD field (field 10 is ``visualize`` in SSD's proto):
       with ``flavour="ssd"`` it only chooses the clip bounds, the arithmetic is SSD's
       (no +1 anywhere). ``clip`` (OpenCV's field 1000) clips decoded boxes before NMS to
@@ -241,6 +244,10 @@ def detection_output(
     opencv = flavour == "opencv"
     if flavour not in ("ssd", "opencv"):
         raise ValueError(flavour)
+    if share_location and background_label_id == -1:
+        # DecodeBBoxesAll skips the shared label -1 as the background (bbox_util.cpp:566-570),
+        # then Forward_cpu finds no boxes for it: LOG(FATAL) (detection_output_layer.cpp:229-231).
+        raise ValueError("Could not find location predictions for label -1 (share_location with background_label_id -1)")
     n = loc.shape[0]
     num_priors = prior.shape[-1] // 4
     num_loc = 1 if share_location else num_classes
@@ -437,7 +444,10 @@ def parse_param_str(param_str: str) -> dict:
     s = param_str.strip()
     if not s.startswith("{"):
         s = "{" + s + "}"
-    value = ast.literal_eval(s)
+    try:
+        value = ast.literal_eval(s)
+    except (ValueError, SyntaxError, TypeError) as e:
+        raise ValueError(f"param_str is not a Python dict literal: {param_str!r} ({e})") from None
     if not isinstance(value, dict):
         raise ValueError(f"param_str is not a dict: {param_str!r}")
     return value
