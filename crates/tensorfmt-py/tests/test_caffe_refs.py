@@ -679,3 +679,236 @@ def test_lstm_cont_matters():
     binar = R.lstm(z["in_x"], (z["in_cont"] > 0).astype(np.float32), p[0], p[1], p[2])[0]
     assert np.abs(ones - z["out_h"]).max() > 1e-2
     assert np.abs(binar - z["out_h"]).max() > 1e-3
+
+
+# --------------------------------------------------------------------------------------
+# The planned ONNX lowerings (onnx_designs.py) in onnxruntime against the references
+# --------------------------------------------------------------------------------------
+
+onnx = require_module("onnx")
+ort = require_module("onnxruntime")
+import onnx_designs as D  # noqa: E402
+
+
+def run_design(model, feeds):
+    """Runs a design (checked with onnx.checker full_check when built) on the feeds it
+    declares."""
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    names = [i.name for i in sess.get_inputs()]
+    return sess.run(None, {k: np.ascontiguousarray(v) for k, v in feeds.items() if k in names})
+
+
+def design_det(loc, conf, prior, num_classes, **kw):
+    model = D.detection_output(prior.shape[-1] // 4, num_classes, prior_channels=prior.shape[1], **kw)
+    return run_design(model, {"loc": loc, "conf": conf, "prior": prior, "image": kw.pop("_image", None)})[0]
+
+
+@pytest.mark.parametrize("name", sorted(DET_CASES))
+def test_design_detection_output(name):
+    """Row by row, in Caffe's order (no sorting): same count, same rows."""
+    n, p, c, num_loc, kw, (loc, conf, prior) = det_case(name)
+    for seed in (0, 1):
+        if seed:
+            n, p, c, num_loc, kw, (loc, conf, prior) = det_case(name, seed=seed)
+        ours = design_det(loc, conf, prior, c, **kw)
+        ref = R.detection_output(loc, conf, prior, num_classes=c, **kw)
+        close(ours, ref, f"{name} seed {seed}")
+
+
+def test_design_detection_output_other_options():
+    """CORNER_SIZE, a pre-NMS top_k above the candidates, keep_top_k -1, and Caffe's
+    empty output at batch 3."""
+    loc, conf, prior = ssd_inputs(8, 2, 30, 3, 1)
+    for kw in [dict(code_type="CORNER_SIZE", nms_threshold=0.45, keep_top_k=20, confidence_threshold=0.1),
+               dict(code_type="CENTER_SIZE", nms_threshold=0.45, keep_top_k=-1, confidence_threshold=0.1, top_k=500),
+               dict(code_type="CENTER_SIZE", nms_threshold=0.45, keep_top_k=-1, top_k=3)]:
+        close(design_det(loc, conf, prior, 3, **kw), R.detection_output(loc, conf, prior, num_classes=3, **kw), str(kw))
+    loc, conf, prior = ssd_inputs(9, 3, 30, 3, 1)
+    kw = dict(code_type="CENTER_SIZE", nms_threshold=0.45, keep_top_k=10, confidence_threshold=0.9999)
+    ours = design_det(loc, conf, prior, 3, **kw)
+    np.testing.assert_array_equal(ours, R.detection_output(loc, conf, prior, num_classes=3, **kw))
+    assert ours.shape == (1, 1, 3, 7) and (ours[0, 0, :, 0] == [0, 1, 2]).all()
+
+
+def test_design_detection_output_pixel_clip_from_the_image_input():
+    """``clip`` with ``normalized_bbox: false``: bounds W - 1, H - 1 of the 4th bottom."""
+    loc, conf, prior = ssd_inputs(10, 2, 40, 3, 1, normalized=False, loc_scale=1.0)
+    kw = dict(code_type="CENTER_SIZE", nms_threshold=0.45, keep_top_k=30, confidence_threshold=0.1, clip=True, normalized_bbox=False)
+    image = np.zeros((2, 3, 200, 250), np.float32)
+    model = D.detection_output(40, 3, **kw)
+    (ours,) = run_design(model, {"loc": loc, "conf": conf, "prior": prior, "image": image})
+    ref = R.detection_output(loc, conf, prior, num_classes=3, image_shape=(200, 250), **kw)
+    close(ours, ref, "pixel clip")
+    assert ref[0, 0, :, 3:].max() <= 249 and (ref[0, 0, :, [4, 6]] <= 199).all()
+
+
+def exact_priors(boxes):
+    """A prior blob holding ``boxes`` exactly (loc = 0, CORNER, variances 1 give them
+    back as the decoded boxes)."""
+    b = np.asarray(boxes, np.float32)
+    return np.stack([b.ravel(), np.ones(b.size, np.float32)])[None]
+
+
+def test_design_nms_ties_threshold_equality_and_inverted_boxes_as_caffe():
+    """Where NonMaxSuppression and ApplyNMSFast could differ, the design decides as Caffe:
+    equal scores keep the lower prior index (onnxruntime's order, Caffe's stable_sort);
+    an IoU exactly at nms_threshold keeps the box (both suppress only above it); a score
+    exactly at confidence_threshold is dropped (both keep only above it); an inverted box
+    (CORNER decoding) overlaps nothing in Caffe, while NonMaxSuppression would reorder its
+    corners: the design feeds it to NMS as a point."""
+    boxes = [[0, 0, 0.5, 0.5], [0, 0, 0.5, 0.5], [0, 0, 1, 0.5], [0.6, 0.6, 0.9, 0.9], [0.5, 0.5, 0, 0]]
+    prior = exact_priors(boxes)
+    loc = np.zeros((1, 20), np.float32)
+    conf = np.zeros((1, 5, 2), np.float32)
+    conf[0, :, 1] = [0.5, 0.5, 0.4, 0.3, 0.45]
+    conf = conf.reshape(1, -1)
+    for thr, cthr in [(0.5, 0.1), (0.49, 0.1), (0.5, 0.3), (0.5, 0.4)]:
+        kw = dict(code_type="CORNER", nms_threshold=thr, keep_top_k=-1, confidence_threshold=cthr)
+        ref = R.detection_output(loc, conf, prior, num_classes=2, **kw)
+        close(design_det(loc, conf, prior, 2, **kw), ref, f"nms {thr} conf {cthr}")
+        kept = ref[0, 0, :, 3:].tolist()
+        assert [0, 0, 0.5, 0.5] in kept and ([0, 0, 1, 0.5] in kept) == (thr >= 0.5 and cthr < 0.4)
+        assert [0.5, 0.5, 0, 0] in kept  # the inverted box survives its overlap with box 0
+
+
+def test_design_keep_top_k_ties_across_classes():
+    """Equal scores at the keep_top_k cut: the design (TopK) keeps the lower class, then
+    the lower prior, as the reference does; Caffe's std::sort leaves that choice to
+    libstdc++ (not a stable sort), so such ties may resolve otherwise in Caffe."""
+    prior = exact_priors([[0, 0, 0.2, 0.2], [0.5, 0.5, 0.7, 0.7], [0.3, 0.3, 0.4, 0.4]])
+    loc = np.zeros((1, 12), np.float32)
+    conf = np.array([[0.1, 0.6, 0.6, 0.1, 0.6, 0.3, 0.1, 0.2, 0.6]], np.float32)  # 3 priors x 3 classes
+    kw = dict(code_type="CORNER", nms_threshold=0.45, keep_top_k=3, confidence_threshold=0.05)
+    ref = R.detection_output(loc, conf, prior, num_classes=3, **kw)
+    close(design_det(loc, conf, prior, 3, **kw), ref, "keep_top_k ties")
+    # four selections score 0.6: (class 1: priors 0, 1), (class 2: priors 0, 2); 3 kept
+    assert ref[0, 0, :, 1].tolist() == [1, 1, 2] and (ref[0, 0, :, 2] == np.float32(0.6)).all()
+    assert ref[0, 0, :, 3].tolist() == [0, np.float32(0.5), 0]
+
+
+def test_design_cannot_express_eta_below_one():
+    """NonMaxSuppression has a fixed IoU threshold: with ``eta < 1`` Caffe lowers the
+    threshold after each kept box (bbox_util.cpp:1932-1934) and keeps fewer boxes than
+    the design, which computes eta = 1. A lowering must refuse eta < 1 (or use a Loop)."""
+    kw = dict(code_type="CENTER_SIZE", nms_threshold=0.9, keep_top_k=200, confidence_threshold=0.05)
+    loc, conf, prior = ssd_inputs(6, 1, 80, 2, 1, loc_scale=0.2)
+    ours = design_det(loc, conf, prior, 2, **kw)
+    close(ours, R.detection_output(loc, conf, prior, num_classes=2, **kw), "eta 1")
+    assert R.detection_output(loc, conf, prior, num_classes=2, eta=0.7, **kw).shape[2] < ours.shape[2]
+
+
+@pytest.mark.parametrize("ratios,scales,stride,pre,post,nms,info", [
+    ((0.5, 1, 2), (8, 16, 32), 16, 6000, 300, 0.7, (128, 160, 1.6)),
+    ((1,), (2, 4), 8, 60, 40, 0.5, (100, 90, 1.0)),
+    ((0.5, 1, 2), (8, 16, 32), 16, 50, 20, 0.7, (128, 160, 3.0)),
+])
+def test_design_proposal(ratios, scales, stride, pre, post, nms, info):
+    """py-faster-rcnn's ProposalLayer (min_size applied, no padding) at two feature map
+    sizes with one model (H, W dynamic). Equal scores are ordered by the lower index
+    (``stable=True``); py-faster-rcnn's ``argsort()[::-1]`` leaves their order to numpy."""
+    anchors = R.generate_anchors(16, ratios, scales)
+    model = D.proposal(anchors, feat_stride=stride, pre_nms_topN=pre, post_nms_topN=post, nms_thresh=nms, min_size=16)
+    for seed, (h, w) in enumerate([(8, 10), (5, 13)]):
+        cls, bbox, im = rpn_inputs(seed, len(anchors), h, w, info=info, delta=0.8)
+        rois, scores = run_design(model, {"rpn_cls_prob_reshape": cls, "rpn_bbox_pred": bbox, "im_info": im})
+        ref_r, ref_s = R.proposal(cls, bbox, im, feat_stride=stride, scales=scales, ratios=ratios,
+                                  pre_nms_topN=pre, post_nms_topN=post, nms_thresh=nms, stable=True)
+        close(rois, ref_r, f"rois {h}x{w}")
+        close(scores, ref_s, f"scores {h}x{w}", atol=1e-7)
+        # The unstable original order gives the same set here (no equal scores).
+        orig = R.proposal(cls, bbox, im, feat_stride=stride, scales=scales, ratios=ratios, pre_nms_topN=pre, post_nms_topN=post, nms_thresh=nms)[0]
+        close(rois[np.lexsort(rois.T[::-1])], orig[np.lexsort(orig.T[::-1])], "as sets vs argsort()[::-1]")
+
+
+def test_design_roi_pooling_is_max_roi_pool():
+    x = np.random.default_rng(2).standard_normal((2, 3, 10, 12)).astype(np.float32)
+    rng = np.random.default_rng(3)
+    rand = np.concatenate([rng.integers(0, 2, (200, 1)), rng.uniform(-40, 220, (200, 4))], 1).astype(np.float32)
+    rand[:, 3:] = np.maximum(rand[:, 3:], rand[:, 1:3])
+    for rois in (ROI_CASES, rand):
+        (y,) = run_design(D.roi_pooling(3, 4, 0.0625), {"x": x, "rois": rois})
+        np.testing.assert_array_equal(y, R.roi_pooling(x, rois, 3, 4, 0.0625))
+
+
+@pytest.mark.parametrize("output_dim,group_size", [(3, 3), (2, 7)])
+def test_design_psroi_pooling(output_dim, group_size):
+    rng = np.random.default_rng(output_dim)
+    x = (rng.standard_normal((2, output_dim * group_size ** 2, 10, 12)) * 10 + 50).astype(np.float32)
+    (y,) = run_design(D.psroi_pooling(output_dim, group_size, 0.0625), {"x": x, "rois": ROI_CASES})
+    close(y, R.psroi_pooling(x, ROI_CASES, output_dim, group_size, 0.0625), "PSROIPooling", atol=1e-5, rtol=1e-6)
+
+
+@pytest.mark.parametrize("stride", [2, 3, 4])
+def test_design_reorg(stride):
+    x = np.random.default_rng(stride).standard_normal((2, 9 * 16 if stride == 3 else 32, 12, 12)).astype(np.float32)
+    (y,) = run_design(D.reorg(x.shape[1], 12, 12, stride), {"x": x})
+    np.testing.assert_array_equal(y, R.reorg_darknet(x, stride))
+
+
+def test_design_region():
+    rng = np.random.default_rng(5)
+    A, classes, H, W = 2, 3, 4, 5
+    anchors = [1.08, 1.19, 3.42, 4.41]
+    x = rng.standard_normal((2, A * (5 + classes), H, W)).astype(np.float32)
+    (y,) = run_design(D.region_darknet(A, classes, H, W), {"x": x})
+    close(y, R.region_darknet(x, A, classes), "RegionYolo activations", atol=1e-6)
+    for thresh in (0.2, 0.05):
+        (y,) = run_design(D.region_opencv(anchors, classes, H, W, thresh=thresh), {"x": x})
+        ref = np.concatenate([R.region_opencv(x[i : i + 1].transpose(0, 2, 3, 1), anchors, classes, thresh=thresh) for i in range(2)])
+        close(y, ref, f"Region decode thresh {thresh}", atol=1e-6)
+
+
+@pytest.mark.parametrize("case", sorted(MVN_CASES))
+def test_design_mvn(case):
+    z = np.load(LOWER / case / "io.npz")
+    (y,) = run_design(D.mvn(**MVN_CASES[case]), {"x": z["in_data"]})
+    close(y, z["out_mvn"], f"{case} vs Caffe", atol=1e-6, rtol=1e-6)
+
+
+@pytest.mark.parametrize("kw", [dict(height=3, width=4, pad_beg=-1, pad_end=-1), dict(zoom_factor=2, pad_beg=-1), dict(shrink_factor=2, pad_end=-2)])
+def test_design_interp_pads(kw):
+    x = np.random.default_rng(1).standard_normal((1, 2, 5, 7)).astype(np.float32)
+    ref = R.interp(x, **kw)
+    (y,) = run_design(D.interp(5, 7, ref.shape[2:], kw.get("pad_beg", 0), kw.get("pad_end", 0)), {"x": x})
+    close(y, ref, f"Interp {kw}", atol=1e-6)
+
+
+@pytest.mark.parametrize("case", ["lstm_cont", "lstm_expose_hidden_static"])
+def test_design_lstm(case):
+    """The Scan design gives real Caffe's outputs for any cont (resets, non-binary); the
+    ONNX LSTM op design gives them when cont is 1 after t = 0 (and differs with resets)."""
+    z, p = recurrent_case(case)
+    feeds = {k[3:]: z[k] for k in z.files if k.startswith("in_")}
+    static = "static" in case
+    W_hc = p[3] if static else p[2]
+    kw = dict(W_xc_static=p[2], expose_hidden=True) if static else {}
+    kw["x_axes"] = list(feeds["x"].shape[2:])
+    h, hT, cT = run_design(D.lstm_scan(p[0], p[1], W_hc, **kw), feeds)
+    close(h, z["out_h"], f"{case} scan h", atol=1e-6, rtol=1e-6)
+    if static:
+        close(hT, z["out_hT"], "h_T", atol=1e-6, rtol=1e-6)
+        close(cT, z["out_cT"], "c_T", atol=1e-6, rtol=1e-6)
+    steady = dict(feeds, cont=np.ones_like(feeds["cont"]))
+    ref = R.lstm(feeds["x"], steady["cont"], p[0], p[1], W_hc, x_static=feeds.get("x_static"), W_xc_static=kw.get("W_xc_static"),
+                 h0=feeds.get("h0"), c0=feeds.get("c0"))
+    for got, want, what in zip(run_design(D.lstm_op(p[0], p[1], W_hc, **kw), steady), ref, ("h", "h_T", "c_T")):
+        close(got, want, f"{case} LSTM op {what}", atol=1e-6, rtol=1e-6)
+    h_op = run_design(D.lstm_op(p[0], p[1], W_hc, **kw), feeds)[0]
+    assert np.abs(h_op - z["out_h"]).max() > 0.1
+
+
+@pytest.mark.parametrize("case", ["rnn_cont", "rnn_expose_hidden_static"])
+def test_design_rnn(case):
+    z, p = recurrent_case(case)
+    feeds = {k[3:]: z[k] for k in z.files if k.startswith("in_")}
+    static = "static" in case
+    args = (p[0], p[1], p[3], p[4], p[5]) if static else tuple(p)
+    kw = dict(W_xh_static=p[2], expose_hidden=True) if static else {}
+    o, hT = run_design(D.rnn_scan(*args, **kw), feeds)
+    close(o, z["out_o"], f"{case} scan o", atol=1e-6, rtol=1e-6)
+    if static:
+        close(hT, z["out_hT"], "h_T", atol=1e-6, rtol=1e-6)
+    steady = dict(feeds, cont=np.ones_like(feeds["cont"]))
+    ref = R.rnn(feeds["x"], steady["cont"], *args, x_static=feeds.get("x_static"), W_xh_static=kw.get("W_xh_static"), h0=feeds.get("h0"))
+    for got, want, what in zip(run_design(D.rnn_op(*args, **kw), steady), ref, ("o", "h_T")):
+        close(got, want, f"{case} RNN op {what}", atol=1e-6, rtol=1e-6)
