@@ -203,6 +203,7 @@ def detection_output(
     normalized_bbox: bool = True,
     image_shape: Optional[Tuple[int, int]] = None,
     flavour: str = "ssd",
+    pixel_plus_one: bool = False,
 ) -> np.ndarray:
     """SSD's ``DetectionOutput`` forward: ``[1, 1, n, 7]`` rows (image_id, label, score,
     xmin, ymin, xmax, ymax).
@@ -259,7 +260,7 @@ def detection_output(
     pboxes = pri[0]
     pvar = pri[1] if pri.shape[0] == 2 else None
     ct = code_type
-    plus_one = opencv and not normalized_bbox
+    plus_one = (opencv and not normalized_bbox) or pixel_plus_one
     if opencv and ct == "CORNER_SIZE":
         ct = "CORNER"
     thr = confidence_threshold

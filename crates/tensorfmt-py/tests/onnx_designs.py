@@ -86,19 +86,28 @@ I64 = TensorProto.INT64
 # DetectionOutput
 # --------------------------------------------------------------------------------------
 
-def detection_output(num_priors: int, num_classes: int, *, share_location=True, background_label_id=0, code_type="CORNER",
+def detection_output(num_priors: Optional[int], num_classes: int, *, share_location=True, background_label_id=0, code_type="CORNER",
                      variance_encoded_in_target=False, keep_top_k=-1, confidence_threshold=None, nms_threshold=0.3,
-                     top_k=None, clip=False, normalized_bbox=True, prior_channels=2) -> onnx.ModelProto:
+                     top_k=None, clip=False, normalized_bbox=True, prior_channels=2, plus_one=False) -> onnx.ModelProto:
     """SSD DetectionOutput. Inputs ``loc [N, P*L*4]``, ``conf [N, P*C]``, ``prior [1, V,
-    P*4]`` (N dynamic); output ``det [1, 1, n, 7]`` with n dynamic, rows in Caffe's order
-    (image, label ascending, score descending), Caffe's ``[i, -1, ...]`` rows when nothing
-    is detected. ``eta < 1`` is not expressible with NonMaxSuppression (see the docs)."""
-    P, C = num_priors, num_classes
+    P*4]`` (N dynamic; P dynamic too with ``num_priors=None``, as in OpenCV's Faster R-CNN
+    post-processing where the priors are the RoIs); output ``det [1, 1, n, 7]`` with n
+    dynamic, rows in Caffe's order (image, label ascending, score descending), Caffe's
+    ``[i, -1, ...]`` rows when nothing is detected. ``plus_one``: OpenCV's
+    ``normalized_bbox: false`` arithmetic (CENTER_SIZE prior sizes + 1, NMS on boxes whose
+    max corners are one pixel further). ``eta < 1`` is not expressible with
+    NonMaxSuppression (see the docs)."""
+    C = num_classes
     L = 1 if share_location else C
     g = Graph("det")
     f32 = lambda v: g.const(np.float32(v))  # noqa: E731
-    loc = g.op("Reshape", "loc", g.i64(0, P, L, 4))                        # [N, P, L, 4]
-    pri = g.op("Reshape", "prior", g.i64(prior_channels, P, 1, 4))         # [V, P, 1, 4]
+    Pd = g.op("Div", g.dim("prior", 2), g.i64(4))                          # [1]: P, read at run time
+
+    def shape(*parts):
+        return g.op("Concat", *[p if isinstance(p, str) else g.i64(p) for p in parts], axis=0)
+
+    loc = g.op("Reshape", "loc", shape(0, Pd, L, 4))                       # [N, P, L, 4]
+    pri = g.op("Reshape", "prior", shape(prior_channels, Pd, 1, 4))        # [V, P, 1, 4]
     pbox = g.op("Gather", pri, g.i64(0), axis=0)                            # [1, P, 1, 4] -> broadcast
     pbox = g.op("Squeeze", pbox, g.i64(0))                                  # [P, 1, 4]
     if variance_encoded_in_target:
@@ -117,8 +126,13 @@ def detection_output(num_priors: int, num_classes: int, *, share_location=True, 
     elif code_type == "CENTER_SIZE":
         pw, ph = g.op("Sub", px1, px0), g.op("Sub", py1, py0)
         half = f32(0.5)
-        pcx = g.op("Mul", g.op("Add", px0, px1), half)
-        pcy = g.op("Mul", g.op("Add", py0, py1), half)
+        if plus_one:
+            pw, ph = g.op("Add", pw, f32(1)), g.op("Add", ph, f32(1))
+            pcx = g.op("Add", px0, g.op("Mul", pw, half))
+            pcy = g.op("Add", py0, g.op("Mul", ph, half))
+        else:
+            pcx = g.op("Mul", g.op("Add", px0, px1), half)
+            pcy = g.op("Mul", g.op("Add", py0, py1), half)
         cx = g.op("Add", g.op("Mul", d0, pw), pcx)
         cy = g.op("Add", g.op("Mul", d1, ph), pcy)
         hw = g.op("Mul", g.op("Mul", g.op("Exp", d2), pw), half)
@@ -135,14 +149,14 @@ def detection_output(num_priors: int, num_classes: int, *, share_location=True, 
         lim = g.op("Concat", wmax, hmax, wmax, hmax, axis=0)                    # [4]
         box = g.op("Max", g.op("Min", box, lim), f32(0))
     # NMS layout: a "batch" per image (shared boxes) or per (image, class).
-    conf = g.op("Transpose", g.op("Reshape", "conf", g.i64(0, P, C)), perm=[0, 2, 1])  # [N, C, P]
+    conf = g.op("Transpose", g.op("Reshape", "conf", shape(0, Pd, C)), perm=[0, 2, 1])  # [N, C, P]
     masked = conf
     if 0 <= background_label_id < C:
         bg = np.zeros((1, C, 1), bool)
         bg[0, background_label_id, 0] = True
         masked = g.op("Where", g.const(bg), f32(-np.inf), masked)
-    if top_k is not None and top_k > -1 and top_k < P:
-        _, idx = g.op("TopK", masked, g.i64(top_k), axis=-1, largest=1, sorted=1, outputs=2)
+    if top_k is not None and top_k > -1 and (num_priors is None or top_k < num_priors):
+        _, idx = g.op("TopK", masked, g.op("Min", g.i64(top_k), Pd), axis=-1, largest=1, sorted=1, outputs=2)
         keep = g.op("ScatterElements", g.op("Mul", masked, f32(0)), idx,
                     g.op("Expand", f32(1), g.op("Shape", idx)), axis=-1)
         masked = g.op("Where", g.op("Cast", keep, to=TensorProto.BOOL), masked, f32(-np.inf))
@@ -151,25 +165,26 @@ def detection_output(num_priors: int, num_classes: int, *, share_location=True, 
     bx0, by0, bx1, by1 = (g.col(box, k) for k in range(4))
     inv = g.op("Or", g.op("Less", bx1, bx0), g.op("Less", by1, by0))
     point = g.op("Concat", bx0, by0, bx0, by0, axis=-1)
-    nms_box = g.op("Where", inv, point, box)                                 # [N, P, L, 4]
+    grown = g.op("Add", box, g.const(np.array([0, 0, 1, 1], np.float32))) if plus_one else box
+    nms_box = g.op("Where", inv, point, grown)                               # [N, P, L, 4]
     if share_location:
-        nb = g.op("Reshape", nms_box, g.i64(0, P, 4))                        # [N, P, 4]
+        nb = g.op("Reshape", nms_box, shape(0, Pd, 4))                       # [N, P, 4]
         ns = masked                                                          # [N, C, P]
     else:
-        nb = g.op("Reshape", g.op("Transpose", nms_box, perm=[0, 2, 1, 3]), g.i64(-1, P, 4))  # [N*C, P, 4]
-        ns = g.op("Reshape", masked, g.i64(-1, 1, P))                        # [N*C, 1, P]
+        nb = g.op("Reshape", g.op("Transpose", nms_box, perm=[0, 2, 1, 3]), shape(-1, Pd, 4))  # [N*C, P, 4]
+        ns = g.op("Reshape", masked, shape(-1, 1, Pd))                       # [N*C, 1, P]
     thr = -FLT_MAX if confidence_threshold is None else confidence_threshold
-    sel = g.op("NonMaxSuppression", nb, ns, g.i64(P), f32(nms_threshold), f32(thr), center_point_box=0)  # [K, 3]
+    sel = g.op("NonMaxSuppression", nb, ns, Pd, f32(nms_threshold), f32(thr), center_point_box=0)  # [K, 3]
     b, c, p = (g.op("Squeeze", g.col(sel, k), g.i64(1)) for k in range(3))
     if share_location:
         n, cls = b, c
-        boxes_src = g.op("Reshape", box, g.i64(0, P, 4))                     # [N, P, 4]
+        boxes_src = g.op("Reshape", box, shape(0, Pd, 4))                    # [N, P, 4]
         box_idx = g.op("Concat", g.op("Unsqueeze", n, g.i64(1)), g.op("Unsqueeze", p, g.i64(1)), axis=1)
     else:
         cC = g.i64(C)
         n = g.op("Div", b, cC)
         cls = g.op("Mod", b, cC)
-        boxes_src = g.op("Reshape", g.op("Transpose", box, perm=[0, 2, 1, 3]), g.i64(-1, P, 4))
+        boxes_src = g.op("Reshape", g.op("Transpose", box, perm=[0, 2, 1, 3]), shape(-1, Pd, 4))
         box_idx = g.op("Concat", g.op("Unsqueeze", b, g.i64(1)), g.op("Unsqueeze", p, g.i64(1)), axis=1)
     un = lambda t: g.op("Unsqueeze", t, g.i64(1))  # noqa: E731
     score = g.op("GatherND", conf, g.op("Concat", un(n), un(cls), un(p), axis=1))   # [K]
@@ -178,11 +193,12 @@ def detection_output(num_priors: int, num_classes: int, *, share_location=True, 
     if keep_top_k > -1:
         # Per image: the keep_top_k best selected scores over all classes (TopK: equal
         # scores keep the lower class, then the lower prior), rows kept in NMS order.
-        flat = g.op("Add", g.op("Mul", cls, g.i64(P)), p)
+        flat = g.op("Add", g.op("Mul", cls, Pd), p)
         nf = g.op("Concat", un(n), un(flat), axis=1)
         nimg = g.dim("loc", 0)
-        dense = g.op("ScatterND", g.op("Expand", f32(-np.inf), g.op("Concat", nimg, g.i64(C * P), axis=0)), nf, score)
-        vals, idx = g.op("TopK", dense, g.i64(min(keep_top_k, C * P)), axis=1, largest=1, sorted=1, outputs=2)
+        cp = g.op("Mul", g.i64(C), Pd)
+        dense = g.op("ScatterND", g.op("Expand", f32(-np.inf), g.op("Concat", nimg, cp, axis=0)), nf, score)
+        vals, idx = g.op("TopK", dense, g.op("Min", g.i64(keep_top_k), cp), axis=1, largest=1, sorted=1, outputs=2)
         real = g.op("Cast", g.op("Greater", vals, f32(-np.inf)), to=F)
         mark = g.op("ScatterElements", g.op("Expand", f32(0), g.op("Shape", dense)), idx, real, axis=1)
         keep = g.op("Cast", g.op("GatherND", mark, nf), to=TensorProto.BOOL)
@@ -196,7 +212,8 @@ def detection_output(num_priors: int, num_classes: int, *, share_location=True, 
     mask = g.op("Concat", g.op("Expand", g.const(np.array([True])), count), g.op("Expand", empty, nimg), axis=0)
     out = g.op("Compress", g.op("Concat", rows, fallback, axis=0), mask, axis=0)
     g.op("Reshape", out, g.i64(1, 1, -1, 7), out=["det"])
-    ins = {"loc": (F, ["N", P * L * 4]), "conf": (F, ["N", P * C]), "prior": (F, [1, prior_channels, P * 4])}
+    P = num_priors
+    ins = {"loc": (F, ["N", P * L * 4 if P else "PL4"]), "conf": (F, ["N", P * C if P else "PC"]), "prior": (F, [1, prior_channels, P * 4 if P else "P4"])}
     if clip and not normalized_bbox:
         ins["image"] = (F, ["N", 3, "H", "W"])
     return g.model(ins, {"det": [1, 1, "n", 7]})

@@ -912,3 +912,32 @@ def test_design_rnn(case):
     ref = R.rnn(feeds["x"], steady["cont"], *args, x_static=feeds.get("x_static"), W_xh_static=kw.get("W_xh_static"), h0=feeds.get("h0"))
     for got, want, what in zip(run_design(D.rnn_op(*args, **kw), steady), ref, ("o", "h_T")):
         close(got, want, f"{case} RNN op {what}", atol=1e-6, rtol=1e-6)
+
+
+def test_faster_rcnn_postprocessing_detection_output(tmp_path):
+    """OpenCV's Faster R-CNN nets end in a DetectionOutput over the RoIs (share_location
+    false, variance in target, CENTER_SIZE, ``normalized_bbox: false``, 1-channel prior
+    of R pixel boxes). OpenCV's +1 arithmetic is py-faster-rcnn's; the design with
+    ``plus_one`` and a run-time prior count gives the reference's rows at two RoI counts,
+    and the same detections as OpenCV."""
+    C = 4
+    kw = dict(code_type="CENTER_SIZE", share_location=False, background_label_id=0, variance_encoded_in_target=True,
+              keep_top_k=100, nms_threshold=0.3, normalized_bbox=False)
+    model = D.detection_output(None, C, prior_channels=1, plus_one=True, **kw)
+    for R_, seed in ((30, 1), (57, 2)):
+        rng = np.random.default_rng(seed)
+        xy = rng.uniform(0, 200, (R_, 2))
+        wh = rng.uniform(10, 80, (R_, 2))
+        prior = np.concatenate([xy, xy + wh], 1).astype(np.float32).reshape(1, 1, -1)
+        loc = (rng.standard_normal((1, R_ * C * 4)) * 0.2).astype(np.float32)
+        logits = rng.standard_normal((R_, C)) * 2
+        conf = (np.exp(logits) / np.exp(logits).sum(1, keepdims=True)).astype(np.float32).reshape(1, -1)
+        ref = R.detection_output(loc, conf, prior, num_classes=C, pixel_plus_one=True, **kw)
+        (ours,) = run_design(model, {"loc": loc, "conf": conf, "prior": prior})
+        close(ours, ref, f"{R_} RoIs")
+        ref_cv = R.detection_output(loc, conf, prior, num_classes=C, flavour="opencv", **kw)
+        net = opencv_net(tmp_path, det_prototxt(1, R_, C, C, det_params(dict(kw, confidence_threshold=0.0)), variances=False))
+        cv = opencv_detections(run_cv(net, {"loc": loc, "conf": conf, "prior": prior}))
+        close(sort_rows(cv, 2), sort_rows(ref_cv.reshape(-1, 7), 2), "OpenCV vs its flavour")
+        close(sort_rows(cv, 2), sort_rows(ref.reshape(-1, 7), 2), "OpenCV vs the +1 reference")
+
