@@ -632,12 +632,12 @@ def psroi_pooling(x: np.ndarray, rois: np.ndarray, output_dim: int, group_size: 
 def reorg_darknet(x: np.ndarray, stride: int) -> np.ndarray:
     """Darknet's ``reorg_cpu(..., forward = 0, ...)`` as the YOLOv2 Caffe ports call it
     (gklz1982/caffe-yolov2 reorg_layer.hpp:85-108 with ``forward = reverse_ = false``,
-    reorg_layer.cpp:45-46; OpenCV 4's reorg_layer.cpp computes the same): output element
-    ``(k, j, i)`` (k < C, j < H, i < W, flat over the output ``[C*s*s, H/s, W/s]``) is input
-    element ``(k % C', j*s + (k / C') / s... )`` of the input viewed as ``[C' = C/s^2, H*s,
-    W*s]``, i.e. ``x.reshape(N, C', H, s, W, s).transpose(0, 3, 5, 1, 2, 4)`` read as
-    ``[N, C*s*s, H/s, W/s]``. This is not a space-to-depth of the image (the channel order
-    is Darknet's), but it is what the published weights were trained with."""
+    reorg_layer.cpp:45-46; OpenCV 4's reorg_layer.cpp computes the same). The loops run
+    over the *input's* (k, j, i) and read the input viewed as ``[C' = C/s^2, H*s, W*s]``
+    at ``(k % C', j*s + (k / C') / s, i*s + (k / C') % s)``, writing the output flat; that
+    is ``x.reshape(N, C', H, s, W, s).transpose(0, 3, 5, 1, 2, 4)`` read as ``[N, C*s*s,
+    H/s, W/s]``. Not a space-to-depth of the image (the channel order is Darknet's), but
+    what the published weights were trained with."""
     n, c, h, w = x.shape
     s = stride
     if c % (s * s) or h % s or w % s:

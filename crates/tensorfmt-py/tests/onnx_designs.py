@@ -224,7 +224,7 @@ def detection_output(num_priors: Optional[int], num_classes: int, *, share_locat
 # --------------------------------------------------------------------------------------
 
 def proposal(anchors: np.ndarray, *, feat_stride=16, pre_nms_topN=6000, post_nms_topN=300, nms_thresh=0.7,
-             min_size=16.0, opencv_padding=False) -> onnx.ModelProto:
+             min_size=16.0) -> onnx.ModelProto:
     """py-faster-rcnn's ProposalLayer (test phase). Inputs ``rpn_cls_prob_reshape [1, 2A,
     H, W]``, ``rpn_bbox_pred [1, 4A, H, W]``, ``im_info [1, 3]`` with H, W dynamic;
     outputs ``rois [R, 5]`` and ``scores [R, 1]`` with R <= post_nms_topN dynamic.
@@ -292,8 +292,6 @@ def proposal(anchors: np.ndarray, *, feat_stride=16, pre_nms_topN=6000, post_nms
     boxes = g.op("Gather", props, keep, axis=0)
     kept = g.op("Unsqueeze", g.op("Gather", top, keep, axis=0), g.i64(1))
     rows = g.op("Concat", g.op("Mul", g.col(boxes, 0), f32(0)), boxes, axis=1)
-    if opencv_padding:
-        raise NotImplementedError("OpenCV's zero padding is a deviation, not a design")
     g.op("Identity", rows, out=["rois"])
     g.op("Identity", kept, out=["scores"])
     return g.model({cls: (F, [1, 2 * A, "H", "W"]), bbox: (F, [1, 4 * A, "H", "W"]), info: (F, [1, 3])}, {"rois": ["R", 5], "scores": ["R", 1]})
