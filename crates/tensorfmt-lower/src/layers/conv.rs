@@ -3,13 +3,10 @@
 //! `inner_product_layer.cpp`).
 
 use tensorfmt_caffe::proto::ConvolutionParameter;
-use tensorfmt_caffe::LayerDef;
-use tensorfmt_core::Tensor;
 
-use super::{arity, at_most, axis, blob};
-use crate::builder::{attr, Value, A};
+use super::{axis, LayerCx};
+use crate::builder::{attr, A};
 use crate::error::{Fail, LResult};
-use crate::Cx;
 
 /// 2-D geometry of a convolution: kernel, pad, stride, dilation as (h, w).
 struct Geometry {
@@ -89,17 +86,9 @@ fn attrs(g: &Geometry, group: usize) -> Vec<tensorfmt_onnx::proto::AttributeProt
     ]
 }
 
-fn conv_common(
-    cx: &mut Cx,
-    l: &LayerDef,
-    ins: &[Value],
-    tops: &[String],
-    blobs: Vec<Tensor>,
-    depthwise: bool,
-    transpose: bool,
-) -> LResult<Vec<Vec<usize>>> {
-    arity(ins, &[1])?;
-    let p = l.param.convolution_param.clone().unwrap_or_default();
+fn conv_common(cx: &mut LayerCx<'_>, depthwise: bool, transpose: bool) -> LResult<Vec<Vec<usize>>> {
+    let (ins, tops) = (cx.ins, cx.tops);
+    let p = cx.param().convolution_param.clone().unwrap_or_default();
     let g = geometry(&p)?;
     let x = &ins[0].shape;
     if x.len() != 4 {
@@ -140,15 +129,12 @@ fn conv_common(
         vec![o, c / group, g.k[0], g.k[1]]
     };
     let bias_term = p.bias_term();
-    at_most(&blobs, if bias_term { 2 } else { 1 })?;
-    let w = blob(l, &blobs, 0, &wshape)?;
-    let mut inputs = vec![
-        ins[0].name.clone(),
-        cx.b.init(&format!("{}/weight", l.name), &w)?,
-    ];
+    cx.blobs_at_most(if bias_term { 2 } else { 1 })?;
+    let w = cx.blob(0, &wshape)?;
+    let mut inputs = vec![ins[0].name.clone(), cx.init("weight", &w)?];
     if bias_term {
-        let b = blob(l, &blobs, 1, &[o])?;
-        inputs.push(cx.b.init(&format!("{}/bias", l.name), &b)?);
+        let b = cx.blob(1, &[o])?;
+        inputs.push(cx.init("bias", &b)?);
     }
     let op = if transpose { "ConvTranspose" } else { "Conv" };
     cx.op_to(op, inputs, &tops[0], attrs(&g, group));
@@ -156,60 +142,34 @@ fn conv_common(
 }
 
 /// `Convolution`: ONNX Conv (weights `[O, C/group, kh, kw]`, pads symmetric).
-pub(crate) fn convolution(
-    cx: &mut Cx,
-    l: &LayerDef,
-    ins: &[Value],
-    tops: &[String],
-    blobs: Vec<Tensor>,
-) -> LResult<Vec<Vec<usize>>> {
-    conv_common(cx, l, ins, tops, blobs, false, false)
+pub(crate) fn convolution(cx: &mut LayerCx<'_>) -> LResult<Vec<Vec<usize>>> {
+    conv_common(cx, false, false)
 }
 
 /// `ConvolutionDepthwise` (MobileNet/ShuffleNet forks): Conv with group = input channels.
-pub(crate) fn depthwise(
-    cx: &mut Cx,
-    l: &LayerDef,
-    ins: &[Value],
-    tops: &[String],
-    blobs: Vec<Tensor>,
-) -> LResult<Vec<Vec<usize>>> {
-    conv_common(cx, l, ins, tops, blobs, true, false)
+pub(crate) fn depthwise(cx: &mut LayerCx<'_>) -> LResult<Vec<Vec<usize>>> {
+    conv_common(cx, true, false)
 }
 
 /// `Deconvolution`: ONNX ConvTranspose (weights `[C, O/group, kh, kw]`, Caffe's
 /// output size `s*(H-1) + d*(k-1) + 1 - 2p`).
-pub(crate) fn deconvolution(
-    cx: &mut Cx,
-    l: &LayerDef,
-    ins: &[Value],
-    tops: &[String],
-    blobs: Vec<Tensor>,
-) -> LResult<Vec<Vec<usize>>> {
-    conv_common(cx, l, ins, tops, blobs, false, true)
+pub(crate) fn deconvolution(cx: &mut LayerCx<'_>) -> LResult<Vec<Vec<usize>>> {
+    conv_common(cx, false, true)
 }
 
 /// `InnerProduct`: flatten from `axis`, Gemm (transB unless `transpose`), reshape back
 /// to `shape[..axis] + [N]`.
-pub(crate) fn inner_product(
-    cx: &mut Cx,
-    l: &LayerDef,
-    ins: &[Value],
-    tops: &[String],
-    blobs: Vec<Tensor>,
-) -> LResult<Vec<Vec<usize>>> {
-    arity(ins, &[1])?;
-    let p = l.param.inner_product_param.clone().unwrap_or_default();
+pub(crate) fn inner_product(cx: &mut LayerCx<'_>) -> LResult<Vec<Vec<usize>>> {
+    let (ins, tops) = (cx.ins, cx.tops);
+    let p = cx.param().inner_product_param.clone().unwrap_or_default();
     let x = &ins[0].shape;
     let a = axis(i64::from(p.axis()), x.len())?;
     let n = p.num_output.ok_or("no num_output")? as usize;
     let m: usize = x[..a].iter().product();
     let k: usize = x[a..].iter().product();
     let bias_term = p.bias_term();
-    at_most(&blobs, if bias_term { 2 } else { 1 })?;
-    let w = blob(
-        l,
-        &blobs,
+    cx.blobs_at_most(if bias_term { 2 } else { 1 })?;
+    let w = cx.blob(
         0,
         &if p.transpose() {
             vec![k, n]
@@ -228,10 +188,10 @@ pub(crate) fn inner_product(
     } else {
         cx.reshape_to(&ins[0].name, x, &[m, k], None)?
     };
-    let mut inputs = vec![flat, cx.b.init(&format!("{}/weight", l.name), &w)?];
+    let mut inputs = vec![flat, cx.init("weight", &w)?];
     if bias_term {
-        let b = blob(l, &blobs, 1, &[n])?;
-        inputs.push(cx.b.init(&format!("{}/bias", l.name), &b)?);
+        let b = cx.blob(1, &[n])?;
+        inputs.push(cx.init("bias", &b)?);
     }
     let mut out: Vec<usize> = x[..a].to_vec();
     out.push(n);

@@ -9,13 +9,10 @@
 //! an explicit zero Pad followed by AveragePool(count_include_pad=0).
 
 use tensorfmt_caffe::proto::pooling_parameter::{PoolMethod, RoundMode};
-use tensorfmt_caffe::LayerDef;
-use tensorfmt_core::Tensor;
 
-use super::{arity, at_most};
-use crate::builder::{attr, Value, A};
+use super::LayerCx;
+use crate::builder::{attr, A};
 use crate::error::{Fail, LResult};
-use crate::Cx;
 
 /// Caffe's pooled size along one axis.
 pub(crate) fn pooled(h: usize, k: usize, p: usize, s: usize, ceil: bool) -> LResult<usize> {
@@ -36,16 +33,10 @@ pub(crate) fn pooled(h: usize, k: usize, p: usize, s: usize, ceil: bool) -> LRes
     Ok(out)
 }
 
-pub(crate) fn pooling(
-    cx: &mut Cx,
-    l: &LayerDef,
-    ins: &[Value],
-    tops: &[String],
-    blobs: Vec<Tensor>,
-) -> LResult<Vec<Vec<usize>>> {
-    arity(ins, &[1])?;
-    at_most(&blobs, 0)?;
-    let p = l.param.pooling_param.unwrap_or_default();
+/// `Pooling`: see the module documentation.
+pub(crate) fn pooling(cx: &mut LayerCx<'_>) -> LResult<Vec<Vec<usize>>> {
+    let (ins, tops) = (cx.ins, cx.tops);
+    let p = cx.param().pooling_param.unwrap_or_default();
     let with_mask = tops.len() == 2;
     if tops.len() > 2 || (with_mask && (p.pool() != PoolMethod::Max || p.global_pooling())) {
         return Err(Fail::new("only MAX pooling has a second (mask) top"));
@@ -119,8 +110,8 @@ pub(crate) fn pooling(
     let mut src = ins[0].name.clone();
     // Input extent (begin pad already applied for AVE) and begin pads of the pool op.
     let (extent, begin) = if ave_pad {
-        let pads = cx.b.i64s(
-            &format!("{}/pads", l.name),
+        let pads = cx.i64s(
+            "pads",
             vec![
                 0,
                 0,
@@ -169,21 +160,17 @@ pub(crate) fn pooling(
         attrs.push(attr("count_include_pad", A::I(0)));
     }
     let shape = vec![x[0], x[1], out[0], out[1]];
-    let name = format!("{}/{op}", l.name);
     if onnx_out == out {
-        cx.b.node(op, &name, vec![src], tops.to_vec(), attrs);
+        cx.op_to_many(op, vec![src], tops.to_vec(), attrs);
     } else {
         let outs: Vec<String> = tops
             .iter()
-            .map(|t| cx.b.fresh(&format!("{t}/uncut")))
+            .map(|t| cx.fresh(&format!("{t}/uncut")))
             .collect();
-        cx.b.node(op, &name, vec![src], outs.clone(), attrs);
-        let starts = cx.b.i64s(&format!("{}/starts", l.name), vec![0, 0])?;
-        let ends = cx.b.i64s(
-            &format!("{}/ends", l.name),
-            vec![out[0] as i64, out[1] as i64],
-        )?;
-        let axes = cx.b.i64s(&format!("{}/axes", l.name), vec![2, 3])?;
+        cx.op_to_many(op, vec![src], outs.clone(), attrs);
+        let starts = cx.i64s("starts", vec![0, 0])?;
+        let ends = cx.i64s("ends", vec![out[0] as i64, out[1] as i64])?;
+        let axes = cx.i64s("axes", vec![2, 3])?;
         for (o, t) in outs.iter().zip(tops) {
             cx.op_to(
                 "Slice",
@@ -196,7 +183,7 @@ pub(crate) fn pooling(
     if with_mask {
         // ONNX's indices (flattened over N, C, H, W) instead of Caffe's per-plane ones:
         // only our Upsample (MaxUnpool) reads them.
-        cx.masks.insert(tops[1].clone());
+        cx.g.masks.insert(tops[1].clone());
         return Ok(vec![shape.clone(), shape]);
     }
     Ok(vec![shape])
