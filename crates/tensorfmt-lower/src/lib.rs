@@ -305,10 +305,11 @@ pub fn lower(
                 ));
             }
         }
-        let expected: &[Vec<usize>] = caffe_shapes
+        let layer_shapes = caffe_shapes
             .layers
             .get(li)
-            .map_or(&[], |s| s.tops.as_slice());
+            .ok_or_else(|| layer_err(l, "no shapes from Caffe's shape rules (a lowering bug)"))?;
+        let expected = &layer_shapes.tops;
         let layer_blobs = blobs.take(&l.name).unwrap_or_default();
         let first_node = graph.b.nodes.len();
         let lowered = match layers::lookup(&l.kind) {
@@ -317,7 +318,7 @@ pub fn lower(
                 layer: l,
                 ins: &ins,
                 tops: &tops,
-                expected,
+                caffe: layer_shapes,
                 blobs: &layer_blobs,
             }),
             None => Err(Fail::not_lowered(String::new())),

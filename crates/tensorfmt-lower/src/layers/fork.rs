@@ -73,7 +73,7 @@ pub(crate) fn bn(cx: &mut LayerCx<'_>) -> Out {
 /// (`scale * H`, `upsample_h`/`upsample_w`, `pad_out_h`/`pad_out_w`).
 pub(crate) fn upsample(cx: &mut LayerCx<'_>) -> Out {
     let (ins, tops) = (cx.ins, cx.tops);
-    let out = cx.expected.first().cloned().ok_or("no Caffe shape")?;
+    let out = cx.caffe.tops.first().cloned().ok_or("no Caffe shape")?;
     if ins.len() == 1 || !cx.g.masks.contains(&ins[1].name) {
         return Err(Fail::not_lowered(
             "Upsample without the mask top of a max-pooling layer is not lowered",
@@ -122,7 +122,7 @@ pub(crate) fn interp(cx: &mut LayerCx<'_>) -> Out {
             )));
         }
     }
-    let out = cx.expected.first().cloned().ok_or("no Caffe shape")?;
+    let out = cx.caffe.tops.first().cloned().ok_or("no Caffe shape")?;
     let x = &ins[0].shape;
     if x.len() != 4 || out.len() != 4 || x[..2] != out[..2] {
         return Err(Fail::not_lowered(format!(

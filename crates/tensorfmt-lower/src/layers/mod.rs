@@ -10,11 +10,13 @@
 //! A lowering gets one [`LayerCx`]: the layer (`cx.layer`: name, type, typed
 //! parameters `cx.param()`), its bottoms (`cx.ins`: ONNX value name and Caffe shape,
 //! in order), the ONNX names its tops must be written to (`cx.tops`), the tops'
-//! shapes by Caffe's rule (`cx.expected`, from `tensorfmt-caffe`'s `infer_shapes`),
+//! shapes by Caffe's rule (`cx.caffe.tops`, from `tensorfmt-caffe`'s `infer_shapes`,
+//! with each blob's shape `cx.caffe.params` and the validated convolution / pooling
+//! geometry `cx.conv_geom()` / `cx.pool_geom()`),
 //! its blobs (read through `cx.blob(i, &shape)`) and the graph (`cx.op`, `cx.op_to`,
 //! `cx.init`, ...). It emits ONNX nodes whose last ones write `cx.tops`, and returns
-//! the tops' shapes by Caffe's rule; the driver checks them against `cx.expected`
-//! and against ONNX's shape rules for the nodes emitted.
+//! the tops' shapes by Caffe's rule; the driver checks them
+//! against `cx.caffe.tops` and against ONNX's shape rules for the nodes emitted.
 //!
 //! The number of bottoms, tops and (where it does not depend on the parameters)
 //! blobs is declared once, in the layer's [`Lowering`] entry of [`REGISTRY`], and
@@ -50,7 +52,7 @@ use std::collections::HashSet;
 use std::ops::RangeInclusive;
 
 use tensorfmt_caffe::proto::LayerParameter;
-use tensorfmt_caffe::LayerDef;
+use tensorfmt_caffe::{ConvGeom, Geometry, LayerDef, LayerShapes, PoolGeom};
 use tensorfmt_core::{DType, Tensor};
 use tensorfmt_onnx::proto::AttributeProto;
 
@@ -88,8 +90,10 @@ pub(crate) struct LayerCx<'a> {
     pub ins: &'a [Value],
     /// The ONNX value names its tops must be written to, in order.
     pub tops: &'a [String],
-    /// The tops' shapes by Caffe's rules (`tensorfmt-caffe`'s `infer_shapes`).
-    pub expected: &'a [Vec<usize>],
+    /// The layer's shapes by Caffe's rules (`tensorfmt-caffe`'s `infer_shapes`):
+    /// `tops` (what the lowering must return), `params` (the shape of each blob Caffe
+    /// gives the layer) and the validated kernel `geometry` of convolution and pooling.
+    pub caffe: &'a LayerShapes,
     /// Its blobs from the caffemodel, as stored (read them with [`LayerCx::blob`]).
     pub blobs: &'a [Tensor],
 }
@@ -257,7 +261,25 @@ impl Lowering {
     }
 }
 
-impl LayerCx<'_> {
+impl<'a> LayerCx<'a> {
+    /// The convolution geometry Caffe's shape rule validated (kernel, stride, pad,
+    /// dilation, group, ...).
+    pub fn conv_geom(&self) -> LResult<&'a ConvGeom> {
+        match &self.caffe.geometry {
+            Some(Geometry::Conv(g)) => Ok(g),
+            _ => Err(Fail::new("no convolution geometry from Caffe's shape rule")),
+        }
+    }
+
+    /// The pooling geometry Caffe's shape rule validated (kernel, stride, pad,
+    /// rounding, output size).
+    pub fn pool_geom(&self) -> LResult<&'a PoolGeom> {
+        match &self.caffe.geometry {
+            Some(Geometry::Pool(g)) => Ok(g),
+            _ => Err(Fail::new("no pooling geometry from Caffe's shape rule")),
+        }
+    }
+
     /// The layer's typed parameters (the builtin schema's `LayerParameter`).
     pub fn param(&self) -> &LayerParameter {
         &self.layer.param

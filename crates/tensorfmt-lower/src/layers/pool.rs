@@ -8,46 +8,23 @@
 //! `H + pad` (symmetric padding counts, the overhang does not): with `pad > 0` it is
 //! an explicit zero Pad followed by AveragePool(count_include_pad=0).
 
-use tensorfmt_caffe::proto::pooling_parameter::{PoolMethod, RoundMode};
+use tensorfmt_caffe::proto::pooling_parameter::PoolMethod;
 
 use super::LayerCx;
 use crate::builder::{attr, A};
 use crate::error::{Fail, LResult};
 
-/// Caffe's pooled size along one axis.
-pub(crate) fn pooled(h: usize, k: usize, p: usize, s: usize, ceil: bool) -> LResult<usize> {
-    let num = (h + 2 * p).checked_sub(k).ok_or_else(|| {
-        Fail::new(format!(
-            "kernel {k} is larger than the padded input {}",
-            h + 2 * p
-        ))
-    })?;
-    let mut out = if ceil {
-        num.div_ceil(s) + 1
-    } else {
-        num / s + 1
-    };
-    if p > 0 && (out - 1) * s >= h + p {
-        out -= 1;
-    }
-    Ok(out)
-}
-
-/// `Pooling`: see the module documentation.
+/// `Pooling`: see the module documentation. The geometry (kernel, stride, pad,
+/// rounding, output size) is Caffe's, as `tensorfmt_caffe::PoolGeom` validated it.
 pub(crate) fn pooling(cx: &mut LayerCx<'_>) -> LResult<Vec<Vec<usize>>> {
     let (ins, tops) = (cx.ins, cx.tops);
-    let p = cx.param().pooling_param.unwrap_or_default();
+    let g = cx.pool_geom()?;
+    let method = g.method;
     let with_mask = tops.len() == 2;
-    if tops.len() > 2 || (with_mask && (p.pool() != PoolMethod::Max || p.global_pooling())) {
+    if with_mask && (method != PoolMethod::Max || g.global) {
         return Err(Fail::new("only MAX pooling has a second (mask) top"));
     }
     let x = &ins[0].shape;
-    if x.len() != 4 {
-        return Err(Fail::not_lowered(format!(
-            "input shape {x:?}: only 4-D pooling is lowered"
-        )));
-    }
-    let method = p.pool();
     let op = match method {
         PoolMethod::Max => "MaxPool",
         PoolMethod::Ave => "AveragePool",
@@ -55,57 +32,16 @@ pub(crate) fn pooling(cx: &mut LayerCx<'_>) -> LResult<Vec<Vec<usize>>> {
             return Err(Fail::not_lowered("STOCHASTIC pooling is not lowered"))
         }
     };
-    if p.global_pooling() {
-        if p.kernel_size.is_some() || p.kernel_h.is_some() {
-            return Err(Fail::new("global_pooling with a kernel size"));
-        }
-        let g = if method == PoolMethod::Max {
+    if g.global {
+        let op = if method == PoolMethod::Max {
             "GlobalMaxPool"
         } else {
             "GlobalAveragePool"
         };
-        cx.op_to(g, vec![ins[0].name.clone()], &tops[0], vec![]);
+        cx.op_to(op, vec![ins[0].name.clone()], &tops[0], vec![]);
         return Ok(vec![vec![x[0], x[1], 1, 1]]);
     }
-    let two = |v: Option<u32>, h: Option<u32>, w: Option<u32>, what: &str| -> LResult<[usize; 2]> {
-        match (h, w) {
-            (Some(h), Some(w)) => Ok([h as usize, w as usize]),
-            (None, None) => v
-                .map(|v| [v as usize; 2])
-                .ok_or_else(|| Fail::new(format!("no {what}"))),
-            _ => Err(Fail::new(format!(
-                "{what}_h and {what}_w must both be given"
-            ))),
-        }
-    };
-    let k = two(p.kernel_size, p.kernel_h, p.kernel_w, "kernel_size")?;
-    let pad = if p.pad_h.is_some() || p.pad_w.is_some() {
-        [p.pad_h() as usize, p.pad_w() as usize]
-    } else {
-        [p.pad() as usize; 2]
-    };
-    let s = if p.stride_h.is_some() || p.stride_w.is_some() {
-        two(None, p.stride_h, p.stride_w, "stride")?
-    } else {
-        [p.stride() as usize; 2]
-    };
-    if k.contains(&0) || s.contains(&0) {
-        return Err(Fail::new("kernel and stride must be positive"));
-    }
-    for i in 0..2 {
-        if pad[i] >= k[i] {
-            return Err(Fail::new(format!(
-                "pad {} must be smaller than kernel {}",
-                pad[i], k[i]
-            )));
-        }
-    }
-    // Caffe rounds up unless round_mode: FLOOR (BVLC) or ceil_mode: false (OpenCV's field).
-    let ceil = p.round_mode() == RoundMode::Ceil && p.ceil_mode();
-    let out = [
-        pooled(x[2], k[0], pad[0], s[0], ceil)?,
-        pooled(x[3], k[1], pad[1], s[1], ceil)?,
-    ];
+    let (k, s, pad, out) = (g.kernel, g.stride, g.pad, g.pooled);
     let ave_pad = method == PoolMethod::Ave && pad.iter().any(|&v| v > 0);
     let mut src = ins[0].name.clone();
     // Input extent (begin pad already applied for AVE) and begin pads of the pool op.
@@ -187,20 +123,4 @@ pub(crate) fn pooling(cx: &mut LayerCx<'_>) -> LResult<Vec<Vec<usize>>> {
         return Ok(vec![shape.clone(), shape]);
     }
     Ok(vec![shape])
-}
-
-#[cfg(test)]
-mod tests {
-    use super::pooled;
-
-    #[test]
-    fn caffe_pooled_sizes() {
-        // AlexNet pool1: 55, k3 s2 -> 27; GoogLeNet 112 k3 s2 -> 56 (ceil).
-        assert_eq!(pooled(55, 3, 0, 2, true).unwrap(), 27);
-        assert_eq!(pooled(112, 3, 0, 2, true).unwrap(), 56);
-        assert_eq!(pooled(112, 3, 0, 2, false).unwrap(), 55);
-        // The last window would start in the padding: dropped.
-        assert_eq!(pooled(3, 1, 1, 2, true).unwrap(), 2);
-        assert!(pooled(2, 5, 1, 1, true).is_err());
-    }
 }

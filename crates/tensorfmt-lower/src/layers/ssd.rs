@@ -111,7 +111,8 @@ pub(crate) fn prior_box(cx: &mut LayerCx<'_>) -> LResult<Vec<Vec<usize>>> {
     // The constant's size is known from Caffe's shape before any box is computed: an
     // absurd feature map is refused at once, not after minutes and gigabytes.
     let count: u64 = cx
-        .expected
+        .caffe
+        .tops
         .first()
         .map_or(0, |s| s.iter().map(|&d| d as u64).product());
     let bytes = count.saturating_mul(4);
