@@ -53,6 +53,7 @@
 mod blob;
 mod error;
 mod file;
+pub mod forks;
 mod net;
 mod params;
 mod prototxt;

@@ -150,6 +150,20 @@ pub fn layer_params(model: &Model) -> Vec<Option<Result<ParamMessage>>> {
     let mut out: Vec<Option<Result<ParamMessage>>> =
         (0..model.layers.len()).map(|_| None).collect();
     let mut v0 = Vec::new();
+    // The forks the net's V2 layers point to (within the same byte bound), for field
+    // numbers forks give different meanings (`forks.rs`).
+    let mut seen = 0usize;
+    let evidence = crate::forks::net_forks(
+        model
+            .layers
+            .iter()
+            .filter(|l| l.version == NetVersion::V2)
+            .take_while(|l| {
+                seen = seen.saturating_add(l.param_len());
+                seen <= MAX_PARAM_BYTES
+            })
+            .map(|l| (l.type_name.as_str(), l.param_bytes(model.file_bytes()))),
+    );
     let mut budget = MAX_PARAM_BYTES;
     for (i, layer) in model.layers.iter().enumerate() {
         let len = layer.param_len();
@@ -165,7 +179,15 @@ pub fn layer_params(model: &Model) -> Vec<Option<Result<ParamMessage>>> {
         }
         budget -= len;
         out[i] = match layer.version {
-            NetVersion::V2 => Some(decode_v2(&layer.param_bytes(model.file_bytes()), i)),
+            NetVersion::V2 => Some(
+                crate::forks::canonical_layer(
+                    &layer.param_bytes(model.file_bytes()),
+                    &layer.type_name,
+                    &evidence,
+                    &format!("layer[{i}]"),
+                )
+                .and_then(|bytes| decode_v2(&bytes, i)),
+            ),
             NetVersion::V1 => Some(model.v1_layer_parameter(i).and_then(|mut v1| {
                 crate::upgrade::upgrade_data_transform(&mut v1);
                 let l = crate::upgrade::v1_to_v2(v1, i)?;

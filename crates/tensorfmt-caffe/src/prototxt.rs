@@ -235,10 +235,22 @@ fn merge_snippet(text: &str, scan: &Scan) -> std::result::Result<String, String>
         }
         let body = drop_ellipses(&text[block.body_start..block.body_end]);
         match base.get(block.name.as_str()) {
-            Some(b) if block.keyword == "message" => inserts.push((
-                b.body_end,
-                format!("\n  // added by the fork schema\n{body}\n"),
-            )),
+            Some(b) if block.keyword == "message" => {
+                // Fields the builtin message already has (the builtin schema carries
+                // most forks' fields) are not declared twice.
+                let builtin = Schema::builtin()
+                    .pool
+                    .get_message_by_name(&format!("caffe.{}", block.name));
+                let body = without_known_fields(&body, |name| {
+                    builtin
+                        .as_ref()
+                        .is_some_and(|m| m.get_field_by_name(name).is_some())
+                });
+                inserts.push((
+                    b.body_end,
+                    format!("\n  // added by the fork schema\n{body}\n"),
+                ))
+            }
             Some(_) => {
                 return Err(format!(
                     "{} {} is already defined by the builtin schema",
@@ -284,6 +296,43 @@ fn merge_snippet(text: &str, scan: &Scan) -> std::result::Result<String, String>
 fn scan_cached() -> &'static Scan {
     static SCAN: OnceLock<Scan> = OnceLock::new();
     SCAN.get_or_init(|| scan(BUILTIN_SOURCE, Syntax::Proto))
+}
+
+/// `body` (a message body of a schema snippet) without the field declarations whose
+/// name `known` accepts; nested blocks and everything else are kept.
+fn without_known_fields(body: &str, known: impl Fn(&str) -> bool) -> String {
+    let body = strip_proto_comments(body);
+    let mut out = String::with_capacity(body.len());
+    let mut statement = String::new();
+    let mut depth = 0usize;
+    for c in body.chars() {
+        statement.push(c);
+        match c {
+            '{' => depth += 1,
+            '}' => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    out.push_str(&std::mem::take(&mut statement));
+                }
+            }
+            ';' if depth == 0 => {
+                // `[label] type name = number [options];`: the name precedes `=`.
+                let name = statement
+                    .split('=')
+                    .next()
+                    .and_then(|head| head.split_whitespace().last())
+                    .unwrap_or("");
+                let is_field = statement.contains('=');
+                let taken = std::mem::take(&mut statement);
+                if !(is_field && known(name)) {
+                    out.push_str(&taken);
+                }
+            }
+            _ => {}
+        }
+    }
+    out.push_str(&statement);
+    out
 }
 
 fn drop_ellipses(body: &str) -> String {
