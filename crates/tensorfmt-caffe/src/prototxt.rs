@@ -317,14 +317,13 @@ fn without_known_fields(body: &str, known: impl Fn(&str) -> bool) -> String {
             }
             ';' if depth == 0 => {
                 // `[label] type name = number [options];`: the name precedes `=`.
-                let name = statement
+                let taken = std::mem::take(&mut statement);
+                let name = taken
                     .split('=')
                     .next()
                     .and_then(|head| head.split_whitespace().last())
                     .unwrap_or("");
-                let is_field = statement.contains('=');
-                let taken = std::mem::take(&mut statement);
-                if !(is_field && known(name)) {
+                if !(taken.contains('=') && known(name)) {
                     out.push_str(&taken);
                 }
             }
