@@ -800,10 +800,7 @@ fn other_shapes(l: &LayerDef, bottoms: &[Vec<usize>]) -> R<Shapes> {
         "ShuffleChannel" => {
             exactly(bottoms, 1)?;
             let b = &bottoms[0];
-            let g = l
-                .fork_field("shuffle_channel_param", "group")
-                .and_then(|v| v.as_i64())
-                .unwrap_or(1);
+            let g = i64::from(p.shuffle_channel_param.unwrap_or_default().group());
             if b.len() < 2 || g <= 0 || b[1] % g as usize != 0 {
                 return Err(format!("channels of {b:?} not divisible by group {g}"));
             }
@@ -1299,12 +1296,10 @@ fn interp(l: &LayerDef, bottoms: &[Vec<usize>]) -> R<Shapes> {
     if b.len() != 4 {
         return Err(format!("input must have 4 axes, got {b:?}"));
     }
-    let get = |f: &str| {
-        l.fork_field_if_set("interp_param", f)
-            .and_then(|v| v.as_i64())
-    };
-    let pad_beg = get("pad_beg").unwrap_or(0);
-    let pad_end = get("pad_end").unwrap_or(0);
+    // Typed, with "set or not" kept: the rules below depend on which fields are given.
+    let ip = l.param.interp_param.unwrap_or_default();
+    let pad_beg = i64::from(ip.pad_beg());
+    let pad_end = i64::from(ip.pad_end());
     if pad_beg > 0 || pad_end > 0 {
         return Err("only cropping (pad_beg, pad_end <= 0) is supported".into());
     }
@@ -1316,7 +1311,8 @@ fn interp(l: &LayerDef, bottoms: &[Vec<usize>]) -> R<Shapes> {
         Ok(e)
     };
     let (hin, win) = (eff(b[2])?, eff(b[3])?);
-    let (zoom, shrink) = (get("zoom_factor"), get("shrink_factor"));
+    let get = |v: Option<i32>| v.map(i64::from);
+    let (zoom, shrink) = (get(ip.zoom_factor), get(ip.shrink_factor));
     let check = |v: i64, what: &str| {
         if v < 1 {
             Err(format!("{what} must be >= 1, got {v}"))
@@ -1324,7 +1320,7 @@ fn interp(l: &LayerDef, bottoms: &[Vec<usize>]) -> R<Shapes> {
             Ok(v)
         }
     };
-    let (h, w) = match (shrink, zoom, get("height"), get("width")) {
+    let (h, w) = match (shrink, zoom, get(ip.height), get(ip.width)) {
         (Some(s), None, _, _) => {
             let s = check(s, "shrink_factor")?;
             ((hin - 1) / s + 1, (win - 1) / s + 1)

@@ -109,14 +109,9 @@ pub(crate) fn upsample(cx: &mut LayerCx<'_>) -> Out {
 /// pixels of input and output coincide) to Caffe's output size.
 pub(crate) fn interp(cx: &mut LayerCx<'_>) -> Out {
     let (ins, tops) = (cx.ins, cx.tops);
-    for f in ["pad_beg", "pad_end"] {
-        if cx
-            .layer
-            .fork_field("interp_param", f)
-            .and_then(|v| v.as_i64())
-            .unwrap_or(0)
-            != 0
-        {
+    let p = cx.param().interp_param.unwrap_or_default();
+    for (f, v) in [("pad_beg", p.pad_beg()), ("pad_end", p.pad_end())] {
+        if v != 0 {
             return Err(Fail::not_lowered(format!(
                 "interp_param.{f} other than 0 is not lowered"
             )));

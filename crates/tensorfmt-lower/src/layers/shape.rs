@@ -442,11 +442,7 @@ pub(crate) fn permute(cx: &mut LayerCx<'_>) -> Out {
 /// reshape back.
 pub(crate) fn shuffle_channel(cx: &mut LayerCx<'_>) -> Out {
     let (ins, tops) = (cx.ins, cx.tops);
-    let g = cx
-        .layer
-        .fork_field("shuffle_channel_param", "group")
-        .and_then(|v| v.as_i64())
-        .unwrap_or(1);
+    let g = i64::from(cx.param().shuffle_channel_param.unwrap_or_default().group());
     let x = &ins[0].shape;
     if x.len() != 4 || g <= 0 || x[1] % g as usize != 0 {
         return Err(Fail::new(format!(
