@@ -89,13 +89,16 @@ layer { name: "video" type: "VideoData" top: "frame" include { phase: TRAIN }
         (true, 0.6, "dets.txt", true)
     );
     assert_eq!(
-        det.save_output_param.unwrap().resize_param.unwrap().height(),
+        det.save_output_param
+            .unwrap()
+            .resize_param
+            .unwrap()
+            .height(),
         300
     );
     let loss = layer(&net, "MultiBoxLoss")
         .param
         .multibox_loss_param
-        .clone()
         .unwrap();
     assert_eq!((loss.num_classes(), loss.neg_pos_ratio()), (21, 3.0));
     assert!(!layer(&net, "Normalize")
@@ -135,7 +138,11 @@ layer { name: "det" type: "DetectionOutput" bottom: "rpn" bottom: "rpn" bottom: 
         (det.normalized_bbox(), det.clip(), det.visualize),
         (false, true, Some(false))
     );
-    let prop = layer(&net, "Proposal").param.proposal_param.clone().unwrap();
+    let prop = layer(&net, "Proposal")
+        .param
+        .proposal_param
+        .clone()
+        .unwrap();
     assert_eq!(
         (
             prop.feat_stride(),
@@ -151,14 +158,28 @@ layer { name: "det" type: "DetectionOutput" bottom: "rpn" bottom: "rpn" bottom: 
         .psroi_pooling_param
         .unwrap();
     assert_eq!((ps.output_dim(), ps.group_size()), (21, 7));
-    let pb = layer(&net, "PriorBox").param.prior_box_param.clone().unwrap();
-    assert_eq!((pb.width.len(), pb.offset_h, pb.offset_w), (2, vec![0.25], vec![0.5]));
-    assert!(!layer(&net, "Pooling").param.pooling_param.unwrap().ceil_mode());
+    let pb = layer(&net, "PriorBox")
+        .param
+        .prior_box_param
+        .clone()
+        .unwrap();
+    assert_eq!(
+        (pb.width.len(), pb.offset_h, pb.offset_w),
+        (2, vec![0.25], vec![0.5])
+    );
+    assert!(!layer(&net, "Pooling")
+        .param
+        .pooling_param
+        .unwrap()
+        .ceil_mode());
     // Defaults where the prototxt is silent (the lowering reads these).
     let p = tensorfmt_caffe::proto::ProposalParameter::default();
     assert_eq!((p.pre_nms_topn(), p.min_size()), (6000, 16));
     let d = tensorfmt_caffe::proto::DetectionOutputParameter::default();
-    assert_eq!((d.normalized_bbox(), d.clip(), d.visualize()), (true, false, false));
+    assert_eq!(
+        (d.normalized_bbox(), d.clip(), d.visualize()),
+        (true, false, false)
+    );
 }
 
 #[test]
@@ -198,8 +219,19 @@ layer { name: "clip" type: "Clip" bottom: "data" top: "clip" clip_param { min: -
     );
     let roi = layer(&net, "ROIPooling").param.roi_pooling_param.unwrap();
     assert_eq!((roi.pooled_h(), roi.spatial_scale()), (7, 0.0625));
-    assert!(!layer(&net, "Dropout").param.dropout_param.unwrap().scale_train());
-    assert_eq!(layer(&net, "SmoothL1Loss").param.smooth_l1_loss_param.unwrap().sigma(), 3.0);
+    assert!(!layer(&net, "Dropout")
+        .param
+        .dropout_param
+        .unwrap()
+        .scale_train());
+    assert_eq!(
+        layer(&net, "SmoothL1Loss")
+            .param
+            .smooth_l1_loss_param
+            .unwrap()
+            .sigma(),
+        3.0
+    );
     let loss = layer(&net, "SoftmaxWithLoss").param.loss_param.unwrap();
     assert_eq!(
         (loss.normalization(), loss.pre_fixed_normalizer()),
@@ -208,19 +240,48 @@ layer { name: "clip" type: "Clip" bottom: "data" top: "clip" clip_param { min: -
             2.0
         )
     );
-    assert_eq!(layer(&net, "Interp").param.interp_param.unwrap().zoom_factor, Some(8));
-    assert_eq!(layer(&net, "ShuffleChannel").param.shuffle_channel_param.unwrap().group(), 4);
+    assert_eq!(
+        layer(&net, "Interp")
+            .param
+            .interp_param
+            .unwrap()
+            .zoom_factor,
+        Some(8)
+    );
+    assert_eq!(
+        layer(&net, "ShuffleChannel")
+            .param
+            .shuffle_channel_param
+            .unwrap()
+            .group(),
+        4
+    );
     assert_eq!(layer(&net, "Reorg").param.reorg_param.unwrap().stride(), 2);
     let region = layer(&net, "Region").param.region_param.unwrap();
-    assert_eq!((region.classes(), region.boxes_of_each_grid(), region.softmax()), (20, 5, true));
     assert_eq!(
-        layer(&net, "RegionLoss").param.region_loss_param.clone().unwrap().biases,
+        (
+            region.classes(),
+            region.boxes_of_each_grid(),
+            region.softmax()
+        ),
+        (20, 5, true)
+    );
+    assert_eq!(
+        layer(&net, "RegionLoss")
+            .param
+            .region_loss_param
+            .clone()
+            .unwrap()
+            .biases,
         [1.08, 1.19]
     );
     let rec = layer(&net, "LSTM").param.recurrent_param.clone().unwrap();
     assert_eq!((rec.num_output(), rec.expose_hidden()), (16, false));
     let mvn = layer(&net, "MVN").param.mvn_param.unwrap();
-    assert_eq!((mvn.normalize_variance(), mvn.across_channels()), (false, true));
+    assert_eq!(
+        (mvn.normalize_variance(), mvn.across_channels()),
+        (false, true)
+    );
     assert_eq!(layer(&net, "Swish").param.swish_param.unwrap().beta(), 2.0);
     assert_eq!(layer(&net, "Clip").param.clip_param.unwrap().max, 1.0);
 }
