@@ -7,7 +7,7 @@
 //! where another field holds that number. Prototxts name their fields, so they need
 //! nothing more. A caffemodel carries numbers: [`FORK_FIELDS`] lists, per message and
 //! number, every meaning a known fork gives it (canonical meanings included), and
-//! [`canonical_layer`] rewrites one layer's bytes into the builtin numbering before
+//! `canonical_layer` rewrites one layer's bytes into the builtin numbering before
 //! they are decoded:
 //!
 //! 1. a `LayerParameter` number with several meanings is resolved by the layer's type
@@ -16,7 +16,7 @@
 //! 2. inside a parameter message, by the fork its enclosing field was resolved to
 //!    (`DetectionOutputParameter` field 10 is weiliu89's `visualize` under field 204,
 //!    OpenCV's `normalized_bbox` under OpenCV's 147);
-//! 3. otherwise by the forks the rest of the net points to ([`net_forks`]: the forks,
+//! 3. otherwise by the forks the rest of the net points to (`net_forks`: the forks,
 //!    BVLC aside, that the net's layers were resolved to by their types): PoolingParameter
 //!    13 is OpenCV's `ceil_mode` in a net with OpenCV-numbered layers, BVLC's
 //!    `round_mode` otherwise;
@@ -88,8 +88,17 @@ const fn f(
 const LP: &str = "LayerParameter";
 
 /// Every meaning a known fork gives a contested field number, and every fork field of
-/// `LayerParameter` (canonical or not): the data [`canonical_layer`] resolves numbers
+/// `LayerParameter` (canonical or not): the data `canonical_layer` resolves numbers
 /// with. docs/caffe-layers.md lists the same collisions (a test checks it).
+///
+/// ```
+/// use tensorfmt_caffe::forks::{FORK_FIELDS, OPENCV, SSD};
+/// let field_10: Vec<_> = FORK_FIELDS.iter()
+///     .filter(|e| e.message == "DetectionOutputParameter" && e.number == 10)
+///     .map(|e| (e.fork, e.field))
+///     .collect();
+/// assert_eq!(field_10, [(SSD, "visualize"), (OPENCV, "normalized_bbox")]);
+/// ```
 pub const FORK_FIELDS: &[ForkField] = &[
     f(BVLC, LP, 143, "input_param", &["Input"]),
     f(DEEPLAB, LP, 143, "interp_param", &["Interp"]),
@@ -278,7 +287,7 @@ fn layer_descriptor() -> MessageDescriptor {
 }
 
 /// One V2 layer's `LayerParameter` bytes (blobs left out) rewritten into the builtin
-/// numbering, by the rules of the module documentation; `evidence` is [`net_forks`] of
+/// numbering, by the rules of the module documentation; `evidence` is `net_forks` of
 /// the whole net, `path` names the layer in errors.
 pub(crate) fn canonical_layer(
     bytes: &[u8],
