@@ -7,16 +7,24 @@
 //! fn pooling(cx: &mut LayerCx<'_>) -> LResult<Vec<Vec<usize>>>
 //! ```
 //!
-//! A lowering gets one [`LayerCx`]: the layer (`cx.layer`: name, type, typed
-//! parameters `cx.param()`), its bottoms (`cx.ins`: ONNX value name and Caffe shape,
-//! in order), the ONNX names its tops must be written to (`cx.tops`), the tops'
-//! shapes by Caffe's rule (`cx.caffe.tops`, from `tensorfmt-caffe`'s `infer_shapes`,
-//! with each blob's shape `cx.caffe.params` and the validated convolution / pooling
-//! geometry `cx.conv_geom()` / `cx.pool_geom()`),
-//! its blobs (read through `cx.blob(i, &shape)`) and the graph (`cx.op`, `cx.op_to`,
-//! `cx.init`, ...). It emits ONNX nodes whose last ones write `cx.tops`, and returns
-//! the tops' shapes by Caffe's rule; the driver checks them
-//! against `cx.caffe.tops` and against ONNX's shape rules for the nodes emitted.
+//! A lowering gets one [`LayerCx`] and reads everything from it:
+//!
+//! | field / method | what |
+//! |---|---|
+//! | `cx.layer`, `cx.name()`, `cx.param()` | the layer (`LayerDef`): name, type, line, typed parameters (prost `LayerParameter`) |
+//! | `cx.ins` | its bottoms, in order: ONNX value `name` and Caffe `shape` |
+//! | `cx.tops` | the ONNX value names its tops must be written to, in order |
+//! | `cx.caffe` | `tensorfmt-caffe`'s `LayerShapes` of the layer: `tops` (the shapes to return), `params` (each blob's shape), `geometry` |
+//! | `cx.conv_geom()`, `cx.pool_geom()` | the convolution / pooling geometry Caffe's shape rule validated |
+//! | `cx.blob(i, &shape)`, `cx.blobs_at_most(n)`, `cx.blobs` | blob `i` as f32, checked against the shape Caffe expects |
+//! | `cx.op`, `cx.op_to`, `cx.op_to_many`, `cx.identity`, `cx.reshape_to`, `cx.scalar_chain` | nodes (named `<layer>/<Op>`) |
+//! | `cx.init`, `cx.f32s`, `cx.i64s`, `cx.scalar`, `cx.fresh` | initializers (named `<layer>/<what>`) and fresh value names |
+//! | `cx.g.masks` | net-wide state: values holding max-pooling indices |
+//!
+//! It emits ONNX nodes whose last ones write `cx.tops`, and returns the tops' shapes
+//! by Caffe's rule (usually `cx.caffe.tops.clone()` or the bottom's shape); the driver
+//! checks them against `cx.caffe.tops` and against ONNX's shape rules for the nodes
+//! emitted, so a lowering that disagrees with Caffe fails, naming the layer.
 //!
 //! The number of bottoms, tops and (where it does not depend on the parameters)
 //! blobs is declared once, in the layer's [`Lowering`] entry of [`REGISTRY`], and
@@ -40,7 +48,8 @@
 //!    schemas").
 //! 2. Add one [`Lowering`] line to [`REGISTRY`]: type string, bottoms, tops, blobs.
 //! 3. Caffe's shape rule for the type goes into `tensorfmt-caffe`'s `shapes.rs`
-//!    (`KNOWN_LAYER_TYPES` and `layer_shapes`); the lowering must agree with it.
+//!    (`KNOWN_LAYER_TYPES`, and an arm in `other_shapes`, or in `layer_shapes` with a
+//!    `Geometry` when it has a kernel geometry); the lowering must agree with it.
 //! 4. Document it: a `### Type` section under "ONNX lowering" in
 //!    `docs/caffe-layers.md` (a test checks every registry key has one), and the README
 //!    layer table.
