@@ -6,7 +6,11 @@
 //! V1 layers (and V0 layers, through V1) are upgraded as Caffe's `UpgradeNetAsNeeded`
 //! does, so every version reads as V2 (`layers[i].convolution_param` of a V1 file is
 //! `convolution_param` here too). Field lists, defaults and types come from the
-//! schema ([`message_fields`]), never from hand-written lists.
+//! schema ([`message_fields`]), never from hand-written lists. A V2 layer's field
+//! numbers that Caffe's forks give different meanings (SSD's and OpenCV's
+//! DetectionOutput field 10, DeepLab's `interp_param` 143, ...) are first renumbered
+//! into the builtin schema's by the fork the layer and the net point to
+//! ([`crate::forks`]); a layer where that cannot be told is an error of that layer.
 //!
 //! ```
 //! use tensorfmt_caffe::{layer_params, read_model, ParamValue};
