@@ -115,7 +115,13 @@ pub const FORK_FIELDS: &[ForkField] = &[
     f(OPENCV, LP, 148, "permute_param", &["Permute"]),
     f(YOLO, LP, 149, "region_param", &["Region"]),
     f(OPENCV, LP, 149, "norm_param", &["Normalize"]),
-    f(OPENCV, LP, 150, "prior_box_param", &["PriorBox"]),
+    f(
+        OPENCV,
+        LP,
+        150,
+        "prior_box_param",
+        &["PriorBox", "PriorBoxClustered"],
+    ),
     f(YOLO, LP, 159, "reorg_param", &["Reorg"]),
     f(
         SHUFFLENET,
@@ -129,7 +135,13 @@ pub const FORK_FIELDS: &[ForkField] = &[
     f(OPENCV, LP, 201, "proposal_param", &["Proposal"]),
     f(SSD, LP, 202, "permute_param", &["Permute"]),
     f(YOLO_GKLZ, LP, 202, "region_loss_param", &["RegionLoss"]),
-    f(SSD, LP, 203, "prior_box_param", &["PriorBox"]),
+    f(
+        SSD,
+        LP,
+        203,
+        "prior_box_param",
+        &["PriorBox", "PriorBoxClustered"],
+    ),
     f(SSD, LP, 204, "detection_output_param", &["DetectionOutput"]),
     f(
         SSD,
