@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 import tensorfmt
-from conftest import TESTDATA, require_corpus, require_module
+from conftest import TESTDATA, optional_corpus, require_corpus, require_module
 
 cv2 = require_module("cv2")
 
@@ -261,7 +261,7 @@ def iou(a, b):
 
 
 def test_real_wechat_qr_detector_finds_the_code():
-    real = require_corpus("caffe/real")
+    real = optional_corpus("caffe/real")
     img, box = qr_image()
     net = cv2.dnn.readNetFromCaffe(str(NETS / "wechat_qrcode_detect.prototxt"), str(real / "wechat_qrcode_detect.caffemodel"))
     net.setInput(cv2.dnn.blobFromImage(img, 1 / 255.0, (384, 384), 0, False, False))
@@ -281,7 +281,7 @@ def plate_tensor(img):
 
 
 def test_real_licence_plate_detector_finds_the_plate():
-    real = require_corpus("caffe/real")
+    real = optional_corpus("caffe/real")
     img = cv2.imread(str(real / "zeusees_plate_demo1.jpg"))
     assert img is not None and img.shape == (704, 645, 3)
     net = cv2.dnn.readNetFromCaffe(str(NETS / "zeusees_plate_mssd512_voc.prototxt"), str(real / "zeusees_plate_mssd512_voc.caffemodel"))
