@@ -1,5 +1,5 @@
 //! The registry: one lowering function per Caffe layer type, grouped by family
-//! (`conv`, `pool`, `act`, `norm`, `shape`, `ssd`, `fork`).
+//! (`conv`, `pool`, `act`, `norm`, `shape`, `ssd`, `fork`, `mvn`, `yolo`, `recurrent`).
 //!
 //! # The shape of a lowering
 //!
@@ -71,10 +71,13 @@ use crate::error::{Fail, LResult};
 mod act;
 mod conv;
 mod fork;
+mod mvn;
 mod norm;
 mod pool;
+mod recurrent;
 mod shape;
 mod ssd;
+mod yolo;
 
 /// A layer lowering: see the module documentation.
 pub(crate) type LowerFn = fn(&mut LayerCx<'_>) -> LResult<Vec<Vec<usize>>>;
@@ -204,6 +207,11 @@ const REGISTRY: &[Lowering] = &[
     entry("BN", 1..=1, 1..=1, ByParams, fork::bn),
     entry("Upsample", 1..=2, 1..=1, NONE, fork::upsample),
     entry("Interp", 1..=2, 1..=1, NONE, fork::interp),
+    entry("MVN", 1..=1, 1..=1, NONE, mvn::mvn),
+    entry("Reorg", 1..=1, 1..=1, NONE, yolo::reorg),
+    entry("Region", 1..=1, 1..=1, NONE, yolo::region),
+    entry("LSTM", 2..=5, 1..=3, ByParams, recurrent::lstm),
+    entry("RNN", 2..=4, 1..=2, ByParams, recurrent::rnn),
 ];
 
 /// Layer types the graph stops before (their bottoms become graph outputs).
