@@ -867,6 +867,7 @@ fn other_shapes(l: &LayerDef, bottoms: &[Vec<usize>]) -> R<Shapes> {
                 .ok_or("overflow")?;
             Ok((vec![vec![1, 2, len]], vec![]))
         }
+        "DetectionOutput" if l.is_yolo_detection_output() => yolo_detection_output(l, bottoms),
         "DetectionOutput" => {
             at_least(bottoms, 3)?;
             let dp = p.detection_output_param.clone().unwrap_or_default();
@@ -1416,6 +1417,85 @@ fn reorg(l: &LayerDef, bottoms: &[Vec<usize>]) -> R<Shapes> {
         ]
     };
     Ok((vec![top], vec![]))
+}
+
+impl LayerDef {
+    /// Whether this `DetectionOutput` is the YOLOv2 ports' layer of that name
+    /// (gklz1982/caffe-yolov2, BirdeeChen/caffe_yolo_v2: Darknet's box decoding and
+    /// NMS over one bottom) rather than SSD's: it sets one of the YOLO ports' fields
+    /// (`side`, `classes`, `num_box`, `coords`, `nms_threshold`, `biases`,
+    /// `label_map_file`) or has a single bottom (SSD's takes three or four).
+    ///
+    /// ```
+    /// use tensorfmt_caffe::{parse_net, Schema};
+    /// let net = parse_net("layer { name: 'o' type: 'DetectionOutput' bottom: 'x' top: 'o' \
+    ///     detection_output_param { classes: 20 biases: 1.08 biases: 1.19 } }",
+    ///     Schema::builtin(), &Default::default())?;
+    /// assert!(net.layers[0].is_yolo_detection_output());
+    /// # Ok::<(), tensorfmt_caffe::CaffeError>(())
+    /// ```
+    pub fn is_yolo_detection_output(&self) -> bool {
+        if self.kind != "DetectionOutput" {
+            return false;
+        }
+        let yolo_fields = self.param.detection_output_param.as_ref().is_some_and(|p| {
+            p.side.is_some()
+                || p.classes.is_some()
+                || p.num_box.is_some()
+                || p.coords.is_some()
+                || p.nms_threshold.is_some()
+                || !p.biases.is_empty()
+                || p.label_map_file.is_some()
+        });
+        yolo_fields || self.bottoms.len() == 1
+    }
+}
+
+/// The YOLOv2 ports' `DetectionOutput` (BirdeeChen/caffe_yolo_v2
+/// `detection_output_layer.cpp`): one bottom `[1, num_box (5 + classes), side, side]`
+/// (its `Reshape` checks the batch is 1; its loops index `side` x `side` cells, so the
+/// map must be that size), `2 num_box` biases; top `[1, 1, 1, 7]` at setup (the
+/// forward resizes it to the detections kept).
+fn yolo_detection_output(l: &LayerDef, bottoms: &[Vec<usize>]) -> R<Shapes> {
+    exactly(bottoms, 1)?;
+    let b = &bottoms[0];
+    let p = l.param.detection_output_param.clone().unwrap_or_default();
+    if b.len() != 4 {
+        return Err(format!("input must have 4 axes, got {b:?}"));
+    }
+    if b[0] != 1 {
+        return Err(format!(
+            "the YOLO DetectionOutput takes a batch of 1 (its Reshape checks num() == 1), got {}",
+            b[0]
+        ));
+    }
+    let side = u(p.side());
+    if b[2] != side || b[3] != side {
+        return Err(format!(
+            "side {side}, but the input map is {} x {}",
+            b[2], b[3]
+        ));
+    }
+    let classes = u(p.classes.or(p.num_classes).unwrap_or(20));
+    let boxes = u(p.num_box());
+    let want = classes
+        .checked_add(5)
+        .and_then(|v| v.checked_mul(boxes))
+        .ok_or("overflow")?;
+    if b[1] != want || want == 0 {
+        return Err(format!(
+            "{} input channels, but num_box {boxes} x (5 + classes {classes}) = {want}",
+            b[1]
+        ));
+    }
+    if p.biases.len() < 2 * boxes {
+        return Err(format!(
+            "{} biases, num_box {boxes} needs {} (a width and a height each)",
+            p.biases.len(),
+            2 * boxes
+        ));
+    }
+    Ok((vec![vec![1, 1, 1, 7]], vec![]))
 }
 
 /// BirdeeChen/caffe_yolo_v2's `Region` (`region_layer.cpp`): same shape; the channels

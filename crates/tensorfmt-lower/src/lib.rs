@@ -163,7 +163,7 @@ pub fn lower(
             let unknown: Vec<UnsupportedLayer> = net
                 .layers
                 .iter()
-                .filter(|l| layers::lookup(&l.kind).is_none() && !layers::is_stop(&l.kind))
+                .filter(|l| layers::lookup_layer(l).is_none() && !layers::is_stop_layer(l))
                 .map(|l| UnsupportedLayer {
                     name: l.name.clone(),
                     kind: l.kind.clone(),
@@ -255,7 +255,7 @@ pub fn lower(
     // Which layer top each value is: (layer index, top index).
     let mut origin: HashMap<String, (usize, usize)> = HashMap::new();
     for (li, l) in net.layers.iter().enumerate() {
-        if layers::is_stop(&l.kind) {
+        if layers::is_stop_layer(l) {
             stopped.push((l.name.clone(), l.kind.clone()));
             stopped_tops.extend(l.tops.iter().cloned());
             for b in &l.bottoms {
@@ -312,7 +312,7 @@ pub fn lower(
         let expected = &layer_shapes.tops;
         let layer_blobs = blobs.take(&l.name).unwrap_or_default();
         let first_node = graph.b.nodes.len();
-        let lowered = match layers::lookup(&l.kind) {
+        let lowered = match layers::lookup_layer(l) {
             Some(lowering) => lowering.run(&mut layers::LayerCx {
                 g: &mut graph,
                 layer: l,
@@ -381,6 +381,8 @@ pub fn lower(
                 ));
             }
             match onnx_shapes.get(name) {
+                // A size known only at run time: Caffe's shape is a bound, not checked.
+                _ if graph.dynamic.contains_key(name) => {}
                 Some(s) if *s == shape => verified.push(Value { name: name.clone(), shape: shape.clone() }),
                 Some(s) => {
                     return Err(layer_err(
@@ -544,7 +546,11 @@ pub fn lower(
             .collect(),
         output: out_values
             .iter()
-            .map(|v| value_info(v, batch_outputs.contains(&v.name)))
+            .map(|v| {
+                let mut vi = value_info(v, batch_outputs.contains(&v.name));
+                mark_dynamic(&mut vi, graph.dynamic.get(&v.name));
+                vi
+            })
             .collect(),
         value_info: if opts.dynamic_batch {
             Vec::new()
@@ -671,6 +677,22 @@ fn check_dynamic_batch(
         }
     }
     Ok(follows)
+}
+
+/// Names the axes of `vi` whose size is known only at run time (`dim_param`).
+fn mark_dynamic(vi: &mut ValueInfoProto, axes: Option<&Vec<(usize, String)>>) {
+    let Some(axes) = axes else { return };
+    if let Some(type_proto::Value::TensorType(t)) =
+        vi.r#type.as_mut().and_then(|t| t.value.as_mut())
+    {
+        if let Some(shape) = t.shape.as_mut() {
+            for (axis, name) in axes {
+                if let Some(d) = shape.dim.get_mut(*axis) {
+                    d.value = Some(DimValue::DimParam(name.clone()));
+                }
+            }
+        }
+    }
 }
 
 fn value_info(v: &Value, dynamic_batch: bool) -> ValueInfoProto {

@@ -20,6 +20,7 @@
 //! | `cx.op`, `cx.op_to`, `cx.op_to_many`, `cx.identity`, `cx.reshape_to`, `cx.scalar_chain` | nodes (named `<layer>/<Op>`) |
 //! | `cx.init`, `cx.f32s`, `cx.i64s`, `cx.scalar`, `cx.fresh` | initializers (named `<layer>/<what>`) and fresh value names |
 //! | `cx.g.masks` | net-wide state: values holding max-pooling indices |
+//! | `cx.g.dynamic` | tops whose size is known only at run time (DetectionOutput's rows): axis and dim name |
 //!
 //! It emits ONNX nodes whose last ones write `cx.tops`, and returns the tops' shapes
 //! by Caffe's rule (usually `cx.caffe.tops.clone()` or the bottom's shape); the driver
@@ -57,7 +58,7 @@
 //!    (against OpenCV 4, or the original program's definition in numpy), and a Rust
 //!    test in `crates/tensorfmt-lower/tests/layers.rs` for its errors.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::ops::RangeInclusive;
 
 use tensorfmt_caffe::proto::LayerParameter;
@@ -90,6 +91,10 @@ pub(crate) struct Graph {
     /// Values holding ONNX max-pooling indices (a Caffe pooling mask top): only
     /// Upsample may read them.
     pub masks: HashSet<String>,
+    /// Tops whose size along some axes is known only at run time (DetectionOutput's
+    /// row count): value name -> (axis, ONNX `dim_param`). Caffe's shape is their bound;
+    /// ONNX's shape rules do not check them and the graph output carries the dim name.
+    pub dynamic: HashMap<String, Vec<(usize, String)>>,
 }
 
 /// Everything one layer's lowering reads, and the graph it writes to.
@@ -238,6 +243,33 @@ pub(crate) fn lookup(kind: &str) -> Option<&'static Lowering> {
 
 pub(crate) fn is_stop(kind: &str) -> bool {
     STOP.contains(&kind)
+}
+
+/// Layers of one type string that forks gave different layers: told apart by their
+/// parameters (`LayerDef` decides), each with its own lowering and counts.
+const VARIANTS: &[(fn(&LayerDef) -> bool, Lowering)] = &[(
+    LayerDef::is_yolo_detection_output,
+    entry(
+        "DetectionOutput",
+        1..=1,
+        1..=1,
+        NONE,
+        yolo::detection_output,
+    ),
+)];
+
+/// The lowering of `l`: its type's, or the fork variant its parameters name.
+pub(crate) fn lookup_layer(l: &LayerDef) -> Option<&'static Lowering> {
+    VARIANTS
+        .iter()
+        .find(|(is, _)| is(l))
+        .map(|(_, v)| v)
+        .or_else(|| lookup(&l.kind))
+}
+
+/// Whether the graph stops before `l` (a fork variant with a lowering does not stop).
+pub(crate) fn is_stop_layer(l: &LayerDef) -> bool {
+    is_stop(&l.kind) && !VARIANTS.iter().any(|(is, _)| is(l))
 }
 
 /// "1", "1 or 2", "at least 2", "1 to 3".
