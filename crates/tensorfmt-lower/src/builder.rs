@@ -34,11 +34,11 @@ pub(crate) fn attr(name: &str, v: A) -> AttributeProto {
     };
     match v {
         A::I(i) => {
-            a.i = i;
+            a.i = Some(i);
             a.set_type(AttributeType::Int);
         }
         A::F(f) => {
-            a.f = f;
+            a.f = Some(f);
             a.set_type(AttributeType::Float);
         }
         A::S(v) => {
@@ -155,7 +155,10 @@ fn ints(n: &NodeProto, name: &str) -> Option<Vec<i64>> {
         .map(|a| a.ints.clone())
 }
 fn int(n: &NodeProto, name: &str) -> Option<i64> {
-    n.attribute.iter().find(|a| a.name == name).map(|a| a.i)
+    n.attribute
+        .iter()
+        .find(|a| a.name == name)
+        .and_then(|a| a.i)
 }
 
 fn broadcast(shapes: &[&Vec<usize>]) -> Option<Vec<usize>> {

@@ -325,7 +325,10 @@ fn docs_have_a_section_per_registry_key() {
 }
 
 fn int_attr(n: &NodeProto, name: &str) -> Option<i64> {
-    n.attribute.iter().find(|a| a.name == name).map(|a| a.i)
+    n.attribute
+        .iter()
+        .find(|a| a.name == name)
+        .and_then(|a| a.i)
 }
 
 /// `--dynamic-batch` is checked: a net whose graph holds its batch in a constant (a

@@ -814,8 +814,9 @@ def yolo_detection_output(x: np.ndarray, *, classes: int, num_box: int, biases: 
         size = F(0) if (xmax < xmin or ymax < ymin) else F((xmax - xmin) * (ymax - ymin))
         return xmin, ymin, xmax, ymax, size
 
+    boxes = [corners(p) for p in preds]
+
     def iou(a, b):
-        a, b = corners(a), corners(b)
         if b[0] > a[2] or b[2] < a[0] or b[1] > a[3] or b[3] < a[1]:
             return F(0)
         iw = F(min(a[2], b[2]) - max(a[0], b[0]))
@@ -832,7 +833,7 @@ def yolo_detection_output(x: np.ndarray, *, classes: int, num_box: int, biases: 
         for j in range(i + 1, len(preds)):
             if obj[j] < 0:
                 continue
-            if iou(preds[i], preds[j]) >= F(nms_threshold):
+            if iou(boxes[i], boxes[j]) >= F(nms_threshold):
                 if obj[i] > obj[j]:
                     obj[j] = -1.0
                 else:
