@@ -60,6 +60,11 @@ pub(crate) struct Builder {
     pub inits: Vec<TensorProto>,
     names: HashSet<String>,
     node_names: HashSet<String>,
+    /// The next suffix to try per base name (value names, then node names), so that a
+    /// lowering emitting many values of one base (an unrolled LSTM: one `Mul` per step)
+    /// costs O(1) per name, not a scan from `_1`.
+    next_suffix: HashMap<String, usize>,
+    next_node_suffix: HashMap<String, usize>,
     /// Constant int64 initializers by name (shapes for Reshape, sizes for Split).
     pub ints: HashMap<String, Vec<i64>>,
     /// Small constant f32 initializers by name (Resize scales), for the shape rules.
@@ -79,13 +84,13 @@ impl Builder {
         if self.names.insert(base.to_string()) {
             return base.to_string();
         }
-        let mut i = 1usize;
+        let i = self.next_suffix.entry(base.to_string()).or_insert(1);
         loop {
             let n = format!("{base}_{i}");
+            *i += 1;
             if self.names.insert(n.clone()) {
                 return n;
             }
-            i += 1;
         }
     }
 
@@ -132,10 +137,15 @@ impl Builder {
         attrs: Vec<AttributeProto>,
     ) {
         let mut unique = name.to_string();
-        let mut i = 1usize;
-        while !self.node_names.insert(unique.clone()) {
-            unique = format!("{name}_{i}");
-            i += 1;
+        if !self.node_names.insert(unique.clone()) {
+            let i = self.next_node_suffix.entry(name.to_string()).or_insert(1);
+            loop {
+                unique = format!("{name}_{i}");
+                *i += 1;
+                if self.node_names.insert(unique.clone()) {
+                    break;
+                }
+            }
         }
         self.nodes.push(NodeProto {
             input: inputs,
@@ -428,6 +438,11 @@ pub(crate) fn onnx_shapes(
                 return None;
             }
             one(o)
+        }
+        "ConstantOfShape" => {
+            let dims = consts.get(n.input.first()?)?;
+            let o: Option<Vec<usize>> = dims.iter().map(|&d| usize::try_from(d).ok()).collect();
+            one(o?)
         }
         "LSTM" | "RNN" => {
             // X [seq, batch, input], W [dirs, gates * H, input], R [dirs, gates * H, H];

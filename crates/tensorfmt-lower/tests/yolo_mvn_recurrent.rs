@@ -390,11 +390,11 @@ fn recurrent_bad_input_names_the_layer_and_the_shapes() {
         + "layer { name: 'lstm' type: 'LSTM' bottom: 'x' bottom: 'cont' bottom: 'xs' top: 'h' recurrent_param { num_output: 4 } }";
     err(&text, &blobs, &["\"lstm\"", "static input [2, 6]", "N = 3"]);
     // More steps than are unrolled.
-    let long = lstm_text(&[70_000, 1, 1], &[70_000, 1], "", "num_output: 1");
+    let long = lstm_text(&[20_000, 1, 1], &[20_000, 1], "", "num_output: 1");
     err(
         &long,
         &[("lstm", lstm_blobs(1, 1))],
-        &["\"lstm\"", "70000 time steps", "65536"],
+        &["\"lstm\"", "20000 time steps", "16384"],
     );
     // --dynamic-batch makes T (axis 0) symbolic: the unrolled steps cannot follow.
     let e = lower_text(
@@ -434,4 +434,42 @@ fn zero_valued_attributes_survive_encoding() {
     };
     assert_eq!(attr("Concat", "axis"), Some(0));
     assert_eq!(attr("AveragePool", "count_include_pad"), Some(0));
+}
+
+// ---- hostile sizes: no constant grows with the input, names cost O(1) ----
+
+#[test]
+fn huge_maps_and_batches_make_no_huge_constants() {
+    // 2000 x 2000 cells of 5 boxes: 2e7 rows, whose grids would be 400 MB of constants.
+    let l = ok(&yolo_det(&[1, 25, 2000, 2000], "side: 2000 classes: 0 num_box: 5 biases: 1 biases: 1 biases: 1 biases: 1 biases: 1 biases: 1 biases: 1 biases: 1 biases: 1 biases: 1"), &[]);
+    assert!(
+        l.model.encoded_len() < 1 << 20,
+        "{} bytes",
+        l.model.encoded_len()
+    );
+    // 2^24 streams of 4 hidden units: a stored zero state would be 256 MB.
+    let text = lstm_text(&[2, 1 << 24, 1], &[2, 1 << 24], "", "num_output: 4");
+    let l = ok(&text, &[("lstm", lstm_blobs(4, 1))]);
+    assert!(
+        l.model.encoded_len() < 1 << 20,
+        "{} bytes",
+        l.model.encoded_len()
+    );
+}
+
+#[test]
+fn unrolling_costs_linear_time() {
+    // Many values of one base name (a Mul per step): each fresh name is O(1).
+    let time = |t: usize| {
+        let text = lstm_text(&[t, 1, 1], &[t, 1], "", "num_output: 1");
+        let start = std::time::Instant::now();
+        let l = ok(&text, &[("lstm", lstm_blobs(1, 1))]);
+        assert_eq!(count(&l, "LSTM"), t);
+        start.elapsed().as_secs_f64()
+    };
+    let (small, big) = (time(500), time(4000));
+    assert!(
+        big < 8.0 * small.max(0.05) + 1.0,
+        "500 steps {small:.3}s, 4000 steps {big:.3}s"
+    );
 }

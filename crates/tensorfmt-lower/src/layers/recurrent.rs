@@ -24,7 +24,7 @@ type Out = LResult<Vec<Vec<usize>>>;
 
 /// Longest sequence unrolled: each step is a few nodes, and a hostile `T` must not
 /// become millions of them.
-pub(crate) const MAX_STEPS: usize = 65_536;
+pub(crate) const MAX_STEPS: usize = 16_384;
 
 /// A recurrent layer's sizes and bottoms, checked.
 struct Dims {
@@ -162,7 +162,7 @@ pub(crate) fn lstm(cx: &mut LayerCx<'_>) -> Out {
     let mut state = match dm.first_state {
         Some(i) => vec![ins[i].name.clone(), ins[i + 1].name.clone()],
         None => {
-            let z = cx.f32s("zero_state", vec![0.0; n * h], vec![1, n, h])?;
+            let z = zeros(cx, &[1, n, h])?;
             vec![z.clone(), z]
         }
     };
@@ -239,7 +239,7 @@ pub(crate) fn rnn(cx: &mut LayerCx<'_>) -> Out {
     let cont = split_steps(cx, &c2, t, n, "cont_t")?;
     let mut state = match dm.first_state {
         Some(i) => cx.reshape_to(&ins[i].name, &[1, n, h], &[n, h], None)?,
-        None => cx.f32s("zero_state", vec![0.0; n * h], vec![n, h])?,
+        None => zeros(cx, &[n, h])?,
     };
     let w_hh = cx.init("W_hh", &w_hh)?;
     let mut hs = Vec::with_capacity(t);
@@ -259,6 +259,15 @@ pub(crate) fn rnn(cx: &mut LayerCx<'_>) -> Out {
         cx.reshape_to(&state, &[n, h], &[1, n, h], Some(&tops[1]))?;
     }
     Ok(out_shapes(t, n, h, tops.len()))
+}
+
+/// Zeros of `shape` made at run time (`ConstantOfShape`): N · H zeros stored in the file
+/// would let a prototxt with a huge N make a huge model.
+fn zeros(cx: &mut LayerCx<'_>, shape: &[usize]) -> LResult<String> {
+    let s = cx.i64s("state_shape", shape.iter().map(|&d| d as i64).collect())?;
+    let z = cx.op("ConstantOfShape", vec![s], vec![]);
+    // ConstantOfShape's default value is a float 0.
+    Ok(z)
 }
 
 fn out_shapes(t: usize, n: usize, h: usize, n_tops: usize) -> Vec<Vec<usize>> {

@@ -201,17 +201,19 @@ pub(crate) fn detection_output(cx: &mut LayerCx<'_>) -> Out {
     let thr = p.confidence_threshold.unwrap_or(0.01);
     let nms = p.nms_threshold();
     let out = cx.caffe.tops.first().cloned().ok_or("no Caffe shape")?;
-    // Rows in the ports' order: cell (j, i), then box n.
+    // Rows in the ports' order: cell (j, i), then box n; kept 4-D, [side, side, boxes,
+    // entries], so that the cell and anchor grids broadcast from constants of side and
+    // boxes values (not one per row).
     let t = cx.op(
         "Transpose",
         vec![ins[0].name.clone()],
         vec![attr("perm", A::Is(vec![0, 2, 3, 1]))],
     );
-    let rows = cx.reshape_to(&t, &[1, side, side, c], &[m, size], None)?;
+    let rows = cx.reshape_to(&t, &[1, side, side, c], &[side, side, boxes, size], None)?;
     let col = |cx: &mut LayerCx<'_>, a: i64, b: i64| -> LResult<String> {
         let starts = cx.i64s("starts", vec![a])?;
         let ends = cx.i64s("ends", vec![b])?;
-        let axes = cx.i64s("axes", vec![1])?;
+        let axes = cx.i64s("axes", vec![3])?;
         Ok(cx.op("Slice", vec![rows.clone(), starts, ends, axes], vec![]))
     };
     let (tx, ty, tw, th, to) = (
@@ -223,39 +225,34 @@ pub(crate) fn detection_output(cx: &mut LayerCx<'_>) -> Out {
     );
     let logits = col(cx, 5, size as i64)?;
     let obj = cx.op("Sigmoid", vec![to], vec![]);
-    let probs = cx.op("Softmax", vec![logits], vec![attr("axis", A::I(1))]);
+    let probs = cx.op("Softmax", vec![logits], vec![attr("axis", A::I(3))]);
     let best = cx.op(
         "ReduceMax",
         vec![probs.clone()],
-        vec![attr("axes", A::Is(vec![1])), attr("keepdims", A::I(1))],
+        vec![attr("axes", A::Is(vec![3])), attr("keepdims", A::I(1))],
     );
+    // The first maximum, as class_index_and_score's strict `>` finds it.
     let label = cx.op(
         "ArgMax",
         vec![probs],
-        vec![attr("axis", A::I(1)), attr("keepdims", A::I(1))],
+        vec![attr("axis", A::I(3)), attr("keepdims", A::I(1))],
     );
     let label = cx.op("Cast", vec![label], vec![attr("to", A::I(FLOAT as i64))]);
     let conf = cx.op("Mul", vec![obj.clone(), best], vec![]);
-    // Cell and anchor of every row, computed here: [m, 1] each.
-    let (mut gx, mut gy, mut aw, mut ah) = (vec![], vec![], vec![], vec![]);
-    for j in 0..side {
-        for i in 0..side {
-            for n in 0..boxes {
-                gx.push(i as f32);
-                gy.push(j as f32);
-                aw.push(p.biases[2 * n]);
-                ah.push(p.biases[2 * n + 1]);
-            }
-        }
-    }
     let side_c = cx.scalar(side as f32)?;
-    let grid = |cx: &mut LayerCx<'_>, what: &str, v: Vec<f32>| cx.f32s(what, v, vec![m, 1]);
-    let (gx, gy, aw, ah) = (
-        grid(cx, "cell_x", gx)?,
-        grid(cx, "cell_y", gy)?,
-        grid(cx, "anchor_w", aw)?,
-        grid(cx, "anchor_h", ah)?,
-    );
+    let cells: Vec<f32> = (0..side).map(|v| v as f32).collect();
+    let gx = cx.f32s("cell_x", cells.clone(), vec![1, side, 1, 1])?;
+    let gy = cx.f32s("cell_y", cells, vec![side, 1, 1, 1])?;
+    let aw = cx.f32s(
+        "anchor_w",
+        (0..boxes).map(|n| p.biases[2 * n]).collect(),
+        vec![1, 1, boxes, 1],
+    )?;
+    let ah = cx.f32s(
+        "anchor_h",
+        (0..boxes).map(|n| p.biases[2 * n + 1]).collect(),
+        vec![1, 1, boxes, 1],
+    )?;
     let centre = |cx: &mut LayerCx<'_>, g: String, t: String| {
         let s = cx.op("Sigmoid", vec![t], vec![]);
         let a = cx.op("Add", vec![g, s], vec![]);
@@ -270,12 +267,15 @@ pub(crate) fn detection_output(cx: &mut LayerCx<'_>) -> Out {
     };
     let bw = extent(cx, aw, tw);
     let bh = extent(cx, ah, th);
-    let zero_col = cx.f32s("image_id", vec![0.0; m], vec![m, 1])?;
+    let zero = cx.scalar(0.0)?;
+    let conf_shape = cx.op("Shape", vec![conf.clone()], vec![]);
+    let zero_col = cx.op("Expand", vec![zero.clone(), conf_shape], vec![]);
     let table = cx.op(
         "Concat",
         vec![zero_col, label, conf.clone(), bx, by, bw, bh, obj],
-        vec![attr("axis", A::I(1))],
+        vec![attr("axis", A::I(3))],
     );
+    let table = cx.reshape_to(&table, &[side, side, boxes, 8], &[m, 8], None)?;
     // Candidates: confidence >= threshold, in row order.
     let thr_c = cx.scalar(thr)?;
     let keep = cx.op("GreaterOrEqual", vec![conf, thr_c], vec![]);
@@ -300,7 +300,6 @@ pub(crate) fn detection_output(cx: &mut LayerCx<'_>) -> Out {
     let (cxv, cyv, cwv, chv, objv) = (&vecs[0], &vecs[1], &vecs[2], &vecs[3], &vecs[4]);
     // setNormalizedBBox: corners clipped to [0, 1], the size 0 for an inverted box.
     let half = cx.scalar(0.5)?;
-    let zero = cx.scalar(0.0)?;
     let one = cx.scalar(1.0)?;
     let corner = |cx: &mut LayerCx<'_>, c: &str, e: &str, sub: bool, clip: &str| {
         let h = cx.op("Mul", vec![e.to_string(), half.clone()], vec![]);
