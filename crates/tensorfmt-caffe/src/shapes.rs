@@ -1607,7 +1607,7 @@ fn recurrent(l: &LayerDef, bottoms: &[Vec<usize>]) -> R<Shapes> {
         params.push(vec![h]);
     }
     let mut tops = vec![vec![t, n, h]];
-    tops.extend(std::iter::repeat(state).take(exposed));
+    tops.extend(std::iter::repeat_n(state, exposed));
     Ok((tops, params))
 }
 

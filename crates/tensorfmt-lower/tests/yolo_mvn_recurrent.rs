@@ -473,3 +473,56 @@ fn unrolling_costs_linear_time() {
         "500 steps {small:.3}s, 4000 steps {big:.3}s"
     );
 }
+
+/// Mutations of a net holding every layer of this file go through the fuzz target's
+/// body: a model or an error, never a panic, in bounded time.
+#[test]
+fn mutated_nets_never_panic() {
+    let base = input("data", &[1, 24, 4, 4])
+        + &input("x", &[3, 2, 4])
+        + &input("cont", &[3, 2])
+        + "layer { name: 'm' type: 'MVN' bottom: 'data' top: 'm' mvn_param { across_channels: true eps: 0.5 } }
+layer { name: 'i' type: 'Interp' bottom: 'm' top: 'i' interp_param { zoom_factor: 2 pad_beg: -1 pad_end: -1 } }
+layer { name: 'r' type: 'Reorg' bottom: 'data' top: 'r' reorg_param { stride: 2 } }
+layer { name: 'g' type: 'Region' bottom: 'data' top: 'g' region_param { classes: 3 coords: 4 boxes_of_each_grid: 3 softmax: true } }
+layer { name: 'det' type: 'DetectionOutput' bottom: 'data' top: 'det' detection_output_param { side: 4 classes: 3 num_box: 3 biases: 1 biases: 2 biases: 3 biases: 4 biases: 5 biases: 6 } }
+layer { name: 'l' type: 'LSTM' bottom: 'x' bottom: 'cont' top: 'h' recurrent_param { num_output: 3 } }
+layer { name: 'n' type: 'RNN' bottom: 'x' bottom: 'cont' top: 'o' recurrent_param { num_output: 2 } }
+";
+    use tensorfmt_lower::fuzzing::prototxt_to_onnx;
+    assert!(prototxt_to_onnx(&base), "the unmutated net converts");
+    const TOKENS: [&str; 10] = [
+        "{",
+        "}",
+        "0",
+        "-1",
+        "4294967296",
+        "dim: 0",
+        "stride: 3",
+        "expose_hidden: true",
+        "reverse: true",
+        "side: 2",
+    ];
+    let mut seed = 0x5eed_u64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let start = std::time::Instant::now();
+    for _ in 0..150 {
+        let mut t = base.clone();
+        for _ in 0..(1 + next() % 3) {
+            let at = (next() as usize) % (t.len() + 1);
+            if next() % 2 == 0 {
+                t.insert_str(at, TOKENS[(next() as usize) % TOKENS.len()]);
+            } else {
+                let end = (at + (next() as usize) % 24).min(t.len());
+                t.replace_range(at..end, "");
+            }
+        }
+        prototxt_to_onnx(&t);
+    }
+    assert!(start.elapsed().as_secs() < 60, "{:?}", start.elapsed());
+}

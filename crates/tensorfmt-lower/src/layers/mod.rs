@@ -245,9 +245,12 @@ pub(crate) fn is_stop(kind: &str) -> bool {
     STOP.contains(&kind)
 }
 
+/// A test telling one fork's layer from another's of the same type string.
+type IsVariant = fn(&LayerDef) -> bool;
+
 /// Layers of one type string that forks gave different layers: told apart by their
 /// parameters (`LayerDef` decides), each with its own lowering and counts.
-const VARIANTS: &[(fn(&LayerDef) -> bool, Lowering)] = &[(
+const VARIANTS: &[(IsVariant, Lowering)] = &[(
     LayerDef::is_yolo_detection_output,
     entry(
         "DetectionOutput",

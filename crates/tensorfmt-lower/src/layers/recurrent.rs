@@ -272,6 +272,6 @@ fn zeros(cx: &mut LayerCx<'_>, shape: &[usize]) -> LResult<String> {
 
 fn out_shapes(t: usize, n: usize, h: usize, n_tops: usize) -> Vec<Vec<usize>> {
     let mut out = vec![vec![t, n, h]];
-    out.extend(std::iter::repeat(vec![1, n, h]).take(n_tops - 1));
+    out.extend(std::iter::repeat_n(vec![1, n, h], n_tops - 1));
     out
 }
