@@ -327,6 +327,11 @@ fn read_hidden(data: &[u8], members_end: u64, directory: u64) -> Result<Option<S
     else {
         return Ok(None);
     };
+    // An archive without members starts with an empty end record (see `hidden_block`).
+    let gap = match gap.strip_prefix(&EMPTY_ARCHIVE[..]) {
+        Some(rest) if members_end == 0 => rest,
+        _ => gap,
+    };
     let Some(rest) = gap.strip_prefix(&HIDDEN_MAGIC[..]) else {
         return Ok(None);
     };
@@ -745,8 +750,8 @@ pub fn write_from(
     // member (and so neither `np.load` nor `zipfile`) sees it: zip finishes the
     // archive, a copy of what it wrote last gives the central directory and end
     // records, and those are written again after the metadata, their offset moved.
-    let hidden = hidden_block(text);
     let from = position.get();
+    let hidden = hidden_block(text, from);
     *capture.borrow_mut() = Some((from, Vec::new()));
     if from.saturating_add(hidden.len() as u64) >= 0xFFFF_0000 {
         // The moved directory offset must fit: zip64 end records carry 64 bits.
@@ -771,12 +776,10 @@ pub fn write_from(
 /// between the last member and the central directory, the directory's offset moved
 /// (`interop::sparse` builds its scipy-layout archives this way).
 pub(crate) fn hide_in_archive(archive: Vec<u8>, text: &str) -> Result<Vec<u8>> {
-    let hidden = hidden_block(text);
     let (at, tail) = directory_of(&archive, 0)
-        .and_then(|(at, tail)| {
-            let moved = move_directory(tail.to_vec(), at, hidden.len() as u64)?;
-            Ok((at, moved))
-        })
+        .map_err(|why| Error::Invalid(format!("npz end records: {why}; please report this")))?;
+    let hidden = hidden_block(text, at);
+    let tail = move_directory(tail.to_vec(), at, hidden.len() as u64)
         .map_err(|why| Error::Invalid(format!("npz end records: {why}; please report this")))?;
     let at = usize::try_from(at).map_err(|_| Error::Invalid("npz too large".into()))?;
     let mut out = Vec::with_capacity(archive.len() + hidden.len());
@@ -786,10 +789,25 @@ pub(crate) fn hide_in_archive(archive: Vec<u8>, text: &str) -> Result<Vec<u8>> {
     Ok(out)
 }
 
+/// An empty zip archive: its end record alone (no entries, a directory of 0 bytes at
+/// offset 0).
+const EMPTY_ARCHIVE: [u8; 22] = [
+    b'P', b'K', 5, 6, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+];
+
 /// The metadata as it lies between the members and the central directory (read back by
 /// [`read_hidden`]): [`HIDDEN_MAGIC`], a little-endian u64 length, the UTF-8 text.
-fn hidden_block(text: &str) -> Vec<u8> {
-    let mut hidden = Vec::with_capacity(HIDDEN_MAGIC.len() + 8 + text.len());
+///
+/// Placed at offset `at` 0 (an archive without members), it is preceded by
+/// [`EMPTY_ARCHIVE`], so that the file still starts like a zip archive: `np.load`
+/// decides by the first bytes (`PK\x03\x04`, or `PK\x05\x06` for an empty
+/// archive), and a reader that reads from the front sees an empty archive there, as
+/// the end record at the back says.
+fn hidden_block(text: &str, at: u64) -> Vec<u8> {
+    let mut hidden = Vec::with_capacity(EMPTY_ARCHIVE.len() + HIDDEN_MAGIC.len() + 8 + text.len());
+    if at == 0 {
+        hidden.extend_from_slice(&EMPTY_ARCHIVE);
+    }
     hidden.extend_from_slice(HIDDEN_MAGIC);
     hidden.extend_from_slice(&(text.len() as u64).to_le_bytes());
     hidden.extend_from_slice(text.as_bytes());
@@ -1122,6 +1140,37 @@ mod tests {
             other[at] ^= 0xff;
             let f = open(Bytes::from(other), &ReadOptions::default()).unwrap();
             assert!(f.carried.is_none());
+        }
+    }
+
+    /// Issue 34 item 1: an archive without members (a primitiv optimizer state, a net
+    /// without weights) still starts like a zip archive, so `np.load` (which decides by
+    /// the first bytes: `PK\x03\x04`, or `PK\x05\x06` for an empty archive) opens it,
+    /// and zip readers list no member; the metadata still comes back.
+    #[test]
+    fn an_archive_without_members_starts_like_one_and_keeps_its_metadata() {
+        let text = "{\"tensorfmt\":2}".repeat(5000); // past zipfile's 64 KiB search
+        for compress in ["none", "deflate"] {
+            let mut o = WriteOptions::default();
+            o.extra.insert("compress".into(), compress.into());
+            o.extra.insert(provenance::KEY.into(), text.clone());
+            let dir = tempfile::tempdir().unwrap();
+            let p = dir.path().join("empty.npz");
+            save(&p, &[], &o).unwrap();
+            let data = std::fs::read(&p).unwrap();
+            assert!(
+                data.starts_with(b"PK\x05\x06") || data.starts_with(b"PK\x03\x04"),
+                "{:?}",
+                &data[..16]
+            );
+            assert!(sniff(&data));
+            // The end record a reader finds from the back names no member and a
+            // directory that lies where it says.
+            let z = ZipArchive::new(Cursor::new(data.clone())).unwrap();
+            assert_eq!(z.len(), 0);
+            let f = open(Bytes::from(data), &ReadOptions::default()).unwrap();
+            assert!(f.tensors().is_empty());
+            assert_eq!(f.carried.as_deref(), Some(text.as_str()));
         }
     }
 
