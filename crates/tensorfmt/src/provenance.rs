@@ -870,9 +870,8 @@ pub fn restore(
     drop(streams);
     out.write_all(&skeleton.bytes[from_skeleton..])
         .map_err(io)?;
-    out.flush().map_err(io)?;
     // The spliced file, read as its format: it must be the document.
-    let data = tensorfmt_core::io::map_file(out.temp_path())?;
+    let data = out.read_back()?;
     if data.len() as u64 != skeleton.size {
         return refuse(format!(
             "the spliced file has {} bytes, not {}",

@@ -64,10 +64,34 @@ pub fn synced_outputs() -> u64 {
     SYNCS.load(Ordering::Relaxed)
 }
 
-/// The temporary name of a write to `target` by this process: `.<name>.<pid>.<n>.tmp`
-/// beside it (the pid lets a later write recognise a killed writer's leftovers).
+/// The temporary name of a write to `target` by this process: `.<stem>.<pid>.<n>.tmp`
+/// beside it (the pid lets a later write recognise a killed writer's leftovers), where
+/// the stem is the target's name, or for a long name its first bytes and a hash of the
+/// whole ([`temporary_stem`]), so that any legal name (255 bytes) has a legal temporary.
 fn temporary_name(name: &str, pid: u32, n: u64) -> String {
-    format!(".{name}.{pid}.{n}.tmp")
+    format!(".{}.{pid}.{n}.tmp", temporary_stem(name))
+}
+
+/// The longest target name used whole in a temporary name: with the dot, pid (10
+/// digits), counter (up to 20) and `.tmp`, a temporary name stays within 255 bytes.
+const MAX_STEM: usize = 200;
+
+/// `name` itself when it is at most [`MAX_STEM`] bytes; else its first bytes (cut at a
+/// character boundary), `~` and the 16 hex digits of a hash of the whole name (FNV-1a,
+/// the same in every process, so a leftover is recognised by the next writer), at most
+/// [`MAX_STEM`] bytes in all.
+fn temporary_stem(name: &str) -> std::borrow::Cow<'_, str> {
+    if name.len() <= MAX_STEM {
+        return std::borrow::Cow::Borrowed(name);
+    }
+    let hash = name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    let mut keep = MAX_STEM - 17;
+    while !name.is_char_boundary(keep) {
+        keep -= 1;
+    }
+    std::borrow::Cow::Owned(format!("{}~{hash:016x}", &name[..keep]))
 }
 
 /// Removes the temporary files that writers to `dir/name` left behind when they were
@@ -88,7 +112,7 @@ pub fn remove_stale_temporaries(dir: &Path, name: &str) -> usize {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return 0;
     };
-    let prefix = format!(".{name}.");
+    let prefix = format!(".{}.", temporary_stem(name));
     let mut removed = 0;
     for e in entries.flatten() {
         let file_name = e.file_name();
@@ -168,7 +192,8 @@ impl AtomicFile {
                     });
                 }
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-                Err(e) => return Err(Error::io(&tmp, e)),
+                // The temporary is ours, not the user's: the error names the output.
+                Err(e) => return Err(Error::io_op(&target, "creating", e)),
             }
         }
     }
@@ -257,6 +282,27 @@ impl AtomicFile {
     /// ```
     pub fn temp_path(&self) -> &Path {
         &self.tmp
+    }
+
+    /// What was written so far, mapped (flushed first): for a writer that checks its
+    /// output with a reader before [`commit`](AtomicFile::commit) publishes it. An
+    /// error names the output, not the temporary file.
+    ///
+    /// ```
+    /// use std::io::Write;
+    /// let dir = tempfile::tempdir()?;
+    /// let mut f = tensorfmt_core::io::AtomicFile::create(dir.path().join("x"))?;
+    /// f.write_all(b"draft")?;
+    /// assert_eq!(&f.read_back()?[..], b"draft");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn read_back(&mut self) -> Result<bytes::Bytes> {
+        self.flush()
+            .map_err(|e| Error::io_op(&self.target, "writing", e))?;
+        super::map_file(&self.tmp).map_err(|e| match e {
+            Error::Io { source, .. } => Error::io_op(&self.target, "reading back", source),
+            other => other,
+        })
     }
 
     fn inner(&mut self) -> io::Result<&mut io::BufWriter<File>> {
@@ -519,5 +565,58 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(names, vec![std::ffi::OsString::from("a_directory")]);
+    }
+
+    /// Issue 34 item 6: a legal 255-byte output name works (the temporary name must not
+    /// outgrow the file system's 255-byte limit), and its leftovers are still swept.
+    #[test]
+    fn the_longest_legal_name_can_be_written() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in [
+            format!("{}.onnx", "n".repeat(250)),
+            format!("{}.npz", "\u{e9}".repeat(125)), // 250 bytes of two-byte characters
+            "a".repeat(255),
+        ] {
+            assert!((254..=255).contains(&name.len()), "{}", name.len());
+            let p = dir.path().join(&name);
+            let mut f = AtomicFile::create(&p).unwrap();
+            f.write_all(b"data").unwrap();
+            f.commit().unwrap();
+            assert_eq!(std::fs::read(&p).unwrap(), b"data");
+            std::fs::remove_file(&p).unwrap();
+        }
+        // A killed writer's leftover for a long name is recognised by the next write.
+        let long = format!("{}.npz", "x".repeat(251));
+        let stale = temporary_name(&long, 0x7fff_fffe, 0);
+        assert!(stale.len() <= 255, "{}", stale.len());
+        std::fs::write(dir.path().join(&stale), b"partial").unwrap();
+        AtomicFile::create(dir.path().join(&long))
+            .unwrap()
+            .commit()
+            .unwrap();
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        // ... but not the leftover of another target that shares the long prefix.
+        let other = format!("{}.npy", "x".repeat(251));
+        std::fs::write(
+            dir.path().join(temporary_name(&other, 0x7fff_fffe, 0)),
+            b"p",
+        )
+        .unwrap();
+        AtomicFile::create(dir.path().join(&long))
+            .unwrap()
+            .commit()
+            .unwrap();
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
+    }
+
+    /// Issue 34 item 6: an I/O error of the output names the output, not the hidden
+    /// temporary file the user never asked for.
+    #[test]
+    fn errors_name_the_output_not_the_temporary_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("missing_dir").join("out.npz");
+        let e = AtomicFile::create(&out).unwrap_err().to_string();
+        assert!(e.contains(&out.display().to_string()), "{e}");
+        assert!(!e.contains(".out.npz."), "{e}");
     }
 }
