@@ -29,9 +29,11 @@ impl Space {
     /// the result is validated against `target`.
     ///
     /// Every vector form of an image uses one canonical element order: per example,
-    /// `index = (row * cols + col) * channels + ch`, whatever the source axes. An
-    /// [`IndexSpace`] component of a composite formatted into a vector contributes its
-    /// concatenated one-hot form (`dim * max_labels` columns).
+    /// `index = (row * cols + col) * channels + ch`, whatever the source axes. A
+    /// composite formatted into a vector gives each component the width of its total
+    /// dimension, as Pylearn2 does: an [`IndexSpace`] component has `dim` columns, its
+    /// one-hots merged when `dim == max_labels`, concatenated when `max_labels == 1`,
+    /// else [`SpaceError::OneHotWidth`].
     ///
     /// ```
     /// use tensorfmt_core::{Order, Tensor};
@@ -93,21 +95,6 @@ fn check_totals(from: &Space, to: &Space) -> Result<()> {
         });
     }
     Ok(())
-}
-
-/// Width of a space's vector form inside a composite -> vector conversion.
-fn flat_width(space: &Space) -> Result<usize> {
-    match space {
-        Space::Vector(s) => Ok(s.dim()),
-        Space::Conv2D(s) => Ok(s.total_dimension()),
-        Space::Index(s) => Ok(s.one_hot_width(OneHot::Concatenate)),
-        Space::Composite(c) => c.components().iter().try_fold(0usize, |acc, s| {
-            acc.checked_add(flat_width(s)?).ok_or_else(|| {
-                SpaceError::InvalidArgument(format!("vector width of {space} overflows"))
-            })
-        }),
-        Space::Null(_) => Ok(0),
-    }
 }
 
 fn is_identity(perm: &[usize]) -> bool {
@@ -302,20 +289,15 @@ fn composite_to_vector(
     dst: &Space,
     d: &VectorSpace,
 ) -> Result<Batch> {
-    let width = flat_width(src)?;
-    if width != d.dim() {
-        return Err(SpaceError::DimMismatch {
-            from: src.to_string(),
-            to: dst.to_string(),
-            from_dim: width,
-            to_dim: d.dim(),
-        });
-    }
+    check_totals(src, dst)?;
     let n = src.batch_size_unchecked(batch)?.unwrap_or(0);
     let items = batch.children().unwrap_or(&[]);
     let mut pieces = Vec::new();
     for (c, item) in s.components().iter().zip(items) {
-        let w = flat_width(c)?;
+        let w = match c {
+            Space::Null(_) => 0,
+            c => c.total_dimension()?,
+        };
         if w == 0 {
             continue;
         }
