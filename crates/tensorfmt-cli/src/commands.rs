@@ -511,7 +511,7 @@ pub fn convert_file(a: &ConvertArgs, show_progress: bool) -> Result<Converted, F
         // The tensors into the structure of ORIGINAL (the Document conversion's
         // `like` setting, as Python's `like=`).
         settings.insert(
-            tensorfmt::like::LIKE_KEY.to_string(),
+            tensorfmt::convert::LIKE_KEY.to_string(),
             original.display().to_string(),
         );
         let target = if target_given {

@@ -488,7 +488,7 @@ fn main() -> ExitCode {
             } else {
                 if dense {
                     settings.push((
-                        tensorfmt::interop::sparse::DENSE_KEY.to_string(),
+                        tensorfmt::convert::DENSE_KEY.to_string(),
                         "true".to_string(),
                     ));
                 }

@@ -132,7 +132,7 @@ fn open_named_kind(
 /// caller can do about it: name it with `format=`.
 pub fn detect(path: &std::path::Path) -> Result<Format, Error> {
     let head = tensorfmt::io::map_file(path)?;
-    let sniffed = &head[..head.len().min(tensorfmt::formats::SNIFF_LEN)];
+    let sniffed = &head[..head.len().min(tensorfmt::format::SNIFF_LEN)];
     tensorfmt::detect_bytes(sniffed, head.len() as u64, Some(path)).ok_or_else(|| {
         let names: Vec<&str> = Format::ALL
             .iter()

@@ -107,13 +107,11 @@ pub fn save(
             tensors.push((b.name.clone(), borrow_tensor(b)?));
         }
         match hooked {
-            Some(p) => tensorfmt::formats::save_with_progress(
-                &path,
-                &target,
-                &tensors,
-                &options,
-                &|done, total| p.call(done, total),
-            ),
+            Some(p) => {
+                tensorfmt::save_with_progress(&path, &target, &tensors, &options, &|done, total| {
+                    p.call(done, total)
+                })
+            }
             None => tensorfmt::save_to(&path, &target, &tensors, &options),
         }
     });

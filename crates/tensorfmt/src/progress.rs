@@ -14,7 +14,7 @@
 //! [`Tracked`] is the piece boundary: a [`TensorFile`] wrapper that advances a
 //! progress by every tensor, piece or sparse row read through it. The conversion path
 //! ([`Document::convert_with_progress`](crate::Document::convert_with_progress),
-//! [`save_with_progress`](crate::formats::save_with_progress)) wraps its source in
+//! [`save_with_progress`](crate::save_with_progress)) wraps its source in
 //! one; the CLI's progress bar and Python's `progress=` callback are two hooks on it.
 //!
 //! ```

@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use tensorfmt::{like::save_like, DType, Document, Order, Tensor, TensorFile};
+use tensorfmt::{convert::save_like, DType, Document, Order, Tensor, TensorFile};
 
 fn fixture(dir: &str, name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

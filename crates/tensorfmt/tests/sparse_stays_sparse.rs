@@ -5,7 +5,8 @@
 use std::io::Cursor;
 use std::path::Path;
 
-use tensorfmt::interop::sparse::{DENSE_KEY, MAX_DENSE_BYTES};
+use tensorfmt::convert::DENSE_KEY;
+use tensorfmt::interop::sparse::MAX_DENSE_BYTES;
 use tensorfmt::pvp::write::SparseWriter;
 use tensorfmt::{open, Format, PvpFile, ReadOptions, TensorFile, WriteOptions};
 
@@ -137,15 +138,15 @@ fn huge_sparse_stays_small_and_dense_is_bounded() {
         )),
         "{err}"
     );
-    let err = tensorfmt::convert(
-        &doc,
-        &names[..1],
-        &dir.path().join("d.npy"),
-        Format::Npy,
-        &Default::default(),
-    )
-    .unwrap_err()
-    .to_string();
+    let err = doc
+        .convert_to_with(
+            dir.path().join("d.npy"),
+            Format::Npy,
+            Some(&names[..1]),
+            &Default::default(),
+        )
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("to_scipy") && err.contains("npz"), "{err}");
     assert!(!out2.exists() && !dir.path().join("d.npy").exists());
 }

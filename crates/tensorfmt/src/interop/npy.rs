@@ -24,7 +24,7 @@ use tensorfmt_core::{
 use super::{info_of, row_chunks, stored_dtype, threads, write_chunks, InteropError, MemoryFile};
 
 /// The six magic bytes every `.npy` file starts with.
-pub const MAGIC: &[u8; 6] = b"\x93NUMPY";
+pub const MAGIC: &[u8; 6] = crate::format::NPY_MAGIC;
 
 /// Largest header text accepted (numpy's own default cap is 10 000 bytes).
 pub const MAX_HEADER_LEN: usize = 1 << 20;

@@ -54,7 +54,7 @@ const MAX_DEFLATE_RATIO: u64 = 1032;
 /// assert!(!tensorfmt::interop::npz::sniff(b"\x93NUMPY"));
 /// ```
 pub fn sniff(head: &[u8]) -> bool {
-    head.starts_with(b"PK\x03\x04") || head.starts_with(b"PK\x05\x06")
+    crate::format::Format::Npz.sniff(head, head.len() as u64)
 }
 
 #[derive(Debug, Clone)]

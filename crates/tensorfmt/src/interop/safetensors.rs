@@ -43,11 +43,7 @@ fn err(e: InteropError) -> Error {
 /// assert!(!tensorfmt::interop::safetensors::sniff(&f, 9));
 /// ```
 pub fn sniff(head: &[u8], file_len: u64) -> bool {
-    let Some(n) = head.get(..8) else {
-        return false;
-    };
-    let n = u64::from_le_bytes(n.try_into().unwrap_or([0xff; 8]));
-    n >= 2 && n.checked_add(8).is_some_and(|end| end <= file_len) && head.get(8) == Some(&b'{')
+    crate::format::Format::Safetensors.sniff(head, file_len)
 }
 
 /// Our dtype for a safetensors dtype (`None` for those tensorfmt does not handle).

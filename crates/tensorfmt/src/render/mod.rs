@@ -96,8 +96,8 @@ pub fn render_path(path: &Path, options: &RenderOptions) -> Result<Image> {
 /// on Caffe files, `layer` on activity files), are errors.
 pub fn render_picture(path: &Path, options: &RenderOptions) -> Result<Picture> {
     let data = tensorfmt_core::io::map_file(path)?;
-    let head = &data[..data.len().min(crate::formats::SNIFF_LEN)];
-    let format = crate::formats::detect_bytes(head, data.len() as u64, Some(path));
+    let head = &data[..data.len().min(crate::format::SNIFF_LEN)];
+    let format = crate::format::detect_bytes(head, data.len() as u64, Some(path));
     match format {
         #[cfg(feature = "som")]
         Some(crate::Format::Som) => {
