@@ -1,5 +1,5 @@
-//! `inspect`, `convert`, `validate` and `render`, and the output helpers every command
-//! uses. Each returns `Err(Failure)` with one sentence; `main` prints it and picks the
+//! `inspect`, `convert`, `validate` and `render` (text on stdout goes through
+//! `output.rs`). Each returns `Err(Failure)` with one sentence; `main` prints it and picks the
 //! exit code.
 
 use std::fmt::Write as _;
@@ -12,17 +12,14 @@ use tensorfmt::{
     DType, FieldValue, Format, ReadOptions, Stats, Target, TensorFile, TensorInfo, WriteOptions,
 };
 
+use crate::output::sayln;
+use crate::output::{emit, emit_json};
+use crate::paths::identity;
+use crate::pool::ordered_pool;
 use crate::progress::{bar_hook, bar_progress, bytes_bar, files_bar};
 use crate::text;
 use crate::Failure;
 use tensorfmt::progress::Tracked;
-
-/// `println!` through [`emit`].
-macro_rules! sayln {
-    ($($arg:tt)*) => {
-        emit(&format!("{}\n", format_args!($($arg)*)))
-    };
-}
 
 /// Lists longer than this are shortened in text output (JSON gets them whole).
 const TEXT_LIST_MAX: usize = 16;
@@ -156,14 +153,6 @@ pub(crate) fn info_json(info: &TensorInfo) -> Value {
     })
 }
 
-/// Prints a JSON document, pretty, on stdout.
-pub(crate) fn emit_json(doc: &Value) {
-    // One string, the size of what is printed (no second formatted copy).
-    let mut text = serde_json::to_string_pretty(doc).unwrap_or_default();
-    text.push('\n');
-    emit(&text);
-}
-
 /// The JSON description `inspect --json` prints for one file.
 fn inspect_json(
     path: &Path,
@@ -274,7 +263,7 @@ pub(crate) fn open_input(
 /// a dangling symbolic link included.
 pub(crate) fn check_output(input: &Path, output: &Path, force: bool) -> Result<(), Failure> {
     if let (Ok(i), Ok(o)) = (std::fs::metadata(input), std::fs::metadata(output)) {
-        if crate::collection::identity(&i) == crate::collection::identity(&o) {
+        if identity(&i) == identity(&o) {
             return Err(Failure::Usage(format!(
                 "the output {} is the input {}; an input is never overwritten",
                 output.display(),
@@ -654,7 +643,7 @@ pub fn validate(
     let mut failed = false;
     let mut results = Vec::new();
     // Checked on `jobs` threads, reported in the order given.
-    crate::collection::ordered_pool(files, jobs, evaluate, |k, (result, readable)| {
+    ordered_pool(files, jobs, evaluate, |k, (result, readable)| {
         let (f, size) = (&files[k], sizes[k]);
         bar.inc(size);
         failed |= result.is_err();
@@ -745,28 +734,4 @@ pub fn render(
         );
     }
     Ok(())
-}
-
-/// Set once stdout is a closed pipe.
-static STDOUT_CLOSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// Writes text to stdout. A closed pipe (`tensorfmt validate -r DIR | head -1`) drops
-/// the rest of the output but not the work: the command goes on, and its exit code
-/// still says whether anything failed (instead of exiting 0 as soon as the reader
-/// leaves, which would hide the failures it did not read).
-pub(crate) fn emit(text: &str) {
-    use std::io::Write;
-    use std::sync::atomic::Ordering;
-    if STDOUT_CLOSED.load(Ordering::Relaxed) {
-        return;
-    }
-    let mut out = std::io::stdout().lock();
-    if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        if e.kind() == std::io::ErrorKind::BrokenPipe {
-            STDOUT_CLOSED.store(true, Ordering::Relaxed);
-            return;
-        }
-        eprintln!("tensorfmt: error: cannot write to stdout: {e}");
-        std::process::exit(1);
-    }
 }
