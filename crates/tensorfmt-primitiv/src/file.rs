@@ -8,8 +8,9 @@ use tensorfmt_core::{
     DType, Error, FieldValue, Order, SourceLayout, Tensor, TensorFile, TensorInfo, WriteOptions,
 };
 
-use crate::data::{Key, Model, Parameter, PrimitivData, PrimitivShape, PrimitivTensor};
+use crate::data::{Model, Parameter, PrimitivData, PrimitivShape, PrimitivTensor};
 use crate::error::{PrimitivError, Result};
+use crate::key::Key;
 use crate::read::Decoded;
 
 /// A decoded primitiv file as named tensors.
