@@ -1321,7 +1321,7 @@ def is_flat_specs(data_specs: Tuple[Any, Any]) -> bool:
 
 def _native_spec(space: Space) -> Tuple[Any, ...]:
     """The description of ``space`` for the Rust core (``tensorfmt._native.space_*``);
-    used to cross-check this module against ``tensorfmt_core::space``."""
+    used to cross-check this module against ``tensorfmt_spaces`` (crate ``tensorfmt-spaces``)."""
     short = {
         "float16": "f16", "float32": "f32", "float64": "f64", "int8": "i8", "int16": "i16", "int32": "i32",
         "int64": "i64", "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
