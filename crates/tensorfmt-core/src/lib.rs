@@ -41,7 +41,6 @@ mod limits;
 mod ndarray_interop;
 mod options;
 mod shape;
-pub mod space;
 mod stats;
 mod tensor;
 pub mod testing;

@@ -6,7 +6,7 @@ use super::batch::{cast_to, concat_columns, split_columns, Batch};
 use super::error::{Result, SpaceError};
 use super::index::labels;
 use super::{CompositeSpace, Conv2DSpace, IndexSpace, OneHot, Space, VectorSpace, DEFAULT_FLOAT};
-use crate::{Order, Tensor};
+use tensorfmt_core::{Order, Tensor};
 
 impl Space {
     /// Converts `batch`, a valid batch of `self`, into a batch of `target`.
@@ -37,7 +37,7 @@ impl Space {
     ///
     /// ```
     /// use tensorfmt_core::{Order, Tensor};
-    /// use tensorfmt_core::space::{Axes, Batch, Conv2DSpace, Space};
+    /// use tensorfmt_spaces::{Axes, Batch, Conv2DSpace, Space};
     /// // Conv2D((3, 2), 2 channels, axes c 0 1 b): a batch of shape (2, 3, 2, n).
     /// let conv = Space::from(Conv2DSpace::new(3, 2, 2)?.with_axes(Axes::C01B));
     /// // Value = 100 * ch + 10 * row + col, one example.
@@ -48,7 +48,7 @@ impl Space {
     /// assert_eq!(&flat.as_tensor().unwrap().to_vec::<f32>()?[..6], &[0.0, 100.0, 1.0, 101.0, 10.0, 110.0]);
     /// // And back: the identity.
     /// assert_eq!(Space::vector(12).format_as(&flat, &conv)?, batch);
-    /// # Ok::<(), tensorfmt_core::space::SpaceError>(())
+    /// # Ok::<(), tensorfmt_spaces::SpaceError>(())
     /// ```
     pub fn format_as(&self, batch: &Batch, target: &Space) -> Result<Batch> {
         self.validate(batch)?;

@@ -4,7 +4,7 @@
 use proptest::prelude::*;
 
 use super::*;
-use crate::{DType, Order, Tensor};
+use tensorfmt_core::{DType, Order, Tensor};
 
 fn vec_batch(n: usize, dim: usize) -> Batch {
     let v: Vec<f32> = (0..n * dim).map(|i| i as f32).collect();
@@ -887,11 +887,13 @@ proptest! {
 
 #[test]
 fn space_errors_convert_into_core_errors() {
-    let e: crate::Error = SpaceError::NoTotalDimension("NullSpace".into()).into();
-    assert!(matches!(e, crate::Error::Invalid(ref m) if m == "NullSpace has no total dimension"));
-    let core = crate::Error::Overflow { what: "x" };
-    let e: crate::Error = SpaceError::from(core).into();
-    assert!(matches!(e, crate::Error::Overflow { what: "x" }));
+    let e: tensorfmt_core::Error = SpaceError::NoTotalDimension("NullSpace".into()).into();
+    assert!(
+        matches!(e, tensorfmt_core::Error::Invalid(ref m) if m == "NullSpace has no total dimension")
+    );
+    let core = tensorfmt_core::Error::Overflow { what: "x" };
+    let e: tensorfmt_core::Error = SpaceError::from(core).into();
+    assert!(matches!(e, tensorfmt_core::Error::Overflow { what: "x" }));
 }
 
 /// Issue 34 item 3: an IndexSpace inside a composite counts its `dim` (its total
