@@ -81,10 +81,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     ..WriteOptions::default()
                 };
                 for (k, v) in extra {
-                    o.extra.insert(k.to_string(), v.to_string());
+                    o.set(k, v)?;
                 }
                 if let Some(t) = threads {
-                    o.extra.insert("threads".into(), t.into());
+                    o.set("threads", t)?;
                 }
                 let t0 = Instant::now();
                 src.convert_to_with(&out, format, Some(&names), &o)?;

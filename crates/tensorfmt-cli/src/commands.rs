@@ -9,7 +9,8 @@ use serde_json::{json, Value};
 use tensorfmt::provenance::field_json;
 use tensorfmt::render::RenderOptions;
 use tensorfmt::{
-    DType, FieldValue, Format, ReadOptions, Stats, Target, TensorFile, TensorInfo, WriteOptions,
+    DType, FieldValue, Format, ReadOptions, SparseOutput, Stats, Target, TensorFile, TensorInfo,
+    WriteOptions,
 };
 
 use crate::output::sayln;
@@ -404,6 +405,8 @@ pub struct ConvertArgs {
     pub settings: Vec<(String, String)>,
     /// `--like ORIGINAL`: the tensors into the structure of that file.
     pub like: Option<PathBuf>,
+    /// `--dense`: sparse tensors written dense.
+    pub dense: bool,
     pub read: ReadOptions,
     pub quiet: bool,
     pub json: bool,
@@ -494,15 +497,24 @@ pub fn convert_file(a: &ConvertArgs, show_progress: bool) -> Result<Converted, F
     let src: &dyn TensorFile = &*doc;
     let infos = src.tensors();
     let all: Vec<String> = infos.iter().map(|i| i.name.clone()).collect();
-    let mut settings: std::collections::BTreeMap<String, String> =
-        a.settings.iter().cloned().collect();
-    if let Some(original) = &a.like {
+    let mut write_options = WriteOptions {
+        hex: a.hex,
+        dtype: a.dtype,
+        like: a.like.clone(),
+        sparse: if a.dense {
+            SparseOutput::Dense
+        } else {
+            SparseOutput::Keep
+        },
+        ..WriteOptions::default()
+    };
+    for (key, value) in &a.settings {
+        // `--set`: a typed choice (`compress`, `threads`) or the writer's own setting.
+        write_options.set(key, value)?;
+    }
+    if a.like.is_some() {
         // The tensors into the structure of ORIGINAL (the Document conversion's
-        // `like` setting, as Python's `like=`).
-        settings.insert(
-            tensorfmt::convert::LIKE_KEY.to_string(),
-            original.display().to_string(),
-        );
+        // `like`, as Python's `like=`).
         let target = if target_given {
             target
         } else {
@@ -510,13 +522,13 @@ pub fn convert_file(a: &ConvertArgs, show_progress: bool) -> Result<Converted, F
         };
         let total = tensorfmt::progress::total_bytes(src, &all);
         let bar = bytes_bar(total, "converting", !show_progress);
-        let options = WriteOptions {
-            dtype: a.dtype,
-            extra: settings,
-            ..WriteOptions::default()
-        };
-        let report =
-            doc.convert_with_progress(&a.output, target.clone(), None, &options, &bar_hook(&bar))?;
+        let report = doc.convert_with_progress(
+            &a.output,
+            target.clone(),
+            None,
+            &write_options,
+            &bar_hook(&bar),
+        )?;
         bar.finish_and_clear();
         return Ok(Converted {
             format: src.format().to_string(),
@@ -560,12 +572,6 @@ pub fn convert_file(a: &ConvertArgs, show_progress: bool) -> Result<Converted, F
         }
     } else {
         None
-    };
-    let write_options = WriteOptions {
-        hex: a.hex,
-        dtype: a.dtype,
-        extra: settings,
-        ..WriteOptions::default()
     };
     // The conversion of `Document`, Python's too: the same file when nothing changes,
     // a legacy file's skeleton carried in safetensors / npz metadata and restored from

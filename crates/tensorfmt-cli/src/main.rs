@@ -456,7 +456,7 @@ fn main() -> ExitCode {
             frames,
             hex,
             dtype,
-            mut settings,
+            settings,
             read,
             net,
             quiet,
@@ -465,12 +465,6 @@ fn main() -> ExitCode {
             if net.prototxt.is_some() {
                 caffe_onnx::convert(&paths, &net, force, &read.options(), quiet, json)
             } else {
-                if dense {
-                    settings.push((
-                        tensorfmt::convert::DENSE_KEY.to_string(),
-                        "true".to_string(),
-                    ));
-                }
                 let output = paths.pop().unwrap_or_default();
                 let many = collection::is_collection(&paths);
                 let args = commands::ConvertArgs {
@@ -486,6 +480,7 @@ fn main() -> ExitCode {
                     dtype,
                     settings,
                     like,
+                    dense,
                     read: read.options(),
                     quiet,
                     json,

@@ -180,6 +180,10 @@ impl TensorFile for PrimitivFile {
         self.decoded.data.data_type().name().to_string()
     }
 
+    fn kind_id(&self) -> &'static str {
+        self.decoded.data.data_type().name()
+    }
+
     fn header(&self) -> Vec<(String, FieldValue)> {
         let dt = self.decoded.data.data_type();
         let mut h = vec![

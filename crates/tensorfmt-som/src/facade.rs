@@ -200,6 +200,15 @@ impl TensorFile for SomTensors {
         s
     }
 
+    fn kind_id(&self) -> &'static str {
+        match self.file.kind() {
+            FileKind::Data => "som-data",
+            FileKind::Som => "som",
+            FileKind::Mapping => "som-mapping",
+            FileKind::RotFlip => "som-rotflip",
+        }
+    }
+
     /// The header fields, with the comment block bounded: `comments` holds its first
     /// 16 lines and `comment_lines` counts them all (a file of 10 million `#` lines
     /// does not become a header of 10 million entries, nor a reader holding them;

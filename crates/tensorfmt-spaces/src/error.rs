@@ -2,7 +2,7 @@
 
 use tensorfmt_core::DType;
 
-/// The error type of the [`space`](crate::space) module.
+/// The error type of this crate.
 ///
 /// Variants that concern a conversion name both spaces (in their [`Display`](std::fmt::Display)
 /// form); validation variants name the space and the offending axis or value.

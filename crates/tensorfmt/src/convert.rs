@@ -7,7 +7,8 @@
 //!
 //! The path of one whole-file conversion, module by module:
 //!
-//! 1. `convert` (here): `like=` hands the tensors to [`save_like`]; a file converted to
+//! 1. `convert` (here): [`WriteOptions::like`] writes the tensors into the original's
+//!    structure (`save_like`, the splice below with the original's skeleton); a file converted to
 //!    its own format with nothing asked is copied ([`keep_unchanged`]); a safetensors /
 //!    npz file that carries a legacy skeleton is spliced back into the original
 //!    ([`provenance::restore`], read back through `dispatch`); a legacy file going to
@@ -23,12 +24,12 @@
 //! `dispatch` only opens and writes a format, and `format` only names and recognises
 //! one.
 
-use std::borrow::Cow;
 use std::path::Path;
 
 use bytes::Bytes;
 use tensorfmt_core::{
-    DType, Error, FieldValue, ReadOptions, Result, Tensor, TensorFile, TensorInfo, WriteOptions,
+    DType, Error, FieldValue, ReadOptions, Result, SparseOutput, Tensor, TensorFile, TensorInfo,
+    WriteOptions,
 };
 
 use crate::dispatch::{self, WriteReport};
@@ -143,7 +144,7 @@ impl Document {
     ) -> Result<WriteReport> {
         self.check_input()?;
         let target = target.into();
-        if let Some(original) = options.extra.get(LIKE_KEY) {
+        if let Some(original) = &options.like {
             return self.convert_like(path.as_ref(), &target, names, options, original, progress);
         }
         let whole = names.is_none();
@@ -193,14 +194,12 @@ impl Document {
         {
             let rec = self.record_source()?;
             notes.extend(rec.note);
-            if let Some(json) = rec.json {
-                options
-                    .extra
-                    .entry(provenance::KEY.to_string())
-                    .or_insert(json);
+            // Metadata handed on by the caller wins over a fresh record.
+            if options.carried.is_none() {
+                options.carried = rec.json;
             }
         }
-        if names.is_empty() && !options.extra.contains_key(provenance::KEY) {
+        if names.is_empty() && options.carried.is_none() {
             // An empty archive would be a valid file, but some formats cannot say
             // "empty" (an empty caffemodel is a 0-byte file), and a user converting a
             // file with no tensors (a primitiv optimizer state, a net without weights)
@@ -220,7 +219,7 @@ impl Document {
         Ok(report)
     }
 
-    /// `like=ORIGINAL` ([`save_like`]): the tensors (all, or `names`; a sparse
+    /// `like=ORIGINAL` (`save_like`): the tensors (all, or `names`; a sparse
     /// layout seen as the original's `values`, as `convert` back to it sees it) read
     /// through `progress`, then written into the structure of `original`.
     fn convert_like(
@@ -229,7 +228,7 @@ impl Document {
         target: &Target,
         names: Option<&[String]>,
         options: &WriteOptions,
-        original: &str,
+        original: &Path,
         progress: &Progress<'_>,
     ) -> Result<WriteReport> {
         let view = sparse::as_original(self)?;
@@ -257,11 +256,11 @@ impl Document {
         // Every tensor is handed over: the last report comes before the write.
         progress.finish()?;
         let mut options = options.clone();
-        options.extra.remove(LIKE_KEY);
+        options.like = None;
         if target.kind.is_some() {
             options.kind = target.kind.clone();
         }
-        save_like(path, Path::new(original), &tensors, &options)
+        save_like(path, original, &tensors, &options)
     }
 
     /// Records this whole legacy file's skeleton for a conversion to safetensors or
@@ -402,10 +401,12 @@ fn save_tracked(
     options: &WriteOptions,
     progress: &Progress<'_>,
 ) -> Result<WriteReport> {
-    if let Some(original) = options.extra.get(LIKE_KEY) {
-        let mut o = options.clone();
-        o.extra.remove(LIKE_KEY);
-        return save_like(path, Path::new(original), tensors, &o);
+    if let Some(original) = &options.like {
+        let o = WriteOptions {
+            like: None,
+            ..options.clone()
+        };
+        return save_like(path, original, tensors, &o);
     }
     dispatch::write_tensors(path, format, tensors, options, progress)?;
     let names: Vec<String> = tensors.iter().map(|(n, _)| n.clone()).collect();
@@ -496,7 +497,6 @@ fn write_selection(
     if let Some(report) = keep_sparse(source, names, path, format, options)? {
         return Ok(report);
     }
-    let options = &*without_dense_key(options);
     dispatch::write_from(source, names, path, format, options)?;
     let mut r = dispatch::report(path, format, sparse::offered(names, format), options)?;
     // One set of the written names, not a search of `names` per tensor (quadratic).
@@ -511,29 +511,6 @@ fn write_selection(
     r.warnings
         .extend(weights_only_warning(path, format, names, options));
     Ok(r)
-}
-
-/// The write setting that asks for dense output of sparse tensors.
-pub const DENSE_KEY: &str = "dense";
-
-/// Whether `options` ask to densify sparse tensors.
-pub fn dense_asked(options: &WriteOptions) -> bool {
-    options
-        .extra
-        .get(DENSE_KEY)
-        .is_some_and(|v| matches!(v.as_str(), "true" | "1" | "yes"))
-}
-
-/// `options` without the [`DENSE_KEY`] setting (which is no format's setting, and
-/// would otherwise land in safetensors metadata).
-pub fn without_dense_key(options: &WriteOptions) -> Cow<'_, WriteOptions> {
-    if options.extra.contains_key(DENSE_KEY) {
-        let mut o = options.clone();
-        o.extra.remove(DENSE_KEY);
-        Cow::Owned(o)
-    } else {
-        Cow::Borrowed(options)
-    }
 }
 
 /// The names among `names` that `file` stores sparsely.
@@ -569,10 +546,9 @@ fn keep_sparse(
         return Ok(None);
     }
     let sparse_target = matches!(format, Format::Npz | Format::Safetensors);
-    if sparse_target && !dense_asked(options) {
+    if sparse_target && options.sparse == SparseOutput::Keep {
         if let [name] = &sparse[..] {
-            return sparse::write_csr(file, name, names, path, format, &without_dense_key(options))
-                .map(Some);
+            return sparse::write_csr(file, name, names, path, format, options).map(Some);
         }
     }
     for name in &sparse {
@@ -642,18 +618,11 @@ pub(crate) fn keep_unchanged_tracked(
     options: &WriteOptions,
     progress: &Progress<'_>,
 ) -> Result<Option<WriteReport>> {
-    let plain = WriteOptions {
-        skip_fsync: options.skip_fsync,
-        ..WriteOptions::default()
-    };
     let same = source.format() == target.format.name()
         && target.kind.is_none()
-        && options.kind.is_none()
-        && !options.hex
-        && options.dtype.is_none()
-        && options.extra.is_empty()
+        && options.asks_nothing()
         && source.warnings().is_empty();
-    if !same || format!("{options:?}") != format!("{plain:?}") {
+    if !same {
         return Ok(None);
     }
     let bytes = tensorfmt_core::io::map_file(source_path)?;
@@ -671,10 +640,6 @@ pub(crate) fn keep_unchanged_tracked(
     out.commit()?;
     dispatch::report(path, target.format, source.tensors().len(), options).map(Some)
 }
-
-/// The write setting naming the original (Python's `like=`, the CLI's `--like`; saves
-/// and conversions honour it).
-pub const LIKE_KEY: &str = "like";
 
 /// `like=ORIGINAL`: writes `tensors` to `path` in the structure of `original`, a file
 /// of a legacy format (PVP, PINK, primitiv, Caffe; the format `path` is written in),
@@ -697,11 +662,12 @@ pub const LIKE_KEY: &str = "like";
 /// *t = t.cast(tensorfmt::DType::F32)?; // edit as you like, same dtype and shape
 /// let dir = tempfile::tempdir()?;
 /// let out = dir.path().join("edited.caffemodel");
-/// tensorfmt::convert::save_like(&out, &orig, &tensors, &Default::default())?;
+/// let like = tensorfmt::WriteOptions { like: Some(orig.clone()), ..Default::default() };
+/// tensorfmt::save(&out, Format::Caffe, &tensors, &like)?;
 /// assert_eq!(std::fs::read(&out)?, std::fs::read(&orig)?); // unchanged values: same bytes
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub fn save_like(
+fn save_like(
     path: &Path,
     original: &Path,
     tensors: &[(String, Tensor)],
@@ -732,7 +698,15 @@ pub fn save_like(
     let kind_asked = options.kind.as_ref().is_some_and(|k| {
         Some(k) != implied(path).as_ref() && Some(k) != implied(original).as_ref()
     });
-    if options.dtype.is_some() || kind_asked || !options.extra.is_empty() {
+    // Anything else asked (a dtype, `--set`, compression, carried metadata, `dense`)
+    // would be a change the original's layout cannot take.
+    let rest = WriteOptions {
+        kind: None,
+        hex: false,
+        skip_fsync: options.skip_fsync,
+        ..options.clone()
+    };
+    if kind_asked || !rest.asks_nothing() {
         return Err(Error::Invalid(format!(
             "like={}: the original decides the layout; drop --dtype, --to kinds and --set",
             original.display()

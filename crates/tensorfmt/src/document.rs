@@ -53,7 +53,7 @@ use crate::format::{self, Format};
 
 /// An opened tensor file: detected format, path, header, warnings and named tensors.
 ///
-/// Returned by [`open`](crate::open) and [`open_as`](crate::open_as). The header,
+/// Returned by [`open`] and [`open_as`]. The header,
 /// kind, warnings and the plain [`TensorFile`] calls come through `Deref`; the
 /// methods here add what a user of one file wants: [`entries`](Document::entries),
 /// [`entry`](Document::entry), [`read_all`](Document::read_all) and
@@ -143,6 +143,9 @@ impl TensorFile for Watched {
     }
     fn kind(&self) -> String {
         self.file.kind()
+    }
+    fn kind_id(&self) -> &'static str {
+        self.file.kind_id()
     }
     fn header(&self) -> Vec<(String, FieldValue)> {
         self.file.header()
@@ -417,6 +420,9 @@ impl TensorFile for Document {
     }
     fn kind(&self) -> String {
         self.file.kind()
+    }
+    fn kind_id(&self) -> &'static str {
+        self.file.kind_id()
     }
     fn header(&self) -> Vec<(String, FieldValue)> {
         self.file.header()

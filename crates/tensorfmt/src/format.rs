@@ -118,7 +118,7 @@ impl Format {
         }
     }
 
-    /// The file kinds [`save`] can write in this format (the `kind` of a [`Target`],
+    /// The file kinds [`save`](crate::save) can write in this format (the `kind` of a [`Target`],
     /// `WriteOptions::kind`), the default choice first; empty when the format has one
     /// kind only. Without a kind, the format chooses from the tensor names.
     ///
@@ -140,6 +140,28 @@ impl Format {
                 "solverstate",
             ],
             Format::Onnx => &[],
+        }
+    }
+
+    /// Every file kind a file of this format can be, as the identifier
+    /// [`TensorFile::kind_id`](tensorfmt_core::TensorFile::kind_id) gives (what Python's
+    /// `Document.kind` shows): the [`write_kinds`](Format::write_kinds) and the kinds
+    /// only read (primitiv's `shape` and `optimizer`); the format name for formats with
+    /// one kind.
+    ///
+    /// ```
+    /// use tensorfmt::Format;
+    /// assert_eq!(Format::Primitiv.kinds(), &["model", "parameter", "tensor", "shape", "optimizer"]);
+    /// assert_eq!(Format::Npz.kinds(), &["npz"]);
+    /// ```
+    pub const fn kinds(self) -> &'static [&'static str] {
+        match self {
+            Format::Npy => &["npy"],
+            Format::Npz => &["npz"],
+            Format::Safetensors => &["safetensors"],
+            Format::Onnx => &["onnx"],
+            Format::Primitiv => &["model", "parameter", "tensor", "shape", "optimizer"],
+            Format::Pvp | Format::Som | Format::Caffe => self.write_kinds(),
         }
     }
 

@@ -267,6 +267,9 @@ impl TensorFile for Tracked<'_> {
     fn kind(&self) -> String {
         self.inner.kind()
     }
+    fn kind_id(&self) -> &'static str {
+        self.inner.kind_id()
+    }
     fn header(&self) -> Vec<(String, FieldValue)> {
         self.inner.header()
     }

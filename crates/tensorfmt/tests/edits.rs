@@ -271,8 +271,10 @@ fn every_tensor_of_every_file_edits_in_place_or_says_why() {
                 assert!(!report.warnings.is_empty(), "{}", src.display());
                 continue;
             };
-            let mut carried = WriteOptions::default();
-            carried.extra.insert(provenance::KEY.into(), json);
+            let carried = WriteOptions {
+                carried: Some(json),
+                ..WriteOptions::default()
+            };
             let tensors = mid_doc.read_all().unwrap();
             let case = Case {
                 src: &src,
@@ -359,11 +361,10 @@ fn edit_through<T: tensorfmt::Element>(
     let mid = dir.path().join(format!("mid.{}", via.extensions()[0]));
     doc.convert_to(&mid, via).unwrap();
     let mid_doc = Document::open(&mid).unwrap();
-    let mut options = WriteOptions::default();
-    options.extra.insert(
-        provenance::KEY.into(),
-        provenance::carried(mid_doc.file()).unwrap(),
-    );
+    let options = WriteOptions {
+        carried: provenance::carried(mid_doc.file()),
+        ..WriteOptions::default()
+    };
     let mut tensors = mid_doc.read_all().unwrap();
     let (_, t) = tensors.iter_mut().find(|(n, _)| n == name).unwrap();
     let mut v = t.to_vec::<T>().unwrap();

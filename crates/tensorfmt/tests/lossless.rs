@@ -198,11 +198,10 @@ fn carried(dir: &Path, src: &Path) -> (Named, WriteOptions) {
         .convert_to(&npz, Format::Npz)
         .unwrap();
     let mid = Document::open(&npz).unwrap();
-    let mut options = WriteOptions::default();
-    options.extra.insert(
-        provenance::KEY.into(),
-        provenance::carried(mid.file()).unwrap(),
-    );
+    let options = WriteOptions {
+        carried: provenance::carried(mid.file()),
+        ..WriteOptions::default()
+    };
     // A sparse source is in the sparse layout: its tensors seen as the original's.
     let view = tensorfmt::interop::sparse::as_original(&mid).unwrap();
     (view.as_ref().unwrap_or(&mid).read_all().unwrap(), options)
@@ -392,8 +391,10 @@ fn edited_copies_are_spliced_and_checked() {
         doc.convert_to(&st, Format::Safetensors).unwrap();
         let json = provenance::carried(Document::open(&st).unwrap().file()).unwrap();
         let edited = doubled(&doc);
-        let mut options = WriteOptions::default();
-        options.extra.insert(provenance::KEY.into(), json);
+        let options = WriteOptions {
+            carried: Some(json),
+            ..WriteOptions::default()
+        };
         tensorfmt::save(&st, Format::Safetensors, &edited, &options).unwrap();
         let back = dir.path().join(format!(
             "back.{}",

@@ -707,9 +707,8 @@ def save(
             }
         )
     extra = {str(k): str(v) for k, v in (settings or {}).items()}
-    if like is not None:
-        extra["like"] = os.fspath(like)
-    _report(p, *_native.save(p, items, to, dtype, hex, extra, fsync, _progress_callback(progress)))
+    original = None if like is None else os.fspath(like)
+    _report(p, *_native.save(p, items, to, dtype, hex, extra, fsync, _progress_callback(progress), original))
 
 
 def _is_scipy_sparse(value: Any) -> bool:
@@ -787,12 +786,9 @@ def _convert_open(
         for n in names:
             doc.info(n)
     extra = {str(k): str(v) for k, v in (settings or {}).items()}
-    if dense:
-        extra["dense"] = "true"
-    if like is not None:
-        extra["like"] = os.fspath(like)
+    original = None if like is None else os.fspath(like)
     hook = _progress_callback(progress)
-    return _report(p, *doc._file.convert(p, names, to, dtype, hex, extra, fsync, hook))
+    return _report(p, *doc._file.convert(p, names, to, dtype, hex, extra, fsync, hook, original, dense))
 
 
 def convert(

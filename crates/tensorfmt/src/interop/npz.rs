@@ -23,8 +23,8 @@ use std::sync::Mutex;
 use bytes::Bytes;
 use tensorfmt_core::io::AtomicFile;
 use tensorfmt_core::{
-    Chunks, Error, FieldValue, Limits, ReadOptions, Result, Tensor, TensorFile, TensorInfo,
-    WriteOptions,
+    Chunks, Compression, Error, FieldValue, Limits, ReadOptions, Result, Tensor, TensorFile,
+    TensorInfo, WriteOptions,
 };
 use zip::write::SimpleFileOptions;
 use zip::{CompressionMethod, ZipArchive, ZipWriter};
@@ -37,7 +37,7 @@ use super::{
 use crate::provenance::{self, NPZ_MEMBER};
 
 fn err(e: InteropError) -> Error {
-    Error::format("npz", e)
+    Error::classified("npz", e)
 }
 
 fn zip_err(e: zip::result::ZipError) -> Error {
@@ -676,24 +676,17 @@ impl TensorFile for NpzFile {
 }
 
 /// Writes the named tensors of `file` as an npz archive (streamed; atomically
-/// replaced). `options.dtype` converts every tensor; `options.extra["compress"] ==
-/// "deflate"` deflates the members; `options.extra["threads"] == "1"` decodes and
-/// writes on one thread instead of pipelining them on two (the output is the same).
+/// replaced). `options.dtype` converts every tensor; `options.compress` deflates the
+/// members; `options.carried` is kept outside every member; `options.threads =
+/// Some(1)` decodes and writes on one thread instead of pipelining them on two (the
+/// output is the same).
 pub fn write_from(
     path: &Path,
     file: &dyn TensorFile,
     names: &[String],
     options: &WriteOptions,
 ) -> Result<()> {
-    let method = match options.extra.get("compress").map(String::as_str) {
-        None | Some("none" | "stored" | "false") => CompressionMethod::Stored,
-        Some("deflate" | "true") => CompressionMethod::Deflated,
-        Some(other) => {
-            return Err(Error::Invalid(format!(
-                "unknown npz compression {other:?} (use none or deflate)"
-            )))
-        }
-    };
+    let method = zip_method(options.compress);
     // Zip stores a member name's length in 16 bits: refuse a longer name before any
     // file exists (the zip crate would fail half-way and complain while dropping).
     if let Some(long) = names
@@ -706,7 +699,7 @@ pub fn write_from(
             long.len()
         )));
     }
-    let n_threads = threads(options)?;
+    let n_threads = threads(options);
     let mut output = AtomicFile::create(path)?.sync(!options.skip_fsync);
     if method == CompressionMethod::Stored {
         // The members' data plus generous room for the zip and npy headers (commit
@@ -743,7 +736,7 @@ pub fn write_from(
         drop(zip);
         return Err(e);
     }
-    let Some(text) = options.extra.get(provenance::KEY) else {
+    let Some(text) = &options.carried else {
         return zip.finish().map_err(zip_err)?.file.commit();
     };
     // The metadata goes between the last member and the central directory, where no
@@ -770,6 +763,14 @@ pub fn write_from(
     out.file.write_all(&hidden)?;
     out.file.write_all(&tail)?;
     out.file.commit()
+}
+
+/// The zip method of a compression choice.
+pub(crate) fn zip_method(compress: Compression) -> CompressionMethod {
+    match compress {
+        Compression::Stored => CompressionMethod::Stored,
+        Compression::Deflate => CompressionMethod::Deflated,
+    }
 }
 
 /// A whole archive built in memory with `text` placed as [`write_from`] places it:
@@ -1112,8 +1113,8 @@ mod tests {
         let text = "{\"tensorfmt\":2, \"x\": \"\u{e9}\"}".repeat(100);
         for compress in ["none", "deflate"] {
             let mut o = WriteOptions::default();
-            o.extra.insert("compress".into(), compress.into());
-            o.extra.insert(provenance::KEY.into(), text.clone());
+            o.set("compress", compress).unwrap();
+            o.carried = Some(text.clone());
             let f = roundtrip(&o);
             assert_eq!(f.carried.as_deref(), Some(text.as_str()));
             let dir = tempfile::tempdir().unwrap();
@@ -1152,8 +1153,8 @@ mod tests {
         let text = "{\"tensorfmt\":2}".repeat(5000); // past zipfile's 64 KiB search
         for compress in ["none", "deflate"] {
             let mut o = WriteOptions::default();
-            o.extra.insert("compress".into(), compress.into());
-            o.extra.insert(provenance::KEY.into(), text.clone());
+            o.set("compress", compress).unwrap();
+            o.carried = Some(text.clone());
             let dir = tempfile::tempdir().unwrap();
             let p = dir.path().join("empty.npz");
             save(&p, &[], &o).unwrap();
@@ -1191,7 +1192,7 @@ mod tests {
             skip_fsync: true,
             ..WriteOptions::default()
         };
-        o.extra.insert(provenance::KEY.into(), text.clone());
+        o.carried = Some(text.clone());
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("many.npz");
         save(&p, &tensors, &o).unwrap();
@@ -1290,12 +1291,11 @@ mod tests {
         let f = roundtrip(&WriteOptions::default());
         assert_eq!(f.kind(), "archive (stored)");
         let mut o = WriteOptions::default();
-        o.extra.insert("compress".into(), "deflate".into());
+        o.set("compress", "deflate").unwrap();
         let f = roundtrip(&o);
         assert_eq!(f.kind(), "archive (deflated)");
-        o.extra.insert("compress".into(), "lzma".into());
-        let dir = tempfile::tempdir().unwrap();
-        assert!(save(&dir.path().join("y.npz"), &sample(), &o).is_err());
+        let e = o.set("compress", "lzma").unwrap_err().to_string();
+        assert!(e.contains("use none or deflate"), "{e}");
     }
 
     #[test]

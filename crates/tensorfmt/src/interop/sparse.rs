@@ -26,7 +26,7 @@ use tensorfmt_core::{
     Tensor, TensorFile, TensorInfo, WriteOptions,
 };
 use zip::write::SimpleFileOptions;
-use zip::{CompressionMethod, ZipWriter};
+use zip::ZipWriter;
 
 use super::npy;
 use crate::dispatch::{self, WriteReport};
@@ -160,25 +160,18 @@ pub(crate) fn write_csr(
         tensors.push((other.clone(), file.read_tensor(other)?));
     }
     // A whole legacy file's skeleton rides along (see `as_original`).
-    let mut options = options.clone();
     match format {
-        Format::Npz => write_npz(path, &tensors, &options)?,
-        _ => {
-            options.extra.insert("format".into(), "csr".into());
-            super::safetensors::save(path, &tensors, &options)?;
-        }
+        Format::Npz => write_npz(path, &tensors, options)?,
+        _ => super::safetensors::save_with_metadata(path, &tensors, options, &[("format", "csr")])?,
     }
     // Offered: the arrays of the sparse layout (so the summary says "wrote 6 tensors").
-    dispatch::report(path, format, tensors.len(), &options)
+    dispatch::report(path, format, tensors.len(), options)
 }
 
 /// An npz in scipy's `save_npz` layout: built in memory (the entries of a sparse
 /// file, no more than its own size in bytes), then written through [`AtomicFile`].
 fn write_npz(path: &Path, tensors: &[(String, Tensor)], options: &WriteOptions) -> Result<()> {
-    let method = match options.extra.get("compress").map(String::as_str) {
-        Some("deflate" | "true") => CompressionMethod::Deflated,
-        _ => CompressionMethod::Stored,
-    };
+    let method = super::npz::zip_method(options.compress);
     let zerr = |e: zip::result::ZipError| Error::Invalid(format!("npz: {e}"));
     let mut zip = ZipWriter::new(Cursor::new(Vec::new()));
     let opts = SimpleFileOptions::default()
@@ -195,7 +188,7 @@ fn write_npz(path: &Path, tensors: &[(String, Tensor)], options: &WriteOptions) 
         }
     }
     let mut bytes = zip.finish().map_err(zerr)?.into_inner();
-    if let Some(text) = options.extra.get(crate::provenance::KEY) {
+    if let Some(text) = &options.carried {
         // The skeleton, where the npz writer keeps it: outside every member, so
         // `np.load` and `scipy.sparse.load_npz` list only the arrays (see `npz::write_from`).
         bytes = super::npz::hide_in_archive(bytes, text)?;
@@ -356,6 +349,9 @@ where
     }
     fn kind(&self) -> String {
         self.inner.kind()
+    }
+    fn kind_id(&self) -> &'static str {
+        self.inner.kind_id()
     }
     fn header(&self) -> Vec<(String, FieldValue)> {
         self.inner.header()
