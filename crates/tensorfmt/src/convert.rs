@@ -37,7 +37,7 @@ use crate::document::{self, Document};
 use crate::format::{Format, Target};
 use crate::interop::sparse::{self, MAX_DENSE_BYTES};
 use crate::interop::MemoryFile;
-use crate::progress::{Progress, Tracked};
+use crate::progress::{Progress, Reading, Tracked};
 use crate::provenance::{self, Restored};
 
 impl Document {
@@ -213,8 +213,8 @@ impl Document {
         if target.kind.is_some() {
             options.kind = target.kind.clone();
         }
-        let source = Tracked::new(self.file(), progress);
-        let mut report = write_selection(&source, names, path, target.format, &options)?;
+        let source = Reading::of(self.file(), progress);
+        let mut report = write_selection(&*source, names, path, target.format, &options)?;
         report.warnings.extend(notes);
         Ok(report)
     }

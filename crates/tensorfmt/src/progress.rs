@@ -111,6 +111,11 @@ impl<'a> Progress<'a> {
         }
     }
 
+    /// Whether this progress reports to nobody ([`Progress::silent`]).
+    pub fn is_silent(&self) -> bool {
+        self.hook.is_none()
+    }
+
     /// The total given at creation.
     pub fn total(&self) -> u64 {
         self.total
@@ -220,6 +225,37 @@ impl<'a> Tracked<'a> {
                 index
             })
             .get(name)
+    }
+}
+
+/// A file read through a progress ([`Tracked`]), or as it is when the progress reports
+/// to nobody: a conversion without a hook pays nothing for the bookkeeping (a listing
+/// by name, a lock per piece; about 10 % of writing 10k small tensors to safetensors).
+pub enum Reading<'a> {
+    /// The file itself.
+    Plain(&'a dyn TensorFile),
+    /// The file through its progress.
+    Tracked(Tracked<'a>),
+}
+
+impl<'a> Reading<'a> {
+    /// `inner` read through `progress`, unless `progress` is silent.
+    pub fn of(inner: &'a dyn TensorFile, progress: &'a Progress<'a>) -> Reading<'a> {
+        if progress.is_silent() {
+            Reading::Plain(inner)
+        } else {
+            Reading::Tracked(Tracked::new(inner, progress))
+        }
+    }
+}
+
+impl<'a> std::ops::Deref for Reading<'a> {
+    type Target = dyn TensorFile + 'a;
+    fn deref(&self) -> &Self::Target {
+        match self {
+            Reading::Plain(f) => *f,
+            Reading::Tracked(t) => t,
+        }
     }
 }
 
