@@ -40,6 +40,8 @@ const REQUIREMENTS: &[&str] = &[
     "matplotlib",
     // Property tests (tensorfmt.spaces round trips).
     "hypothesis",
+    // primitiv's own reading rules in tests/test_written_files_open.py.
+    "msgpack",
 ];
 
 fn status(cmd: &mut Command) -> Result<(), String> {

@@ -87,6 +87,8 @@ class File:
         settings: Optional[Dict[str, str]] = None,
         fsync: bool = True,
         progress: Optional[Callable[[int, int], Any]] = None,
+        like: Optional[_Path] = None,
+        dense: bool = False,
     ) -> Tuple[int, List[str], List[str]]: ...
     def close(self) -> None: ...
 
@@ -205,6 +207,7 @@ def save(
     settings: Optional[Dict[str, str]] = None,
     fsync: bool = True,
     progress: Optional[Callable[[int, int], Any]] = None,
+    like: Optional[_Path] = None,
 ) -> Tuple[int, List[str], List[str]]: ...
 def diff(
     a: _Path,
