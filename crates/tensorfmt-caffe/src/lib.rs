@@ -56,6 +56,7 @@ mod file;
 mod net;
 mod params;
 mod prototxt;
+pub mod ranged;
 mod raw;
 mod read;
 mod shapes;

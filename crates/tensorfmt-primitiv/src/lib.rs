@@ -68,6 +68,7 @@ mod data;
 mod error;
 mod file;
 mod optimizer;
+pub mod ranged;
 mod read;
 mod write;
 

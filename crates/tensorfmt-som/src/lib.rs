@@ -52,6 +52,7 @@ mod facade;
 mod header;
 mod hex;
 mod legacy;
+pub mod ranged;
 mod read;
 mod write;
 

@@ -143,6 +143,7 @@ pub mod like;
 mod naming;
 pub mod progress;
 pub mod provenance;
+pub mod ranged;
 pub mod render;
 
 pub use document::{Document, Entries, Entry};
