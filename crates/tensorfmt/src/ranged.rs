@@ -25,6 +25,7 @@ pub use tensorfmt_core::ranged::{
     chunk_grid, ChunkGrid, FileSource, Placement, RangeSource, SparseImage, VirtualFile,
     VirtualTensor, DEFAULT_BLOCK,
 };
+pub use tensorfmt_core::ranged::zarr_data_type;
 use tensorfmt_core::{DType, Error, ReadOptions, Result, SourceLayout, TensorFile};
 
 use crate::formats::{detect_bytes, open_bytes, Format, SNIFF_LEN};
