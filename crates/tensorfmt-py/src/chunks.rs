@@ -81,8 +81,10 @@ impl RangeSource for PySource {
 /// tensors}`, each tensor `{name, dtype, shape, zarr_dtype, not_virtual}` plus, when
 /// its bytes are a regular chunk grid, `{chunk_shape, grid_shape, order, chunk_len,
 /// offsets, big_endian}` (`offsets` a uint64 array over the grid, C order).
+/// `fortran_columns` cuts column-major tensors into single columns (chunks that need
+/// no transpose codec) instead of chunks of about `chunk_bytes`.
 #[pyfunction]
-#[pyo3(signature = (read_range, size, name=None, format=None, kind=None, strict=false, read_ranges=None, block=None, max_fetch=None, chunk_bytes=8 << 20))]
+#[pyo3(signature = (read_range, size, name=None, format=None, kind=None, strict=false, read_ranges=None, block=None, max_fetch=None, chunk_bytes=8 << 20, fortran_columns=false))]
 #[allow(clippy::too_many_arguments)] // Python keyword arguments
 pub fn describe_remote<'py>(
     py: Python<'py>,
@@ -96,6 +98,7 @@ pub fn describe_remote<'py>(
     block: Option<u64>,
     max_fetch: Option<u64>,
     chunk_bytes: u64,
+    fortran_columns: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let raised = Arc::new(Mutex::new(None));
     let mut source = PySource {
@@ -120,14 +123,17 @@ pub fn describe_remote<'py>(
             .tensors
             .iter()
             .map(|t| match &t.placement {
-                Placement::Bytes { layout, .. } => chunk_grid(
-                    t.info.shape.dims(),
-                    t.info.dtype.size(),
-                    layout,
-                    t.frame_axis,
-                    chunk_bytes.max(1),
-                )
-                .map(Some),
+                Placement::Bytes { layout, .. } => {
+                    let dims = t.info.shape.dims();
+                    let size = t.info.dtype.size();
+                    let target = match dims.first() {
+                        Some(&rows) if fortran_columns && layout.order == Order::ColumnMajor => {
+                            (rows as u64).saturating_mul(size as u64)
+                        }
+                        _ => chunk_bytes,
+                    };
+                    chunk_grid(dims, size, layout, t.frame_axis, target.max(1)).map(Some)
+                }
                 Placement::NotVirtual(_) => Ok(None),
             })
             .collect();

@@ -38,8 +38,8 @@ readers (kerchunk references) do: open integer tensors from kerchunk references 
 Changed files: the root group records each file's size, modification time and ETag
 (``tensorfmt_source``) and when it was parsed (``tensorfmt_parsed_at``);
 :func:`check_unchanged` refuses a dataset whose files changed since, and
-``vds.vz.to_icechunk(store, last_updated_at=tensorfmt.virtual.parsed_at(vds))`` lets
-Icechunk refuse them when reading.
+``vds.vz.to_icechunk(store, last_updated_at=tensorfmt.virtual.last_updated_at(vds))``
+lets Icechunk refuse them when reading.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ import numpy as np
 
 from . import _native
 from ._dims import dims_for, header_attrs
-from ._errors import InputChangedError
+from ._errors import InputChangedError, InvalidArgumentError
 
 try:  # pragma: no cover - import guard
     from virtualizarr.manifests import ChunkManifest, ManifestArray, ManifestGroup, ManifestStore
@@ -126,7 +126,12 @@ class Parser:
     is detected from the first bytes otherwise); ``skip_variables``: names left out;
     ``chunk_bytes``: the size of the chunks a large contiguous tensor is cut into (a
     frame or an entry is always one chunk); ``block``: the read-ahead of header walks;
-    ``max_fetch``: the most bytes read to describe one file.
+    ``max_fetch``: the most bytes read to describe one file; ``fortran``: how
+    column-major tensors (primitiv, Fortran-order npy) are chunked: ``"transpose"``
+    (chunks of about ``chunk_bytes`` through zarr's transpose codec: Icechunk and every
+    zarr v3 reader) or ``"columns"`` (one column per chunk, no codec: also kerchunk
+    references, which VirtualiZarr writes as zarr v2 metadata, where the transpose codec
+    has no equivalent).
     """
 
     def __init__(
@@ -139,7 +144,11 @@ class Parser:
         chunk_bytes: int = CHUNK_BYTES,
         block: int = 64 << 10,
         max_fetch: int = 256 << 20,
+        fortran: str = "transpose",
     ) -> None:
+        if fortran not in ("transpose", "columns"):
+            raise InvalidArgumentError(f"fortran= is 'transpose' or 'columns', not {fortran!r}")
+        self.fortran = fortran
         self.format = format
         self.kind = kind
         self.strict = strict
@@ -173,6 +182,7 @@ class Parser:
             block=self.block,
             max_fetch=self.max_fetch,
             chunk_bytes=self.chunk_bytes,
+            fortran_columns=self.fortran == "columns",
         )
         after = _meta(store, path)
         if (after["size"], after["last_modified"], after["etag"]) != (before["size"], before["last_modified"], before["etag"]):
@@ -204,13 +214,14 @@ class Parser:
             if fmt == "pvp" and "time" in all_names and name != "time" and dims[:1] == ("frame",):
                 attrs["coordinates"] = "time"
             codecs: List[Dict[str, Any]] = []
-            if t["order"] == "F" and len(shape) > 1:
+            chunk_shape = tuple(int(c) for c in t["chunk_shape"])
+            if t["order"] == "F" and sum(c > 1 for c in chunk_shape) > 1:
                 codecs.append({"name": "transpose", "configuration": {"order": list(range(len(shape)))[::-1]}})
             codecs.append({"name": "bytes", "configuration": {"endian": "big" if t["big_endian"] else "little"}})
             metadata = create_v3_array_metadata(
                 shape=shape,
                 data_type=dtype,
-                chunk_shape=tuple(int(c) for c in t["chunk_shape"]),
+                chunk_shape=chunk_shape,
                 fill_value=fill_value(dtype),
                 codecs=codecs,
                 attributes=attrs,
@@ -241,11 +252,18 @@ class Parser:
 
 
 def parsed_at(obj: Any) -> _dt.datetime:
-    """When the (first) file of a virtual dataset was parsed: pass it to
-    ``vds.vz.to_icechunk(store, last_updated_at=...)`` so Icechunk refuses chunks of a
-    file modified since."""
+    """When the (first) file of a virtual dataset (or its attributes) was parsed."""
     attrs = getattr(obj, "attrs", obj)
     return _dt.datetime.fromisoformat(attrs["tensorfmt_parsed_at"])
+
+
+def last_updated_at(obj: Any) -> _dt.datetime:
+    """The ``last_updated_at`` to give ``vds.vz.to_icechunk(store, ...)`` so Icechunk
+    refuses the chunks of a file modified after it was parsed: :func:`parsed_at`
+    rounded up to the next second (Icechunk keeps whole seconds; a file modified within
+    the second it was parsed in goes unnoticed)."""
+    t = parsed_at(obj)
+    return t.replace(microsecond=0) + _dt.timedelta(seconds=1)
 
 
 def _paths(ds: Any) -> List[str]:
@@ -278,4 +296,4 @@ def check_unchanged(ds: Any, registry: Any) -> None:
         raise InputChangedError(f"changed since they were referenced: {', '.join(changed)}")
 
 
-__all__ = ["Parser", "check_unchanged", "parsed_at", "fill_value", "zarr_names", "CHUNK_BYTES"]
+__all__ = ["Parser", "check_unchanged", "parsed_at", "last_updated_at", "fill_value", "zarr_names", "CHUNK_BYTES"]

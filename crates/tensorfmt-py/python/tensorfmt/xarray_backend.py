@@ -43,10 +43,6 @@ try:  # pragma: no cover - import guard
 except ImportError as e:  # pragma: no cover - depends on the environment
     raise ImportError("the tensorfmt xarray engine needs xarray: pip install 'tensorfmt[xarray]'") from e
 
-#: How many bytes a ``chunks={}`` dask chunk holds along the frame axis (as
-#: :data:`tensorfmt.dask.CHUNK_BYTES`).
-PREFERRED_CHUNK_BYTES = 128 << 20
-
 #: Magic numbers of formats other engines own: never claimed by content.
 _FOREIGN = (b"\x89HDF\r\n\x1a\n", b"CDF\x01", b"CDF\x02", b"CDF\x05", b"GRIB")
 
@@ -196,9 +192,9 @@ def open_tensorfmt_dataset(
         array = TensorfmtArray(file, info.name, tuple(info.shape), info.dtype, by_frame)
         encoding: Dict[str, Any] = {"dtype": info.dtype}
         if by_frame and info.shape:
-            per = int(np.prod(info.shape[1:], dtype=np.int64)) * info.dtype.itemsize
-            step = max(1, PREFERRED_CHUNK_BYTES // max(1, per))
-            encoding["preferred_chunks"] = {dims[0]: min(step, max(1, info.shape[0]))}
+            # Every frame (entry) is read on its own: any chunking along it fits, and
+            # chunks="auto" grows chunks from one frame to dask's chunk size.
+            encoding["preferred_chunks"] = {dims[0]: 1}
         var = xr.Variable(dims, indexing.LazilyIndexedArray(array), encoding=encoding)
         if fmt == "pvp" and info.name == "time":
             coords[info.name] = var
