@@ -16,7 +16,7 @@ references or an Icechunk repository without copying a byte of it::
     (('frame', 'y', 'x', 'f'), (3, 1, 1, 1))
     >>> vds.vz.to_kerchunk("refs.json", format="json")
     >>> float(xr.open_dataset("refs.json", engine="kerchunk")["values"].sum())
-    114.0
+    121.5
 
 The references come from tensorfmt's own readers (their declared tensor layouts),
 reading only headers and indexes through the registry's store: a dense PVP movie of any

@@ -8,7 +8,7 @@ and a directory of files (an OpenPV output or checkpoint directory, a PINK job) 
     >>> ds["values"].dims, ds["values"].shape, ds["time"].values.tolist()
     (('frame', 'y', 'x', 'f'), (3, 2, 3, 2), [0.5, 1.5, 2.5])
     >>> float(ds["values"].isel(frame=-1).sum())            # reads the last frame only
-    39.0
+    76.5
     >>> xr.open_dataset("testdata/pvp/dense_f32.pvp", engine="tensorfmt", chunks={"frame": 2})["values"].chunks[0]
     (2, 1)
 
