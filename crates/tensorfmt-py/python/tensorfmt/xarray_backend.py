@@ -71,6 +71,8 @@ class _File:
         self.format = fmt
         self.kind = kind
         self.strict = strict
+        #: A dense PVP movie: frames are read as strided views of the mapping.
+        self.dense_pvp = False
         self._whole: Dict[str, np.ndarray] = {}
         self._lock = threading.Lock()
 
@@ -78,12 +80,18 @@ class _File:
         return tensorfmt.open(self.path, format=self.format, kind=self.kind, strict=self.strict, **kw)
 
     def frames(self, name: str, start: int, stop: int) -> np.ndarray:
+        """Frames (entries) ``start..stop`` of tensor ``name``: a read-only view of a
+        fresh mapping where the layout allows (dense PVP frames, PINK payloads), which
+        is unmapped when the last view of it goes (a dask task's chunk, once reduced),
+        so the resident set follows the chunks in flight, not the file."""
         import warnings
 
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", tensorfmt.TensorfmtWarning)  # said once, at open
+            if self.format == "pvp" and name == "values" and self.dense_pvp:
+                return tensorfmt.pvp._open(self.path, strict=self.strict, warn=False).movie(start, stop)
             with self.open(frames=(start, stop)) as doc:
-                return np.array(doc[name])
+                return doc[name]
 
     def whole(self, name: str) -> np.ndarray:
         with self._lock:
@@ -114,7 +122,7 @@ class TensorfmtArray(BackendArray):
 
     def _getitem(self, key: Tuple[Any, ...]) -> np.ndarray:
         if not self.by_frame or not self.shape:
-            return np.array(self.file.whole(self.name)[key])
+            return np.asarray(self.file.whole(self.name)[key])
         first, rest = key[0], key[1:]
         n = self.shape[0]
         if isinstance(first, slice):
@@ -125,13 +133,13 @@ class TensorfmtArray(BackendArray):
                     return np.empty((0,) + self.shape[1:], self.dtype)[(slice(None),) + tuple(rest)]
                 start, stop, step = int(idx.min()), int(idx.max()) + 1, 1
                 block = self.file.frames(self.name, start, stop)
-                return np.array(block[(idx - start,) + tuple(rest)])
+                return np.asarray(block[(idx - start,) + tuple(rest)])
             stop = start + (len(range(start, stop, step)) - 1) * step + 1
             block = self.file.frames(self.name, start, stop)
-            return np.array(block[(slice(None, None, step),) + tuple(rest)])
+            return np.asarray(block[(slice(None, None, step),) + tuple(rest)])
         k = int(first)
         block = self.file.frames(self.name, k, k + 1)
-        return np.array(block[(0,) + tuple(rest)])
+        return np.asarray(block[(0,) + tuple(rest)])
 
 
 def _sparse_values(path: str, strict: bool) -> Any:
@@ -178,6 +186,7 @@ def open_tensorfmt_dataset(
         description = doc.description
     names = [i.name for i in infos]
     file = _File(p, fmt, kind, strict)
+    file.dense_pvp = fmt == "pvp" and doc_kind == "dense"
     variables: Dict[str, Any] = {}
     coords: Dict[str, Any] = {}
     for info in infos:
