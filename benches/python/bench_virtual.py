@@ -86,6 +86,7 @@ def main():
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--size-mib", type=int, default=1024)
     ap.add_argument("--files", type=int, default=200)
+    ap.add_argument("--sections", default="1234", help="which numbered measurements to run")
     a = ap.parse_args()
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="tensorfmt-bench-virtual-"))
     try:
@@ -111,7 +112,16 @@ def run(a, tmp):
     )
     print()
 
-    # 1, 2. Bytes over HTTP.
+    if "1" in a.sections or "2" in a.sections:
+        http_bytes(a, tmp, xr, tv, ObjectStoreRegistry, HTTPStore)
+    if "3" in a.sections:
+        engine_rows(a, tmp)
+    if "4" in a.sections:
+        cluster_rows(a, tmp, xr, tv, ObjectStoreRegistry, HTTPStore, distributed)
+
+
+def http_bytes(a, tmp, xr, tv, ObjectStoreRegistry, HTTPStore):
+    """Rows 1 and 2."""
     frames = 10_000
     movie(tmp / "movie.pvp", frames, (16, 16, 1))
     frame_bytes = 16 * 16 * 4
@@ -131,7 +141,10 @@ def run(a, tmp):
     print(f"| read 10 frames ({ten.nbytes} B) through zarr | {read_bytes} | 10 | {int(1.05 * ten.nbytes)} (1.05 x) | {read_bytes <= 1.05 * ten.nbytes} |")
     print()
 
-    # 3. The engine on a SIZE_MIB movie against tensorfmt.open's mapped view.
+
+
+def engine_rows(a, tmp):
+    """Row 3: the engine on a SIZE_MIB movie against tensorfmt.open's mapped view."""
     shape = (512, 512, 1)
     big_frames = a.size_mib * (1 << 20) // (4 * int(np.prod(shape)))
     big = tmp / "big.pvp"
@@ -163,7 +176,15 @@ def run(a, tmp):
     big.unlink()
     print()
 
-    # 4. A cluster over FILES files: virtual dataset over HTTP against tensorfmt.dask.
+
+
+def cluster_rows(a, tmp, xr, tv, ObjectStoreRegistry, HTTPStore, distributed):
+    """Row 4: a cluster over FILES files, a virtual dataset (over HTTP, and over the
+    local files) against tensorfmt.dask."""
+    import tensorfmt.dask
+    from obstore.store import LocalStore
+    from virtualizarr import open_virtual_dataset
+
     files_dir = tmp / "runs"
     files_dir.mkdir()
     paths = []
@@ -173,55 +194,85 @@ def run(a, tmp):
         paths.append(p)
     cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
     client = distributed.Client(cluster)
+    mib = 1 << 20
+    total = sum(p.stat().st_size for p in paths)
     try:
+        import dask.array as da
+
+        def native():
+            arr = da.concatenate([tensorfmt.dask.from_file(p, chunk_frames=16) for p in paths])
+            return arr.mean(0).compute()
+
+        def virtual(refs):
+            if isinstance(refs, pathlib.Path):
+                ds = xr.open_dataset(str(refs), engine="kerchunk", chunks={"frame": 16})
+            else:  # an Icechunk repository
+                ds = xr.open_zarr(refs.readonly_session("main").store, consolidated=False, zarr_format=3, chunks={"frame": 16})
+            return ds["values"].mean("frame").compute()
+
+        def icechunk_repo(urls, reg):
+            import icechunk
+
+            t = time.perf_counter()
+            config = icechunk.RepositoryConfig.default()
+            prefix = "file://" + str(files_dir) + "/"
+            config.set_virtual_chunk_container(icechunk.VirtualChunkContainer(prefix, icechunk.local_filesystem_store(str(files_dir))))
+            repo = icechunk.Repository.create(
+                icechunk.local_filesystem_storage(str(tmp / "repo")), config, authorize_virtual_chunk_access={prefix: None}
+            )
+            vdss = [open_virtual_dataset(u, registry=reg, parser=tv.Parser()) for u in urls]
+            combined = xr.concat(vdss, dim="frame", coords="minimal", compat="override", combine_attrs="override")
+            session = repo.writable_session("main")
+            combined.vz.to_icechunk(session.store, last_updated_at=tv.last_updated_at(combined))
+            session.commit("runs")
+            return repo, time.perf_counter() - t
+
+        def refs_for(urls, reg, name):
+            t = time.perf_counter()
+            vdss = [open_virtual_dataset(u, registry=reg, parser=tv.Parser()) for u in urls]
+            combined = xr.concat(vdss, dim="frame", coords="minimal", compat="override", combine_attrs="override")
+            refs = tmp / name
+            combined.vz.to_kerchunk(str(refs), format="json")
+            return refs, time.perf_counter() - t
+
+        print("| row | virtual min / median s | tensorfmt.dask min / median s | ratio dask / virtual (min / median) | notes |")
+        print("|---|---|---|---|---|")
         with RangeServer(str(files_dir)) as srv:
             reg = ObjectStoreRegistry({srv.base: HTTPStore.from_url(srv.base, client_options={"allow_http": True})})
-            from virtualizarr import open_virtual_dataset
-
             srv.reset()
-            t = time.perf_counter()
-            vdss = [open_virtual_dataset(srv.url(p.name), registry=reg, parser=tv.Parser()) for p in paths]
-            combined = xr.concat(vdss, dim="frame", coords="minimal", compat="override", combine_attrs="override")
-            refs = tmp / "runs.json"
-            combined.vz.to_kerchunk(str(refs), format="json")
-            parse_t = time.perf_counter() - t
+            refs, parse_t = refs_for([srv.url(p.name) for p in paths], reg, "runs_http.json")
             parse_bytes = srv.served()
-
-            def virtual():
-                ds = xr.open_dataset(str(refs), engine="kerchunk", chunks={"frame": 16})
-                return ds["values"].mean("frame").compute()
-
-            import dask.array as da
-
-            def native():
-                arr = da.concatenate([tensorfmt.dask.from_file(p, chunk_frames=16) for p in paths])
-                return arr.mean(0).compute()
-
-            vt, nt = [], []
-            check = None
-            for k in range(a.repeat + 1):
-                srv.reset()
-                t = time.perf_counter()
-                m1 = virtual()
-                d1 = time.perf_counter() - t
-                served = srv.served()
-                t = time.perf_counter()
-                m2 = native()
-                d2 = time.perf_counter() - t
-                if check is None:
-                    check = float(np.abs(np.asarray(m1) - np.asarray(m2)).max())
-                if k:
-                    vt.append(d1)
-                    nt.append(d2)
-        v, n = stats(vt), stats(nt)
-        total = sum(p.stat().st_size for p in paths)
-        print("| row | virtual (HTTP) min / median s | tensorfmt.dask min / median s | ratio dask / virtual (min / median) | notes |")
-        print("|---|---|---|---|---|")
-        print(
-            f"| mean over frame of {a.files} PVP files ({total / mib:.0f} MiB) on a 2-worker LocalCluster | {v[0]:.3f} / {v[1]:.3f} "
-            f"| {n[0]:.3f} / {n[1]:.3f} | {n[0] / v[0]:.2f} / {n[1] / v[1]:.2f} | parse of {a.files} files over HTTP + kerchunk write: "
-            f"{parse_t:.2f} s, {parse_bytes} B ({parse_bytes / a.files:.0f} B/file); a read serves {served} B of {total} B; max |difference| {check:g} |"
-        )
+            local_reg = ObjectStoreRegistry({"file://": LocalStore()})
+            local_urls = ["file://" + str(p) for p in paths]
+            local_refs, local_t = refs_for(local_urls, local_reg, "runs_local.json")
+            repo, ice_t = icechunk_repo(local_urls, local_reg)
+            for label, r, note in [
+                ("(kerchunk) over HTTP (tests/rangeserver.py, one Python process)", refs,
+                 f"parse of {a.files} files over HTTP + kerchunk write: {parse_t:.2f} s, {parse_bytes} B ({parse_bytes / a.files:.0f} B/file)"),
+                ("(kerchunk) over the local files", local_refs, f"parse of {a.files} local files + kerchunk write: {local_t:.2f} s"),
+                ("(Icechunk) over the local files", repo, f"parse of {a.files} local files + Icechunk commit: {ice_t:.2f} s"),
+            ]:
+                vt, nt, check = [], [], None
+                for k in range(a.repeat + 1):
+                    srv.reset()
+                    t = time.perf_counter()
+                    m1 = virtual(r)
+                    d1 = time.perf_counter() - t
+                    served = srv.served()
+                    t = time.perf_counter()
+                    m2 = native()
+                    d2 = time.perf_counter() - t
+                    if check is None:
+                        check = float(np.abs(np.asarray(m1) - np.asarray(m2)).max())
+                    if k:
+                        vt.append(d1)
+                        nt.append(d2)
+                v, n = stats(vt), stats(nt)
+                print(
+                    f"| mean over frame of {a.files} PVP files ({total / mib:.0f} MiB, 16 frames each) on a 2-worker LocalCluster, "
+                    f"virtual dataset {label} | {v[0]:.3f} / {v[1]:.3f} | {n[0]:.3f} / {n[1]:.3f} "
+                    f"| {n[0] / v[0]:.2f} / {n[1] / v[1]:.2f} | {note}; a read serves {served} B; max difference {check:g} |"
+                )
     finally:
         client.close()
         cluster.close()

@@ -224,6 +224,11 @@ impl<'a> SparseImage<'a> {
         self.len == 0
     }
 
+    /// The read-ahead block of [`get`](Self::get).
+    pub fn block(&self) -> u64 {
+        self.block
+    }
+
     /// Bytes fetched so far.
     pub fn fetched(&self) -> u64 {
         self.fetched

@@ -60,7 +60,10 @@ pub fn fetch_structure(image: &mut SparseImage<'_>, options: &ReadOptions) -> Re
             };
             let mut off = HEADER_SIZE as u64;
             let mut frames = 0u64;
-            // The frame table: each frame's count says where the next one starts.
+            let mut last = 0u64;
+            // The frame table: each frame's count says where the next one starts. Small
+            // frames are read ahead a block at a time; after a frame longer than a
+            // block, the next count is read alone (not the entries around it).
             while off < len {
                 frames += 1;
                 if frames > options.limits.max_items {
@@ -70,7 +73,11 @@ pub fn fetch_structure(image: &mut SparseImage<'_>, options: &ReadOptions) -> Re
                         limit: options.limits.max_items,
                     });
                 }
-                let rec = image.get(off, 12)?;
+                let rec = if last > image.block() {
+                    image.get_exact(off, 12)?
+                } else {
+                    image.get(off, 12)?
+                };
                 if rec.len() < 12 {
                     break; // the reader names the truncated frame
                 }
@@ -84,6 +91,7 @@ pub fn fetch_structure(image: &mut SparseImage<'_>, options: &ReadOptions) -> Re
                 else {
                     break;
                 };
+                last = next - off;
                 off = next;
             }
             Ok(())
@@ -311,5 +319,22 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("frame 49"), "{e}");
+    }
+
+    #[test]
+    fn large_sparse_frames_cost_their_counts_not_their_entries() {
+        let mut buf = std::io::Cursor::new(Vec::new());
+        let mut w = SparseWriter::values(&mut buf, 100_000, 1, 1).unwrap();
+        let idx: Vec<u32> = (0..50_000).map(|i| i * 2).collect();
+        for t in 0..6 {
+            w.write_frame(t as f64, &idx, &vec![1.0; idx.len()])
+                .unwrap();
+        }
+        w.finish().unwrap();
+        let file = buf.into_inner();
+        let (tensors, fetched) = remote(&file, 4096).unwrap();
+        assert_eq!(tensors[0].info.shape.dims(), &[6, 1, 100_000, 1]);
+        // The first block, then one read per frame count (the first one read ahead).
+        assert!(fetched <= 2 * 4096 + 6 * 12, "{fetched} of {}", file.len());
     }
 }

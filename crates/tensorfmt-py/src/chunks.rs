@@ -19,7 +19,9 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
-use tensorfmt::ranged::{chunk_grid, describe_remote as describe, Placement, RangeSource, RemoteOptions};
+use tensorfmt::ranged::{
+    chunk_grid, describe_remote as describe, Placement, RangeSource, RemoteOptions,
+};
 use tensorfmt::{Error, Order, Tensor};
 
 use crate::array::Array;
@@ -59,10 +61,7 @@ impl RangeSource for PySource {
 
     fn read_ranges(&mut self, ranges: &[(u64, u64)]) -> tensorfmt::Result<Vec<Bytes>> {
         let Some(many) = &self.read_ranges else {
-            return ranges
-                .iter()
-                .map(|&(o, l)| self.read_range(o, l))
-                .collect();
+            return ranges.iter().map(|&(o, l)| self.read_range(o, l)).collect();
         };
         let starts: Vec<u64> = ranges.iter().map(|r| r.0).collect();
         let lengths: Vec<u64> = ranges.iter().map(|r| r.1).collect();
@@ -139,7 +138,10 @@ pub fn describe_remote<'py>(
             .collect();
         Ok((v, grids))
     });
-    let (v, grids) = match (outcome, raised.lock().unwrap_or_else(|p| p.into_inner()).take()) {
+    let (v, grids) = match (
+        outcome,
+        raised.lock().unwrap_or_else(|p| p.into_inner()).take(),
+    ) {
         (Err(_), Some(e)) => return Err(e),
         (r, _) => r?,
     };
@@ -174,7 +176,11 @@ pub fn describe_remote<'py>(
             d.set_item("grid_shape", PyTuple::new(py, &g.grid_shape)?)?;
             d.set_item(
                 "order",
-                if g.order == Order::ColumnMajor { "F" } else { "C" },
+                if g.order == Order::ColumnMajor {
+                    "F"
+                } else {
+                    "C"
+                },
             )?;
             d.set_item("chunk_len", g.chunk_len)?;
             let n = g.offsets.len();

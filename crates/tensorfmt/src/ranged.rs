@@ -3,7 +3,7 @@
 //! the first bytes, lets the format's structure walker fetch its headers and indexes
 //! into a [`SparseImage`], opens the image with the ordinary reader and returns, for
 //! every tensor, where its bytes lie ([`Placement`]) or why they are not a byte range.
-//! [`chunk_grid`](tensorfmt_core::ranged::chunk_grid) turns a placement into zarr chunk
+//! [`chunk_grid`] turns a placement into zarr chunk
 //! references. See [`tensorfmt_core::ranged`] for why the readers stay the one source
 //! of those layouts.
 //!
@@ -21,11 +21,11 @@
 use std::path::Path;
 
 use bytes::Bytes;
+pub use tensorfmt_core::ranged::zarr_data_type;
 pub use tensorfmt_core::ranged::{
     chunk_grid, ChunkGrid, FileSource, Placement, RangeSource, SparseImage, VirtualFile,
     VirtualTensor, DEFAULT_BLOCK,
 };
-pub use tensorfmt_core::ranged::zarr_data_type;
 use tensorfmt_core::{DType, Error, ReadOptions, Result, SourceLayout, TensorFile};
 
 use crate::formats::{detect_bytes, open_bytes, Format, SNIFF_LEN};
