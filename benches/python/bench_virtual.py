@@ -34,6 +34,10 @@ import numpy as np
 
 import tensorfmt
 
+# Icechunk's log goes to stdout: only errors (its local-store warning is for writers
+# that commit concurrently, which this benchmark does not).
+os.environ.setdefault("ICECHUNK_LOG", "error")
+
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT / "crates" / "tensorfmt-py" / "tests"))
