@@ -40,6 +40,7 @@ mod limits;
 #[cfg(feature = "ndarray")]
 mod ndarray_interop;
 mod options;
+pub mod ranged;
 mod shape;
 mod stats;
 mod tensor;

@@ -69,6 +69,7 @@ mod error;
 mod file;
 mod key;
 mod optimizer;
+pub mod ranged;
 mod read;
 mod write;
 

@@ -53,6 +53,7 @@ mod header;
 mod hex;
 mod layout;
 mod legacy;
+pub mod ranged;
 mod read;
 mod write;
 

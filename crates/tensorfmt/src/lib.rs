@@ -147,6 +147,7 @@ pub mod interop;
 mod naming;
 pub mod progress;
 pub mod provenance;
+pub mod ranged;
 pub mod render;
 
 pub use convert::{save, save_to, save_with_progress};

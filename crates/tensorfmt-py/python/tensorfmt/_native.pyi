@@ -41,6 +41,8 @@ __all__ = [
     "specs_nest",
     "specs_n_unique",
     "detect",
+    "describe_remote",
+    "detect_content",
     "__version__",
 ]
 
@@ -220,6 +222,20 @@ def diff(
 ) -> Dict[str, Any]: ...
 def formats() -> List[Tuple[str, List[str], List[str], bool]]: ...
 def detect(path: _Path) -> str: ...
+def detect_content(head: bytes, size: int) -> Optional[str]: ...
+def describe_remote(
+    read_range: Callable[[int, int], bytes],
+    size: int,
+    name: Optional[str] = None,
+    format: Optional[str] = None,
+    kind: Optional[str] = None,
+    strict: bool = False,
+    read_ranges: Optional[Callable[[List[int], List[int]], List[bytes]]] = None,
+    block: Optional[int] = None,
+    max_fetch: Optional[int] = None,
+    chunk_bytes: int = ...,
+    fortran_columns: bool = False,
+) -> Dict[str, Any]: ...
 
 # tensorfmt_core::space (tensorfmt.spaces cross-checks its numpy implementation with
 # these): a space is a nested tuple ("vector", dim, dtype) / ("conv2d", rows, cols,
