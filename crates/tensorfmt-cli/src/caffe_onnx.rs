@@ -8,7 +8,8 @@ use serde_json::json;
 use tensorfmt::ReadOptions;
 use tensorfmt_lower::{convert_files, LowerError, LowerOptions, Sources};
 
-use crate::commands::{check_output, emit, emit_json};
+use crate::commands::check_output;
+use crate::output::{emit, emit_json};
 use crate::text;
 use crate::Failure;
 

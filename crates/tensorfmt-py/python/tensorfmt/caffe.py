@@ -31,8 +31,8 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _native
-from ._api import _summary
-from ._errors import InvalidArgumentError, TensorNotFoundError
+from ._text import summary as _summary
+from ._errors import InvalidArgumentError, TensorNotFoundError, warn_leniency
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -304,10 +304,8 @@ def open(path: PathLike, *, kind: Optional[str] = None, strict: bool = False) ->
     >>> net.kind, [l.name for l in net.layers], net["ip"].blobs[0].shape
     ('caffemodel', ['ip'], (3, 2))
     """
-    from ._api import _warn_leniency
-
     f = CaffeFile(path, kind=kind, strict=strict)
-    _warn_leniency(f.path, f.warnings)
+    warn_leniency(f.path, f.warnings)
     return f
 
 

@@ -3,7 +3,7 @@
 use std::fmt::Display;
 
 use super::error::{Result, SpaceError};
-use crate::DType;
+use tensorfmt_core::DType;
 
 /// The float type a space gets when none is given (Pylearn2's `floatX`, resolved when
 /// the space is built). Use `with_dtype` on a space to choose another one.

@@ -2,7 +2,7 @@
 
 use super::dtype_rule::{check_cast, check_space_dtype, resolve, DEFAULT_FLOAT};
 use super::error::{Result, SpaceError};
-use crate::{DType, Order, Tensor};
+use tensorfmt_core::{DType, Order, Tensor};
 
 /// A batch of `dim`-dimensional vectors: a rank-2 tensor of shape `(n, dim)`.
 ///
@@ -10,12 +10,12 @@ use crate::{DType, Order, Tensor};
 ///
 /// ```
 /// use tensorfmt_core::{DType, Order, Tensor};
-/// use tensorfmt_core::space::VectorSpace;
+/// use tensorfmt_spaces::VectorSpace;
 /// let s = VectorSpace::new(3).with_dtype(Some(DType::F64))?;
 /// assert_eq!(s.to_string(), "VectorSpace(dim=3, dtype=float64)");
 /// s.validate(&Tensor::zeros(DType::F32, [4, 3], Order::RowMajor)?)?;
 /// assert!(s.validate(&Tensor::zeros(DType::F32, [4, 2], Order::RowMajor)?).is_err());
-/// # Ok::<(), tensorfmt_core::space::SpaceError>(())
+/// # Ok::<(), tensorfmt_spaces::SpaceError>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct VectorSpace {

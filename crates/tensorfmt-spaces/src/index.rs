@@ -4,7 +4,7 @@ use bytes::Bytes;
 
 use super::dtype_rule::{check_cast, resolve};
 use super::error::{Result, SpaceError};
-use crate::{DType, Order, Tensor};
+use tensorfmt_core::{DType, Order, Tensor};
 
 /// A batch of `dim` integer labels per example, each in `[0, max_labels)`.
 ///
@@ -13,7 +13,7 @@ use crate::{DType, Order, Tensor};
 ///
 /// ```
 /// use tensorfmt_core::{Order, Tensor};
-/// use tensorfmt_core::space::{IndexSpace, OneHot};
+/// use tensorfmt_spaces::{IndexSpace, OneHot};
 /// let s = IndexSpace::new(5, 3)?;
 /// assert_eq!(s.to_string(), "IndexSpace(dim=3, max_labels=5, dtype=int64)");
 /// let labels = Tensor::from_vec(vec![4i64, 0, 2], [1, 3], Order::RowMajor)?;
@@ -21,7 +21,7 @@ use crate::{DType, Order, Tensor};
 /// assert_eq!(merged.to_vec::<f32>()?, vec![1.0, 0.0, 1.0, 0.0, 1.0]);
 /// let bad = Tensor::from_vec(vec![4i64, 0, 5], [1, 3], Order::RowMajor)?;
 /// assert!(s.validate(&bad).is_err());
-/// # Ok::<(), tensorfmt_core::space::SpaceError>(())
+/// # Ok::<(), tensorfmt_spaces::SpaceError>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct IndexSpace {
@@ -146,9 +146,11 @@ impl IndexSpace {
         let dtype = resolve(self, dtype, Some(super::DEFAULT_FLOAT))?;
         let n = t.dims()[0];
         let width = self.one_hot_width(mode);
-        let len = n.checked_mul(width).ok_or(crate::Error::Overflow {
-            what: "one-hot batch size",
-        })?;
+        let len = n
+            .checked_mul(width)
+            .ok_or(tensorfmt_core::Error::Overflow {
+                what: "one-hot batch size",
+            })?;
         let mut out = vec![0u8; len];
         for (i, &l) in labels(t)?.iter().enumerate() {
             let (row, pos) = (i / self.dim, i % self.dim);
@@ -179,8 +181,8 @@ impl IndexSpace {
 /// The labels of an integer tensor in row-major order, exactly (as i128).
 pub(crate) fn labels(t: &Tensor) -> Result<Vec<i128>> {
     let t = t.to_order(Order::RowMajor)?;
-    Ok(crate::with_element!(t.dtype(), T => {
-        t.typed::<T>()?.iter().map(|&v| crate::Element::to_i128(v)).collect()
+    Ok(tensorfmt_core::with_element!(t.dtype(), T => {
+        t.typed::<T>()?.iter().map(|&v| tensorfmt_core::Element::to_i128(v)).collect()
     }))
 }
 
@@ -188,7 +190,7 @@ pub(crate) fn labels(t: &Tensor) -> Result<Vec<i128>> {
 mod tests {
     use super::*;
 
-    fn lab<T: crate::Element>(v: Vec<T>, dims: [usize; 2]) -> Tensor {
+    fn lab<T: tensorfmt_core::Element>(v: Vec<T>, dims: [usize; 2]) -> Tensor {
         Tensor::from_vec(v, dims, Order::RowMajor).unwrap()
     }
 

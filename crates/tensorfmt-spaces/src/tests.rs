@@ -4,7 +4,7 @@
 use proptest::prelude::*;
 
 use super::*;
-use crate::{DType, Order, Tensor};
+use tensorfmt_core::{DType, Order, Tensor};
 
 fn vec_batch(n: usize, dim: usize) -> Batch {
     let v: Vec<f32> = (0..n * dim).map(|i| i as f32).collect();
@@ -404,7 +404,7 @@ fn composite_to_vector_concatenates_depth_first() {
     let c = Space::composite([
         conv(1, 2, 2, Axes::BC01),
         Space::null(),
-        Space::composite([Space::vector(1), index(3, 2)]),
+        Space::composite([Space::vector(1), index(2, 2)]),
     ]);
     // conv batch (n=1, c=2, 0=1, 1=2): values ch*10 + col.
     let conv_b: Batch = Tensor::from_vec(vec![0f32, 1., 10., 11.], [1, 2, 1, 2], Order::RowMajor)
@@ -417,20 +417,18 @@ fn composite_to_vector_concatenates_depth_first() {
             Tensor::from_vec(vec![7f32], [1, 1], Order::RowMajor)
                 .unwrap()
                 .into(),
-            labels(vec![2, 0], 1, 2),
+            labels(vec![1, 0], 1, 2),
         ]),
     ]);
-    // 4 conv values + 1 + index as concatenated one-hots (2 * 3).
-    let out = c.format_as(&b, &Space::vector(11)).unwrap();
-    assert_eq!(
-        f32s(&out),
-        vec![0., 10., 1., 11., 7., 0., 0., 1., 1., 0., 0.]
-    );
+    // 4 conv values + 1 + the index space's dim (2: its merged one-hots, as
+    // dim == max_labels).
+    let out = c.format_as(&b, &Space::vector(7)).unwrap();
+    assert_eq!(f32s(&out), vec![0., 10., 1., 11., 7., 1., 1.]);
     assert!(matches!(
-        c.format_as(&b, &Space::vector(7)),
+        c.format_as(&b, &Space::vector(9)),
         Err(SpaceError::DimMismatch {
-            from_dim: 11,
-            to_dim: 7,
+            from_dim: 7,
+            to_dim: 9,
             ..
         })
     ));
@@ -889,9 +887,50 @@ proptest! {
 
 #[test]
 fn space_errors_convert_into_core_errors() {
-    let e: crate::Error = SpaceError::NoTotalDimension("NullSpace".into()).into();
-    assert!(matches!(e, crate::Error::Invalid(ref m) if m == "NullSpace has no total dimension"));
-    let core = crate::Error::Overflow { what: "x" };
-    let e: crate::Error = SpaceError::from(core).into();
-    assert!(matches!(e, crate::Error::Overflow { what: "x" }));
+    let e: tensorfmt_core::Error = SpaceError::NoTotalDimension("NullSpace".into()).into();
+    assert!(
+        matches!(e, tensorfmt_core::Error::Invalid(ref m) if m == "NullSpace has no total dimension")
+    );
+    let core = tensorfmt_core::Error::Overflow { what: "x" };
+    let e: tensorfmt_core::Error = SpaceError::from(core).into();
+    assert!(matches!(e, tensorfmt_core::Error::Overflow { what: "x" }));
+}
+
+/// Issue 34 item 3: an IndexSpace inside a composite counts its `dim` (its total
+/// dimension) and is formatted into a vector of that width, as Pylearn2's
+/// `CompositeSpace._format_as_impl` does: merged one-hots when `dim == max_labels`,
+/// concatenated when `max_labels == 1`, else the IndexSpace's own size error.
+#[test]
+fn an_index_space_in_a_composite_follows_pylearn2s_arithmetic() {
+    let lbl = labels(vec![2, 0, 2, 1, 1, 0], 2, 3);
+    let merged = index(3, 3).format_as(&lbl, &Space::vector(3)).unwrap();
+    let c = Space::composite([index(3, 3)]);
+    assert_eq!(c.total_dimension().unwrap(), 3);
+    let out = c
+        .format_as(&Batch::tuple([lbl.clone()]), &Space::vector(3))
+        .unwrap();
+    assert_eq!(f32s(&out), f32s(&merged));
+    let ones = Space::composite([index(1, 4)]);
+    let out = ones
+        .format_as(&Batch::tuple([labels(vec![0; 8], 2, 4)]), &Space::vector(4))
+        .unwrap();
+    assert_eq!(f32s(&out), vec![1.0; 8]);
+    let lone = Space::composite([index(5, 1)]);
+    let b = Batch::tuple([labels(vec![4], 1, 1)]);
+    assert!(matches!(
+        lone.format_as(&b, &Space::vector(5)),
+        Err(SpaceError::DimMismatch {
+            from_dim: 1,
+            to_dim: 5,
+            ..
+        })
+    ));
+    assert!(matches!(
+        lone.format_as(&b, &Space::vector(1)),
+        Err(SpaceError::OneHotWidth {
+            merge: 5,
+            concatenate: 5,
+            ..
+        })
+    ));
 }

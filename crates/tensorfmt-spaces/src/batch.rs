@@ -4,7 +4,7 @@
 use bytes::Bytes;
 
 use super::error::Result;
-use crate::{DType, Order, Tensor};
+use tensorfmt_core::{DType, Order, Tensor};
 
 /// One mini-batch: a tensor for an elementary space, a tuple of batches (same nesting)
 /// for a [`CompositeSpace`](super::CompositeSpace), nothing for the
@@ -12,7 +12,7 @@ use crate::{DType, Order, Tensor};
 ///
 /// ```
 /// use tensorfmt_core::{DType, Order, Tensor};
-/// use tensorfmt_core::space::Batch;
+/// use tensorfmt_spaces::Batch;
 /// let x = Tensor::zeros(DType::F32, [4, 3], Order::RowMajor)?;
 /// let b = Batch::tuple([Batch::from(x.clone()), Batch::None]);
 /// assert_eq!(b.children().unwrap()[0].as_tensor(), Some(&x));
@@ -123,7 +123,7 @@ pub(crate) fn concat_columns(pieces: &[Tensor], n: usize, dtype: DType) -> Resul
     let rows: Vec<Tensor> = pieces
         .iter()
         .map(|p| p.to_order(Order::RowMajor))
-        .collect::<crate::Result<_>>()?;
+        .collect::<tensorfmt_core::Result<_>>()?;
     let total: usize = rows.iter().map(|p| p.dims()[1]).sum();
     let mut buf = Vec::with_capacity(n * total * es);
     for r in 0..n {

@@ -3,19 +3,19 @@
 use super::axes::{Axes, Axis};
 use super::dtype_rule::{check_cast, check_space_dtype, resolve, DEFAULT_FLOAT};
 use super::error::{Result, SpaceError};
-use crate::{DType, Order, Tensor};
+use tensorfmt_core::{DType, Order, Tensor};
 
 /// A batch of `rows x cols` images with `channels` channels, as a rank-4 tensor whose
 /// axes are laid out as [`Axes`] says (default `b 0 1 c`, NHWC).
 ///
 /// ```
-/// use tensorfmt_core::space::{Axes, Conv2DSpace};
+/// use tensorfmt_spaces::{Axes, Conv2DSpace};
 /// let s = Conv2DSpace::new(32, 32, 3)?.with_axes(Axes::BC01);
 /// assert_eq!(s.to_string(), "Conv2DSpace(shape=(32, 32), num_channels=3, axes=('b', 'c', 0, 1), dtype=float32)");
 /// assert_eq!(s.total_dimension(), 3072);
 /// assert_eq!(s.batch_shape(256), [256, 3, 32, 32]);
 /// assert!(Conv2DSpace::new(0, 32, 3).is_err());
-/// # Ok::<(), tensorfmt_core::space::SpaceError>(())
+/// # Ok::<(), tensorfmt_spaces::SpaceError>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Conv2DSpace {

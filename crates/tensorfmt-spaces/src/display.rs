@@ -18,7 +18,7 @@ use std::str::FromStr;
 
 use super::error::{Result, SpaceError};
 use super::{Axes, CompositeSpace, Conv2DSpace, IndexSpace, NullSpace, Space, VectorSpace};
-use crate::DType;
+use tensorfmt_core::DType;
 
 /// numpy's name of a dtype (`float32`), or `None` for a dtype-agnostic space.
 pub(crate) fn numpy_name(dtype: Option<DType>) -> &'static str {
@@ -133,13 +133,13 @@ impl fmt::Display for Space {
 /// Parses the [`Display`](fmt::Display) form of any space.
 ///
 /// ```
-/// use tensorfmt_core::space::Space;
+/// use tensorfmt_spaces::Space;
 /// let s: Space = "CompositeSpace(Conv2DSpace(shape=(32, 32), num_channels=3, \
 ///     axes=('b', 'c', 0, 1), dtype=float32), VectorSpace(dim=10, dtype=None))".parse()?;
 /// assert_eq!(s.to_string().parse::<Space>()?, s);
 /// assert!("Conv2DSpace(shape=(32, 32), num_channels=3, axes=('b', 'b', 0, 1), dtype=float32)"
 ///     .parse::<Space>().is_err());
-/// # Ok::<(), tensorfmt_core::space::SpaceError>(())
+/// # Ok::<(), tensorfmt_spaces::SpaceError>(())
 /// ```
 impl FromStr for Space {
     type Err = SpaceError;

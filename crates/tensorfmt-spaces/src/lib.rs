@@ -1,5 +1,9 @@
 //! Spaces and data specs, with Pylearn2's numeric semantics and a Rust-native API.
 //!
+//! Its own crate over `tensorfmt-core` (tensors, dtypes): what the Python package's
+//! `tensorfmt.spaces` checks itself against, and what any Rust user of spaces depends
+//! on; the format crates and the facade know nothing of it.
+//!
 //! A **space** says how one mini-batch is formatted: [`VectorSpace`] (an `(n, dim)`
 //! matrix), [`Conv2DSpace`] (a 4-D image batch whose axes `b`, `c`, `0`, `1` come in a
 //! chosen [`Axes`] order), [`IndexSpace`] (integer labels), [`CompositeSpace`] (a tuple
@@ -30,7 +34,7 @@
 //!
 //! ```
 //! use tensorfmt_core::{DType, Order, Tensor};
-//! use tensorfmt_core::space::{Axes, Batch, Conv2DSpace, DataSpecsMapping, Nested, Source, Space};
+//! use tensorfmt_spaces::{Axes, Batch, Conv2DSpace, DataSpecsMapping, Nested, Source, Space};
 //!
 //! let input_vecspace = Space::vector(32 * 32 * 3);
 //! let input_convspace = Space::from(Conv2DSpace::new(32, 32, 3)?.with_axes(Axes::BC01));
@@ -96,7 +100,6 @@
 
 mod axes;
 mod batch;
-mod composite;
 mod conv2d;
 mod convert;
 mod data_specs;
@@ -113,12 +116,11 @@ mod tests;
 
 pub use axes::{Axes, Axis};
 pub use batch::Batch;
-pub use composite::CompositeSpace;
 pub use conv2d::Conv2DSpace;
 pub use data_specs::{DataSpecsMapping, Nestable, Nested, Source};
 pub use dtype_rule::DEFAULT_FLOAT;
 pub use error::{Result, SpaceError};
 pub use index::{IndexSpace, OneHot};
 pub use rearrange::{rearrange, Rearrange};
-pub use spaces::{NullSpace, Space};
+pub use spaces::{CompositeSpace, NullSpace, Space};
 pub use vector::VectorSpace;

@@ -12,7 +12,7 @@ use super::Space;
 /// space) or a tuple of sources shaped like a [`CompositeSpace`](super::CompositeSpace).
 ///
 /// ```
-/// use tensorfmt_core::space::Source;
+/// use tensorfmt_spaces::Source;
 /// let s = Source::tuple(["features".into(), Source::tuple(["features".into(), "targets".into()])]);
 /// assert_eq!(s.to_string(), r#"("features", ("features", "targets"))"#);
 /// assert!(!s.is_flat());
@@ -193,7 +193,7 @@ enum Slot {
 /// string standing for a composite are structure errors, unlike Pylearn2).
 ///
 /// ```
-/// use tensorfmt_core::space::{DataSpecsMapping, Nested, Source, Space};
+/// use tensorfmt_spaces::{DataSpecsMapping, Nested, Source, Space};
 /// let (a, b) = (Space::vector(3), Space::vector(10));
 /// let space = Space::composite([a.clone(), Space::composite([a.clone(), b.clone()])]);
 /// let source = Source::tuple(["x".into(), Source::tuple(["x".into(), "y".into()])]);
@@ -203,7 +203,7 @@ enum Slot {
 /// let nested = m.nest(&[Nested::Leaf('p'), Nested::Leaf('q')])?;
 /// assert_eq!(nested, Nested::Tuple(vec![Nested::Leaf('p'),
 ///     Nested::Tuple(vec![Nested::Leaf('p'), Nested::Leaf('q')])]));
-/// # Ok::<(), tensorfmt_core::space::SpaceError>(())
+/// # Ok::<(), tensorfmt_spaces::SpaceError>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DataSpecsMapping {

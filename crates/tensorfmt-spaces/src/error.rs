@@ -1,14 +1,14 @@
 //! [`SpaceError`]: everything that can go wrong with spaces, batches and data specs.
 
-use crate::DType;
+use tensorfmt_core::DType;
 
-/// The error type of the [`space`](crate::space) module.
+/// The error type of this crate.
 ///
 /// Variants that concern a conversion name both spaces (in their [`Display`](std::fmt::Display)
 /// form); validation variants name the space and the offending axis or value.
 ///
 /// ```
-/// use tensorfmt_core::space::{Space, SpaceError, VectorSpace};
+/// use tensorfmt_spaces::{Space, SpaceError, VectorSpace};
 /// let err = Space::from(VectorSpace::new(3))
 ///     .format_as(&Space::from(VectorSpace::new(3)).origin_batch(2)?, &Space::from(VectorSpace::new(4)))
 ///     .unwrap_err();
@@ -152,16 +152,16 @@ pub enum SpaceError {
     },
     /// A core tensor operation failed (overflow, byte length).
     #[error(transparent)]
-    Core(#[from] crate::Error),
+    Core(#[from] tensorfmt_core::Error),
 }
 
-impl From<SpaceError> for crate::Error {
-    /// Core errors pass through; every other space error becomes [`crate::Error::Invalid`]
+impl From<SpaceError> for tensorfmt_core::Error {
+    /// Core errors pass through; every other space error becomes [`tensorfmt_core::Error::Invalid`]
     /// with its message.
     fn from(e: SpaceError) -> Self {
         match e {
             SpaceError::Core(e) => e,
-            other => crate::Error::Invalid(other.to_string()),
+            other => tensorfmt_core::Error::Invalid(other.to_string()),
         }
     }
 }

@@ -8,7 +8,7 @@ use super::error::{Result, SpaceError};
 /// One named axis of a [`Conv2DSpace`](super::Conv2DSpace) batch.
 ///
 /// ```
-/// use tensorfmt_core::space::Axis;
+/// use tensorfmt_spaces::Axis;
 /// assert_eq!(Axis::Row.label(), "0");
 /// assert_eq!(Axis::from_label("c"), Some(Axis::Channel));
 /// ```
@@ -60,14 +60,14 @@ impl fmt::Display for Axis {
 /// displays as `"b c 0 1"`.
 ///
 /// ```
-/// use tensorfmt_core::space::{Axes, Axis};
+/// use tensorfmt_spaces::{Axes, Axis};
 /// let nchw: Axes = "b c 0 1".parse()?;
 /// assert_eq!(nchw, Axes::BC01);
 /// assert_eq!(nchw.position(Axis::Channel), 1);
 /// // Result axis i of the transpose is source axis perm[i] (numpy's transpose).
 /// assert_eq!(Axes::BC01.permutation_to(&Axes::B01C), [0, 2, 3, 1]);
 /// assert!("b b 0 1".parse::<Axes>().is_err());
-/// # Ok::<(), tensorfmt_core::space::SpaceError>(())
+/// # Ok::<(), tensorfmt_spaces::SpaceError>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Axes([Axis; 4]);
@@ -105,7 +105,7 @@ impl Axes {
     }
 
     /// The permutation that transposes a batch laid out in `self` into `dst`:
-    /// result axis `i` is source axis `perm[i]` (what [`Tensor::permute`](crate::Tensor::permute) takes).
+    /// result axis `i` is source axis `perm[i]` (what [`Tensor::permute`](tensorfmt_core::Tensor::permute) takes).
     pub fn permutation_to(&self, dst: &Axes) -> [usize; 4] {
         dst.0.map(|a| self.position(a))
     }

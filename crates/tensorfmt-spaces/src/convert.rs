@@ -6,7 +6,7 @@ use super::batch::{cast_to, concat_columns, split_columns, Batch};
 use super::error::{Result, SpaceError};
 use super::index::labels;
 use super::{CompositeSpace, Conv2DSpace, IndexSpace, OneHot, Space, VectorSpace, DEFAULT_FLOAT};
-use crate::{Order, Tensor};
+use tensorfmt_core::{Order, Tensor};
 
 impl Space {
     /// Converts `batch`, a valid batch of `self`, into a batch of `target`.
@@ -29,13 +29,15 @@ impl Space {
     /// the result is validated against `target`.
     ///
     /// Every vector form of an image uses one canonical element order: per example,
-    /// `index = (row * cols + col) * channels + ch`, whatever the source axes. An
-    /// [`IndexSpace`] component of a composite formatted into a vector contributes its
-    /// concatenated one-hot form (`dim * max_labels` columns).
+    /// `index = (row * cols + col) * channels + ch`, whatever the source axes. A
+    /// composite formatted into a vector gives each component the width of its total
+    /// dimension, as Pylearn2 does: an [`IndexSpace`] component has `dim` columns, its
+    /// one-hots merged when `dim == max_labels`, concatenated when `max_labels == 1`,
+    /// else [`SpaceError::OneHotWidth`].
     ///
     /// ```
     /// use tensorfmt_core::{Order, Tensor};
-    /// use tensorfmt_core::space::{Axes, Batch, Conv2DSpace, Space};
+    /// use tensorfmt_spaces::{Axes, Batch, Conv2DSpace, Space};
     /// // Conv2D((3, 2), 2 channels, axes c 0 1 b): a batch of shape (2, 3, 2, n).
     /// let conv = Space::from(Conv2DSpace::new(3, 2, 2)?.with_axes(Axes::C01B));
     /// // Value = 100 * ch + 10 * row + col, one example.
@@ -46,7 +48,7 @@ impl Space {
     /// assert_eq!(&flat.as_tensor().unwrap().to_vec::<f32>()?[..6], &[0.0, 100.0, 1.0, 101.0, 10.0, 110.0]);
     /// // And back: the identity.
     /// assert_eq!(Space::vector(12).format_as(&flat, &conv)?, batch);
-    /// # Ok::<(), tensorfmt_core::space::SpaceError>(())
+    /// # Ok::<(), tensorfmt_spaces::SpaceError>(())
     /// ```
     pub fn format_as(&self, batch: &Batch, target: &Space) -> Result<Batch> {
         self.validate(batch)?;
@@ -93,21 +95,6 @@ fn check_totals(from: &Space, to: &Space) -> Result<()> {
         });
     }
     Ok(())
-}
-
-/// Width of a space's vector form inside a composite -> vector conversion.
-fn flat_width(space: &Space) -> Result<usize> {
-    match space {
-        Space::Vector(s) => Ok(s.dim()),
-        Space::Conv2D(s) => Ok(s.total_dimension()),
-        Space::Index(s) => Ok(s.one_hot_width(OneHot::Concatenate)),
-        Space::Composite(c) => c.components().iter().try_fold(0usize, |acc, s| {
-            acc.checked_add(flat_width(s)?).ok_or_else(|| {
-                SpaceError::InvalidArgument(format!("vector width of {space} overflows"))
-            })
-        }),
-        Space::Null(_) => Ok(0),
-    }
 }
 
 fn is_identity(perm: &[usize]) -> bool {
@@ -302,20 +289,15 @@ fn composite_to_vector(
     dst: &Space,
     d: &VectorSpace,
 ) -> Result<Batch> {
-    let width = flat_width(src)?;
-    if width != d.dim() {
-        return Err(SpaceError::DimMismatch {
-            from: src.to_string(),
-            to: dst.to_string(),
-            from_dim: width,
-            to_dim: d.dim(),
-        });
-    }
+    check_totals(src, dst)?;
     let n = src.batch_size_unchecked(batch)?.unwrap_or(0);
     let items = batch.children().unwrap_or(&[]);
     let mut pieces = Vec::new();
     for (c, item) in s.components().iter().zip(items) {
-        let w = flat_width(c)?;
+        let w = match c {
+            Space::Null(_) => 0,
+            c => c.total_dimension()?,
+        };
         if w == 0 {
             continue;
         }

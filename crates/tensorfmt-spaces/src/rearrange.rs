@@ -5,7 +5,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use super::error::{Result, SpaceError};
-use crate::{Order, Tensor};
+use tensorfmt_core::{Order, Tensor};
 
 /// A parsed axes pattern `"<source labels> -> <target labels>"`.
 ///
@@ -19,7 +19,7 @@ use crate::{Order, Tensor};
 ///
 /// ```
 /// use tensorfmt_core::{Order, Tensor};
-/// use tensorfmt_core::space::{rearrange, Rearrange};
+/// use tensorfmt_spaces::{rearrange, Rearrange};
 /// let t = Tensor::from_vec((0..24).collect::<Vec<i32>>(), [1, 2, 3, 4], Order::RowMajor)?;
 /// let p: Rearrange = "b c 0 1 -> b 0 1 c".parse()?;
 /// assert_eq!(p.permutation(), &[0, 2, 3, 1]);
@@ -30,7 +30,7 @@ use crate::{Order, Tensor};
 /// assert_eq!(flat.dims(), &[1, 24]);
 /// assert_eq!(&flat.to_vec::<i32>()?[..4], &[0, 12, 1, 13]);
 /// assert!("b c -> b b".parse::<Rearrange>().is_err());
-/// # Ok::<(), tensorfmt_core::space::SpaceError>(())
+/// # Ok::<(), tensorfmt_spaces::SpaceError>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Rearrange {
@@ -91,9 +91,11 @@ impl Rearrange {
         for g in &self.groups {
             let mut n = 1usize;
             for &a in g {
-                n = n.checked_mul(dims[a]).ok_or(crate::Error::Overflow {
-                    what: "merged axis length",
-                })?;
+                n = n
+                    .checked_mul(dims[a])
+                    .ok_or(tensorfmt_core::Error::Overflow {
+                        what: "merged axis length",
+                    })?;
             }
             out.push(n);
         }
@@ -106,9 +108,9 @@ impl Rearrange {
 /// ```
 /// use tensorfmt_core::{Order, Tensor};
 /// let t = Tensor::from_vec((0..6).collect::<Vec<u8>>(), [2, 3], Order::RowMajor)?;
-/// let tt = tensorfmt_core::space::rearrange(&t, "i j -> j i")?;
+/// let tt = tensorfmt_spaces::rearrange(&t, "i j -> j i")?;
 /// assert_eq!(tt.to_vec::<u8>()?, vec![0, 3, 1, 4, 2, 5]);
-/// # Ok::<(), tensorfmt_core::space::SpaceError>(())
+/// # Ok::<(), tensorfmt_spaces::SpaceError>(())
 /// ```
 pub fn rearrange(t: &Tensor, pattern: &str) -> Result<Tensor> {
     pattern.parse::<Rearrange>()?.apply(t)
@@ -261,7 +263,7 @@ mod tests {
 
     #[test]
     fn rank_is_checked() {
-        let t = Tensor::zeros(crate::DType::F32, [2, 3], Order::RowMajor).unwrap();
+        let t = Tensor::zeros(tensorfmt_core::DType::F32, [2, 3], Order::RowMajor).unwrap();
         assert!(matches!(
             rearrange(&t, "a b c -> c b a"),
             Err(SpaceError::InvalidArgument(_))
