@@ -37,7 +37,7 @@ struct Det {
 }
 
 /// Caffe's `LayerSetUp` checks, and what the lowering cannot express.
-fn options(p: &DetectionOutputParameter, name: &str) -> LResult<Det> {
+fn options(p: &DetectionOutputParameter) -> LResult<Det> {
     let classes = match p.num_classes {
         Some(c) if c > 0 => c as usize,
         Some(_) => return Err(Fail::new("num_classes is 0")),
@@ -48,15 +48,15 @@ fn options(p: &DetectionOutputParameter, name: &str) -> LResult<Det> {
         Some(v) => CodeType::try_from(v)
             .map_err(|_| Fail::new(format!("unknown code_type {v} (1 to 3 expected)")))?,
     };
-    let nms = p.nms_param.clone().unwrap_or_default();
+    let nms = p.nms_param.unwrap_or_default();
     let nms_threshold = nms.nms_threshold();
-    if !(nms_threshold >= 0.0) {
+    if nms_threshold.is_nan() || nms_threshold < 0.0 {
         return Err(Fail::new(format!(
             "nms_param.nms_threshold {nms_threshold} must be non negative (Caffe's check)"
         )));
     }
     let eta = nms.eta();
-    if !(eta > 0.0 && eta <= 1.0) {
+    if eta.is_nan() || eta <= 0.0 || eta > 1.0 {
         return Err(Fail::new(format!(
             "nms_param.eta {eta} must be in (0, 1] (Caffe's check)"
         )));
@@ -80,10 +80,9 @@ fn options(p: &DetectionOutputParameter, name: &str) -> LResult<Det> {
         ));
     }
     let confidence_threshold = p.confidence_threshold.unwrap_or(f32::MIN);
-    if confidence_threshold.is_nan() || nms_threshold.is_nan() {
-        return Err(Fail::new("a NaN threshold"));
+    if confidence_threshold.is_nan() {
+        return Err(Fail::new("confidence_threshold is NaN"));
     }
-    let _ = name;
     Ok(Det {
         classes,
         share_location,
@@ -203,7 +202,7 @@ pub(crate) fn detection_output(cx: &mut LayerCx<'_>) -> LResult<Vec<Vec<usize>>>
         .detection_output_param
         .clone()
         .unwrap_or_default();
-    let d = options(&p, cx.name())?;
+    let d = options(&p)?;
     let (ins, tops) = (cx.ins, cx.tops);
     let (loc_v, conf_v, prior_v) = (&ins[0], &ins[1], &ins[2]);
     let c = d.classes;
@@ -392,13 +391,19 @@ pub(crate) fn detection_output(cx: &mut LayerCx<'_>) -> LResult<Vec<Vec<usize>>>
         vec![attr("perm", A::Is(vec![0, 2, 1]))],
     );
     let mut masked = conf_t.clone();
-    if d.background >= 0 && (d.background as usize) < c {
-        let mut bias = vec![0.0f32; c];
-        bias[d.background as usize] = f32::NEG_INFINITY;
-        let bias = g.f32s(bias, vec![1, c, 1])?;
-        masked = g.op("Add", &[&masked, &bias], vec![]);
-    }
     let ninf = g.f32(f32::NEG_INFINITY)?;
+    if d.background >= 0 && (d.background as usize) < c {
+        // The background's one-hot over the classes, made at run time: no constant grows
+        // with num_classes (a prototxt could ask for billions).
+        let (z, cc, one) = (g.i64s(&[0])?, g.i64s(&[c as i64])?, g.i64s(&[1])?);
+        let (z, cc, one) = (g.squeeze(&z, 0)?, g.squeeze(&cc, 0)?, g.squeeze(&one, 0)?);
+        let classes = g.op("Range", &[&z, &cc, &one], vec![]);
+        let bg = g.i64s(&[i64::from(d.background)])?;
+        let is_bg = g.op("Equal", &[&classes, &bg], vec![]);
+        let s = g.i64s(&[1, -1, 1])?;
+        let is_bg = g.op("Reshape", &[&is_bg, &s], vec![]); // [1, C, 1]
+        masked = g.op("Where", &[&is_bg, &ninf, &masked], vec![]);
+    }
     if let Some(k) = d.top_k.filter(|&k| k > -1 && (k as usize) < priors) {
         let kk = g.i64s(&[i64::from(k)])?;
         let k = g.op("Min", &[&kk, &pd], vec![]);
@@ -584,6 +589,5 @@ pub(crate) fn detection_output(cx: &mut LayerCx<'_>) -> LResult<Vec<Vec<usize>>>
     // The row count is known only at run time: Caffe's shape is a bound.
     let dim = g.cx.fresh("detections");
     g.cx.g.dynamic.insert(top, vec![(2, dim)]);
-    let _ = n;
     Ok(out_shape)
 }
