@@ -350,6 +350,14 @@ fn stop_before_cuts_the_layers_named_and_what_reads_them() {
             .contains("stop before \"nope\": no layer of the net has that name or type"),
         "{e}"
     );
+    // A tail that does not convert (a type nothing knows) is cut before it is needed.
+    let odd = format!("{CHAIN}layer {{ name: 'odd' type: 'Mystery' bottom: 'cat' top: 'odd' }}\n");
+    assert!(matches!(
+        net_with(&odd, chain_blobs(), &LowerOptions::default()),
+        Err(LowerError::Unsupported { .. })
+    ));
+    let l = net_with(&odd, chain_blobs(), &stop(&["Mystery"])).unwrap();
+    assert_eq!(l.outputs, ["side", "cat"]);
     // Without the option nothing is cut.
     let l = net_with(CHAIN, chain_blobs(), &LowerOptions::default()).unwrap();
     assert_eq!(l.outputs, ["side", "cat"]);
