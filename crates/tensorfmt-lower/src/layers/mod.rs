@@ -1,5 +1,5 @@
 //! The registry: one lowering function per Caffe layer type, grouped by family
-//! (`conv`, `pool`, `act`, `norm`, `shape`, `ssd`, `fork`).
+//! (`conv`, `pool`, `act`, `norm`, `shape`, `ssd`, `detection`, `fork`).
 //!
 //! # The shape of a lowering
 //!
@@ -20,6 +20,7 @@
 //! | `cx.op`, `cx.op_to`, `cx.op_to_many`, `cx.identity`, `cx.reshape_to`, `cx.scalar_chain` | nodes (named `<layer>/<Op>`) |
 //! | `cx.init`, `cx.f32s`, `cx.i64s`, `cx.scalar`, `cx.fresh` | initializers (named `<layer>/<what>`) and fresh value names |
 //! | `cx.g.masks` | net-wide state: values holding max-pooling indices |
+//! | `cx.g.dynamic` | tops whose size is known only at run time (DetectionOutput's rows): axis and dim name |
 //!
 //! It emits ONNX nodes whose last ones write `cx.tops`, and returns the tops' shapes
 //! by Caffe's rule (usually `cx.caffe.tops.clone()` or the bottom's shape); the driver
@@ -57,7 +58,7 @@
 //!    (against OpenCV 4, or the original program's definition in numpy), and a Rust
 //!    test in `crates/tensorfmt-lower/tests/layers.rs` for its errors.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::ops::RangeInclusive;
 
 use tensorfmt_caffe::proto::LayerParameter;
@@ -70,6 +71,7 @@ use crate::error::{Fail, LResult};
 
 mod act;
 mod conv;
+mod detection;
 mod fork;
 mod norm;
 mod pool;
@@ -87,6 +89,10 @@ pub(crate) struct Graph {
     /// Values holding ONNX max-pooling indices (a Caffe pooling mask top): only
     /// Upsample may read them.
     pub masks: HashSet<String>,
+    /// Tops whose size along some axes is known only at run time (DetectionOutput's
+    /// row count): value name -> (axis, ONNX `dim_param`). Caffe's shape is their bound;
+    /// ONNX's shape rules do not check them and the graph output carries the dim name.
+    pub dynamic: HashMap<String, Vec<(usize, String)>>,
 }
 
 /// Everything one layer's lowering reads, and the graph it writes to.
@@ -201,35 +207,37 @@ const REGISTRY: &[Lowering] = &[
     entry("ShuffleChannel", 1..=1, 1..=1, NONE, shape::shuffle_channel),
     entry("Axpy", 3..=3, 1..=1, NONE, shape::axpy),
     entry("PriorBox", 2..=2, 1..=1, NONE, ssd::prior_box),
+    entry(
+        "PriorBoxClustered",
+        2..=2,
+        1..=1,
+        NONE,
+        ssd::prior_box_clustered,
+    ),
+    entry(
+        "DetectionOutput",
+        3..=4,
+        1..=1,
+        NONE,
+        detection::detection_output,
+    ),
     entry("BN", 1..=1, 1..=1, ByParams, fork::bn),
     entry("Upsample", 1..=2, 1..=1, NONE, fork::upsample),
     entry("Interp", 1..=2, 1..=1, NONE, fork::interp),
 ];
 
-/// Layer types the graph stops before (their bottoms become graph outputs).
-const STOP: &[&str] = &["DetectionOutput"];
-
-/// Every Caffe layer type with a lowering, in registry order, then the types the graph
-/// stops before.
+/// Every Caffe layer type with a lowering, in registry order.
 ///
 /// ```
 /// let types = tensorfmt_lower::supported_layers();
-/// assert!(types.contains(&"Convolution") && types.contains(&"PriorBox"));
+/// assert!(types.contains(&"Convolution") && types.contains(&"DetectionOutput"));
 /// ```
 pub fn supported_layers() -> Vec<&'static str> {
-    REGISTRY
-        .iter()
-        .map(|l| l.kind)
-        .chain(STOP.iter().copied())
-        .collect()
+    REGISTRY.iter().map(|l| l.kind).collect()
 }
 
 pub(crate) fn lookup(kind: &str) -> Option<&'static Lowering> {
     REGISTRY.iter().find(|l| l.kind == kind)
-}
-
-pub(crate) fn is_stop(kind: &str) -> bool {
-    STOP.contains(&kind)
 }
 
 /// "1", "1 or 2", "at least 2", "1 to 3".
@@ -478,11 +486,10 @@ mod tests {
     }
 
     #[test]
-    fn registry_keys_are_unique_and_not_stop_types() {
+    fn registry_keys_are_unique() {
         let mut seen = HashSet::new();
         for l in REGISTRY {
             assert!(seen.insert(l.kind), "{} twice", l.kind);
-            assert!(!is_stop(l.kind));
             assert!(!l.bottoms.is_empty() && !l.tops.is_empty(), "{}", l.kind);
         }
     }
