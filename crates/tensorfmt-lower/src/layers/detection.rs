@@ -13,7 +13,7 @@ use tensorfmt_caffe::proto::prior_box_parameter::CodeType;
 use tensorfmt_caffe::proto::DetectionOutputParameter;
 use tensorfmt_core::{DType, Order, Tensor};
 
-use super::LayerCx;
+use super::context::LayerCx;
 use crate::builder::{attr, A};
 use crate::error::{Fail, LResult};
 

@@ -5,7 +5,7 @@
 //! computed at conversion time and stored as a constant `[1, 2, H*W*priors*4]`
 //! (boxes, then variances).
 
-use super::LayerCx;
+use super::context::LayerCx;
 use crate::error::{Fail, LResult};
 
 /// The prior boxes and variances of one PriorBox layer; `clip_default` is what an
