@@ -1,6 +1,6 @@
 //! BVLC `MVN` (mean-variance normalization).
 
-use super::LayerCx;
+use super::context::LayerCx;
 use crate::builder::{attr, A};
 use crate::error::LResult;
 

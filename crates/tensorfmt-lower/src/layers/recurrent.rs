@@ -16,7 +16,7 @@
 
 use tensorfmt_core::{Order, Tensor};
 
-use super::LayerCx;
+use super::context::LayerCx;
 use crate::builder::{attr, A};
 use crate::error::{Fail, LResult};
 

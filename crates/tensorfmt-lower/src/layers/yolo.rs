@@ -9,7 +9,7 @@ use tensorfmt_onnx::proto::{
     TensorShapeProto, TypeProto, ValueInfoProto,
 };
 
-use super::LayerCx;
+use super::context::LayerCx;
 use crate::builder::{attr, A};
 use crate::error::{Fail, LResult};
 
