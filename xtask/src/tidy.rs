@@ -230,9 +230,7 @@ fn tensor_file_wrappers_forward_every_provided_method() {
 
 /// Circles of imports that ARCHITECTURE.md justifies ("Import circles"), as the test
 /// prints them (`crate dir: module <-> module`); each must appear there verbatim.
-const ALLOWED_CIRCLES: &[&str] = &[
-    "crates/tensorfmt-core: dtype <-> error",
-];
+const ALLOWED_CIRCLES: &[&str] = &["crates/tensorfmt-core: dtype <-> error"];
 
 /// No crate's modules import each other in a circle (issue 33): a circle is a knot a
 /// newcomer cannot read from one end, and it hides layers (a dispatch table that
