@@ -50,6 +50,9 @@
 //!    schema lacks goes into `proto/caffe.proto` first (see ARCHITECTURE.md, "fork
 //!    schemas").
 //! 2. Add one [`Lowering`] line to [`REGISTRY`]: type string, bottoms, tops, blobs.
+//!    A fork layer that reuses another layer's type string (the YOLOv2 ports'
+//!    `DetectionOutput`) goes into `VARIANTS` instead, with the `LayerDef` test that
+//!    tells it apart (and the same test guards its arm in `shapes.rs`).
 //! 3. Caffe's shape rule for the type goes into `tensorfmt-caffe`'s `shapes.rs`
 //!    (`KNOWN_LAYER_TYPES`, and an arm in `other_shapes`, or in `layer_shapes` with a
 //!    `Geometry` when it has a kernel geometry); the lowering must agree with it.
