@@ -51,8 +51,11 @@ mod error;
 mod facade;
 mod header;
 mod hex;
+pub mod ids;
 mod legacy;
+pub mod mapping;
 mod read;
+pub mod transform;
 mod write;
 
 pub use error::{Result, SomError};
