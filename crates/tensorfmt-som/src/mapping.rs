@@ -8,12 +8,13 @@
 //! float32 sum through double (`ed += std::pow(a - b, 2)` with a float `ed`), in
 //! PINK's pixel order, so the distances are PINK's to the last bit and its choice of
 //! transform is the same even where two transforms nearly tie. The speed comes from
-//! the layout, not from reordering: an entry's transforms are built once, their
-//! distance-region pixels stored pixel-major with [`LANES`] transforms side by side,
-//! so one pass over a neuron's pixels updates [`LANES`] independent sums (vector
-//! lanes; PINK runs one sum at a time), and entries run in parallel on std threads.
-//! Memory: per thread one entry's region pixels for every transform, never all
-//! entries; entries are read in batches and results written per batch.
+//! the layout, not from reordering: the distance-region pixels of [`LANES`] transforms
+//! (the quarter turns and mirrors of one or two rotation steps) are stored
+//! pixel-major side by side, so one pass over a neuron's pixels updates [`LANES`]
+//! independent sums (vector lanes; PINK runs one sum at a time, each through a chain
+//! of float/double conversions), and entries run in parallel on std threads.
+//! Memory: per thread one block of [`LANES`] transforms (PINK holds all of an entry's
+//! transforms at neuron size); entries are read and results written in batches.
 //!
 //! ```
 //! use tensorfmt_som::mapping::{Mapper, MapOptions};
@@ -44,7 +45,7 @@ use crate::{Result, SomError};
 
 /// Transforms handled side by side by the distance kernel (one entry's transforms are
 /// stored in blocks of this many, pixel-major).
-pub const LANES: usize = 8;
+pub const LANES: usize = 16;
 
 /// Shape of the region over which distances are summed (PINK's
 /// `--euclidean-distance-shape`).
@@ -360,15 +361,28 @@ pub fn rotflip(t: u32, num_rot: u32) -> RotFlip {
     }
 }
 
-/// Scratch memory of one mapping thread ([`Mapper::workspace`]).
+/// Scratch memory of one mapping thread ([`Mapper::workspace`]): one base image and
+/// one block of [`LANES`] transforms' region pixels, whatever the number of
+/// rotations (PINK holds every transform of an entry at neuron size).
 #[derive(Debug)]
 pub struct Workspace {
     /// The base image of one rotation step, `[channels, nd, nd]`.
     base: Vec<f32>,
-    /// Region pixels of every transform: blocks of [`LANES`] transforms, pixel-major.
-    blocks: Vec<f32>,
-    /// Best squared distance per neuron.
-    best: Vec<f32>,
+    /// Region pixels of [`LANES`] transforms, pixel-major.
+    block: Vec<f32>,
+    /// Best squared distance per neuron so far.
+    sums: Vec<f32>,
+}
+
+/// One lane of a block: which transform it holds and where its pixels come from.
+#[derive(Debug, Clone, Copy)]
+struct Lane {
+    /// Rotation step `i` (the base image).
+    step: u32,
+    /// Index into [`Mapper::tables`] (quarter turns and mirror).
+    table: usize,
+    /// PINK's transform index `t`.
+    t: u32,
 }
 
 /// A SOM prepared for mapping images of one geometry.
@@ -380,7 +394,10 @@ pub struct Mapper {
     neuron_regions: Vec<f32>,
     /// Per `(quarter turns, mirrored)`: where each region pixel of that transform of a
     /// base image comes from in the base image.
-    tables: Vec<(u32, bool, Vec<u32>)>,
+    tables: Vec<Vec<u32>>,
+    /// The transforms, [`LANES`] (or fewer) a block, consecutive rotation steps
+    /// together so that each block needs its steps' base images only.
+    blocks: Vec<Vec<Lane>>,
     region_len: usize,
     threads: usize,
 }
@@ -414,11 +431,13 @@ impl Mapper {
         // functions to an image of indices to learn where each pixel comes from.
         let nd = geometry.neuron_dim;
         let plane = nd * nd;
-        let idx: Vec<u32> = (0..nl as u32).collect();
-        let quarters = if geometry.num_rot == 1 { 1 } else { 4 };
+        let num_rot = geometry.num_rot;
+        let quarters = if num_rot == 1 { 1 } else { 4 };
+        let steps = if num_rot == 1 { 1 } else { num_rot / 4 };
         let mut tables = Vec::new();
-        let mut cur = idx.clone();
-        let mut tmp = idx.clone();
+        let mut kinds = Vec::new();
+        let mut cur: Vec<u32> = (0..nl as u32).collect();
+        let mut tmp = cur.clone();
         for q in 0..quarters {
             if q > 0 {
                 for c in 0..geometry.channels {
@@ -427,16 +446,37 @@ impl Mapper {
                 }
                 std::mem::swap(&mut cur, &mut tmp);
             }
-            tables.push((q, false, region.iter().map(|&o| cur[o]).collect()));
+            tables.push(region.iter().map(|&o| cur[o]).collect());
+            kinds.push((q, false));
             if geometry.flip {
                 let mut f = cur.clone();
                 for c in 0..geometry.channels {
                     let r = c * plane..(c + 1) * plane;
                     flip(&cur[r.clone()], &mut f[r], nd);
                 }
-                tables.push((q, true, region.iter().map(|&o| f[o]).collect()));
+                tables.push(region.iter().map(|&o| f[o]).collect());
+                kinds.push((q, true));
             }
         }
+        let per_step = tables.len();
+        let steps_per_block = (LANES / per_step).max(1) as u32;
+        let blocks = (0..steps)
+            .step_by(steps_per_block as usize)
+            .map(|first| {
+                (first..(first + steps_per_block).min(steps))
+                    .flat_map(|step| {
+                        kinds
+                            .iter()
+                            .enumerate()
+                            .map(move |(table, &(q, mirrored))| {
+                                let k = if num_rot == 1 { 0 } else { q * steps + step };
+                                let t = k + if mirrored { num_rot } else { 0 };
+                                Lane { step, table, t }
+                            })
+                    })
+                    .collect()
+            })
+            .collect();
         let threads = options
             .threads
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
@@ -446,6 +486,7 @@ impl Mapper {
             neurons,
             neuron_regions,
             tables,
+            blocks,
             region_len,
             threads,
         })
@@ -461,97 +502,90 @@ impl Mapper {
         self.neurons
     }
 
-    /// Bytes of one thread's [`Workspace`].
-    pub fn workspace_bytes(&self) -> u64 {
-        let blocks = (self.geometry.transforms() as u64).div_ceil(LANES as u64);
-        4 * (blocks * (LANES * self.region_len) as u64
-            + self.geometry.neuron_len() as u64
-            + self.neurons as u64)
-    }
-
-    /// Scratch memory for [`Mapper::map_image`] ([`Mapper::workspace_bytes`]).
+    /// Scratch memory for [`Mapper::map_image`]: one base image, one block of
+    /// [`LANES`] transforms' region pixels and a sum per neuron.
     pub fn workspace(&self) -> Workspace {
-        let blocks = (self.geometry.transforms() as usize).div_ceil(LANES);
         Workspace {
             base: vec![0.0; self.geometry.neuron_len()],
-            blocks: vec![0.0; blocks * LANES * self.region_len],
-            best: vec![0.0; self.neurons],
+            block: vec![0.0; LANES * self.region_len],
+            sums: vec![0.0; self.neurons],
         }
     }
 
-    /// Builds the region pixels of every transform of `image` into `ws.blocks`.
-    fn transform_blocks(&self, image: &[f32], ws: &mut Workspace) {
-        let g = &self.geometry;
-        let (d, nd) = (g.image_dim, g.neuron_dim);
-        let steps = if g.num_rot == 1 { 1 } else { g.num_rot / 4 };
-        let step = angle_step(g.num_rot);
-        let p_len = self.region_len;
-        for i in 0..steps {
-            for c in 0..g.channels {
-                base_rotation(
-                    &image[c * d * d..(c + 1) * d * d],
-                    d,
-                    &mut ws.base[c * nd * nd..(c + 1) * nd * nd],
-                    nd,
-                    i,
-                    step,
-                );
-            }
-            for (q, mirrored, table) in &self.tables {
-                let k = if g.num_rot == 1 { 0 } else { q * steps + i };
-                let t = k as usize + if *mirrored { g.num_rot as usize } else { 0 };
-                let (b, lane) = (t / LANES, t % LANES);
-                let block = &mut ws.blocks[b * LANES * p_len..(b + 1) * LANES * p_len];
-                for (slot, &from) in block[lane..].iter_mut().step_by(LANES).zip(table) {
-                    *slot = ws.base[from as usize];
-                }
-            }
-        }
-    }
-
-    /// Maps one image (`[channels, d, d]` values): `dist[n]` = PINK's distance to
-    /// neuron `n`, `best[n]` the index of the best transform (`flip * num_rot + k`).
+    /// Maps one image (`[channels, d, d]` values) on this thread: `dist[n]` = PINK's
+    /// distance to neuron `n`, `best[n]` the index of the best transform
+    /// (`flip * num_rot + k`).
     ///
     /// # Panics
     /// When the slices' lengths do not match the geometry and neuron count.
     pub fn map_image(&self, image: &[f32], ws: &mut Workspace, dist: &mut [f32], best: &mut [u32]) {
-        assert_eq!(image.len(), self.geometry.image_len(), "image length");
+        let g = &self.geometry;
+        assert_eq!(image.len(), g.image_len(), "image length");
         assert_eq!((dist.len(), best.len()), (self.neurons, self.neurons));
-        self.transform_blocks(image, ws);
-        let p_len = self.region_len;
-        let total = self.geometry.transforms() as usize;
-        ws.best.fill(f32::MAX);
         best.fill(0);
-        for (b, block) in ws.blocks.chunks_exact(LANES * p_len.max(1)).enumerate() {
-            let lanes = (total - b * LANES).min(LANES);
-            for (n, neuron) in self.neuron_regions.chunks_exact(p_len.max(1)).enumerate() {
-                let acc = if p_len == 0 {
-                    [0.0; LANES]
-                } else {
-                    block_sums(neuron, block)
-                };
-                for (l, &v) in acc[..lanes].iter().enumerate() {
-                    // PINK: strict `<` from FLT_MAX, transforms in order: the first
-                    // minimum wins; NaN never does.
-                    if v < ws.best[n] {
-                        ws.best[n] = v;
-                        best[n] = (b * LANES + l) as u32;
+        let p_len = self.region_len;
+        if p_len == 0 {
+            // An empty region (a circular one of diameter 1): every distance is 0 and
+            // the first transform wins, as in PINK.
+            dist.fill(0.0);
+            return;
+        }
+        let (d, nd) = (g.image_dim, g.neuron_dim);
+        let step_angle = angle_step(g.num_rot);
+        ws.sums.fill(f32::MAX);
+        let mut built = None;
+        for lanes in &self.blocks {
+            for (l, lane) in lanes.iter().enumerate() {
+                if built != Some(lane.step) {
+                    for c in 0..g.channels {
+                        base_rotation(
+                            &image[c * d * d..(c + 1) * d * d],
+                            d,
+                            &mut ws.base[c * nd * nd..(c + 1) * nd * nd],
+                            nd,
+                            lane.step,
+                            step_angle,
+                        );
+                    }
+                    built = Some(lane.step);
+                }
+                let table = &self.tables[lane.table];
+                for (slot, &from) in ws.block[l..].iter_mut().step_by(LANES).zip(table) {
+                    *slot = ws.base[from as usize];
+                }
+            }
+            for ((neuron, sum), bt) in self
+                .neuron_regions
+                .chunks_exact(p_len)
+                .zip(ws.sums.iter_mut())
+                .zip(best.iter_mut())
+            {
+                let acc = block_sums(neuron, &ws.block);
+                for (lane, &v) in lanes.iter().zip(&acc) {
+                    // PINK scans transforms in index order with a strict `<` from
+                    // FLT_MAX: the smallest value wins, the smallest index among equal
+                    // ones; NaN never does. Blocks come in another order, so ties are
+                    // settled by the index.
+                    if v < *sum || (v == *sum && lane.t < *bt) {
+                        *sum = v;
+                        *bt = lane.t;
                     }
                 }
             }
         }
-        for (d, &b) in dist.iter_mut().zip(&ws.best) {
-            *d = b.sqrt();
+        for (d, &v) in dist.iter_mut().zip(&ws.sums) {
+            *d = v.sqrt();
         }
     }
 
-    /// Maps `n_entries` entries in batches: `fetch(range)` returns those entries'
-    /// values (`[len, channels, d, d]`, called on this thread, in order), `sink(range,
-    /// distances, transforms)` receives each batch's results in entry order
-    /// (`[len, neurons]` each), `progress(done, total)` (in entries) is called at the
-    /// start and after every batch. Entries of a batch run in parallel; between
-    /// entries every thread checks [`tensorfmt_core::io::check_stop`], so a stop
-    /// request ends the call with an error at the next entry.
+    /// Maps `n_entries` entries in order, in batches: `fetch(range)` returns those
+    /// entries' values (`[len, channels, d, d]`), `sink(range, distances, transforms)`
+    /// receives each batch's results (`[len, neurons]` each), `progress(done, total)`
+    /// (in entries) is called at the start and after every batch. The entries of a
+    /// batch are shared out among the threads; each thread holds one
+    /// [`Workspace`] (a block of transforms, not all of them). Before each entry every
+    /// thread checks [`tensorfmt_core::io::check_stop`], so a stop request ends the
+    /// call with an error at the next entry.
     pub fn map_entries<'a>(
         &self,
         n_entries: usize,
@@ -561,9 +595,9 @@ impl Mapper {
     ) -> Result<()> {
         let image_len = self.geometry.image_len();
         let threads = self.threads.min(n_entries.max(1));
-        // Batches of a few entries per thread, at most 64 MiB of input.
+        // A few entries per thread, at most 1 MiB of input, a batch.
         let per_batch = (threads * 4)
-            .min(((64usize << 20) / (4 * image_len).max(1)).max(1))
+            .min(((1usize << 20) / (4 * image_len).max(1)).max(threads))
             .max(1);
         let n = self.neurons;
         let workspaces: Vec<Mutex<Workspace>> =
@@ -581,7 +615,7 @@ impl Mapper {
                 return Err(SomError::MapOption {
                     option: "data",
                     value: format!("{} values for entries {start}..{end}", images.len()),
-                    reason: format!("expected {} per entry", image_len),
+                    reason: format!("expected {image_len} per entry"),
                 });
             }
             let (d, b) = (&mut dist[..len * n], &mut best[..len * n]);
@@ -622,11 +656,12 @@ impl Mapper {
                 self.map_image(image, &mut ws, d, b);
             }
         };
-        if workspaces.len() == 1 {
+        let busy = workspaces.len().min(images.len() / il.max(1)).max(1);
+        if busy == 1 {
             worker(&workspaces[0]);
         } else {
             std::thread::scope(|s| {
-                for ws in workspaces {
+                for ws in &workspaces[..busy] {
                     s.spawn(|| worker(ws));
                 }
             });
@@ -669,26 +704,34 @@ fn need_kind(f: &SomFile, kind: FileKind, what: &'static str) -> Result<()> {
 pub fn mapper_for(data: &SomFile, som: &SomFile, options: &MapOptions) -> Result<Mapper> {
     need_kind(data, FileKind::Data, "data")?;
     need_kind(som, FileKind::Som, "som")?;
-    let values = som.som_tensor()?.cast(tensorfmt_core::DType::F32)?;
-    let values = values.typed::<f32>()?;
-    Mapper::new(
+    let raw = som.som_tensor()?;
+    let values = if raw.dtype() == tensorfmt_core::DType::F32 {
+        raw.typed::<f32>()?
+    } else {
+        Cow::Owned(raw.cast(tensorfmt_core::DType::F32)?.to_vec::<f32>()?)
+    };
+    let mapper = Mapper::new(
         &values,
         som.neuron_count().unwrap_or(0),
         som.neuron_dims().unwrap_or(&[]),
         data.entry_dims().unwrap_or(&[]),
         options,
-    )
+    );
+    // The mapper keeps the distance regions it needs; the mapped SOM pages can go.
+    tensorfmt_core::io::release_pages(raw.bytes());
+    mapper
 }
 
 /// The f32 values of entries `r` of a data file (zero-copy when the file is f32 and aligned).
 pub fn entry_values(data: &SomFile, r: Range<usize>) -> Result<Cow<'static, [f32]>> {
-    let t = data.entries(r)?;
-    let t = if t.dtype() == tensorfmt_core::DType::F32 {
-        t
-    } else {
-        t.cast(tensorfmt_core::DType::F32)?
-    };
-    Ok(Cow::Owned(t.typed::<f32>()?.into_owned()))
+    let raw = data.entries(r)?;
+    let values = raw
+        .cast(tensorfmt_core::DType::F32)?
+        .typed::<f32>()?
+        .into_owned();
+    // Done with those pages of the mapped file: resident memory stays one batch.
+    tensorfmt_core::io::release_pages(raw.bytes());
+    Ok(Cow::Owned(values))
 }
 
 /// `Pink --map DATA MAP SOM [--store-rot-flip ROTFLIP]` with `options`: maps every

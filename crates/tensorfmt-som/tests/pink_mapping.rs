@@ -233,7 +233,12 @@ fn transforms_reproduce_pinks_distance_at_its_recorded_rotation() {
                 for &p in &region {
                     ed = (ed as f64 + ((neuron[p] - img[p]) as f64).powi(2)) as f32;
                 }
-                assert_eq!(ed.sqrt(), pink_distance, "{} entry {e} neuron {n}", case["name"]);
+                assert_eq!(
+                    ed.sqrt(),
+                    pink_distance,
+                    "{} entry {e} neuron {n}",
+                    case["name"]
+                );
             }
         }
     }
