@@ -228,6 +228,15 @@ def _is_path(x: Any) -> bool:
     return isinstance(x, (str, bytes, os.PathLike))
 
 
+def _path_of(x: Any) -> Optional[str]:
+    """The path ``x`` names, or None for an array."""
+    if isinstance(x, (str, os.PathLike)):
+        return os.fspath(x)
+    if isinstance(x, bytes):
+        return os.fsdecode(x)
+    return None
+
+
 def map(data: Source, som: Source, *, progress: Any = None, **options: Any) -> Tuple[np.ndarray, Dict[str, np.ndarray]]:  # noqa: A001
     """PINK's mapping step, as ``Pink --cuda-off --map`` computes it (bit for bit):
     every entry's distance to every neuron, minimised over the entry's rotations and
@@ -257,8 +266,8 @@ def map(data: Source, som: Source, *, progress: Any = None, **options: Any) -> T
     True
     """
     o = _options(options)
-    data_path = os.fspath(data) if _is_path(data) else None
-    som_path = os.fspath(som) if _is_path(som) else None
+    data_path = _path_of(data)
+    som_path = _path_of(som)
     data_array = None if data_path is not None else _f32("data", data)
     som_array = None
     map_dims: Optional[Tuple[int, ...]] = None
@@ -300,6 +309,23 @@ def map(data: Source, som: Source, *, progress: Any = None, **options: Any) -> T
     if dims is not None:
         distances = distances.reshape((distances.shape[0],) + tuple(dims))
     return distances, {"flip": np.asarray(flip), "angle": np.asarray(angle)}
+
+
+def geometry(image_shape: Sequence[int], neuron_shape: Sequence[int], **options: Any) -> Dict[str, int]:
+    """What :func:`map` resolves for images of ``image_shape`` and neurons of
+    ``neuron_shape`` (each ``(d, d)`` or ``(channels, d, d)``) with ``options``: PINK's
+    defaults filled in and checked (the same errors :func:`map` raises).
+
+    >>> import tensorfmt.som
+    >>> tensorfmt.som.geometry((64, 64), (91, 91))
+    {'channels': 1, 'image_dim': 64, 'neuron_dim': 91, 'euclidean_distance_dim': 45, 'transforms': 720}
+    """
+    o = _options(options)
+    c, d, nd, edd, t = _native.som_geometry(
+        [int(v) for v in image_shape], [int(v) for v in neuron_shape], o["num_rot"], o["flip"],
+        o["neuron_dim"], o["euclidean_distance_dim"], o["euclidean_distance_shape"], o["interpolation"],
+    )
+    return {"channels": c, "image_dim": d, "neuron_dim": nd, "euclidean_distance_dim": edd, "transforms": t}
 
 
 def _progress(progress: Any) -> Any:
@@ -548,6 +574,7 @@ __all__ = [
     "SomFile",
     "map",
     "map_files",
+    "geometry",
     "transform",
     "align",
     "crop",
