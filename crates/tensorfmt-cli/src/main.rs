@@ -1,4 +1,4 @@
-//! The `tensorfmt` command-line tool: `inspect`, `convert`, `validate`, `diff`,
+//! The `tensorfmt` command-line tool: `inspect`, `convert`, `validate`, `diff`, `som-map`,
 //! `render`, `formats` and `completions`. `docs/cli.md` describes every command and
 //! the JSON shape of each `--json` output.
 //!
