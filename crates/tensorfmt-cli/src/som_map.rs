@@ -133,6 +133,7 @@ pub fn som_map(a: &SomMapArgs) -> Result<(), Failure> {
     };
     let summary = map_files(
         &data,
+        Some(&a.data),
         &som,
         &options,
         &a.output,

@@ -222,3 +222,21 @@ fn som_map_refusals_name_the_value_and_leave_nothing() {
     assert_eq!(c, 2, "{err}");
     assert_eq!(std::fs::read(&m).unwrap(), b"keep");
 }
+
+/// The pictures of a mapping PINK wrote for a hexagonal SOM (its header says cartesian):
+/// counts and one entry's distances on the hexagonal grid, with the common legend.
+#[test]
+fn render_draws_pinks_hexagonal_mapping() {
+    let dir = tempfile::tempdir().unwrap();
+    let map = fixture("map_hex5_36_flip.bin");
+    for extra in [&["--counts"][..], &["--frame", "3"][..]] {
+        let png = dir.path().join("m.png");
+        let mut a = vec!["render", s(&map), s(&png), "--force", "--json"];
+        a.extend_from_slice(extra);
+        let (code, out, err) = run(&a);
+        assert_eq!(code, 0, "{err}");
+        let v = json(&out);
+        assert!(v["width"].as_u64().unwrap() > 100, "{out}");
+        assert!(std::fs::read(&png).unwrap().starts_with(b"\x89PNG"));
+    }
+}

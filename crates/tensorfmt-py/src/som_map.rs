@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use std::path::PathBuf;
 
 use pyo3::prelude::*;
-use tensorfmt::som::mapping::{map_files, rotflip, DistanceShape, MapOptions, Mapper};
+use tensorfmt::som::mapping::{map_files, rotflip, DistanceShape, EntryReader, MapOptions, Mapper};
 use tensorfmt::som::transform::Interpolation;
 use tensorfmt::som::{SomError, SomFile};
 use tensorfmt::{Error, Order, Tensor};
@@ -203,9 +203,13 @@ pub fn som_map(
             Some(b) if data_file.is_none() => Some(b.values()?),
             _ => None,
         };
+        let mut reader = match (&data_file, &data_path) {
+            (Some(f), Some(p)) => Some(EntryReader::new(p, f).map_err(som_error)?),
+            _ => None,
+        };
         let fetch = |r: std::ops::Range<usize>| -> Result<Cow<'_, [f32]>, SomError> {
-            match (&data_file, data_values) {
-                (Some(f), _) => tensorfmt::som::mapping::entry_values(f, r),
+            match (reader.as_mut(), data_values) {
+                (Some(reader), _) => reader.read(r),
                 (None, Some(v)) => Ok(Cow::Borrowed(&v[r.start * image_len..r.end * image_len])),
                 (None, None) => unreachable!("checked above"),
             }
@@ -291,6 +295,7 @@ pub fn som_map_files(
         };
         let summary = map_files(
             &d,
+            Some(&data),
             &s,
             &o,
             &map_out,

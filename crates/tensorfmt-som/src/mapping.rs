@@ -47,6 +47,9 @@ use crate::{Result, SomError};
 /// stored in blocks of this many, pixel-major).
 pub const LANES: usize = 16;
 
+/// The most rotations a mapping accepts (PINK sets no bound; 360 is its default).
+pub const MAX_NUM_ROT: u32 = 1 << 16;
+
 /// Shape of the region over which distances are summed (PINK's
 /// `--euclidean-distance-shape`).
 ///
@@ -246,6 +249,13 @@ impl MapGeometry {
             }
         }
         check_num_rot(options.num_rot, options.interpolation)?;
+        if options.num_rot > MAX_NUM_ROT {
+            return Err(SomError::MapOption {
+                option: "num_rot",
+                value: options.num_rot.to_string(),
+                reason: format!("at most {MAX_NUM_ROT} rotations (steps of 0.0055 degrees)"),
+            });
+        }
         let edd = options.euclidean_distance_dim.unwrap_or_else(|| {
             default_euclidean_distance_dim(
                 image_dim,
@@ -421,8 +431,19 @@ impl Mapper {
                 reason: format!("expected {neurons} neurons of {neuron_dims:?}"),
             });
         }
+        let threads = options
+            .threads
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+            .max(1);
         let region = geometry.region();
         let region_len = region.len();
+        // What the mapping will hold, before holding it: the neurons' regions, and per
+        // thread a base image and a block of LANES transforms' regions.
+        let per_thread = (nl as u64 + (LANES * region_len) as u64 + neurons as u64) * 4;
+        tensorfmt_core::Limits::default().check_alloc(
+            (neurons as u64 * region_len as u64 * 4)
+                .saturating_add(per_thread.saturating_mul(threads as u64)),
+        )?;
         let mut neuron_regions = Vec::with_capacity(neurons * region_len);
         for n in som.chunks_exact(nl) {
             neuron_regions.extend(region.iter().map(|&o| n[o]));
@@ -477,10 +498,6 @@ impl Mapper {
                     .collect()
             })
             .collect();
-        let threads = options
-            .threads
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-            .max(1);
         Ok(Mapper {
             geometry,
             neurons,
@@ -734,15 +751,72 @@ pub fn entry_values(data: &SomFile, r: Range<usize>) -> Result<Cow<'static, [f32
     Ok(Cow::Owned(values))
 }
 
+/// Reads a data file's entries as f32 for the mapper: with `pread` into a buffer when
+/// the file stores little-endian f32 (the file's pages are never mapped, so resident
+/// memory is one batch whatever the page cache holds: a mapped file written in large
+/// folios stays resident in pieces larger than a batch), else through the mapping
+/// ([`entry_values`]).
+#[derive(Debug)]
+pub struct EntryReader {
+    file: Option<std::fs::File>,
+    data: SomFile,
+    offset: u64,
+    entry_len: usize,
+}
+
+impl EntryReader {
+    /// A reader of `data` (opened from `path`).
+    pub fn new(path: &Path, data: &SomFile) -> Result<EntryReader> {
+        let f32_le =
+            data.dtype() == Some(tensorfmt_core::DType::F32) && cfg!(target_endian = "little");
+        let file = if f32_le {
+            Some(tensorfmt_core::io::open_regular(path)?)
+        } else {
+            None
+        };
+        let entry_len = data.entry_dims().unwrap_or(&[]).iter().product();
+        if file.is_some() {
+            // The header was read through the mapping; nothing else will be.
+            tensorfmt_core::io::release_pages(data.bytes());
+        }
+        Ok(EntryReader {
+            file,
+            data: data.clone(),
+            offset: data.payload_offset() as u64,
+            entry_len,
+        })
+    }
+
+    /// The values of entries `r`.
+    pub fn read(&mut self, r: Range<usize>) -> Result<Cow<'static, [f32]>> {
+        let Some(file) = &self.file else {
+            return entry_values(&self.data, r);
+        };
+        use std::os::unix::fs::FileExt;
+        let mut v = vec![0f32; r.len() * self.entry_len];
+        let mut bytes = vec![0u8; v.len() * 4];
+        let at = self.offset + (r.start * self.entry_len * 4) as u64;
+        file.read_exact_at(&mut bytes, at)?;
+        for (x, c) in v.iter_mut().zip(bytes.chunks_exact(4)) {
+            *x = f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+        }
+        Ok(Cow::Owned(v))
+    }
+}
+
 /// `Pink --map DATA MAP SOM [--store-rot-flip ROTFLIP]` with `options`: maps every
 /// entry of `data` onto `som` and writes PINK's mapping file to `map_out` and, when
 /// given, its rotation/flip file to `rotflip_out`, each through an
 /// [`AtomicFile`](tensorfmt_core::io::AtomicFile) (nothing is left behind on error).
+/// With `data_path` (the file `data` was opened from) entries are read with `pread`
+/// ([`EntryReader`]), else through `data`'s mapping.
 /// Headers are byte for byte PINK's (SOM layout code 0, even for hexagonal SOMs);
 /// `ids` (one per entry) go into both files' comment blocks as `# id ...` lines
 /// ([`crate::ids`]). `progress(done, total)` counts entries.
+#[allow(clippy::too_many_arguments)] // PINK's --map: inputs, outputs, ids, options, progress
 pub fn map_files(
     data: &SomFile,
+    data_path: Option<&Path>,
     som: &SomFile,
     options: &MapOptions,
     map_out: &Path,
@@ -750,6 +824,8 @@ pub fn map_files(
     ids: Option<&[String]>,
     progress: &dyn Fn(u64, u64) -> Result<()>,
 ) -> Result<MapSummary> {
+    // First the reader: it lets go of the data file's mapped pages.
+    let mut reader = data_path.map(|p| EntryReader::new(p, data)).transpose()?;
     let mapper = mapper_for(data, som, options)?;
     let entries = data.n_entries().unwrap_or(0) as usize;
     let map = som.map_layout().cloned().expect("SOM files have a map");
@@ -797,7 +873,10 @@ pub fn map_files(
     let mut buf = Vec::new();
     mapper.map_entries(
         entries,
-        |r| entry_values(data, r),
+        |r| match reader.as_mut() {
+            Some(reader) => reader.read(r),
+            None => entry_values(data, r),
+        },
         |_, dist, best| {
             buf.clear();
             buf.extend(dist.iter().flat_map(|v| v.to_le_bytes()));
@@ -954,6 +1033,11 @@ mod tests {
             ..d.clone()
         };
         assert!(e(&[16, 16], &[23, 23], &o).starts_with("euclidean_distance_dim 30:"));
+        let o = MapOptions {
+            num_rot: 1 << 20,
+            ..d.clone()
+        };
+        assert!(e(&[16, 16], &[23, 23], &o).starts_with("num_rot 1048576: at most 65536"));
         let o = MapOptions {
             num_rot: 10,
             ..d.clone()

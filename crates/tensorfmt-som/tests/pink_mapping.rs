@@ -59,7 +59,18 @@ fn map_and_rotflip_files_equal_pink_byte_for_byte() {
         let som = open(case["som"].as_str().unwrap());
         let o = options(&case["options"]);
         let (m, r) = (tmp.path().join("m.bin"), tmp.path().join("r.bin"));
-        map_files(&data, &som, &o, &m, Some(&r), None, &|_, _| Ok(())).unwrap();
+        let data_path = dir().join(case["data"].as_str().unwrap());
+        map_files(
+            &data,
+            Some(&data_path),
+            &som,
+            &o,
+            &m,
+            Some(&r),
+            None,
+            &|_, _| Ok(()),
+        )
+        .unwrap();
         let pink_map = std::fs::read(dir().join(map_name)).unwrap();
         let pink_rf = std::fs::read(dir().join(case["rotflip"].as_str().unwrap())).unwrap();
         let ours_map = std::fs::read(&m).unwrap();
@@ -127,6 +138,7 @@ fn ids_travel_through_the_mapping() {
     };
     map_files(
         &data,
+        None,
         &som,
         &o,
         &m,

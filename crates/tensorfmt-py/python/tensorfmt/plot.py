@@ -243,8 +243,8 @@ def _map_heatmap(
     if mark is not None:
         from matplotlib.patches import Rectangle
 
-        i, j = np.unravel_index(mark, grid.shape)
-        ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="red", linewidth=2.5))
+        row, col = (int(v) for v in np.unravel_index(mark, grid.shape))
+        ax.add_patch(Rectangle((col - 0.5, row - 0.5), 1, 1, fill=False, edgecolor="red", linewidth=2.5))
     return _show(fig, ax, grid, cmap, lo, hi, label)
 
 
