@@ -187,3 +187,37 @@ def test_bad_files_and_arrays(tmp_path):
         som.map(np.zeros((2, 16, 15)), np.zeros((3, 23, 23)), num_rot=4)
     with pytest.raises(InvalidArgumentError):
         som.transform(np.zeros((4, 5)), False, 0.0)
+
+
+CHILD = """
+import sys, time, numpy as np, tensorfmt.som as som
+rng = np.random.default_rng(0)
+data = rng.random((400, 64, 64), dtype=np.float32)     # minutes of work: 400 x 100 neurons x 720 transforms
+neurons = rng.random((10, 10, 44, 44), dtype=np.float32)
+started = []
+def progress(done, total):
+    if not started:
+        started.append(1)
+        print("started", flush=True)
+try:
+    som.map(data, neurons, euclidean_distance_dim=44, threads=1, progress=progress)
+    print("finished", flush=True)
+except KeyboardInterrupt:
+    print("KeyboardInterrupt", time.monotonic(), flush=True)
+"""
+
+
+def test_ctrl_c_stops_a_mapping():
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    child = subprocess.Popen([sys.executable, "-c", CHILD], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert child.stdout.readline().strip() == "started", child.communicate()
+    time.sleep(0.3)
+    sent = time.monotonic()
+    child.send_signal(signal.SIGINT)
+    out, err = child.communicate(timeout=60)
+    assert out.startswith("KeyboardInterrupt"), (out, err)
+    assert float(out.split()[1]) - sent < 2.0
