@@ -807,7 +807,7 @@ impl EntryReader {
 /// `Pink --map DATA MAP SOM [--store-rot-flip ROTFLIP]` with `options`: maps every
 /// entry of `data` onto `som` and writes PINK's mapping file to `map_out` and, when
 /// given, its rotation/flip file to `rotflip_out`, each through an
-/// [`AtomicFile`](tensorfmt_core::io::AtomicFile) (nothing is left behind on error).
+/// [`AtomicFile`] (nothing is left behind on error).
 /// With `data_path` (the file `data` was opened from) entries are read with `pread`
 /// ([`EntryReader`]), else through `data`'s mapping.
 /// Headers are byte for byte PINK's (SOM layout code 0, even for hexagonal SOMs);
