@@ -199,6 +199,22 @@ pub enum CaffeError {
         /// What is wrong, naming the layer.
         message: String,
     },
+    /// A caffemodel field number that Caffe forks give different meanings, where
+    /// neither the layer's type nor the fork the rest of the net points to says which
+    /// one wrote it (see `forks.rs` and docs/caffe-layers.md, "Fork schemas").
+    #[error("{path} at byte {offset}: field {number} is {candidates} in different forks; neither the layer type {layer_type:?} nor the rest of the net tells which one wrote it")]
+    AmbiguousField {
+        /// Message path of the field.
+        path: String,
+        /// Byte offset of the field's key.
+        offset: u64,
+        /// The field number.
+        number: u32,
+        /// The layer's type.
+        layer_type: String,
+        /// The meanings, as `name (fork)`, comma-separated.
+        candidates: String,
+    },
     /// Shape inference failed: every problem found, one per line.
     #[error("shape inference: {}", .0.join("; "))]
     Shapes(Vec<String>),

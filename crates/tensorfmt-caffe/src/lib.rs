@@ -53,6 +53,7 @@
 mod blob;
 mod error;
 mod file;
+pub mod forks;
 mod net;
 mod params;
 mod prototxt;
@@ -93,7 +94,8 @@ pub use read::{
     CAFFE_READ_LIMIT, HDF5_SIGNATURE,
 };
 pub use shapes::{
-    infer_shapes, random_weights, LayerShapes, NetShapes, KNOWN_LAYER_TYPES, MAX_BLOB_COUNT,
+    infer_shapes, random_weights, ConvGeom, Geometry, LayerShapes, NetShapes, PoolGeom,
+    KNOWN_LAYER_TYPES, MAX_BLOB_COUNT,
 };
 pub use write::{
     blob_from_tensor, encode_weights_model, mean_blob_from_tensor, write_weights_model,

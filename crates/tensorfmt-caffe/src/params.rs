@@ -6,7 +6,11 @@
 //! V1 layers (and V0 layers, through V1) are upgraded as Caffe's `UpgradeNetAsNeeded`
 //! does, so every version reads as V2 (`layers[i].convolution_param` of a V1 file is
 //! `convolution_param` here too). Field lists, defaults and types come from the
-//! schema ([`message_fields`]), never from hand-written lists.
+//! schema ([`message_fields`]), never from hand-written lists. A V2 layer's field
+//! numbers that Caffe's forks give different meanings (SSD's and OpenCV's
+//! DetectionOutput field 10, DeepLab's `interp_param` 143, ...) are first renumbered
+//! into the builtin schema's by the fork the layer and the net point to
+//! ([`crate::forks`]); a layer where that cannot be told is an error of that layer.
 //!
 //! ```
 //! use tensorfmt_caffe::{layer_params, read_model, ParamValue};
@@ -150,6 +154,20 @@ pub fn layer_params(model: &Model) -> Vec<Option<Result<ParamMessage>>> {
     let mut out: Vec<Option<Result<ParamMessage>>> =
         (0..model.layers.len()).map(|_| None).collect();
     let mut v0 = Vec::new();
+    // The forks the net's V2 layers point to (within the same byte bound), for field
+    // numbers forks give different meanings (`forks.rs`).
+    let mut seen = 0usize;
+    let evidence = crate::forks::net_forks(
+        model
+            .layers
+            .iter()
+            .filter(|l| l.version == NetVersion::V2)
+            .take_while(|l| {
+                seen = seen.saturating_add(l.param_len());
+                seen <= MAX_PARAM_BYTES
+            })
+            .map(|l| (l.type_name.as_str(), l.param_bytes(model.file_bytes()))),
+    );
     let mut budget = MAX_PARAM_BYTES;
     for (i, layer) in model.layers.iter().enumerate() {
         let len = layer.param_len();
@@ -165,7 +183,15 @@ pub fn layer_params(model: &Model) -> Vec<Option<Result<ParamMessage>>> {
         }
         budget -= len;
         out[i] = match layer.version {
-            NetVersion::V2 => Some(decode_v2(&layer.param_bytes(model.file_bytes()), i)),
+            NetVersion::V2 => Some(
+                crate::forks::canonical_layer(
+                    &layer.param_bytes(model.file_bytes()),
+                    &layer.type_name,
+                    &evidence,
+                    &format!("layer[{i}]"),
+                )
+                .and_then(|bytes| decode_v2(&bytes, i)),
+            ),
             NetVersion::V1 => Some(model.v1_layer_parameter(i).and_then(|mut v1| {
                 crate::upgrade::upgrade_data_transform(&mut v1);
                 let l = crate::upgrade::v1_to_v2(v1, i)?;

@@ -38,15 +38,18 @@ pub const PROTOTXT_ALLOC_FACTOR: u64 = 64;
 
 /// A Caffe schema: the descriptor pool prototxts are parsed with.
 ///
-/// [`Schema::builtin`] is `proto/caffe.proto` (BVLC's caffe.proto with OpenCV's SSD
-/// additions); [`Schema::compile`] compiles a fork's `caffe.proto` at run time so that
-/// its extra fields (`upsample_param`, `interp_param`, `bn_param`, ...) parse and are
-/// readable through [`crate::LayerDef::fork_field`].
+/// [`Schema::builtin`] is `proto/caffe.proto` (BVLC's caffe.proto with the fields of
+/// SSD, OpenCV, py-faster-rcnn, R-FCN, DeepLab/PSPNet's Interp, ShuffleNet and the
+/// YOLOv2 ports built in: see [`crate::forks`]); [`Schema::compile`] compiles another
+/// fork's `caffe.proto` at run time so that its extra fields (`upsample_param`,
+/// `bn_param`, ...) parse and are readable through [`crate::LayerDef::fork_field`].
 ///
 /// ```
 /// let schema = tensorfmt_caffe::Schema::builtin();
 /// assert!(schema.is_builtin());
 /// assert!(schema.has_field("LayerParameter", "prior_box_param"));
+/// assert!(schema.has_field("DetectionOutputParameter", "visualize"));
+/// assert!(schema.has_field("DetectionOutputParameter", "normalized_bbox"));
 /// assert!(!schema.has_field("LayerParameter", "upsample_param"));
 /// ```
 #[derive(Clone)]
@@ -235,10 +238,22 @@ fn merge_snippet(text: &str, scan: &Scan) -> std::result::Result<String, String>
         }
         let body = drop_ellipses(&text[block.body_start..block.body_end]);
         match base.get(block.name.as_str()) {
-            Some(b) if block.keyword == "message" => inserts.push((
-                b.body_end,
-                format!("\n  // added by the fork schema\n{body}\n"),
-            )),
+            Some(b) if block.keyword == "message" => {
+                // Fields the builtin message already has (the builtin schema carries
+                // most forks' fields) are not declared twice.
+                let builtin = Schema::builtin()
+                    .pool
+                    .get_message_by_name(&format!("caffe.{}", block.name));
+                let body = without_known_fields(&body, |name| {
+                    builtin
+                        .as_ref()
+                        .is_some_and(|m| m.get_field_by_name(name).is_some())
+                });
+                inserts.push((
+                    b.body_end,
+                    format!("\n  // added by the fork schema\n{body}\n"),
+                ))
+            }
             Some(_) => {
                 return Err(format!(
                     "{} {} is already defined by the builtin schema",
@@ -284,6 +299,42 @@ fn merge_snippet(text: &str, scan: &Scan) -> std::result::Result<String, String>
 fn scan_cached() -> &'static Scan {
     static SCAN: OnceLock<Scan> = OnceLock::new();
     SCAN.get_or_init(|| scan(BUILTIN_SOURCE, Syntax::Proto))
+}
+
+/// `body` (a message body of a schema snippet) without the field declarations whose
+/// name `known` accepts; nested blocks and everything else are kept.
+fn without_known_fields(body: &str, known: impl Fn(&str) -> bool) -> String {
+    let body = strip_proto_comments(body);
+    let mut out = String::with_capacity(body.len());
+    let mut statement = String::new();
+    let mut depth = 0usize;
+    for c in body.chars() {
+        statement.push(c);
+        match c {
+            '{' => depth += 1,
+            '}' => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    out.push_str(&std::mem::take(&mut statement));
+                }
+            }
+            ';' if depth == 0 => {
+                // `[label] type name = number [options];`: the name precedes `=`.
+                let taken = std::mem::take(&mut statement);
+                let name = taken
+                    .split('=')
+                    .next()
+                    .and_then(|head| head.split_whitespace().last())
+                    .unwrap_or("");
+                if !(taken.contains('=') && known(name)) {
+                    out.push_str(&taken);
+                }
+            }
+            _ => {}
+        }
+    }
+    out.push_str(&statement);
+    out
 }
 
 fn drop_ellipses(body: &str) -> String {

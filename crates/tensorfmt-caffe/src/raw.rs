@@ -399,24 +399,6 @@ impl RawBlob {
     pub fn double_data_f64(&self) -> Vec<f64> {
         decode_f64(&self.double_data)
     }
-
-    /// Serializes this blob as a BlobProto message (fields in number order, packed
-    /// arrays), exactly as Caffe's C++ protobuf would.
-    pub fn to_bytes(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(self.encoded_len());
-        crate::write::encode_blob(self, &mut out);
-        out
-    }
-
-    /// [`RawBlob::to_bytes`] into any writer, the value arrays straight from their bytes.
-    pub fn write_to(&self, w: &mut dyn std::io::Write) -> Result<()> {
-        Ok(crate::write::write_blob(self, &mut { w })?)
-    }
-
-    /// The length of [`RawBlob::to_bytes`].
-    pub fn encoded_len(&self) -> usize {
-        crate::write::blob_len(self)
-    }
 }
 
 /// Caffe's `shape_string`: each dim followed by a space, then `(count)`.
@@ -690,6 +672,63 @@ pub struct RawLayer {
 }
 
 impl RawLayer {
+    /// An empty record of a layer (of any version) whose key is at byte `at`: the
+    /// V2, V1 and V0 walkers fill it through the field readers below.
+    fn new(version: NetVersion, at: usize) -> RawLayer {
+        RawLayer {
+            version,
+            name: String::new(),
+            type_name: String::new(),
+            v1_type: None,
+            v0_type: None,
+            blobs: Vec::new(),
+            offset: at as u64,
+            pieces: Vec::new(),
+            name_range: None,
+        }
+    }
+
+    /// A string field (name or type), kept verbatim; the name's place is recorded for
+    /// the rewriter.
+    fn string_field(&mut self, c: &mut Cursor, k: Key, path: &str, name: bool) -> Result<String> {
+        expect_wire(k, &[LEN], "length-delimited (string)", path)?;
+        let s = c.string(path)?;
+        if name {
+            self.name_range = Some(c.pos - s.len()..c.pos);
+        }
+        push_raw(&mut self.pieces, k, c.pos);
+        Ok(s)
+    }
+
+    /// A blob field (BlobProto under `k.field`): parsed into `blobs`, its place kept.
+    fn blob_field(
+        &mut self,
+        file: &Bytes,
+        c: &mut Cursor,
+        k: Key,
+        path: &str,
+        budget: &mut Budget,
+    ) -> Result<()> {
+        expect_wire(k, &[LEN], "length-delimited (BlobProto)", path)?;
+        let r = c.len_delimited(path)?;
+        let index = self.blobs.len();
+        let bpath = format!("{path}.blobs[{index}]");
+        budget.item(&bpath, k.at)?;
+        self.blobs.push(parse_blob(file, r, &bpath, budget)?);
+        self.pieces.push(Piece::Blob {
+            field: k.field,
+            index,
+        });
+        Ok(())
+    }
+
+    /// Any other field, kept verbatim.
+    fn other_field(&mut self, c: &mut Cursor, k: Key, path: &str) -> Result<()> {
+        c.skip(k, path, 0)?;
+        push_raw(&mut self.pieces, k, c.pos);
+        Ok(())
+    }
+
     /// The layer's non-blob fields, verbatim (for a V0 layer, the outer V1 fields).
     pub fn param_bytes(&self, file: &[u8]) -> Vec<u8> {
         let mut out = Vec::new();
@@ -790,43 +829,13 @@ fn parse_v2_layer(
     budget: &mut Budget,
 ) -> Result<RawLayer> {
     let mut c = Cursor::new(file, range.start, range.end);
-    let mut layer = RawLayer {
-        version: NetVersion::V2,
-        name: String::new(),
-        type_name: String::new(),
-        v1_type: None,
-        v0_type: None,
-        blobs: Vec::new(),
-        offset: at as u64,
-        pieces: Vec::new(),
-        name_range: None,
-    };
+    let mut layer = RawLayer::new(NetVersion::V2, at);
     while let Some(k) = c.key(path)? {
         match k.field {
-            1 | 2 => {
-                expect_wire(k, &[LEN], "length-delimited (string)", path)?;
-                let s = c.string(path)?;
-                if k.field == 1 {
-                    layer.name = s;
-                    layer.name_range = Some(c.pos - layer.name.len()..c.pos);
-                } else {
-                    layer.type_name = s;
-                }
-                push_raw(&mut layer.pieces, k, c.pos);
-            }
-            7 => {
-                expect_wire(k, &[LEN], "length-delimited (BlobProto)", path)?;
-                let r = c.len_delimited(path)?;
-                let i = layer.blobs.len();
-                let bpath = format!("{path}.blobs[{i}]");
-                budget.item(&bpath, k.at)?;
-                layer.blobs.push(parse_blob(file, r, &bpath, budget)?);
-                layer.pieces.push(Piece::Blob { field: 7, index: i });
-            }
-            _ => {
-                c.skip(k, path, 0)?;
-                push_raw(&mut layer.pieces, k, c.pos);
-            }
+            1 => layer.name = layer.string_field(&mut c, k, path, true)?,
+            2 => layer.type_name = layer.string_field(&mut c, k, path, false)?,
+            7 => layer.blob_field(file, &mut c, k, path, budget)?,
+            _ => layer.other_field(&mut c, k, path)?,
         }
     }
     Ok(layer)
@@ -840,40 +849,17 @@ fn parse_v1_layer(
     budget: &mut Budget,
 ) -> Result<RawLayer> {
     let mut c = Cursor::new(file, range.start, range.end);
-    let mut layer = RawLayer {
-        version: NetVersion::V1,
-        name: String::new(),
-        type_name: String::new(),
-        v1_type: None,
-        v0_type: None,
-        blobs: Vec::new(),
-        offset: at as u64,
-        pieces: Vec::new(),
-        name_range: None,
-    };
+    let mut layer = RawLayer::new(NetVersion::V1, at);
     let mut v0: Option<RawLayer> = None;
     while let Some(k) = c.key(path)? {
         match k.field {
-            4 => {
-                expect_wire(k, &[LEN], "length-delimited (string)", path)?;
-                layer.name = c.string(path)?;
-                layer.name_range = Some(c.pos - layer.name.len()..c.pos);
-                push_raw(&mut layer.pieces, k, c.pos);
-            }
+            4 => layer.name = layer.string_field(&mut c, k, path, true)?,
             5 => {
                 expect_wire(k, &[VARINT], "varint (enum LayerType)", path)?;
                 layer.v1_type = Some(int32(c.varint(path)?));
                 push_raw(&mut layer.pieces, k, c.pos);
             }
-            6 => {
-                expect_wire(k, &[LEN], "length-delimited (BlobProto)", path)?;
-                let r = c.len_delimited(path)?;
-                let i = layer.blobs.len();
-                let bpath = format!("{path}.blobs[{i}]");
-                budget.item(&bpath, k.at)?;
-                layer.blobs.push(parse_blob(file, r, &bpath, budget)?);
-                layer.pieces.push(Piece::Blob { field: 6, index: i });
-            }
+            6 => layer.blob_field(file, &mut c, k, path, budget)?,
             1 => {
                 expect_wire(k, &[LEN], "length-delimited (V0LayerParameter)", path)?;
                 let r = c.len_delimited(path)?;
@@ -886,10 +872,7 @@ fn parse_v1_layer(
                     pieces: Vec::new(),
                 });
             }
-            _ => {
-                c.skip(k, path, 0)?;
-                push_raw(&mut layer.pieces, k, c.pos);
-            }
+            _ => layer.other_field(&mut c, k, path)?,
         }
     }
     if let Some(v0) = v0 {
@@ -951,46 +934,13 @@ fn parse_v0_layer(
     budget: &mut Budget,
 ) -> Result<RawLayer> {
     let mut c = Cursor::new(file, range.start, range.end);
-    let mut layer = merge.unwrap_or(RawLayer {
-        version: NetVersion::V0,
-        name: String::new(),
-        type_name: String::new(),
-        v1_type: None,
-        v0_type: None,
-        blobs: Vec::new(),
-        offset: at as u64,
-        pieces: Vec::new(),
-        name_range: None,
-    });
+    let mut layer = merge.unwrap_or_else(|| RawLayer::new(NetVersion::V0, at));
     while let Some(k) = c.key(path)? {
         match k.field {
-            1 | 2 => {
-                expect_wire(k, &[LEN], "length-delimited (string)", path)?;
-                let s = c.string(path)?;
-                if k.field == 1 {
-                    layer.name = s;
-                    layer.name_range = Some(c.pos - layer.name.len()..c.pos);
-                } else {
-                    layer.v0_type = Some(s);
-                }
-                push_raw(&mut layer.pieces, k, c.pos);
-            }
-            50 => {
-                expect_wire(k, &[LEN], "length-delimited (BlobProto)", path)?;
-                let r = c.len_delimited(path)?;
-                let i = layer.blobs.len();
-                let bpath = format!("{path}.blobs[{i}]");
-                budget.item(&bpath, k.at)?;
-                layer.blobs.push(parse_blob(file, r, &bpath, budget)?);
-                layer.pieces.push(Piece::Blob {
-                    field: 50,
-                    index: i,
-                });
-            }
-            _ => {
-                c.skip(k, path, 0)?;
-                push_raw(&mut layer.pieces, k, c.pos);
-            }
+            1 => layer.name = layer.string_field(&mut c, k, path, true)?,
+            2 => layer.v0_type = Some(layer.string_field(&mut c, k, path, false)?),
+            50 => layer.blob_field(file, &mut c, k, path, budget)?,
+            _ => layer.other_field(&mut c, k, path)?,
         }
     }
     Ok(layer)

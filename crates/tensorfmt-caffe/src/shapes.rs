@@ -87,6 +87,100 @@ pub struct LayerShapes {
     /// Shape of each parameter blob Caffe gives the layer (weights, bias, BatchNorm's
     /// mean/variance/factor, ...), in blob order.
     pub params: Vec<Vec<usize>>,
+    /// The kernel geometry Caffe validated for a convolution or pooling layer (the
+    /// lowering reads it from here instead of parsing the parameters again).
+    pub geometry: Option<Geometry>,
+}
+
+/// The validated kernel geometry of a layer: see [`LayerShapes::geometry`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Geometry {
+    /// Convolution, ConvolutionDepthwise, Deconvolution.
+    Conv(ConvGeom),
+    /// Pooling.
+    Pool(PoolGeom),
+}
+
+/// A convolution's geometry as Caffe validates it (`BaseConvolutionLayer::LayerSetUp`):
+/// one entry per spatial axis in `kernel`, `stride`, `pad`, `dilation`.
+///
+/// ```
+/// use tensorfmt_caffe::{infer_shapes, parse_net, Geometry, Schema};
+/// let net = parse_net("input: 'x' input_dim: 1 input_dim: 4 input_dim: 9 input_dim: 9 \
+///     layer { name: 'c' type: 'Convolution' bottom: 'x' top: 'y' convolution_param { \
+///     num_output: 8 kernel_h: 3 kernel_w: 1 stride: 2 pad: 1 group: 2 } }",
+///     Schema::builtin(), &Default::default())?;
+/// let shapes = infer_shapes(&net, &[])?;
+/// let Some(Geometry::Conv(g)) = &shapes.layers[0].geometry else { panic!() };
+/// assert_eq!((g.kernel.as_slice(), g.stride.as_slice(), g.pad.as_slice()), (&[3, 1][..], &[2, 2][..], &[1, 1][..]));
+/// assert_eq!((g.channels, g.num_output, g.group, g.extent(0)), (4, 8, 2, 3));
+/// # Ok::<(), tensorfmt_caffe::CaffeError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConvGeom {
+    /// The channel axis (`axis`, 1 by default); the spatial axes follow it.
+    pub axis: usize,
+    /// Kernel size per spatial axis (> 0).
+    pub kernel: Vec<usize>,
+    /// Stride per spatial axis (> 0; 1 by default).
+    pub stride: Vec<usize>,
+    /// Symmetric padding per spatial axis (0 by default).
+    pub pad: Vec<usize>,
+    /// Dilation per spatial axis (> 0; 1 by default).
+    pub dilation: Vec<usize>,
+    /// Input channels (the bottom's `axis` dimension).
+    pub channels: usize,
+    /// `num_output` (> 0).
+    pub num_output: usize,
+    /// Groups: `group`, or the input channels for `ConvolutionDepthwise`; divides both
+    /// `channels` and `num_output`.
+    pub group: usize,
+    /// Whether the layer has a bias blob (`bias_term`, true by default).
+    pub bias_term: bool,
+    /// `Deconvolution`: output `stride·(in−1) + extent − 2·pad`, weight
+    /// `[channels, num_output/group, k...]`.
+    pub transposed: bool,
+}
+
+impl ConvGeom {
+    /// The dilated kernel extent `dilation·(kernel−1) + 1` on spatial axis `i`.
+    pub fn extent(&self, i: usize) -> usize {
+        self.dilation[i] * (self.kernel[i] - 1) + 1
+    }
+}
+
+/// A pooling layer's geometry as Caffe validates it (`PoolingLayer::LayerSetUp` and
+/// `Reshape`), as (height, width) pairs.
+///
+/// ```
+/// use tensorfmt_caffe::{infer_shapes, parse_net, Geometry, Schema};
+/// let net = parse_net("input: 'x' input_dim: 1 input_dim: 1 input_dim: 112 input_dim: 112 \
+///     layer { name: 'p' type: 'Pooling' bottom: 'x' top: 'y' \
+///     pooling_param { pool: MAX kernel_size: 3 stride: 2 } }", Schema::builtin(), &Default::default())?;
+/// let shapes = infer_shapes(&net, &[])?;
+/// let Some(Geometry::Pool(g)) = &shapes.layers[0].geometry else { panic!() };
+/// assert_eq!((g.kernel, g.stride, g.pad, g.ceil, g.pooled), ([3, 3], [2, 2], [0, 0], true, [56, 56]));
+/// # Ok::<(), tensorfmt_caffe::CaffeError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PoolGeom {
+    /// MAX, AVE or STOCHASTIC.
+    pub method: proto::pooling_parameter::PoolMethod,
+    /// `global_pooling`: the kernel is the whole input plane (pad 0, stride 1).
+    pub global: bool,
+    /// Kernel (height, width), > 0 (the input plane when global).
+    pub kernel: [usize; 2],
+    /// Stride (height, width), > 0.
+    pub stride: [usize; 2],
+    /// Padding (height, width), each smaller than the kernel.
+    pub pad: [usize; 2],
+    /// Output sizes round up (Caffe's default), or down with `round_mode: FLOOR` /
+    /// OpenCV's `ceil_mode: false`.
+    pub ceil: bool,
+    /// The output (height, width): rounded as `ceil` says, then, when any pad is
+    /// non-zero, a last window that would start at or beyond `in + pad` is dropped on
+    /// each axis.
+    pub pooled: [usize; 2],
 }
 
 /// Shapes of a whole net: see [`infer_shapes`].
@@ -224,7 +318,7 @@ pub fn infer_shapes(net: &NetDef, overrides: &[(String, Vec<usize>)]) -> Result<
                 }
             }
         }
-        let (tops, params) = layer_shapes(l, &bottoms).map_err(fail)?;
+        let ((tops, params), geometry) = layer_shapes(l, &bottoms).map_err(fail)?;
         if tops.len() != l.tops.len() {
             return Err(fail(format!(
                 "has {} tops, the layer produces {}",
@@ -253,6 +347,7 @@ pub fn infer_shapes(net: &NetDef, overrides: &[(String, Vec<usize>)]) -> Result<
             bottoms,
             tops,
             params,
+            geometry,
         });
     }
     Ok(NetShapes {
@@ -322,8 +417,24 @@ fn u(v: u32) -> usize {
     v as usize
 }
 
-/// Tops and parameter shapes of one layer.
-fn layer_shapes(l: &LayerDef, bottoms: &[Vec<usize>]) -> R<Shapes> {
+/// Tops and parameter shapes of one layer, and the kernel geometry of convolution and
+/// pooling layers.
+fn layer_shapes(l: &LayerDef, bottoms: &[Vec<usize>]) -> R<(Shapes, Option<Geometry>)> {
+    match l.kind.as_str() {
+        "Convolution" | "Deconvolution" | "ConvolutionDepthwise" => {
+            let (shapes, g) = conv(l, bottoms)?;
+            Ok((shapes, Some(Geometry::Conv(g))))
+        }
+        "Pooling" => {
+            let (shapes, g) = pooling(l, bottoms)?;
+            Ok((shapes, Some(Geometry::Pool(g))))
+        }
+        _ => Ok((other_shapes(l, bottoms)?, None)),
+    }
+}
+
+/// [`layer_shapes`] of the layers without a kernel geometry.
+fn other_shapes(l: &LayerDef, bottoms: &[Vec<usize>]) -> R<Shapes> {
     let p = &l.param;
     let n_tops = l.tops.len();
     match l.kind.as_str() {
@@ -455,8 +566,6 @@ fn layer_shapes(l: &LayerDef, bottoms: &[Vec<usize>]) -> R<Shapes> {
             }
             Ok((vec![b.clone()], params))
         }
-        "Convolution" | "Deconvolution" | "ConvolutionDepthwise" => conv(l, bottoms),
-        "Pooling" => pooling(l, bottoms),
         "InnerProduct" => {
             exactly(bottoms, 1)?;
             let ip = p.inner_product_param.clone().unwrap_or_default();
@@ -691,10 +800,7 @@ fn layer_shapes(l: &LayerDef, bottoms: &[Vec<usize>]) -> R<Shapes> {
         "ShuffleChannel" => {
             exactly(bottoms, 1)?;
             let b = &bottoms[0];
-            let g = l
-                .fork_field("shuffle_channel_param", "group")
-                .and_then(|v| v.as_i64())
-                .unwrap_or(1);
+            let g = i64::from(p.shuffle_channel_param.unwrap_or_default().group());
             if b.len() < 2 || g <= 0 || b[1] % g as usize != 0 {
                 return Err(format!("channels of {b:?} not divisible by group {g}"));
             }
@@ -815,14 +921,6 @@ fn layer_shapes(l: &LayerDef, bottoms: &[Vec<usize>]) -> R<Shapes> {
     }
 }
 
-/// Kernel, stride, pad and dilation of a convolution (`BaseConvolutionLayer::LayerSetUp`).
-struct ConvGeom {
-    kernel: Vec<usize>,
-    stride: Vec<usize>,
-    pad: Vec<usize>,
-    dilation: Vec<usize>,
-}
-
 fn per_axis(
     name: &str,
     values: &[u32],
@@ -854,7 +952,9 @@ fn per_axis(
     }
 }
 
-fn conv_geom(cp: &proto::ConvolutionParameter, n: usize) -> R<ConvGeom> {
+/// Kernel, stride, pad and dilation of a convolution with `n` spatial axes
+/// (`BaseConvolutionLayer::LayerSetUp`).
+fn conv_axes(cp: &proto::ConvolutionParameter, n: usize) -> R<[Vec<usize>; 4]> {
     let kernel = per_axis(
         "kernel_size",
         &cp.kernel_size,
@@ -875,15 +975,10 @@ fn conv_geom(cp: &proto::ConvolutionParameter, n: usize) -> R<ConvGeom> {
     if dilation.contains(&0) {
         return Err(format!("dilation must be nonzero, got {dilation:?}"));
     }
-    Ok(ConvGeom {
-        kernel,
-        stride,
-        pad,
-        dilation,
-    })
+    Ok([kernel, stride, pad, dilation])
 }
 
-fn conv(l: &LayerDef, bottoms: &[Vec<usize>]) -> R<Shapes> {
+fn conv(l: &LayerDef, bottoms: &[Vec<usize>]) -> R<(Shapes, ConvGeom)> {
     at_least(bottoms, 1)?;
     if bottoms.len() != l.tops.len() {
         return Err(format!(
@@ -903,7 +998,7 @@ fn conv(l: &LayerDef, bottoms: &[Vec<usize>]) -> R<Shapes> {
     }
     let ca = axis(cp.axis(), b.len(), "axis")?;
     let n = b.len() - ca - 1;
-    let g = conv_geom(&cp, n)?;
+    let [kernel, stride, pad, dilation] = conv_axes(&cp, n)?;
     let channels = b[ca];
     let num_output = u(cp.num_output());
     if num_output == 0 {
@@ -926,6 +1021,18 @@ fn conv(l: &LayerDef, bottoms: &[Vec<usize>]) -> R<Shapes> {
         ));
     }
     let deconv = l.kind == "Deconvolution";
+    let g = ConvGeom {
+        axis: ca,
+        kernel,
+        stride,
+        pad,
+        dilation,
+        channels,
+        num_output,
+        group,
+        bias_term: cp.bias_term(),
+        transposed: deconv,
+    };
     let mut top = b[..=ca].to_vec();
     top[ca] = num_output;
     for i in 0..n {
@@ -970,13 +1077,13 @@ fn conv(l: &LayerDef, bottoms: &[Vec<usize>]) -> R<Shapes> {
     };
     weight.extend_from_slice(&g.kernel);
     let mut params = vec![weight];
-    if cp.bias_term() {
+    if g.bias_term {
         params.push(vec![num_output]);
     }
-    Ok((vec![top; bottoms.len()], params))
+    Ok(((vec![top; bottoms.len()], params), g))
 }
 
-fn pooling(l: &LayerDef, bottoms: &[Vec<usize>]) -> R<Shapes> {
+fn pooling(l: &LayerDef, bottoms: &[Vec<usize>]) -> R<(Shapes, PoolGeom)> {
     exactly(bottoms, 1)?;
     let pp = l.param.pooling_param.unwrap_or_default();
     let b = &bottoms[0];
@@ -1057,7 +1164,16 @@ fn pooling(l: &LayerDef, bottoms: &[Vec<usize>]) -> R<Shapes> {
     if n == 0 || n > 2 {
         return Err(format!("takes 1 or 2 tops (output, mask), got {n}"));
     }
-    Ok((vec![top; n], vec![]))
+    let g = PoolGeom {
+        method: pp.pool(),
+        global,
+        kernel: [kh, kw],
+        stride: [sh, sw],
+        pad: [ph, pw],
+        ceil: !floor,
+        pooled: [oh, ow],
+    };
+    Ok(((vec![top; n], vec![]), g))
 }
 
 /// Caffe's `ReshapeLayer::Reshape`: 0 copies a bottom dim, one -1 is inferred; `axis`
@@ -1180,12 +1296,10 @@ fn interp(l: &LayerDef, bottoms: &[Vec<usize>]) -> R<Shapes> {
     if b.len() != 4 {
         return Err(format!("input must have 4 axes, got {b:?}"));
     }
-    let get = |f: &str| {
-        l.fork_field_if_set("interp_param", f)
-            .and_then(|v| v.as_i64())
-    };
-    let pad_beg = get("pad_beg").unwrap_or(0);
-    let pad_end = get("pad_end").unwrap_or(0);
+    // Typed, with "set or not" kept: the rules below depend on which fields are given.
+    let ip = l.param.interp_param.unwrap_or_default();
+    let pad_beg = i64::from(ip.pad_beg());
+    let pad_end = i64::from(ip.pad_end());
     if pad_beg > 0 || pad_end > 0 {
         return Err("only cropping (pad_beg, pad_end <= 0) is supported".into());
     }
@@ -1197,7 +1311,8 @@ fn interp(l: &LayerDef, bottoms: &[Vec<usize>]) -> R<Shapes> {
         Ok(e)
     };
     let (hin, win) = (eff(b[2])?, eff(b[3])?);
-    let (zoom, shrink) = (get("zoom_factor"), get("shrink_factor"));
+    let get = |v: Option<i32>| v.map(i64::from);
+    let (zoom, shrink) = (get(ip.zoom_factor), get(ip.shrink_factor));
     let check = |v: i64, what: &str| {
         if v < 1 {
             Err(format!("{what} must be >= 1, got {v}"))
@@ -1205,7 +1320,7 @@ fn interp(l: &LayerDef, bottoms: &[Vec<usize>]) -> R<Shapes> {
             Ok(v)
         }
     };
-    let (h, w) = match (shrink, zoom, get("height"), get("width")) {
+    let (h, w) = match (shrink, zoom, get(ip.height), get(ip.width)) {
         (Some(s), None, _, _) => {
             let s = check(s, "shrink_factor")?;
             ((hin - 1) / s + 1, (win - 1) / s + 1)

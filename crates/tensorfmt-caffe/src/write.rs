@@ -137,6 +137,33 @@ pub(crate) fn encode_blob(b: &RawBlob, out: &mut Vec<u8>) {
     write_blob(b, out).expect("writing to a Vec cannot fail");
 }
 
+// A blob's encoding lives here, with the other writers: `raw` (the reading side)
+// does not depend on `write`.
+impl RawBlob {
+    /// Serializes this blob as a BlobProto message (fields in number order, packed
+    /// arrays), exactly as Caffe's C++ protobuf would.
+    ///
+    /// ```
+    /// let b = tensorfmt_caffe::RawBlob::from_f32(&[2], &[1.0, 2.0]);
+    /// assert_eq!(b.to_bytes().len(), b.encoded_len());
+    /// ```
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.encoded_len());
+        encode_blob(self, &mut out);
+        out
+    }
+
+    /// [`RawBlob::to_bytes`] into any writer, the value arrays straight from their bytes.
+    pub fn write_to(&self, w: &mut dyn std::io::Write) -> Result<()> {
+        Ok(write_blob(self, &mut { w })?)
+    }
+
+    /// The length of [`RawBlob::to_bytes`].
+    pub fn encoded_len(&self) -> usize {
+        blob_len(self)
+    }
+}
+
 fn write_blob_field<W: Write>(w: &mut W, field: u32, b: &RawBlob) -> io::Result<()> {
     write_len_header(w, field, blob_len(b) as u64)?;
     write_blob(b, w)

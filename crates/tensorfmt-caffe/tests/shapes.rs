@@ -186,6 +186,92 @@ fn pooling_ceil_and_last_window_clip() {
     assert!(err(&format!("{IN}layer {{ name: 'p' type: 'Pooling' bottom: 'x' top: 'y' pooling_param {{ kernel_size: 13 }} }}")).contains("larger than the padded input"));
 }
 
+/// The geometry `infer_shapes` exports for the lowering: Caffe's rules, once
+/// (BVLC `pooling_layer.cpp` and `base_conv_layer.cpp` where the two copies of them
+/// used to differ).
+#[test]
+fn geometry_follows_bvlc_where_the_old_copies_differed() {
+    use tensorfmt_caffe::Geometry;
+    let pool = |h: usize, w: usize, params: &str| {
+        let n = net(&format!("input: 'x' input_shape {{ dim: 1 dim: 1 dim: {h} dim: {w} }}\n\
+            layer {{ name: 'p' type: 'Pooling' bottom: 'x' top: 'y' pooling_param {{ {params} }} }}"));
+        match infer_shapes(&n, &[]).map(|s| s.layers[0].geometry.clone()) {
+            Ok(Some(Geometry::Pool(g))) => Ok(g),
+            Ok(other) => panic!("{other:?}"),
+            Err(e) => Err(e.to_string()),
+        }
+    };
+    // The sizes the lowering's own copy used to test (AlexNet pool1, GoogLeNet ceil/floor).
+    assert_eq!(
+        pool(55, 55, "kernel_size: 3 stride: 2").unwrap().pooled,
+        [27, 27]
+    );
+    assert_eq!(
+        pool(112, 112, "kernel_size: 3 stride: 2").unwrap().pooled,
+        [56, 56]
+    );
+    assert_eq!(
+        pool(112, 112, "kernel_size: 3 stride: 2 round_mode: FLOOR")
+            .unwrap()
+            .pooled,
+        [55, 55]
+    );
+    assert_eq!(
+        pool(3, 3, "kernel_size: 2 stride: 2 pad: 1")
+            .unwrap()
+            .pooled,
+        [2, 2]
+    ); // last window clipped
+       // BVLC clips the last window on both axes when any pad is non-zero
+       // (`if (pad_h_ || pad_w_)`): with pad_h 0, pad_w 1 the height is clipped too
+       // (ceil((2 - 1) / 3) + 1 = 2, and (2 - 1) * 3 >= 2 + 0). The lowering's copy clipped
+       // per axis (as OpenCV does) and gave a height of 2.
+    let g = pool(2, 3, "kernel_h: 1 kernel_w: 2 stride: 3 pad_h: 0 pad_w: 1").unwrap();
+    assert_eq!((g.pad, g.pooled), ([0, 1], [1, 2]));
+    // `pad` together with pad_h/pad_w, or pad_h alone: BVLC's CHECK refuses ("pad is
+    // pad OR pad_h and pad_w are required"); the lowering's copy took pad_h/pad_w.
+    assert!(pool(4, 4, "kernel_size: 2 pad: 1 pad_h: 1 pad_w: 1")
+        .unwrap_err()
+        .contains("pad is pad OR pad_h and pad_w"));
+    assert!(pool(4, 4, "kernel_size: 2 pad_h: 1")
+        .unwrap_err()
+        .contains("pad is pad OR pad_h and pad_w"));
+    // kernel_size with kernel_h/kernel_w: refused (the lowering's copy used kernel_h/w).
+    assert!(pool(4, 4, "kernel_size: 2 kernel_h: 2 kernel_w: 2")
+        .unwrap_err()
+        .contains("not both"));
+    // global pooling with kernel_w only: refused (the lowering's copy checked
+    // kernel_size and kernel_h only).
+    assert!(pool(4, 4, "global_pooling: true kernel_w: 2")
+        .unwrap_err()
+        .contains("global_pooling"));
+    // round_mode and OpenCV's ceil_mode disagreeing: refused (the lowering's copy took
+    // floor).
+    assert!(
+        pool(4, 4, "kernel_size: 2 round_mode: CEIL ceil_mode: false")
+            .unwrap_err()
+            .contains("disagree")
+    );
+    let conv = |params: &str| {
+        let n = net(&format!("{IN}layer {{ name: 'c' type: 'Convolution' bottom: 'x' top: 'y' convolution_param {{ num_output: 2 {params} }} }}"));
+        match infer_shapes(&n, &[]).map(|s| s.layers[0].geometry.clone()) {
+            Ok(Some(Geometry::Conv(g))) => Ok(g),
+            Ok(other) => panic!("{other:?}"),
+            Err(e) => Err(e.to_string()),
+        }
+    };
+    // stride_h alone: BVLC reads stride_w() as 0 (no default) and divides by it; refused
+    // here. The lowering's copy defaulted the missing side to 1.
+    assert!(conv("kernel_size: 3 stride_h: 2")
+        .unwrap_err()
+        .contains("stride dimensions must be nonzero"));
+    // pad_h alone: pad_w() is 0 (its default), as in BVLC.
+    assert_eq!(conv("kernel_size: 3 pad_h: 1").unwrap().pad, [1, 0]);
+    let g = conv("kernel_size: 3 kernel_size: 1 dilation: 2 group: 1").unwrap();
+    assert_eq!((g.extent(0), g.extent(1)), (5, 1));
+    assert_eq!((g.kernel, g.dilation), (vec![3, 1], vec![2, 2]));
+}
+
 #[test]
 fn absurd_and_hostile_shapes_are_errors() {
     // 2^40 elements.

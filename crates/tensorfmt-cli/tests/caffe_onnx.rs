@@ -164,8 +164,9 @@ fn caffe_to_onnx_refuses_special_files_and_never_overwrites_an_input() {
     assert!(text.contains("outputs c[1,2,2,2]"), "{text}");
 }
 
-/// A fork's fields need its schema: without `--proto` the error names the field, the
-/// line and the option; with the fork's snippet the net converts. A net with layers no
+/// A fork's fields the builtin schema lacks need its schema: without `--proto` the error
+/// names the field, the line and the option. Built-in fork fields (ShuffleNet's) convert
+/// without it, and still with the fork's published snippet. A net with layers no
 /// lowering handles fails listing every one of them (type and parameters), exit 1, and
 /// writes nothing.
 #[test]
@@ -184,14 +185,18 @@ fn fork_schemas_and_unsupported_layers_from_the_command_line() {
         let r = convert_net(&model, &out, &prototxt, extra);
         (r, out.exists())
     };
-    let shuffle = "layer { name: 's' type: 'ShuffleChannel' bottom: 'data' top: 's' shuffle_channel_param { group: 3 } }\n";
-    let ((code, _, err), written) = convert(shuffle, &[]);
+    let upsample = "layer { name: 'u' type: 'Upsample' bottom: 'data' top: 'u' upsample_param { scale: 2 } }\n";
+    let ((code, _, err), written) = convert(upsample, &[]);
     assert_eq!(code, 1, "{err}");
     assert!(
-        err.contains("shuffle_channel_param") && err.contains("line 2") && err.contains("--proto"),
+        err.contains("upsample_param") && err.contains("line 2") && err.contains("--proto"),
         "{err}"
     );
     assert!(!written);
+    let shuffle = "layer { name: 's' type: 'ShuffleChannel' bottom: 'data' top: 's' shuffle_channel_param { group: 3 } }\n";
+    let ((code, text, err), written) = convert(shuffle, &[]);
+    assert_eq!(code, 0, "{err}");
+    assert!(written && text.contains("outputs s[1,6,4,4]"), "{text}");
     if let Some(c) = corpus_dir(env!("CARGO_MANIFEST_DIR"), "caffe") {
         let snippet = c.join("nets/forks/farmingyard_ShuffleNet_caffe.proto.snippet");
         let ((code, text, err), written) =

@@ -122,75 +122,6 @@ pub struct Lowered {
     pub warnings: Vec<String>,
 }
 
-/// What a layer lowering gets to work with.
-pub(crate) struct Cx {
-    pub b: Builder,
-    /// The current layer's top shapes by Caffe's rules (tensorfmt-caffe).
-    pub expected: Vec<Vec<usize>>,
-    /// Values holding ONNX max-pooling indices (a Caffe pooling mask top): only
-    /// Upsample may read them.
-    pub masks: HashSet<String>,
-    pub layer: String,
-}
-
-impl Cx {
-    /// A node with one fresh output.
-    pub fn op(
-        &mut self,
-        op: &str,
-        inputs: Vec<String>,
-        attrs: Vec<tensorfmt_onnx::proto::AttributeProto>,
-    ) -> String {
-        let out = self
-            .b
-            .fresh(&format!("{}/{}", self.layer, op.to_ascii_lowercase()));
-        self.op_to(op, inputs, &out, attrs);
-        out
-    }
-
-    /// A node writing `out`.
-    pub fn op_to(
-        &mut self,
-        op: &str,
-        inputs: Vec<String>,
-        out: &str,
-        attrs: Vec<tensorfmt_onnx::proto::AttributeProto>,
-    ) {
-        let name = format!("{}/{}", self.layer, op);
-        self.b.node(op, &name, inputs, vec![out.to_string()], attrs);
-    }
-
-    /// A Reshape of `x` (shape `from`) to `to`; dim 0 is copied (`0`) when it does not
-    /// change and inferred (`-1`) when it does (the batch folded into it or out of it),
-    /// so that a symbolic batch stays symbolic wherever the other dims do not hold it
-    /// (`--dynamic-batch` checks the result).
-    pub fn reshape_to(
-        &mut self,
-        x: &str,
-        from: &[usize],
-        to: &[usize],
-        out: Option<&str>,
-    ) -> Result<String, Fail> {
-        let mut spec: Vec<i64> = to.iter().map(|&d| d as i64).collect();
-        if !from.is_empty() && !to.is_empty() {
-            spec[0] = if from[0] == to[0] { 0 } else { -1 };
-        }
-        let s = self.b.i64s(&format!("{}/shape", self.layer), spec)?;
-        Ok(match out {
-            Some(o) => {
-                self.op_to("Reshape", vec![x.into(), s], o, vec![]);
-                o.to_string()
-            }
-            None => self.op("Reshape", vec![x.into(), s], vec![]),
-        })
-    }
-
-    /// An Identity node writing `out`.
-    pub fn identity(&mut self, x: &str, out: &str) {
-        self.op_to("Identity", vec![x.into()], out, vec![]);
-    }
-}
-
 /// Element count cap of any blob: Caffe's `count()` must fit an `int`.
 const MAX_BLOB_COUNT: u64 = i32::MAX as u64;
 
@@ -251,12 +182,7 @@ pub fn lower(
     // a layer that fails on one is a consequence, not another report.
     let mut unsupported: Vec<UnsupportedLayer> = Vec::new();
     let mut placeholders: HashSet<String> = HashSet::new();
-    let mut cx = Cx {
-        expected: Vec::new(),
-        masks: HashSet::new(),
-        b: Builder::default(),
-        layer: String::new(),
-    };
+    let mut graph = layers::Graph::default();
     // 2. Inputs.
     let input_names: HashSet<&str> = net.inputs.iter().map(|i| i.name.as_str()).collect();
     for (name, _) in &opts.input_shapes {
@@ -279,7 +205,7 @@ pub fn lower(
         .flat_map(|l| l.tops.iter())
         .chain(net.inputs.iter().map(|i| &i.name))
     {
-        cx.b.reserve(b);
+        graph.b.reserve(b);
     }
     for i in &net.inputs {
         let shape: Vec<usize> = match opts.input_shapes.iter().find(|(n, _)| n == &i.name) {
@@ -364,12 +290,12 @@ pub fn lower(
                 if last_write.get(t.as_str()) == Some(&li) && !input_names.contains(t.as_str()) {
                     t.clone()
                 } else {
-                    cx.b.fresh(&format!("{t}/{}", l.name))
+                    graph.b.fresh(&format!("{t}/{}", l.name))
                 }
             })
             .collect();
         if l.kind != "Upsample" {
-            if let Some(v) = ins.iter().find(|v| cx.masks.contains(&v.name)) {
+            if let Some(v) = ins.iter().find(|v| graph.masks.contains(&v.name)) {
                 return Err(layer_err(
                     l,
                     format!(
@@ -379,16 +305,22 @@ pub fn lower(
                 ));
             }
         }
-        cx.expected = caffe_shapes
+        let layer_shapes = caffe_shapes
             .layers
             .get(li)
-            .map(|s| s.tops.clone())
-            .unwrap_or_default();
+            .ok_or_else(|| layer_err(l, "no shapes from Caffe's shape rules (a lowering bug)"))?;
+        let expected = &layer_shapes.tops;
         let layer_blobs = blobs.take(&l.name).unwrap_or_default();
-        cx.layer = l.name.clone();
-        let first_node = cx.b.nodes.len();
+        let first_node = graph.b.nodes.len();
         let lowered = match layers::lookup(&l.kind) {
-            Some(f) => f(&mut cx, l, &ins, &tops, layer_blobs),
+            Some(lowering) => lowering.run(&mut layers::LayerCx {
+                g: &mut graph,
+                layer: l,
+                ins: &ins,
+                tops: &tops,
+                caffe: layer_shapes,
+                blobs: &layer_blobs,
+            }),
             None => Err(Fail::not_lowered(String::new())),
         };
         let shapes = match lowered {
@@ -407,7 +339,7 @@ pub fn lower(
                     return Err(layer_err(l, fail.reason));
                 }
                 for (i, (t, name)) in l.tops.iter().zip(&tops).enumerate() {
-                    let shape = cx.expected.get(i).cloned().unwrap_or_default();
+                    let shape = expected.get(i).cloned().unwrap_or_default();
                     placeholders.insert(name.clone());
                     current.insert(
                         t.clone(),
@@ -438,7 +370,7 @@ pub fn lower(
             ));
         }
         // ONNX's shape rules over the new nodes.
-        propagate(&cx.b, &cx.b.nodes[first_node..], &mut onnx_shapes);
+        propagate(&graph.b, &graph.b.nodes[first_node..], &mut onnx_shapes);
         for (ti, ((t, name), shape)) in l.tops.iter().zip(&tops).zip(shapes).enumerate() {
             origin.insert(name.clone(), (li, ti));
             check_shape(&shape).map_err(|e| layer_err(l, format!("top {t:?}: {e}")))?;
@@ -504,7 +436,7 @@ pub fn lower(
                 "output {o:?} is rewritten in place by a later layer that is pruned"
             )));
         }
-        if cx.masks.contains(&v.name) {
+        if graph.masks.contains(&v.name) {
             return Err(LowerError::Net(format!("output {o:?} is a max-pooling mask (ONNX indices, not Caffe's), which cannot be exposed")));
         }
         out_values.push(v.clone());
@@ -514,31 +446,33 @@ pub fn lower(
     }
     // 6. Prune nodes that feed no output.
     let mut needed: HashSet<String> = out_values.iter().map(|v| v.name.clone()).collect();
-    let mut keep = vec![false; cx.b.nodes.len()];
-    for (i, n) in cx.b.nodes.iter().enumerate().rev() {
+    let mut keep = vec![false; graph.b.nodes.len()];
+    for (i, n) in graph.b.nodes.iter().enumerate().rev() {
         if n.output.iter().any(|o| needed.contains(o)) {
             keep[i] = true;
             needed.extend(n.input.iter().cloned());
         }
     }
-    let nodes: Vec<_> =
-        cx.b.nodes
-            .drain(..)
-            .zip(keep)
-            .filter(|(_, k)| *k)
-            .map(|(n, _)| n)
-            .collect();
-    let inits: Vec<_> =
-        cx.b.inits
-            .drain(..)
-            .filter(|t| needed.contains(&t.name))
-            .collect();
+    let nodes: Vec<_> = graph
+        .b
+        .nodes
+        .drain(..)
+        .zip(keep)
+        .filter(|(_, k)| *k)
+        .map(|(n, _)| n)
+        .collect();
+    let inits: Vec<_> = graph
+        .b
+        .inits
+        .drain(..)
+        .filter(|t| needed.contains(&t.name))
+        .collect();
     // A symbolic batch must be one: the graph, run at another batch, must give Caffe's
     // shapes for that batch (a constant holding the batch, such as a Reshape target that
     // folds the batch axis, would not). Outputs whose first axis is not the batch
     // (SSD's prior boxes) keep their fixed size.
     let batch_outputs = if opts.dynamic_batch {
-        check_dynamic_batch(net, &graph_inputs, &cx.b, &nodes, &verified, &origin)?
+        check_dynamic_batch(net, &graph_inputs, &graph.b, &nodes, &verified, &origin)?
     } else {
         HashSet::new()
     };

@@ -174,6 +174,17 @@ fn pooling_uses_caffes_ceil_mode_with_explicit_end_pads() {
     )
     .unwrap();
     assert_eq!(l.shapes["p"], vec![1, 1, 3, 3]);
+    // BVLC clips the last window on both axes when any pad is non-zero: the height
+    // (pad 0) too. The lowering takes that geometry from tensorfmt-caffe (it used to
+    // clip per axis, disagreeing with Caffe's shape and failing the conversion).
+    let l = net(
+        "input: 'data' input_shape { dim: 1 dim: 1 dim: 2 dim: 3 }
+         layer { name: 'p' type: 'Pooling' bottom: 'data' top: 'p' pooling_param { pool: MAX kernel_h: 1 kernel_w: 2 stride: 3 pad_h: 0 pad_w: 1 } }",
+        &[],
+        &Default::default(),
+    )
+    .unwrap();
+    assert_eq!(l.shapes["p"], vec![1, 1, 1, 2]);
     let e = net(
         "input: 'data' input_shape { dim: 1 dim: 1 dim: 2 dim: 2 }
          layer { name: 'p' type: 'Pooling' bottom: 'data' top: 'p' pooling_param { pool: MAX kernel_size: 5 } }",

@@ -290,6 +290,15 @@ pub struct SolverParameter {
     pub solver_type: ::core::option::Option<i32>,
     #[prost(bool, optional, tag = "41", default = "true")]
     pub layer_wise_reduce: ::core::option::Option<bool>,
+    /// weiliu89/caffe@ssd numbers eval_type 41 and ap_version 42: aliases.
+    #[prost(string, optional, tag = "1041", default = "classification")]
+    pub eval_type: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(string, optional, tag = "1042", default = "Integral")]
+    pub ap_version: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(int32, repeated, packed = "false", tag = "43")]
+    pub plateau_winsize: ::prost::alloc::vec::Vec<i32>,
+    #[prost(bool, optional, tag = "44", default = "false")]
+    pub show_per_class_result: ::core::option::Option<bool>,
     #[prost(string, repeated, tag = "42")]
     pub weights: ::prost::alloc::vec::Vec<::prost::alloc::string::String>,
 }
@@ -426,6 +435,16 @@ pub struct SolverState {
     pub history: ::prost::alloc::vec::Vec<BlobProto>,
     #[prost(int32, optional, tag = "4", default = "0")]
     pub current_step: ::core::option::Option<i32>,
+    /// weiliu89/caffe@ssd.
+    #[prost(
+        float,
+        optional,
+        tag = "5",
+        default = "100000000000000000000000000000000000000"
+    )]
+    pub minimum_loss: ::core::option::Option<f32>,
+    #[prost(int32, optional, tag = "6", default = "0")]
+    pub iter_last_event: ::core::option::Option<i32>,
 }
 #[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct NetState {
@@ -617,21 +636,58 @@ pub struct LayerParameter {
     pub tile_param: ::core::option::Option<TileParameter>,
     #[prost(message, optional, tag = "129")]
     pub window_data_param: ::core::option::Option<WindowDataParameter>,
-    /// OpenCV's opencv-caffe.proto numbering of the SSD layers (weiliu89/caffe@ssd uses
-    /// 202..206; text files name the fields, so both parse).
     #[prost(message, optional, tag = "147")]
-    pub detection_output_param: ::core::option::Option<DetectionOutputParameter>,
+    pub swish_param: ::core::option::Option<SwishParameter>,
     #[prost(message, optional, tag = "148")]
+    pub clip_param: ::core::option::Option<ClipParameter>,
+    /// ---- Fork fields (see the header: canonical numbers, aliases, fork numberings) ----
+    /// weiliu89/caffe@ssd (OpenCV numbers these 147..150: a fork numbering).
+    #[prost(message, optional, tag = "200")]
+    pub annotated_data_param: ::core::option::Option<AnnotatedDataParameter>,
+    #[prost(message, optional, tag = "201")]
+    pub multibox_loss_param: ::core::option::Option<MultiBoxLossParameter>,
+    #[prost(message, optional, tag = "202")]
     pub permute_param: ::core::option::Option<PermuteParameter>,
-    #[prost(message, optional, tag = "149")]
-    pub norm_param: ::core::option::Option<NormalizeBBoxParameter>,
-    #[prost(message, optional, tag = "150")]
+    #[prost(message, optional, tag = "203")]
     pub prior_box_param: ::core::option::Option<PriorBoxParameter>,
-    /// OpenCV's R-FCN and Fast R-CNN extensions.
-    #[prost(message, optional, tag = "10002")]
-    pub psroi_pooling_param: ::core::option::Option<PsroiPoolingParameter>,
+    #[prost(message, optional, tag = "204")]
+    pub detection_output_param: ::core::option::Option<DetectionOutputParameter>,
+    #[prost(message, optional, tag = "205")]
+    pub detection_evaluate_param: ::core::option::Option<DetectionEvaluateParameter>,
+    #[prost(message, optional, tag = "206")]
+    pub norm_param: ::core::option::Option<NormalizeBBoxParameter>,
+    #[prost(message, optional, tag = "207")]
+    pub video_data_param: ::core::option::Option<VideoDataParameter>,
+    /// rbgirshick/caffe-fast-rcnn (py-faster-rcnn), daijifeng001/caffe-rfcn (R-FCN;
+    /// OpenCV numbers psroi_pooling_param 10002: a fork numbering).
     #[prost(message, optional, tag = "8266711")]
     pub roi_pooling_param: ::core::option::Option<RoiPoolingParameter>,
+    #[prost(message, optional, tag = "8266712")]
+    pub smooth_l1_loss_param: ::core::option::Option<SmoothL1LossParameter>,
+    #[prost(message, optional, tag = "10000")]
+    pub box_annotator_ohem_param: ::core::option::Option<BoxAnnotatorOhemParameter>,
+    #[prost(message, optional, tag = "10001")]
+    pub psroi_pooling_param: ::core::option::Option<PsroiPoolingParameter>,
+    /// farmingyard/ShuffleNet.
+    #[prost(message, optional, tag = "164")]
+    pub shuffle_channel_param: ::core::option::Option<ShuffleChannelParameter>,
+    /// YOLOv2 ports: Intel Caffe's reorg_param number (gklz1982/caffe-yolov2 uses 147,
+    /// choasup/caffe-yolo9000 303: fork numberings), region_param as the port described
+    /// in Ewenwan/MVision numbers it, choasup/caffe-yolo9000's region_loss_param
+    /// (gklz1982: 202, a fork numbering).
+    #[prost(message, optional, tag = "159")]
+    pub reorg_param: ::core::option::Option<ReorgParameter>,
+    #[prost(message, optional, tag = "149")]
+    pub region_param: ::core::option::Option<RegionParameter>,
+    #[prost(message, optional, tag = "302")]
+    pub region_loss_param: ::core::option::Option<RegionLossParameter>,
+    /// Aliases (1000 + the fork's number, which another field holds here):
+    /// DeepLab / PSPNet interp_param (143 = input_param), OpenCV's proposal_param
+    /// (201 = multibox_loss_param).
+    #[prost(message, optional, tag = "1143")]
+    pub interp_param: ::core::option::Option<InterpParameter>,
+    #[prost(message, optional, tag = "1201")]
+    pub proposal_param: ::core::option::Option<ProposalParameter>,
 }
 #[derive(Clone, PartialEq, ::prost::Message)]
 pub struct TransformationParameter {
@@ -649,8 +705,23 @@ pub struct TransformationParameter {
     pub force_color: ::core::option::Option<bool>,
     #[prost(bool, optional, tag = "7", default = "false")]
     pub force_gray: ::core::option::Option<bool>,
+    /// weiliu89/caffe@ssd.
+    #[prost(message, optional, tag = "8")]
+    pub resize_param: ::core::option::Option<ResizeParameter>,
+    #[prost(message, optional, tag = "9")]
+    pub noise_param: ::core::option::Option<NoiseParameter>,
+    #[prost(message, optional, tag = "10")]
+    pub emit_constraint: ::core::option::Option<EmitConstraint>,
+    #[prost(uint32, optional, tag = "11", default = "0")]
+    pub crop_h: ::core::option::Option<u32>,
+    #[prost(uint32, optional, tag = "12", default = "0")]
+    pub crop_w: ::core::option::Option<u32>,
+    #[prost(message, optional, tag = "13")]
+    pub distort_param: ::core::option::Option<DistortionParameter>,
+    #[prost(message, optional, tag = "14")]
+    pub expand_param: ::core::option::Option<ExpansionParameter>,
 }
-#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+#[derive(Clone, Copy, PartialEq, ::prost::Message)]
 pub struct LossParameter {
     #[prost(int32, optional, tag = "1")]
     pub ignore_label: ::core::option::Option<i32>,
@@ -663,6 +734,10 @@ pub struct LossParameter {
     pub normalization: ::core::option::Option<i32>,
     #[prost(bool, optional, tag = "2")]
     pub normalize: ::core::option::Option<bool>,
+    /// daijifeng001/caffe-rfcn numbers it 4, which the MTCNN caffemodels' Caffe writes as
+    /// a varint (a float here would make them fail to decode): alias.
+    #[prost(float, optional, tag = "1004", default = "1")]
+    pub pre_fixed_normalizer: ::core::option::Option<f32>,
 }
 /// Nested message and enum types in `LossParameter`.
 pub mod loss_parameter {
@@ -683,6 +758,8 @@ pub mod loss_parameter {
         Valid = 1,
         BatchSize = 2,
         None = 3,
+        /// daijifeng001/caffe-rfcn numbers PRE_FIXED 3 (and NONE 4): alias.
+        PreFixed = 1003,
     }
     impl NormalizationMode {
         /// String value of the enum field names used in the ProtoBuf definition.
@@ -695,6 +772,7 @@ pub mod loss_parameter {
                 Self::Valid => "VALID",
                 Self::BatchSize => "BATCH_SIZE",
                 Self::None => "NONE",
+                Self::PreFixed => "PRE_FIXED",
             }
         }
         /// Creates an enum from field names used in the ProtoBuf definition.
@@ -704,6 +782,7 @@ pub mod loss_parameter {
                 "VALID" => Some(Self::Valid),
                 "BATCH_SIZE" => Some(Self::BatchSize),
                 "NONE" => Some(Self::None),
+                "PRE_FIXED" => Some(Self::PreFixed),
                 _ => None,
             }
         }
@@ -2481,8 +2560,15 @@ pub struct DetectionOutputParameter {
     pub keep_top_k: ::core::option::Option<i32>,
     #[prost(float, optional, tag = "9")]
     pub confidence_threshold: ::core::option::Option<f32>,
-    /// OpenCV extensions.
-    #[prost(bool, optional, tag = "10", default = "true")]
+    /// weiliu89/caffe@ssd.
+    #[prost(bool, optional, tag = "10", default = "false")]
+    pub visualize: ::core::option::Option<bool>,
+    #[prost(float, optional, tag = "11")]
+    pub visualize_threshold: ::core::option::Option<f32>,
+    #[prost(string, optional, tag = "12")]
+    pub save_file: ::core::option::Option<::prost::alloc::string::String>,
+    /// OpenCV's opencv-caffe.proto: normalized_bbox is its field 10 (visualize here): alias.
+    #[prost(bool, optional, tag = "1010", default = "true")]
     pub normalized_bbox: ::core::option::Option<bool>,
     #[prost(bool, optional, tag = "1000", default = "false")]
     pub clip: ::core::option::Option<bool>,
@@ -2496,7 +2582,7 @@ pub struct NonMaximumSuppressionParameter {
     #[prost(float, optional, tag = "3", default = "1")]
     pub eta: ::core::option::Option<f32>,
 }
-#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+#[derive(Clone, PartialEq, ::prost::Message)]
 pub struct SaveOutputParameter {
     #[prost(string, optional, tag = "1")]
     pub output_directory: ::core::option::Option<::prost::alloc::string::String>,
@@ -2510,6 +2596,9 @@ pub struct SaveOutputParameter {
     pub name_size_file: ::core::option::Option<::prost::alloc::string::String>,
     #[prost(uint32, optional, tag = "6")]
     pub num_test_image: ::core::option::Option<u32>,
+    /// weiliu89/caffe@ssd.
+    #[prost(message, optional, tag = "7")]
+    pub resize_param: ::core::option::Option<ResizeParameter>,
 }
 #[derive(Clone, Copy, PartialEq, ::prost::Message)]
 pub struct RoiPoolingParameter {
@@ -2520,6 +2609,7 @@ pub struct RoiPoolingParameter {
     #[prost(float, optional, tag = "3", default = "1")]
     pub spatial_scale: ::core::option::Option<f32>,
 }
+/// daijifeng001/caffe-rfcn (its fields are `required`; optional here, as OpenCV reads them).
 #[derive(Clone, Copy, PartialEq, ::prost::Message)]
 pub struct PsroiPoolingParameter {
     #[prost(float, optional, tag = "1")]
@@ -2528,6 +2618,836 @@ pub struct PsroiPoolingParameter {
     pub output_dim: ::core::option::Option<i32>,
     #[prost(int32, optional, tag = "3")]
     pub group_size: ::core::option::Option<i32>,
+}
+/// OpenCV's opencv-caffe.proto (its C++ Proposal layer, py-faster-rcnn's defaults).
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct ProposalParameter {
+    #[prost(uint32, optional, tag = "1", default = "16")]
+    pub feat_stride: ::core::option::Option<u32>,
+    #[prost(uint32, optional, tag = "2", default = "16")]
+    pub base_size: ::core::option::Option<u32>,
+    #[prost(uint32, optional, tag = "3", default = "16")]
+    pub min_size: ::core::option::Option<u32>,
+    #[prost(float, repeated, packed = "false", tag = "4")]
+    pub ratio: ::prost::alloc::vec::Vec<f32>,
+    #[prost(float, repeated, packed = "false", tag = "5")]
+    pub scale: ::prost::alloc::vec::Vec<f32>,
+    #[prost(uint32, optional, tag = "6", default = "6000")]
+    pub pre_nms_topn: ::core::option::Option<u32>,
+    #[prost(uint32, optional, tag = "7", default = "300")]
+    pub post_nms_topn: ::core::option::Option<u32>,
+    #[prost(float, optional, tag = "8", default = "0.7")]
+    pub nms_thresh: ::core::option::Option<f32>,
+}
+/// rbgirshick/caffe-fast-rcnn.
+#[derive(Clone, Copy, PartialEq, ::prost::Message)]
+pub struct SmoothL1LossParameter {
+    #[prost(float, optional, tag = "1", default = "1")]
+    pub sigma: ::core::option::Option<f32>,
+}
+/// daijifeng001/caffe-rfcn.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct BoxAnnotatorOhemParameter {
+    #[prost(uint32, optional, tag = "1")]
+    pub roi_per_img: ::core::option::Option<u32>,
+    #[prost(int32, optional, tag = "2", default = "-1")]
+    pub ignore_label: ::core::option::Option<i32>,
+}
+/// DeepLab (deeplab-public-ver2) and hszhao/PSPNet.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct InterpParameter {
+    #[prost(int32, optional, tag = "1", default = "0")]
+    pub height: ::core::option::Option<i32>,
+    #[prost(int32, optional, tag = "2", default = "0")]
+    pub width: ::core::option::Option<i32>,
+    #[prost(int32, optional, tag = "3", default = "1")]
+    pub zoom_factor: ::core::option::Option<i32>,
+    #[prost(int32, optional, tag = "4", default = "1")]
+    pub shrink_factor: ::core::option::Option<i32>,
+    #[prost(int32, optional, tag = "5", default = "0")]
+    pub pad_beg: ::core::option::Option<i32>,
+    #[prost(int32, optional, tag = "6", default = "0")]
+    pub pad_end: ::core::option::Option<i32>,
+}
+/// farmingyard/ShuffleNet.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ShuffleChannelParameter {
+    #[prost(uint32, optional, tag = "1", default = "1")]
+    pub group: ::core::option::Option<u32>,
+}
+/// YOLOv2 ports: gklz1982/caffe-yolov2 and Intel Caffe (choasup/caffe-yolo9000 has
+/// `int32 stride = 1 \[default = 2\]` only).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct ReorgParameter {
+    #[prost(uint32, optional, tag = "1")]
+    pub stride: ::core::option::Option<u32>,
+    #[prost(bool, optional, tag = "2", default = "false")]
+    pub reverse: ::core::option::Option<bool>,
+}
+/// YOLOv2 port (as Ewenwan/MVision documents it).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct RegionParameter {
+    #[prost(uint32, optional, tag = "1", default = "20")]
+    pub classes: ::core::option::Option<u32>,
+    #[prost(uint32, optional, tag = "2", default = "4")]
+    pub coords: ::core::option::Option<u32>,
+    #[prost(uint32, optional, tag = "3", default = "5")]
+    pub boxes_of_each_grid: ::core::option::Option<u32>,
+    #[prost(bool, optional, tag = "4", default = "false")]
+    pub softmax: ::core::option::Option<bool>,
+}
+/// gklz1982/caffe-yolov2 and choasup/caffe-yolo9000 (identical).
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct RegionLossParameter {
+    #[prost(uint32, optional, tag = "1", default = "13")]
+    pub side: ::core::option::Option<u32>,
+    #[prost(uint32, optional, tag = "2", default = "20")]
+    pub num_class: ::core::option::Option<u32>,
+    #[prost(uint32, optional, tag = "3", default = "1")]
+    pub bias_match: ::core::option::Option<u32>,
+    #[prost(uint32, optional, tag = "4", default = "4")]
+    pub coords: ::core::option::Option<u32>,
+    #[prost(uint32, optional, tag = "5", default = "5")]
+    pub num: ::core::option::Option<u32>,
+    #[prost(uint32, optional, tag = "6", default = "1")]
+    pub softmax: ::core::option::Option<u32>,
+    #[prost(float, optional, tag = "7", default = "0.2")]
+    pub jitter: ::core::option::Option<f32>,
+    #[prost(uint32, optional, tag = "8", default = "1")]
+    pub rescore: ::core::option::Option<u32>,
+    #[prost(float, optional, tag = "9", default = "1")]
+    pub object_scale: ::core::option::Option<f32>,
+    #[prost(float, optional, tag = "10", default = "1")]
+    pub class_scale: ::core::option::Option<f32>,
+    #[prost(float, optional, tag = "11", default = "0.5")]
+    pub noobject_scale: ::core::option::Option<f32>,
+    #[prost(float, optional, tag = "12", default = "5")]
+    pub coord_scale: ::core::option::Option<f32>,
+    #[prost(uint32, optional, tag = "13", default = "1")]
+    pub absolute: ::core::option::Option<u32>,
+    #[prost(float, optional, tag = "14", default = "0.2")]
+    pub thresh: ::core::option::Option<f32>,
+    #[prost(uint32, optional, tag = "15", default = "1")]
+    pub random: ::core::option::Option<u32>,
+    #[prost(float, repeated, packed = "false", tag = "16")]
+    pub biases: ::prost::alloc::vec::Vec<f32>,
+    #[prost(string, optional, tag = "17")]
+    pub softmax_tree: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(string, optional, tag = "18")]
+    pub class_map: ::core::option::Option<::prost::alloc::string::String>,
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct LabelMapItem {
+    #[prost(string, optional, tag = "1")]
+    pub name: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(int32, optional, tag = "2")]
+    pub label: ::core::option::Option<i32>,
+    #[prost(string, optional, tag = "3")]
+    pub display_name: ::core::option::Option<::prost::alloc::string::String>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct LabelMap {
+    #[prost(message, repeated, tag = "1")]
+    pub item: ::prost::alloc::vec::Vec<LabelMapItem>,
+}
+#[derive(Clone, Copy, PartialEq, ::prost::Message)]
+pub struct Sampler {
+    #[prost(float, optional, tag = "1", default = "1")]
+    pub min_scale: ::core::option::Option<f32>,
+    #[prost(float, optional, tag = "2", default = "1")]
+    pub max_scale: ::core::option::Option<f32>,
+    #[prost(float, optional, tag = "3", default = "1")]
+    pub min_aspect_ratio: ::core::option::Option<f32>,
+    #[prost(float, optional, tag = "4", default = "1")]
+    pub max_aspect_ratio: ::core::option::Option<f32>,
+}
+#[derive(Clone, Copy, PartialEq, ::prost::Message)]
+pub struct SampleConstraint {
+    #[prost(float, optional, tag = "1")]
+    pub min_jaccard_overlap: ::core::option::Option<f32>,
+    #[prost(float, optional, tag = "2")]
+    pub max_jaccard_overlap: ::core::option::Option<f32>,
+    #[prost(float, optional, tag = "3")]
+    pub min_sample_coverage: ::core::option::Option<f32>,
+    #[prost(float, optional, tag = "4")]
+    pub max_sample_coverage: ::core::option::Option<f32>,
+    #[prost(float, optional, tag = "5")]
+    pub min_object_coverage: ::core::option::Option<f32>,
+    #[prost(float, optional, tag = "6")]
+    pub max_object_coverage: ::core::option::Option<f32>,
+}
+#[derive(Clone, Copy, PartialEq, ::prost::Message)]
+pub struct BatchSampler {
+    #[prost(bool, optional, tag = "1", default = "true")]
+    pub use_original_image: ::core::option::Option<bool>,
+    #[prost(message, optional, tag = "2")]
+    pub sampler: ::core::option::Option<Sampler>,
+    #[prost(message, optional, tag = "3")]
+    pub sample_constraint: ::core::option::Option<SampleConstraint>,
+    #[prost(uint32, optional, tag = "4")]
+    pub max_sample: ::core::option::Option<u32>,
+    #[prost(uint32, optional, tag = "5", default = "100")]
+    pub max_trials: ::core::option::Option<u32>,
+}
+#[derive(Clone, Copy, PartialEq, ::prost::Message)]
+pub struct EmitConstraint {
+    #[prost(
+        enumeration = "emit_constraint::EmitType",
+        optional,
+        tag = "1",
+        default = "Center"
+    )]
+    pub emit_type: ::core::option::Option<i32>,
+    #[prost(float, optional, tag = "2")]
+    pub emit_overlap: ::core::option::Option<f32>,
+}
+/// Nested message and enum types in `EmitConstraint`.
+pub mod emit_constraint {
+    #[derive(
+        Clone,
+        Copy,
+        Debug,
+        PartialEq,
+        Eq,
+        Hash,
+        PartialOrd,
+        Ord,
+        ::prost::Enumeration
+    )]
+    #[repr(i32)]
+    pub enum EmitType {
+        Center = 0,
+        MinOverlap = 1,
+    }
+    impl EmitType {
+        /// String value of the enum field names used in the ProtoBuf definition.
+        ///
+        /// The values are not transformed in any way and thus are considered stable
+        /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+        pub fn as_str_name(&self) -> &'static str {
+            match self {
+                Self::Center => "CENTER",
+                Self::MinOverlap => "MIN_OVERLAP",
+            }
+        }
+        /// Creates an enum from field names used in the ProtoBuf definition.
+        pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+            match value {
+                "CENTER" => Some(Self::Center),
+                "MIN_OVERLAP" => Some(Self::MinOverlap),
+                _ => None,
+            }
+        }
+    }
+}
+#[derive(Clone, Copy, PartialEq, ::prost::Message)]
+pub struct NormalizedBBox {
+    #[prost(float, optional, tag = "1")]
+    pub xmin: ::core::option::Option<f32>,
+    #[prost(float, optional, tag = "2")]
+    pub ymin: ::core::option::Option<f32>,
+    #[prost(float, optional, tag = "3")]
+    pub xmax: ::core::option::Option<f32>,
+    #[prost(float, optional, tag = "4")]
+    pub ymax: ::core::option::Option<f32>,
+    #[prost(int32, optional, tag = "5")]
+    pub label: ::core::option::Option<i32>,
+    #[prost(bool, optional, tag = "6")]
+    pub difficult: ::core::option::Option<bool>,
+    #[prost(float, optional, tag = "7")]
+    pub score: ::core::option::Option<f32>,
+    #[prost(float, optional, tag = "8")]
+    pub size: ::core::option::Option<f32>,
+}
+#[derive(Clone, Copy, PartialEq, ::prost::Message)]
+pub struct Annotation {
+    #[prost(int32, optional, tag = "1", default = "0")]
+    pub instance_id: ::core::option::Option<i32>,
+    #[prost(message, optional, tag = "2")]
+    pub bbox: ::core::option::Option<NormalizedBBox>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct AnnotationGroup {
+    #[prost(int32, optional, tag = "1")]
+    pub group_label: ::core::option::Option<i32>,
+    #[prost(message, repeated, tag = "2")]
+    pub annotation: ::prost::alloc::vec::Vec<Annotation>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct AnnotatedDatum {
+    #[prost(message, optional, tag = "1")]
+    pub datum: ::core::option::Option<Datum>,
+    #[prost(enumeration = "annotated_datum::AnnotationType", optional, tag = "2")]
+    pub r#type: ::core::option::Option<i32>,
+    #[prost(message, repeated, tag = "3")]
+    pub annotation_group: ::prost::alloc::vec::Vec<AnnotationGroup>,
+}
+/// Nested message and enum types in `AnnotatedDatum`.
+pub mod annotated_datum {
+    #[derive(
+        Clone,
+        Copy,
+        Debug,
+        PartialEq,
+        Eq,
+        Hash,
+        PartialOrd,
+        Ord,
+        ::prost::Enumeration
+    )]
+    #[repr(i32)]
+    pub enum AnnotationType {
+        Bbox = 0,
+    }
+    impl AnnotationType {
+        /// String value of the enum field names used in the ProtoBuf definition.
+        ///
+        /// The values are not transformed in any way and thus are considered stable
+        /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+        pub fn as_str_name(&self) -> &'static str {
+            match self {
+                Self::Bbox => "BBOX",
+            }
+        }
+        /// Creates an enum from field names used in the ProtoBuf definition.
+        pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+            match value {
+                "BBOX" => Some(Self::Bbox),
+                _ => None,
+            }
+        }
+    }
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct ResizeParameter {
+    #[prost(float, optional, tag = "1", default = "1")]
+    pub prob: ::core::option::Option<f32>,
+    #[prost(
+        enumeration = "resize_parameter::ResizeMode",
+        optional,
+        tag = "2",
+        default = "Warp"
+    )]
+    pub resize_mode: ::core::option::Option<i32>,
+    #[prost(uint32, optional, tag = "3", default = "0")]
+    pub height: ::core::option::Option<u32>,
+    #[prost(uint32, optional, tag = "4", default = "0")]
+    pub width: ::core::option::Option<u32>,
+    #[prost(uint32, optional, tag = "8", default = "0")]
+    pub height_scale: ::core::option::Option<u32>,
+    #[prost(uint32, optional, tag = "9", default = "0")]
+    pub width_scale: ::core::option::Option<u32>,
+    #[prost(
+        enumeration = "resize_parameter::PadMode",
+        optional,
+        tag = "5",
+        default = "Constant"
+    )]
+    pub pad_mode: ::core::option::Option<i32>,
+    #[prost(float, repeated, packed = "false", tag = "6")]
+    pub pad_value: ::prost::alloc::vec::Vec<f32>,
+    #[prost(
+        enumeration = "resize_parameter::InterpMode",
+        repeated,
+        packed = "false",
+        tag = "7"
+    )]
+    pub interp_mode: ::prost::alloc::vec::Vec<i32>,
+}
+/// Nested message and enum types in `ResizeParameter`.
+pub mod resize_parameter {
+    #[derive(
+        Clone,
+        Copy,
+        Debug,
+        PartialEq,
+        Eq,
+        Hash,
+        PartialOrd,
+        Ord,
+        ::prost::Enumeration
+    )]
+    #[repr(i32)]
+    pub enum ResizeMode {
+        Warp = 1,
+        FitSmallSize = 2,
+        FitLargeSizeAndPad = 3,
+    }
+    impl ResizeMode {
+        /// String value of the enum field names used in the ProtoBuf definition.
+        ///
+        /// The values are not transformed in any way and thus are considered stable
+        /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+        pub fn as_str_name(&self) -> &'static str {
+            match self {
+                Self::Warp => "WARP",
+                Self::FitSmallSize => "FIT_SMALL_SIZE",
+                Self::FitLargeSizeAndPad => "FIT_LARGE_SIZE_AND_PAD",
+            }
+        }
+        /// Creates an enum from field names used in the ProtoBuf definition.
+        pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+            match value {
+                "WARP" => Some(Self::Warp),
+                "FIT_SMALL_SIZE" => Some(Self::FitSmallSize),
+                "FIT_LARGE_SIZE_AND_PAD" => Some(Self::FitLargeSizeAndPad),
+                _ => None,
+            }
+        }
+    }
+    #[derive(
+        Clone,
+        Copy,
+        Debug,
+        PartialEq,
+        Eq,
+        Hash,
+        PartialOrd,
+        Ord,
+        ::prost::Enumeration
+    )]
+    #[repr(i32)]
+    pub enum PadMode {
+        Constant = 1,
+        Mirrored = 2,
+        RepeatNearest = 3,
+    }
+    impl PadMode {
+        /// String value of the enum field names used in the ProtoBuf definition.
+        ///
+        /// The values are not transformed in any way and thus are considered stable
+        /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+        pub fn as_str_name(&self) -> &'static str {
+            match self {
+                Self::Constant => "CONSTANT",
+                Self::Mirrored => "MIRRORED",
+                Self::RepeatNearest => "REPEAT_NEAREST",
+            }
+        }
+        /// Creates an enum from field names used in the ProtoBuf definition.
+        pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+            match value {
+                "CONSTANT" => Some(Self::Constant),
+                "MIRRORED" => Some(Self::Mirrored),
+                "REPEAT_NEAREST" => Some(Self::RepeatNearest),
+                _ => None,
+            }
+        }
+    }
+    #[derive(
+        Clone,
+        Copy,
+        Debug,
+        PartialEq,
+        Eq,
+        Hash,
+        PartialOrd,
+        Ord,
+        ::prost::Enumeration
+    )]
+    #[repr(i32)]
+    pub enum InterpMode {
+        Linear = 1,
+        Area = 2,
+        Nearest = 3,
+        Cubic = 4,
+        Lanczos4 = 5,
+    }
+    impl InterpMode {
+        /// String value of the enum field names used in the ProtoBuf definition.
+        ///
+        /// The values are not transformed in any way and thus are considered stable
+        /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+        pub fn as_str_name(&self) -> &'static str {
+            match self {
+                Self::Linear => "LINEAR",
+                Self::Area => "AREA",
+                Self::Nearest => "NEAREST",
+                Self::Cubic => "CUBIC",
+                Self::Lanczos4 => "LANCZOS4",
+            }
+        }
+        /// Creates an enum from field names used in the ProtoBuf definition.
+        pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+            match value {
+                "LINEAR" => Some(Self::Linear),
+                "AREA" => Some(Self::Area),
+                "NEAREST" => Some(Self::Nearest),
+                "CUBIC" => Some(Self::Cubic),
+                "LANCZOS4" => Some(Self::Lanczos4),
+                _ => None,
+            }
+        }
+    }
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct SaltPepperParameter {
+    #[prost(float, optional, tag = "1", default = "0")]
+    pub fraction: ::core::option::Option<f32>,
+    #[prost(float, repeated, packed = "false", tag = "2")]
+    pub value: ::prost::alloc::vec::Vec<f32>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct NoiseParameter {
+    #[prost(float, optional, tag = "1", default = "0")]
+    pub prob: ::core::option::Option<f32>,
+    #[prost(bool, optional, tag = "2", default = "false")]
+    pub hist_eq: ::core::option::Option<bool>,
+    #[prost(bool, optional, tag = "3", default = "false")]
+    pub inverse: ::core::option::Option<bool>,
+    #[prost(bool, optional, tag = "4", default = "false")]
+    pub decolorize: ::core::option::Option<bool>,
+    #[prost(bool, optional, tag = "5", default = "false")]
+    pub gauss_blur: ::core::option::Option<bool>,
+    #[prost(float, optional, tag = "6", default = "-1")]
+    pub jpeg: ::core::option::Option<f32>,
+    #[prost(bool, optional, tag = "7", default = "false")]
+    pub posterize: ::core::option::Option<bool>,
+    #[prost(bool, optional, tag = "8", default = "false")]
+    pub erode: ::core::option::Option<bool>,
+    #[prost(bool, optional, tag = "9", default = "false")]
+    pub saltpepper: ::core::option::Option<bool>,
+    #[prost(message, optional, tag = "10")]
+    pub saltpepper_param: ::core::option::Option<SaltPepperParameter>,
+    #[prost(bool, optional, tag = "11", default = "false")]
+    pub clahe: ::core::option::Option<bool>,
+    #[prost(bool, optional, tag = "12", default = "false")]
+    pub convert_to_hsv: ::core::option::Option<bool>,
+    #[prost(bool, optional, tag = "13", default = "false")]
+    pub convert_to_lab: ::core::option::Option<bool>,
+}
+#[derive(Clone, Copy, PartialEq, ::prost::Message)]
+pub struct DistortionParameter {
+    #[prost(float, optional, tag = "1", default = "0")]
+    pub brightness_prob: ::core::option::Option<f32>,
+    #[prost(float, optional, tag = "2", default = "0")]
+    pub brightness_delta: ::core::option::Option<f32>,
+    #[prost(float, optional, tag = "3", default = "0")]
+    pub contrast_prob: ::core::option::Option<f32>,
+    #[prost(float, optional, tag = "4", default = "0")]
+    pub contrast_lower: ::core::option::Option<f32>,
+    #[prost(float, optional, tag = "5", default = "0")]
+    pub contrast_upper: ::core::option::Option<f32>,
+    #[prost(float, optional, tag = "6", default = "0")]
+    pub hue_prob: ::core::option::Option<f32>,
+    #[prost(float, optional, tag = "7", default = "0")]
+    pub hue_delta: ::core::option::Option<f32>,
+    #[prost(float, optional, tag = "8", default = "0")]
+    pub saturation_prob: ::core::option::Option<f32>,
+    #[prost(float, optional, tag = "9", default = "0")]
+    pub saturation_lower: ::core::option::Option<f32>,
+    #[prost(float, optional, tag = "10", default = "0")]
+    pub saturation_upper: ::core::option::Option<f32>,
+    #[prost(float, optional, tag = "11", default = "0")]
+    pub random_order_prob: ::core::option::Option<f32>,
+}
+#[derive(Clone, Copy, PartialEq, ::prost::Message)]
+pub struct ExpansionParameter {
+    #[prost(float, optional, tag = "1", default = "1")]
+    pub prob: ::core::option::Option<f32>,
+    #[prost(float, optional, tag = "2", default = "1")]
+    pub max_expand_ratio: ::core::option::Option<f32>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct AnnotatedDataParameter {
+    #[prost(message, repeated, tag = "1")]
+    pub batch_sampler: ::prost::alloc::vec::Vec<BatchSampler>,
+    #[prost(string, optional, tag = "2")]
+    pub label_map_file: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(enumeration = "annotated_datum::AnnotationType", optional, tag = "3")]
+    pub anno_type: ::core::option::Option<i32>,
+}
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct DetectionEvaluateParameter {
+    #[prost(uint32, optional, tag = "1")]
+    pub num_classes: ::core::option::Option<u32>,
+    #[prost(uint32, optional, tag = "2", default = "0")]
+    pub background_label_id: ::core::option::Option<u32>,
+    #[prost(float, optional, tag = "3", default = "0.5")]
+    pub overlap_threshold: ::core::option::Option<f32>,
+    #[prost(bool, optional, tag = "4", default = "true")]
+    pub evaluate_difficult_gt: ::core::option::Option<bool>,
+    #[prost(string, optional, tag = "5")]
+    pub name_size_file: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(message, optional, tag = "6")]
+    pub resize_param: ::core::option::Option<ResizeParameter>,
+}
+#[derive(Clone, Copy, PartialEq, ::prost::Message)]
+pub struct MultiBoxLossParameter {
+    #[prost(
+        enumeration = "multi_box_loss_parameter::LocLossType",
+        optional,
+        tag = "1",
+        default = "SmoothL1"
+    )]
+    pub loc_loss_type: ::core::option::Option<i32>,
+    #[prost(
+        enumeration = "multi_box_loss_parameter::ConfLossType",
+        optional,
+        tag = "2",
+        default = "Softmax"
+    )]
+    pub conf_loss_type: ::core::option::Option<i32>,
+    #[prost(float, optional, tag = "3", default = "1")]
+    pub loc_weight: ::core::option::Option<f32>,
+    #[prost(uint32, optional, tag = "4")]
+    pub num_classes: ::core::option::Option<u32>,
+    #[prost(bool, optional, tag = "5", default = "true")]
+    pub share_location: ::core::option::Option<bool>,
+    #[prost(
+        enumeration = "multi_box_loss_parameter::MatchType",
+        optional,
+        tag = "6",
+        default = "PerPrediction"
+    )]
+    pub match_type: ::core::option::Option<i32>,
+    #[prost(float, optional, tag = "7", default = "0.5")]
+    pub overlap_threshold: ::core::option::Option<f32>,
+    #[prost(bool, optional, tag = "8", default = "true")]
+    pub use_prior_for_matching: ::core::option::Option<bool>,
+    #[prost(uint32, optional, tag = "9", default = "0")]
+    pub background_label_id: ::core::option::Option<u32>,
+    #[prost(bool, optional, tag = "10", default = "true")]
+    pub use_difficult_gt: ::core::option::Option<bool>,
+    #[prost(bool, optional, tag = "11")]
+    pub do_neg_mining: ::core::option::Option<bool>,
+    #[prost(float, optional, tag = "12", default = "3")]
+    pub neg_pos_ratio: ::core::option::Option<f32>,
+    #[prost(float, optional, tag = "13", default = "0.5")]
+    pub neg_overlap: ::core::option::Option<f32>,
+    #[prost(
+        enumeration = "prior_box_parameter::CodeType",
+        optional,
+        tag = "14",
+        default = "Corner"
+    )]
+    pub code_type: ::core::option::Option<i32>,
+    #[prost(bool, optional, tag = "16", default = "false")]
+    pub encode_variance_in_target: ::core::option::Option<bool>,
+    #[prost(bool, optional, tag = "17", default = "false")]
+    pub map_object_to_agnostic: ::core::option::Option<bool>,
+    #[prost(bool, optional, tag = "18", default = "false")]
+    pub ignore_cross_boundary_bbox: ::core::option::Option<bool>,
+    #[prost(bool, optional, tag = "19", default = "false")]
+    pub bp_inside: ::core::option::Option<bool>,
+    #[prost(
+        enumeration = "multi_box_loss_parameter::MiningType",
+        optional,
+        tag = "20",
+        default = "MaxNegative"
+    )]
+    pub mining_type: ::core::option::Option<i32>,
+    #[prost(message, optional, tag = "21")]
+    pub nms_param: ::core::option::Option<NonMaximumSuppressionParameter>,
+    #[prost(int32, optional, tag = "22", default = "64")]
+    pub sample_size: ::core::option::Option<i32>,
+    #[prost(bool, optional, tag = "23", default = "false")]
+    pub use_prior_for_nms: ::core::option::Option<bool>,
+}
+/// Nested message and enum types in `MultiBoxLossParameter`.
+pub mod multi_box_loss_parameter {
+    #[derive(
+        Clone,
+        Copy,
+        Debug,
+        PartialEq,
+        Eq,
+        Hash,
+        PartialOrd,
+        Ord,
+        ::prost::Enumeration
+    )]
+    #[repr(i32)]
+    pub enum LocLossType {
+        L2 = 0,
+        SmoothL1 = 1,
+    }
+    impl LocLossType {
+        /// String value of the enum field names used in the ProtoBuf definition.
+        ///
+        /// The values are not transformed in any way and thus are considered stable
+        /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+        pub fn as_str_name(&self) -> &'static str {
+            match self {
+                Self::L2 => "L2",
+                Self::SmoothL1 => "SMOOTH_L1",
+            }
+        }
+        /// Creates an enum from field names used in the ProtoBuf definition.
+        pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+            match value {
+                "L2" => Some(Self::L2),
+                "SMOOTH_L1" => Some(Self::SmoothL1),
+                _ => None,
+            }
+        }
+    }
+    #[derive(
+        Clone,
+        Copy,
+        Debug,
+        PartialEq,
+        Eq,
+        Hash,
+        PartialOrd,
+        Ord,
+        ::prost::Enumeration
+    )]
+    #[repr(i32)]
+    pub enum ConfLossType {
+        Softmax = 0,
+        Logistic = 1,
+    }
+    impl ConfLossType {
+        /// String value of the enum field names used in the ProtoBuf definition.
+        ///
+        /// The values are not transformed in any way and thus are considered stable
+        /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+        pub fn as_str_name(&self) -> &'static str {
+            match self {
+                Self::Softmax => "SOFTMAX",
+                Self::Logistic => "LOGISTIC",
+            }
+        }
+        /// Creates an enum from field names used in the ProtoBuf definition.
+        pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+            match value {
+                "SOFTMAX" => Some(Self::Softmax),
+                "LOGISTIC" => Some(Self::Logistic),
+                _ => None,
+            }
+        }
+    }
+    #[derive(
+        Clone,
+        Copy,
+        Debug,
+        PartialEq,
+        Eq,
+        Hash,
+        PartialOrd,
+        Ord,
+        ::prost::Enumeration
+    )]
+    #[repr(i32)]
+    pub enum MatchType {
+        Bipartite = 0,
+        PerPrediction = 1,
+    }
+    impl MatchType {
+        /// String value of the enum field names used in the ProtoBuf definition.
+        ///
+        /// The values are not transformed in any way and thus are considered stable
+        /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+        pub fn as_str_name(&self) -> &'static str {
+            match self {
+                Self::Bipartite => "BIPARTITE",
+                Self::PerPrediction => "PER_PREDICTION",
+            }
+        }
+        /// Creates an enum from field names used in the ProtoBuf definition.
+        pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+            match value {
+                "BIPARTITE" => Some(Self::Bipartite),
+                "PER_PREDICTION" => Some(Self::PerPrediction),
+                _ => None,
+            }
+        }
+    }
+    #[derive(
+        Clone,
+        Copy,
+        Debug,
+        PartialEq,
+        Eq,
+        Hash,
+        PartialOrd,
+        Ord,
+        ::prost::Enumeration
+    )]
+    #[repr(i32)]
+    pub enum MiningType {
+        None = 0,
+        MaxNegative = 1,
+        HardExample = 2,
+    }
+    impl MiningType {
+        /// String value of the enum field names used in the ProtoBuf definition.
+        ///
+        /// The values are not transformed in any way and thus are considered stable
+        /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+        pub fn as_str_name(&self) -> &'static str {
+            match self {
+                Self::None => "NONE",
+                Self::MaxNegative => "MAX_NEGATIVE",
+                Self::HardExample => "HARD_EXAMPLE",
+            }
+        }
+        /// Creates an enum from field names used in the ProtoBuf definition.
+        pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+            match value {
+                "NONE" => Some(Self::None),
+                "MAX_NEGATIVE" => Some(Self::MaxNegative),
+                "HARD_EXAMPLE" => Some(Self::HardExample),
+                _ => None,
+            }
+        }
+    }
+}
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct VideoDataParameter {
+    #[prost(
+        enumeration = "video_data_parameter::VideoType",
+        optional,
+        tag = "1",
+        default = "Webcam"
+    )]
+    pub video_type: ::core::option::Option<i32>,
+    #[prost(int32, optional, tag = "2", default = "0")]
+    pub device_id: ::core::option::Option<i32>,
+    #[prost(string, optional, tag = "3")]
+    pub video_file: ::core::option::Option<::prost::alloc::string::String>,
+    #[prost(uint32, optional, tag = "4", default = "0")]
+    pub skip_frames: ::core::option::Option<u32>,
+}
+/// Nested message and enum types in `VideoDataParameter`.
+pub mod video_data_parameter {
+    #[derive(
+        Clone,
+        Copy,
+        Debug,
+        PartialEq,
+        Eq,
+        Hash,
+        PartialOrd,
+        Ord,
+        ::prost::Enumeration
+    )]
+    #[repr(i32)]
+    pub enum VideoType {
+        Webcam = 0,
+        Video = 1,
+    }
+    impl VideoType {
+        /// String value of the enum field names used in the ProtoBuf definition.
+        ///
+        /// The values are not transformed in any way and thus are considered stable
+        /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+        pub fn as_str_name(&self) -> &'static str {
+            match self {
+                Self::Webcam => "WEBCAM",
+                Self::Video => "VIDEO",
+            }
+        }
+        /// Creates an enum from field names used in the ProtoBuf definition.
+        pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+            match value {
+                "WEBCAM" => Some(Self::Webcam),
+                "VIDEO" => Some(Self::Video),
+                _ => None,
+            }
+        }
+    }
 }
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ::prost::Enumeration)]
 #[repr(i32)]

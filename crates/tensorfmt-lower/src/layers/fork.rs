@@ -4,13 +4,9 @@
 //! forks' sources (alexgkendall/caffe-segnet `bn_layer.cpp`, `upsample_layer.cpp`;
 //! hszhao/PSPNet `bn_layer.cpp`, `interp_layer.cpp`) without an independent check.
 
-use tensorfmt_caffe::LayerDef;
-use tensorfmt_core::Tensor;
-
-use super::{arity, at_most, blob};
-use crate::builder::{attr, Value, A};
+use super::LayerCx;
+use crate::builder::{attr, A};
 use crate::error::{Fail, LResult};
-use crate::Cx;
 
 type Out = LResult<Vec<Vec<usize>>>;
 
@@ -18,23 +14,18 @@ type Out = LResult<Vec<Vec<usize>>>;
 /// by `compute_bn_statistics.py`): `x * scale + shift`. PSPNet (4 blobs: slope, bias,
 /// mean, variance): `slope * (x - mean) / sqrt(var + eps) + bias`, a
 /// BatchNormalization.
-pub(crate) fn bn(
-    cx: &mut Cx,
-    l: &LayerDef,
-    ins: &[Value],
-    tops: &[String],
-    blobs: Vec<Tensor>,
-) -> Out {
-    arity(ins, &[1])?;
+pub(crate) fn bn(cx: &mut LayerCx<'_>) -> Out {
+    let (ins, tops) = (cx.ins, cx.tops);
     let x = &ins[0].shape;
     if x.len() != 4 {
         return Err(Fail::new(format!("input shape {x:?}: BN needs 4 axes")));
     }
     let c = x[1];
     let cdims = [1, c, 1, 1];
-    match blobs.len() {
+    match cx.blobs.len() {
         2 => {
-            let mode = l
+            let mode = cx
+                .layer
                 .fork_field("bn_param", "bn_mode")
                 .and_then(|v| v.as_str().map(str::to_string));
             if mode.as_deref() != Some("INFERENCE") {
@@ -43,23 +34,23 @@ pub(crate) fn bn(
                     mode.unwrap_or_else(|| "LEARN".into())
                 )));
             }
-            let s = blob(l, &blobs, 0, &cdims)?;
-            let b = blob(l, &blobs, 1, &cdims)?;
-            let s = cx.b.init(&format!("{}/scale", l.name), &s)?;
-            let b = cx.b.init(&format!("{}/shift", l.name), &b)?;
+            let s = cx.blob(0, &cdims)?;
+            let b = cx.blob(1, &cdims)?;
+            let s = cx.init("scale", &s)?;
+            let b = cx.init("shift", &b)?;
             let y = cx.op("Mul", vec![ins[0].name.clone(), s], vec![]);
             cx.op_to("Add", vec![y, b], &tops[0], vec![]);
         }
         4 => {
-            let eps = l
+            let eps = cx
+                .layer
                 .fork_field("bn_param", "eps")
                 .and_then(|v| v.as_f64())
                 .unwrap_or(1e-5) as f32;
-            let n = &l.name;
             let mut inputs = vec![ins[0].name.clone()];
             for (i, what) in ["slope", "bias", "mean", "var"].iter().enumerate() {
-                let t = blob(l, &blobs, i, &cdims)?.reshape(vec![c])?;
-                inputs.push(cx.b.init(&format!("{n}/{what}"), &t)?);
+                let t = cx.blob(i, &cdims)?.reshape(vec![c])?;
+                inputs.push(cx.init(what, &t)?);
             }
             cx.op_to(
                 "BatchNormalization",
@@ -69,7 +60,7 @@ pub(crate) fn bn(
             );
         }
         k => {
-            at_most(&blobs, 4)?;
+            cx.blobs_at_most(4)?;
             return Err(Fail::new(format!(
                 "{k} blobs (2 for SegNet/ENet, 4 for PSPNet)"
             )));
@@ -80,17 +71,10 @@ pub(crate) fn bn(
 
 /// `Upsample` with the pooling mask as bottom 1: MaxUnpool to Caffe's output size
 /// (`scale * H`, `upsample_h`/`upsample_w`, `pad_out_h`/`pad_out_w`).
-pub(crate) fn upsample(
-    cx: &mut Cx,
-    _l: &LayerDef,
-    ins: &[Value],
-    tops: &[String],
-    blobs: Vec<Tensor>,
-) -> Out {
-    at_most(&blobs, 0)?;
-    arity(ins, &[1, 2])?;
-    let out = cx.expected.first().cloned().ok_or("no Caffe shape")?;
-    if ins.len() == 1 || !cx.masks.contains(&ins[1].name) {
+pub(crate) fn upsample(cx: &mut LayerCx<'_>) -> Out {
+    let (ins, tops) = (cx.ins, cx.tops);
+    let out = cx.caffe.tops.first().cloned().ok_or("no Caffe shape")?;
+    if ins.len() == 1 || !cx.g.masks.contains(&ins[1].name) {
         return Err(Fail::not_lowered(
             "Upsample without the mask top of a max-pooling layer is not lowered",
         ));
@@ -123,27 +107,17 @@ pub(crate) fn upsample(
 
 /// `Interp`: bilinear resize with aligned corners (DeepLab/PSPNet's interp: the corner
 /// pixels of input and output coincide) to Caffe's output size.
-pub(crate) fn interp(
-    cx: &mut Cx,
-    l: &LayerDef,
-    ins: &[Value],
-    tops: &[String],
-    blobs: Vec<Tensor>,
-) -> Out {
-    at_most(&blobs, 0)?;
-    arity(ins, &[1, 2])?;
-    for f in ["pad_beg", "pad_end"] {
-        if l.fork_field("interp_param", f)
-            .and_then(|v| v.as_i64())
-            .unwrap_or(0)
-            != 0
-        {
+pub(crate) fn interp(cx: &mut LayerCx<'_>) -> Out {
+    let (ins, tops) = (cx.ins, cx.tops);
+    let p = cx.param().interp_param.unwrap_or_default();
+    for (f, v) in [("pad_beg", p.pad_beg()), ("pad_end", p.pad_end())] {
+        if v != 0 {
             return Err(Fail::not_lowered(format!(
                 "interp_param.{f} other than 0 is not lowered"
             )));
         }
     }
-    let out = cx.expected.first().cloned().ok_or("no Caffe shape")?;
+    let out = cx.caffe.tops.first().cloned().ok_or("no Caffe shape")?;
     let x = &ins[0].shape;
     if x.len() != 4 || out.len() != 4 || x[..2] != out[..2] {
         return Err(Fail::not_lowered(format!(
@@ -155,8 +129,8 @@ pub(crate) fn interp(
     // the float rounding, and align_corners maps coordinates by (in - 1) / (out - 1),
     // never by the scale.
     let scale = |i: usize| (out[i] as f64 + 0.5) / x[i] as f64;
-    let scales = cx.b.f32s(
-        &format!("{}/scales", l.name),
+    let scales = cx.f32s(
+        "scales",
         vec![1.0, 1.0, scale(2) as f32, scale(3) as f32],
         vec![4],
     )?;

@@ -2,28 +2,19 @@
 //! `scale_layer.cpp`, `bias_layer.cpp`, `lrn_layer.cpp`; weiliu89 `normalize_layer.cpp`).
 
 use tensorfmt_caffe::proto::lrn_parameter::NormRegion;
-use tensorfmt_caffe::LayerDef;
-use tensorfmt_core::Tensor;
 
-use super::{arity, at_most, axis, blob, scalar};
-use crate::builder::{attr, Value, A};
+use super::{axis, LayerCx};
+use crate::builder::{attr, A};
 use crate::error::{Fail, LResult};
-use crate::Cx;
 
 type Out = LResult<Vec<Vec<usize>>>;
 
 /// `BatchNorm` (inference, `use_global_stats`): mean and variance are the stored sums
 /// divided by the scale factor (blob 2; a zero factor zeroes both, as Caffe), then
 /// BatchNormalization with scale 1 and bias 0 (or NVIDIA's `scale_bias` blobs 3, 4).
-pub(crate) fn batch_norm(
-    cx: &mut Cx,
-    l: &LayerDef,
-    ins: &[Value],
-    tops: &[String],
-    blobs: Vec<Tensor>,
-) -> Out {
-    arity(ins, &[1])?;
-    let p = l.param.batch_norm_param.unwrap_or_default();
+pub(crate) fn batch_norm(cx: &mut LayerCx<'_>) -> Out {
+    let (ins, tops) = (cx.ins, cx.tops);
+    let p = cx.param().batch_norm_param.unwrap_or_default();
     if p.use_global_stats == Some(false) {
         return Err(Fail::not_lowered(
             "use_global_stats: false normalises with the batch's own statistics; only stored statistics are lowered",
@@ -34,28 +25,27 @@ pub(crate) fn batch_norm(
         return Err(Fail::new(format!("input shape {x:?} has no channel axis")));
     }
     let c = x[1];
-    at_most(&blobs, if p.scale_bias() { 5 } else { 3 })?;
-    let mean = blob(l, &blobs, 0, &[c])?.to_vec::<f32>()?;
-    let var = blob(l, &blobs, 1, &[c])?.to_vec::<f32>()?;
-    let sf = blob(l, &blobs, 2, &[1])?.to_vec::<f32>()?[0];
+    cx.blobs_at_most(if p.scale_bias() { 5 } else { 3 })?;
+    let mean = cx.blob(0, &[c])?.to_vec::<f32>()?;
+    let var = cx.blob(1, &[c])?.to_vec::<f32>()?;
+    let sf = cx.blob(2, &[1])?.to_vec::<f32>()?[0];
     let factor = if sf == 0.0 { 0.0 } else { 1.0 / sf };
     let mean: Vec<f32> = mean.iter().map(|v| v * factor).collect();
     let var: Vec<f32> = var.iter().map(|v| v * factor).collect();
     let (gamma, beta) = if p.scale_bias() {
         (
-            blob(l, &blobs, 3, &[c])?.to_vec::<f32>()?,
-            blob(l, &blobs, 4, &[c])?.to_vec::<f32>()?,
+            cx.blob(3, &[c])?.to_vec::<f32>()?,
+            cx.blob(4, &[c])?.to_vec::<f32>()?,
         )
     } else {
         (vec![1.0; c], vec![0.0; c])
     };
-    let n = &l.name;
     let inputs = vec![
         ins[0].name.clone(),
-        cx.b.f32s(&format!("{n}/scale"), gamma, vec![c])?,
-        cx.b.f32s(&format!("{n}/bias"), beta, vec![c])?,
-        cx.b.f32s(&format!("{n}/mean"), mean, vec![c])?,
-        cx.b.f32s(&format!("{n}/var"), var, vec![c])?,
+        cx.f32s("scale", gamma, vec![c])?,
+        cx.f32s("bias", beta, vec![c])?,
+        cx.f32s("mean", mean, vec![c])?,
+        cx.f32s("var", var, vec![c])?,
     ];
     cx.op_to(
         "BatchNormalization",
@@ -76,14 +66,12 @@ fn broadcast_dims(x: &[usize], a: usize, dims: &[usize]) -> Vec<usize> {
 /// Shared by Scale and Bias: the factor's shape `x[axis..axis+num_axes]` and its value
 /// name, from a blob or from bottom 1.
 fn factor(
-    cx: &mut Cx,
-    l: &LayerDef,
-    ins: &[Value],
-    blobs: &[Tensor],
+    cx: &mut LayerCx<'_>,
     ax: i32,
     num_axes: i32,
     what: &str,
 ) -> LResult<(String, usize, usize)> {
+    let ins = cx.ins;
     let x = &ins[0].shape;
     if ins.len() == 2 {
         let f = &ins[1].shape;
@@ -122,31 +110,25 @@ fn factor(
         )));
     }
     let dims = &x[a..a + n];
-    let t = blob(l, blobs, 0, dims)?;
+    let t = cx.blob(0, dims)?;
     let t = t.reshape(broadcast_dims(x, a, dims))?;
-    Ok((cx.b.init(&format!("{}/{what}", l.name), &t)?, a, n))
+    Ok((cx.init(what, &t)?, a, n))
 }
 
 /// `Scale`: x * scale (blob 0 or bottom 1, covering `axis..axis+num_axes`), plus an
 /// optional bias (`bias_term`: the next blob).
-pub(crate) fn scale(
-    cx: &mut Cx,
-    l: &LayerDef,
-    ins: &[Value],
-    tops: &[String],
-    blobs: Vec<Tensor>,
-) -> Out {
-    arity(ins, &[1, 2])?;
-    let p = l.param.scale_param.clone().unwrap_or_default();
+pub(crate) fn scale(cx: &mut LayerCx<'_>) -> Out {
+    let (ins, tops) = (cx.ins, cx.tops);
+    let p = cx.param().scale_param.clone().unwrap_or_default();
     let bias_term = p.bias_term();
     let own = usize::from(ins.len() == 1);
-    at_most(&blobs, own + usize::from(bias_term))?;
-    let (s, a, n) = factor(cx, l, ins, &blobs, p.axis(), p.num_axes(), "scale")?;
+    cx.blobs_at_most(own + usize::from(bias_term))?;
+    let (s, a, n) = factor(cx, p.axis(), p.num_axes(), "scale")?;
     let x = &ins[0].shape;
     if bias_term {
         let dims = &x[a..a + n];
-        let b = blob(l, &blobs, own, dims)?.reshape(broadcast_dims(x, a, dims))?;
-        let b = cx.b.init(&format!("{}/bias", l.name), &b)?;
+        let b = cx.blob(own, dims)?.reshape(broadcast_dims(x, a, dims))?;
+        let b = cx.init("bias", &b)?;
         let y = cx.op("Mul", vec![ins[0].name.clone(), s], vec![]);
         cx.op_to("Add", vec![y, b], &tops[0], vec![]);
     } else {
@@ -156,17 +138,11 @@ pub(crate) fn scale(
 }
 
 /// `Bias`: x + bias (blob 0 or bottom 1).
-pub(crate) fn bias(
-    cx: &mut Cx,
-    l: &LayerDef,
-    ins: &[Value],
-    tops: &[String],
-    blobs: Vec<Tensor>,
-) -> Out {
-    arity(ins, &[1, 2])?;
-    let p = l.param.bias_param.clone().unwrap_or_default();
-    at_most(&blobs, usize::from(ins.len() == 1))?;
-    let (b, _, _) = factor(cx, l, ins, &blobs, p.axis(), p.num_axes(), "bias")?;
+pub(crate) fn bias(cx: &mut LayerCx<'_>) -> Out {
+    let (ins, tops) = (cx.ins, cx.tops);
+    let p = cx.param().bias_param.clone().unwrap_or_default();
+    cx.blobs_at_most(usize::from(ins.len() == 1))?;
+    let (b, _, _) = factor(cx, p.axis(), p.num_axes(), "bias")?;
     cx.op_to("Add", vec![ins[0].name.clone(), b], &tops[0], vec![]);
     Ok(vec![ins[0].shape.clone()])
 }
@@ -174,16 +150,9 @@ pub(crate) fn bias(
 /// `LRN`. ACROSS_CHANNELS: ONNX LRN (both divide alpha by size) with bias = k.
 /// WITHIN_CHANNEL: Caffe's own decomposition, x * (1 + alpha * avg_{n x n}(x^2))^-beta
 /// with the average over a zero-padded window (divisor n^2; k is not used).
-pub(crate) fn lrn(
-    cx: &mut Cx,
-    l: &LayerDef,
-    ins: &[Value],
-    tops: &[String],
-    blobs: Vec<Tensor>,
-) -> Out {
-    arity(ins, &[1])?;
-    at_most(&blobs, 0)?;
-    let p = l.param.lrn_param.unwrap_or_default();
+pub(crate) fn lrn(cx: &mut LayerCx<'_>) -> Out {
+    let (ins, tops) = (cx.ins, cx.tops);
+    let p = cx.param().lrn_param.unwrap_or_default();
     let n = p.local_size() as usize;
     if n % 2 == 0 {
         return Err(Fail::new(format!("local_size {n} must be odd")));
@@ -218,11 +187,11 @@ pub(crate) fn lrn(
                     attr("count_include_pad", A::I(1)),
                 ],
             );
-            let alpha = scalar(cx, p.alpha())?;
+            let alpha = cx.scalar(p.alpha())?;
             let t = cx.op("Mul", vec![avg, alpha], vec![]);
-            let one = scalar(cx, 1.0)?;
+            let one = cx.scalar(1.0)?;
             let t = cx.op("Add", vec![t, one], vec![]);
-            let nb = scalar(cx, -p.beta())?;
+            let nb = cx.scalar(-p.beta())?;
             let t = cx.op("Pow", vec![t, nb], vec![]);
             cx.op_to("Mul", vec![ins[0].name.clone(), t], &tops[0], vec![]);
         }
@@ -232,16 +201,9 @@ pub(crate) fn lrn(
 
 /// SSD's `Normalize`: x / sqrt(sum(x^2) + eps) * scale, the sum over channels (or over
 /// C, H, W with `across_spatial`), the scale per channel or shared.
-pub(crate) fn normalize(
-    cx: &mut Cx,
-    l: &LayerDef,
-    ins: &[Value],
-    tops: &[String],
-    blobs: Vec<Tensor>,
-) -> Out {
-    arity(ins, &[1])?;
-    at_most(&blobs, 1)?;
-    let p = l.param.norm_param.clone().unwrap_or_default();
+pub(crate) fn normalize(cx: &mut LayerCx<'_>) -> Out {
+    let (ins, tops) = (cx.ins, cx.tops);
+    let p = cx.param().norm_param.clone().unwrap_or_default();
     let x = &ins[0].shape;
     if x.len() != 4 {
         return Err(Fail::new(format!(
@@ -249,15 +211,15 @@ pub(crate) fn normalize(
         )));
     }
     let c = if p.channel_shared() { 1 } else { x[1] };
-    let s = blob(l, &blobs, 0, &[c])?;
+    let s = cx.blob(0, &[c])?;
     let s = s.reshape(if p.channel_shared() {
         vec![1]
     } else {
         vec![c, 1, 1]
     })?;
-    let s = cx.b.init(&format!("{}/scale", l.name), &s)?;
-    let axes = cx.b.i64s(
-        &format!("{}/axes", l.name),
+    let s = cx.init("scale", &s)?;
+    let axes = cx.i64s(
+        "axes",
         if p.across_spatial() {
             vec![1, 2, 3]
         } else {
@@ -270,7 +232,7 @@ pub(crate) fn normalize(
         vec![],
     );
     let sum = cx.op("ReduceSum", vec![sq, axes], vec![attr("keepdims", A::I(1))]);
-    let eps = scalar(cx, p.eps())?;
+    let eps = cx.scalar(p.eps())?;
     let sum = cx.op("Add", vec![sum, eps], vec![]);
     let norm = cx.op("Sqrt", vec![sum], vec![]);
     let y = cx.op("Div", vec![ins[0].name.clone(), norm], vec![]);

@@ -2,13 +2,10 @@
 //! ArgMax, Silence, and the forks' Permute, ShuffleChannel and Axpy.
 
 use tensorfmt_caffe::proto::eltwise_parameter::EltwiseOp;
-use tensorfmt_caffe::LayerDef;
-use tensorfmt_core::Tensor;
 
-use super::{arity, at_most, axis};
+use super::{axis, LayerCx};
 use crate::builder::{attr, Value, A};
 use crate::error::{Fail, LResult};
-use crate::Cx;
 
 type Out = LResult<Vec<Vec<usize>>>;
 
@@ -17,18 +14,12 @@ fn names(ins: &[Value]) -> Vec<String> {
 }
 
 /// `Concat` along `axis` (or the legacy `concat_dim`).
-pub(crate) fn concat(
-    cx: &mut Cx,
-    l: &LayerDef,
-    ins: &[Value],
-    tops: &[String],
-    blobs: Vec<Tensor>,
-) -> Out {
-    at_most(&blobs, 0)?;
+pub(crate) fn concat(cx: &mut LayerCx<'_>) -> Out {
+    let (ins, tops) = (cx.ins, cx.tops);
     if ins.is_empty() {
         return Err(Fail::new("no bottoms"));
     }
-    let p = l.param.concat_param.unwrap_or_default();
+    let p = cx.param().concat_param.unwrap_or_default();
     let a = if p.axis.is_none() && p.concat_dim.is_some() {
         i64::from(p.concat_dim())
     } else {
@@ -63,16 +54,9 @@ pub(crate) fn concat(
 
 /// `Slice` at `slice_point`s (equal parts without them) along `axis` (or `slice_dim`):
 /// ONNX Split.
-pub(crate) fn slice(
-    cx: &mut Cx,
-    l: &LayerDef,
-    ins: &[Value],
-    tops: &[String],
-    blobs: Vec<Tensor>,
-) -> Out {
-    arity(ins, &[1])?;
-    at_most(&blobs, 0)?;
-    let p = l.param.slice_param.clone().unwrap_or_default();
+pub(crate) fn slice(cx: &mut LayerCx<'_>) -> Out {
+    let (ins, tops) = (cx.ins, cx.tops);
+    let p = cx.param().slice_param.clone().unwrap_or_default();
     let a = if p.slice_dim.is_some() && p.axis.is_none() {
         i64::from(p.slice_dim())
     } else {
@@ -111,14 +95,9 @@ pub(crate) fn slice(
         }
         v
     };
-    let split = cx.b.i64s(
-        &format!("{}/split", l.name),
-        sizes.iter().map(|&s| s as i64).collect(),
-    )?;
-    let name = format!("{}/Split", l.name);
-    cx.b.node(
+    let split = cx.i64s("split", sizes.iter().map(|&s| s as i64).collect())?;
+    cx.op_to_many(
         "Split",
-        &name,
         vec![ins[0].name.clone(), split],
         tops.to_vec(),
         vec![attr("axis", A::I(a as i64))],
@@ -134,15 +113,8 @@ pub(crate) fn slice(
 }
 
 /// `Split`: every top is the bottom.
-pub(crate) fn split(
-    cx: &mut Cx,
-    _l: &LayerDef,
-    ins: &[Value],
-    tops: &[String],
-    blobs: Vec<Tensor>,
-) -> Out {
-    arity(ins, &[1])?;
-    at_most(&blobs, 0)?;
+pub(crate) fn split(cx: &mut LayerCx<'_>) -> Out {
+    let (ins, tops) = (cx.ins, cx.tops);
     for t in tops {
         cx.identity(&ins[0].name, t);
     }
@@ -150,14 +122,8 @@ pub(crate) fn split(
 }
 
 /// `Silence`: consumes its bottoms, produces nothing.
-pub(crate) fn silence(
-    _cx: &mut Cx,
-    _l: &LayerDef,
-    _ins: &[Value],
-    tops: &[String],
-    blobs: Vec<Tensor>,
-) -> Out {
-    at_most(&blobs, 0)?;
+pub(crate) fn silence(cx: &mut LayerCx<'_>) -> Out {
+    let tops = cx.tops;
     if !tops.is_empty() {
         return Err(Fail::new("Silence has no tops"));
     }
@@ -165,14 +131,8 @@ pub(crate) fn silence(
 }
 
 /// `Eltwise`: SUM (with `coeff`), PROD or MAX over bottoms of one shape.
-pub(crate) fn eltwise(
-    cx: &mut Cx,
-    l: &LayerDef,
-    ins: &[Value],
-    tops: &[String],
-    blobs: Vec<Tensor>,
-) -> Out {
-    at_most(&blobs, 0)?;
+pub(crate) fn eltwise(cx: &mut LayerCx<'_>) -> Out {
+    let (ins, tops) = (cx.ins, cx.tops);
     if ins.len() < 2 {
         return Err(Fail::new(format!(
             "needs at least 2 bottoms, got {}",
@@ -187,7 +147,7 @@ pub(crate) fn eltwise(
             )));
         }
     }
-    let p = l.param.eltwise_param.clone().unwrap_or_default();
+    let p = cx.param().eltwise_param.clone().unwrap_or_default();
     let op = p.operation();
     if !p.coeff.is_empty() && (op != EltwiseOp::Sum || p.coeff.len() != ins.len()) {
         return Err(Fail::new(format!(
@@ -200,7 +160,7 @@ pub(crate) fn eltwise(
     if op == EltwiseOp::Sum {
         for (i, &c) in p.coeff.iter().enumerate() {
             if c != 1.0 {
-                let k = super::scalar(cx, c)?;
+                let k = cx.scalar(c)?;
                 inputs[i] = cx.op("Mul", vec![inputs[i].clone(), k], vec![]);
             }
         }
@@ -227,16 +187,9 @@ pub(crate) fn eltwise(
 
 /// `Flatten`: axes `axis..=end_axis` collapse into one (a Reshape: ONNX Flatten is
 /// always 2-D).
-pub(crate) fn flatten(
-    cx: &mut Cx,
-    l: &LayerDef,
-    ins: &[Value],
-    tops: &[String],
-    blobs: Vec<Tensor>,
-) -> Out {
-    arity(ins, &[1])?;
-    at_most(&blobs, 0)?;
-    let p = l.param.flatten_param.unwrap_or_default();
+pub(crate) fn flatten(cx: &mut LayerCx<'_>) -> Out {
+    let (ins, tops) = (cx.ins, cx.tops);
+    let p = cx.param().flatten_param.unwrap_or_default();
     let x = &ins[0].shape;
     let a = axis(i64::from(p.axis()), x.len())?;
     let e = axis(i64::from(p.end_axis()), x.len())?;
@@ -316,16 +269,9 @@ pub(crate) fn reshape_rule(
 
 /// `Reshape` (Caffe's 0 / -1 rules relative to `axis`/`num_axes`), emitted with the
 /// resolved static shape.
-pub(crate) fn reshape(
-    cx: &mut Cx,
-    l: &LayerDef,
-    ins: &[Value],
-    tops: &[String],
-    blobs: Vec<Tensor>,
-) -> Out {
-    arity(ins, &[1])?;
-    at_most(&blobs, 0)?;
-    let p = l.param.reshape_param.clone().unwrap_or_default();
+pub(crate) fn reshape(cx: &mut LayerCx<'_>) -> Out {
+    let (ins, tops) = (cx.ins, cx.tops);
+    let p = cx.param().reshape_param.clone().unwrap_or_default();
     let dims = p.shape.as_ref().map(|s| s.dim.clone()).unwrap_or_default();
     let out = reshape_rule(&ins[0].shape, &dims, p.axis(), p.num_axes())?;
     cx.reshape_to(&ins[0].name, &ins[0].shape, &out, Some(&tops[0]))?;
@@ -333,16 +279,9 @@ pub(crate) fn reshape(
 }
 
 /// `Crop`: bottom 0 cut to bottom 1's shape from `axis` on, at `offset`s.
-pub(crate) fn crop(
-    cx: &mut Cx,
-    l: &LayerDef,
-    ins: &[Value],
-    tops: &[String],
-    blobs: Vec<Tensor>,
-) -> Out {
-    arity(ins, &[2])?;
-    at_most(&blobs, 0)?;
-    let p = l.param.crop_param.clone().unwrap_or_default();
+pub(crate) fn crop(cx: &mut LayerCx<'_>) -> Out {
+    let (ins, tops) = (cx.ins, cx.tops);
+    let p = cx.param().crop_param.clone().unwrap_or_default();
     let (x, r) = (&ins[0].shape, &ins[1].shape);
     if x.len() != r.len() {
         return Err(Fail::new(format!(
@@ -378,9 +317,9 @@ pub(crate) fn crop(
         ends.push((off + r[i]) as i64);
         axes.push(i as i64);
     }
-    let s = cx.b.i64s(&format!("{}/starts", l.name), starts)?;
-    let e = cx.b.i64s(&format!("{}/ends", l.name), ends)?;
-    let ax = cx.b.i64s(&format!("{}/axes", l.name), axes)?;
+    let s = cx.i64s("starts", starts)?;
+    let e = cx.i64s("ends", ends)?;
+    let ax = cx.i64s("axes", axes)?;
     cx.op_to(
         "Slice",
         vec![ins[0].name.clone(), s, e, ax],
@@ -396,16 +335,9 @@ pub(crate) fn crop(
 /// `out_max_val`, the maximum; without `axis`, over each sample's flattened values
 /// (output `[N, 1, 1, ...]`, or `[N, 2, 1, ...]` with `out_max_val`: index then value,
 /// padded with 1s to the bottom's rank, at least 3).
-pub(crate) fn argmax(
-    cx: &mut Cx,
-    l: &LayerDef,
-    ins: &[Value],
-    tops: &[String],
-    blobs: Vec<Tensor>,
-) -> Out {
-    arity(ins, &[1])?;
-    at_most(&blobs, 0)?;
-    let p = l.param.argmax_param.unwrap_or_default();
+pub(crate) fn argmax(cx: &mut LayerCx<'_>) -> Out {
+    let (ins, tops) = (cx.ins, cx.tops);
+    let p = cx.param().argmax_param.unwrap_or_default();
     if p.top_k() != 1 {
         return Err(Fail::not_lowered(format!(
             "top_k {} (only 1 is lowered)",
@@ -472,16 +404,9 @@ pub(crate) fn argmax(
 }
 
 /// `Permute` (SSD): Transpose by `order`, the axes it omits following in order.
-pub(crate) fn permute(
-    cx: &mut Cx,
-    l: &LayerDef,
-    ins: &[Value],
-    tops: &[String],
-    blobs: Vec<Tensor>,
-) -> Out {
-    arity(ins, &[1])?;
-    at_most(&blobs, 0)?;
-    let p = l.param.permute_param.clone().unwrap_or_default();
+pub(crate) fn permute(cx: &mut LayerCx<'_>) -> Out {
+    let (ins, tops) = (cx.ins, cx.tops);
+    let p = cx.param().permute_param.clone().unwrap_or_default();
     let x = &ins[0].shape;
     let mut perm: Vec<usize> = Vec::new();
     for &o in &p.order {
@@ -515,19 +440,9 @@ pub(crate) fn permute(
 
 /// `ShuffleChannel` (ShuffleNet): reshape to `[N, g, C/g, H, W]`, swap axes 1 and 2,
 /// reshape back.
-pub(crate) fn shuffle_channel(
-    cx: &mut Cx,
-    l: &LayerDef,
-    ins: &[Value],
-    tops: &[String],
-    blobs: Vec<Tensor>,
-) -> Out {
-    arity(ins, &[1])?;
-    at_most(&blobs, 0)?;
-    let g = l
-        .fork_field("shuffle_channel_param", "group")
-        .and_then(|v| v.as_i64())
-        .unwrap_or(1);
+pub(crate) fn shuffle_channel(cx: &mut LayerCx<'_>) -> Out {
+    let (ins, tops) = (cx.ins, cx.tops);
+    let g = i64::from(cx.param().shuffle_channel_param.unwrap_or_default().group());
     let x = &ins[0].shape;
     if x.len() != 4 || g <= 0 || x[1] % g as usize != 0 {
         return Err(Fail::new(format!(
@@ -547,15 +462,8 @@ pub(crate) fn shuffle_channel(
 }
 
 /// `Axpy` (SENet): a * x + y with `a` of shape `[N, C, 1, 1]`.
-pub(crate) fn axpy(
-    cx: &mut Cx,
-    _l: &LayerDef,
-    ins: &[Value],
-    tops: &[String],
-    blobs: Vec<Tensor>,
-) -> Out {
-    arity(ins, &[3])?;
-    at_most(&blobs, 0)?;
+pub(crate) fn axpy(cx: &mut LayerCx<'_>) -> Out {
+    let (ins, tops) = (cx.ins, cx.tops);
     let (a, x, y) = (&ins[0].shape, &ins[1].shape, &ins[2].shape);
     if x != y || a.len() < 2 || a[..2] != x[..2] || a[2..].iter().any(|&d| d != 1) {
         return Err(Fail::new(format!(

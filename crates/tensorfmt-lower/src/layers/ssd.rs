@@ -3,13 +3,8 @@
 //! computed at conversion time and stored as a constant `[1, 2, H*W*priors*4]`
 //! (boxes, then variances).
 
-use tensorfmt_caffe::LayerDef;
-use tensorfmt_core::Tensor;
-
-use super::{arity, at_most};
-use crate::builder::Value;
+use super::LayerCx;
 use crate::error::{Fail, LResult};
-use crate::Cx;
 
 /// The prior boxes and variances of one PriorBox layer.
 pub(crate) fn prior_boxes(
@@ -106,24 +101,18 @@ pub(crate) fn prior_boxes(
 pub(crate) const MAX_COMPUTED_BYTES: u64 = 256 << 20;
 
 /// `PriorBox`: a constant.
-pub(crate) fn prior_box(
-    cx: &mut Cx,
-    l: &LayerDef,
-    ins: &[Value],
-    tops: &[String],
-    blobs: Vec<Tensor>,
-) -> LResult<Vec<Vec<usize>>> {
-    arity(ins, &[2])?;
-    at_most(&blobs, 0)?;
+pub(crate) fn prior_box(cx: &mut LayerCx<'_>) -> LResult<Vec<Vec<usize>>> {
+    let (ins, tops) = (cx.ins, cx.tops);
     let (f, img) = (&ins[0].shape, &ins[1].shape);
     if f.len() != 4 || img.len() != 4 {
         return Err(Fail::new(format!("bottoms {f:?} and {img:?} must be 4-D")));
     }
-    let p = l.param.prior_box_param.clone().unwrap_or_default();
+    let p = cx.param().prior_box_param.clone().unwrap_or_default();
     // The constant's size is known from Caffe's shape before any box is computed: an
     // absurd feature map is refused at once, not after minutes and gigabytes.
     let count: u64 = cx
-        .expected
+        .caffe
+        .tops
         .first()
         .map_or(0, |s| s.iter().map(|&d| d as u64).product());
     let bytes = count.saturating_mul(4);
@@ -135,8 +124,7 @@ pub(crate) fn prior_box(
     }
     let data = prior_boxes(&p, [f[2], f[3]], [img[2], img[3]])?;
     let len = data.len() / 2;
-    let c =
-        cx.b.f32s(&format!("{}/priors", l.name), data, vec![1, 2, len])?;
+    let c = cx.f32s("priors", data, vec![1, 2, len])?;
     cx.identity(&c, &tops[0]);
     Ok(vec![vec![1, 2, len]])
 }

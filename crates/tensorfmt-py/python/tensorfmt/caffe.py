@@ -336,8 +336,8 @@ def to_onnx(
     written atomically to ``out``; the same as ``tensorfmt convert MODEL.caffemodel
     OUT.onnx --prototxt DEPLOY.prototxt``.
 
-    ``proto``: a fork's ``caffe.proto`` for prototxts with extra fields (SSD, SegNet,
-    ...); ``input_shape``: ``{"data": (1, 3, 224, 224)}`` replaces the prototxt's
+    ``proto``: a fork's ``caffe.proto`` for prototxts with fields the builtin schema
+    lacks (SegNet, ENet, PSPNet; SSD's, OpenCV's, Faster R-CNN's are built in); ``input_shape``: ``{"data": (1, 3, 224, 224)}`` replaces the prototxt's
     shapes; ``outputs``: blob names to expose instead of the net's outputs;
     ``dynamic_batch``: a symbolic batch dimension. A net with layers that have no
     lowering raises (listing every one of them) and writes nothing.
