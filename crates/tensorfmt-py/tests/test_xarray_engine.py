@@ -126,11 +126,35 @@ def test_chunks_give_dask_arrays(movie):
     v = ds["values"].data
     assert isinstance(v, da.Array) and v.chunks[0] == (64, 64, 64, 8)
     assert np.allclose(ds["values"].mean("frame").values, values.mean(0))
-    per_frame = xr.open_dataset(p, engine="tensorfmt", chunks={})
-    assert per_frame["values"].chunks[0][0] == 1  # one stored frame per chunk: the preferred chunk
+    preferred = xr.open_dataset(p, engine="tensorfmt", chunks={})
+    assert preferred["values"].chunks[0] == (200,)  # 77 kB: one chunk, not one per frame
     auto = xr.open_dataset(p, engine="tensorfmt", chunks="auto")
     assert auto["values"].chunks[0] == (200,)  # 200 small frames fit dask's chunk size
     assert same(auto["time"].values, tensorfmt.load(p)["time"])
+
+
+def test_preferred_chunks_are_a_power_of_two_of_frames_within_the_budget(movie, monkeypatch):
+    # chunks={} (open_mfdataset's default) must not give one chunk per frame: a 1 GiB
+    # movie of 1 MiB frames was 1024 tasks, each paying a frame-sized partial result in a
+    # mean over frames (16 x slower than 32 MiB chunks).
+    p, values = movie
+    frame_bytes = 8 * 6 * 2 * 4
+    monkeypatch.setattr(xarray_backend, "PREFERRED_CHUNK_BYTES", 40 * frame_bytes)  # as if the movie were large
+    ds = xr.open_dataset(p, engine="tensorfmt", chunks={})
+    assert ds["values"].encoding["preferred_chunks"] == {"frame": 32}  # 40 frames fit: 32
+    assert ds["values"].chunks[0] == (32,) * 6 + (8,)
+    assert ds["time"].chunks[0] == (200,)  # 1.6 kB: one chunk
+    assert np.allclose(ds["values"].mean("frame").values, values.mean(0))
+    auto = xr.open_dataset(p, engine="tensorfmt", chunks="auto")
+    assert all(c % 32 == 0 for c in auto["values"].chunks[0][:-1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # multiples of the preferred chunks: no warning
+        xr.open_dataset(p, engine="tensorfmt", chunks={"frame": 64})
+        xr.open_dataset(p, engine="tensorfmt", chunks={"frame": 128})
+    monkeypatch.setattr(xarray_backend, "PREFERRED_CHUNK_BYTES", frame_bytes // 2)  # frames larger than the budget
+    assert xr.open_dataset(p, engine="tensorfmt", chunks={})["values"].chunks[0] == (1,) * 200
+    assert xarray_backend.preferred_frames((0, 4), "float32") is None
+    assert xarray_backend.preferred_frames((), "float32") is None
 
 
 def test_sparse_pvp_opens_sparse_and_dense_only_when_asked():

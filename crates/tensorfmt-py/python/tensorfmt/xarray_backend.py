@@ -61,6 +61,38 @@ def detect_content(path: str) -> Optional[str]:
     return _native.detect_content(head, size)
 
 
+#: ``chunks={}`` (also ``open_mfdataset``'s default) cuts a tensor larger than this into
+#: chunks of whole frames (entries) of at most this many bytes; ``chunks="auto"`` into
+#: multiples of them up to dask's ``array.chunk-size``.
+PREFERRED_CHUNK_BYTES = 32 << 20
+
+
+def preferred_frames(shape: Tuple[int, ...], dtype: Any) -> Optional[int]:
+    """The frames (entries) per chunk the engine declares as ``preferred_chunks`` for a
+    tensor of ``shape`` whose axis 0 is frames: ``None`` (one chunk) when the whole
+    tensor fits in :data:`PREFERRED_CHUNK_BYTES`, else the largest power of two of
+    frames that fits (at least one).
+
+    Any run of frames is one strided view of the file, so no chunking is cheaper to read
+    than another; what costs is a chunk's fixed overhead (a task, a mapping, and in a
+    reduction over frames a frame-sized partial result per chunk), which one-frame
+    chunks would pay per frame (a 1 GiB movie of 1 MiB frames: 1024 tasks, 16 x slower
+    than 32 MiB chunks). A power of two, so that explicit chunks of 2^n frames of at
+    least that many agree with it (xarray warns about explicit chunks that split a
+    preferred one; here such a split costs nothing more than the smaller chunks).
+
+    >>> preferred_frames((1024, 512, 512, 1), "float32"), preferred_frames((3, 2, 3, 2), "float32")
+    (32, None)
+    """
+    if not shape:
+        return None
+    frame_bytes = int(np.prod(shape[1:], dtype=np.int64)) * np.dtype(dtype).itemsize
+    if shape[0] * frame_bytes <= PREFERRED_CHUNK_BYTES:
+        return None
+    fit = max(1, PREFERRED_CHUNK_BYTES // max(1, frame_bytes))
+    return 1 << (fit.bit_length() - 1)
+
+
 class _File:
     """One opened file: what every lazy array of it shares. Reads open the file again
     for the frames they need (so a read holds no mapping afterwards: the resident set
@@ -200,10 +232,9 @@ def open_tensorfmt_dataset(
         by_frame = bool(dims) and dims[0] in FRAME_AXES and fmt in ("pvp", "som")
         array = TensorfmtArray(file, info.name, tuple(info.shape), info.dtype, by_frame)
         encoding: Dict[str, Any] = {"dtype": info.dtype}
-        if by_frame and info.shape:
-            # Every frame (entry) is read on its own: any chunking along it fits, and
-            # chunks="auto" grows chunks from one frame to dask's chunk size.
-            encoding["preferred_chunks"] = {dims[0]: 1}
+        frames_per_chunk = preferred_frames(info.shape, info.dtype) if by_frame else None
+        if frames_per_chunk is not None:
+            encoding["preferred_chunks"] = {dims[0]: frames_per_chunk}
         var = xr.Variable(dims, indexing.LazilyIndexedArray(array), encoding=encoding)
         if fmt == "pvp" and info.name == "time":
             coords[info.name] = var
@@ -310,4 +341,4 @@ class TensorfmtBackendEntrypoint(BackendEntrypoint):
         return xr.DataTree.from_dict(groups)
 
 
-__all__ = ["TensorfmtBackendEntrypoint", "TensorfmtArray", "open_tensorfmt_dataset", "detect_content"]
+__all__ = ["TensorfmtBackendEntrypoint", "TensorfmtArray", "open_tensorfmt_dataset", "detect_content", "preferred_frames", "PREFERRED_CHUNK_BYTES"]
