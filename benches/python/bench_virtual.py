@@ -9,12 +9,23 @@
    bytes.
 3. ``xr.open_dataset(p, engine="tensorfmt", chunks={"frame": ...})["values"].mean("frame")``
    on a SIZE_MIB dense PVP against ``tensorfmt.open(p)["values"].mean(0)`` (each run in a
-   fresh process, warm page cache; the peak RSS of each process, and its RSS after the
-   imports); targets: time within 1.3 x, peak RSS < 256 MiB.
+   fresh process, warm page cache; the peak RSS of each process (VmHWM), and its peak
+   after the imports); targets: time within 1.3 x, peak RSS < 256 MiB. Also with ``chunks={}``
+   (the engine's preferred chunks), and against the dask floor: ``dask.array.from_array``
+   over slices of the same mapped view with the same chunks (what dask's reduction costs
+   with no reader at all). The RSS after the imports is split into what the third-party imports
+   take alone (the same child with ``tensorfmt`` unimportable) and ours. The children
+   may write bytecode for tensorfmt's modules (an installed wheel has it; a checkout run
+   with PYTHONDONTWRITEBYTECODE would compile them in every child).
 4. A dask LocalCluster (2 worker processes) computing the mean over ``frame`` of FILES
    PVP files: through one virtual dataset (each file parsed over HTTP, combined along
    ``frame``, saved as kerchunk references read over HTTP by the workers) against
-   ``tensorfmt.dask.from_file`` of the same files on the same cluster.
+   ``tensorfmt.dask.from_file`` of the same files on the same cluster. Kerchunk
+   references are opened with the chunks given to the inner ``open_zarr``
+   (``open_dataset_options={"chunks": ...}``): kerchunk's engine returns dask arrays of
+   one zarr chunk (one frame) each, which ``chunks=`` on ``xr.open_dataset`` wraps in a
+   second dask layer (a nested compute per chunk, one zarr call per frame); that way is
+   measured too, on the local files.
 
 Times are min / median of REPEAT alternated runs after a warm-up.
 """
@@ -51,33 +62,72 @@ def movie(path, frames, frame_shape, seed=0):
             w.write_frame(float(k), rng.random(frame_shape, dtype=np.float32))
 
 
-CHILD = r"""
-import json, resource, sys, time
-import numpy as np
-import tensorfmt
+# Peak RSS of the child itself: VmHWM of its own address space (mapped file pages
+# included). Not ru_maxrss: Linux carries the parent's peak over fork and exec into the
+# child's ru_maxrss, so every child would report at least this script's peak.
+PEAK = r"""
+def peak_rss():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmHWM in /proc/self/status")
+"""
+
+CHILD = PEAK + r"""
+import json, sys, time, warnings
 which, path, chunk = sys.argv[1], sys.argv[2], int(sys.argv[3])
+if which == "baseline-3p":  # the same imports without tensorfmt (its xarray entry point fails to load)
+    sys.modules["tensorfmt"] = None
+    warnings.simplefilter("ignore", RuntimeWarning)
+import numpy as np
+if which != "baseline-3p":
+    import tensorfmt
 import xarray as xr, dask, dask.array
 dask.config.set(scheduler="threads")
-# xarray's lazy imports (dask, every installed engine's module), outside the timing.
+# xarray's lazy imports (dask, distributed, every installed engine's module), outside the timing.
 xr.Dataset({"a": ("x", np.zeros(2))}).chunk({"x": 1}).a.mean().values
 xr.backends.list_engines()
-base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+base = peak_rss()
 t = time.perf_counter()
 if which == "engine":
     m = xr.open_dataset(path, engine="tensorfmt", chunks={"frame": chunk})["values"].mean("frame", skipna=False).values
+elif which == "engine-preferred":
+    m = xr.open_dataset(path, engine="tensorfmt", chunks={})["values"].mean("frame", skipna=False).values
+elif which == "dask-floor":
+    class Sliced:  # the mapped view as dask sees it: slices are views (from_array copies an ndarray whole)
+        def __init__(self, a):
+            self.a, self.shape, self.dtype, self.ndim = a, a.shape, a.dtype, a.ndim
+        def __getitem__(self, key):
+            return self.a[key]
+    view = tensorfmt.open(path)["values"]
+    m = dask.array.from_array(Sliced(view), chunks=(chunk,) + view.shape[1:], name=False).mean(0).compute()
 elif which == "engine-skipna":
     m = xr.open_dataset(path, engine="tensorfmt", chunks={"frame": chunk})["values"].mean("frame").values
 elif which == "open":
     m = tensorfmt.open(path)["values"].mean(0)
-else:
+elif which == "open-nan":
     m = np.nanmean(tensorfmt.open(path)["values"], axis=0)
+else:
+    m = np.zeros(1)
 dt = time.perf_counter() - t
-print(json.dumps({"t": dt, "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, "base": base * 1024, "sum": float(m.sum())}))
+print(json.dumps({"t": dt, "rss": peak_rss(), "base": base, "sum": float(m.sum())}))
+"""
+
+BARE = PEAK + r"""
+import xarray, dask.array
+print(peak_rss())
 """
 
 
+def child_env():
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
 def child(which, path, chunk):
-    out = subprocess.run([sys.executable, "-c", CHILD, which, str(path), str(chunk)], capture_output=True, text=True, check=True)
+    out = subprocess.run([sys.executable, "-c", CHILD, which, str(path), str(chunk)], capture_output=True, text=True, check=True, env=child_env())
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -155,11 +205,18 @@ def engine_rows(a, tmp):
     movie(big, big_frames, shape)
     chunk = max(1, (32 << 20) // (4 * int(np.prod(shape))))  # 32 MiB chunks
     mib = 1 << 20
+    child("open", big, chunk)  # bytecode for tensorfmt's modules, as an installed wheel has
+    bare = [int(subprocess.run([sys.executable, "-c", BARE], capture_output=True, text=True, check=True, env=child_env()).stdout) for _ in range(3)]
+    third = [child("baseline-3p", big, chunk)["base"] for _ in range(3)]
     print("| row | ours min / median s | anchor min / median s | time ours / anchor (min / median) | peak RSS ours / anchor MiB (after imports) | target |")
     print("|---|---|---|---|---|---|")
+    bases = []
     for ours_kind, anchor_kind, what, anchor_what in [
-        ("engine", "open", "mean('frame', skipna=False)", "tensorfmt.open(p)['values'].mean(0)"),
-        ("engine-skipna", "open-nan", "mean('frame') (xarray's default skipna=True)", "np.nanmean(tensorfmt.open(p)['values'], axis=0)"),
+        ("engine", "open", f"chunks={{'frame': {chunk}}})['values'].mean('frame', skipna=False)", "tensorfmt.open(p)['values'].mean(0)"),
+        ("engine-preferred", "open", "chunks={})['values'].mean('frame', skipna=False) (the engine's preferred chunks)", "tensorfmt.open(p)['values'].mean(0)"),
+        ("engine", "dask-floor", f"chunks={{'frame': {chunk}}})['values'].mean('frame', skipna=False)",
+         f"the dask floor: dask.array.from_array over slices of tensorfmt.open(p)['values'], chunks=({chunk}, ...), .mean(0)"),
+        ("engine-skipna", "open-nan", f"chunks={{'frame': {chunk}}})['values'].mean('frame') (xarray's default skipna=True)", "np.nanmean(tensorfmt.open(p)['values'], axis=0)"),
     ]:
         ours, anchor = [], []
         for k in range(a.repeat + 1):
@@ -168,16 +225,24 @@ def engine_rows(a, tmp):
             if k:
                 ours.append(o)
                 anchor.append(f)
+        bases += [r["base"] for r in ours]
         ot, at = stats([r["t"] for r in ours]), stats([r["t"] for r in anchor])
         grow = max(r["rss"] - r["base"] for r in ours) / mib
         print(
-            f"| xr.open_dataset(p, engine='tensorfmt', chunks={{'frame': {chunk}}})['values'].{what}, {a.size_mib} MiB dense PVP "
+            f"| xr.open_dataset(p, engine='tensorfmt', {what}, {a.size_mib} MiB dense PVP "
             f"(anchor: {anchor_what}) | {ot[0]:.3f} / {ot[1]:.3f} | {at[0]:.3f} / {at[1]:.3f} "
             f"| {ot[0] / at[0]:.2f} / {ot[1] / at[1]:.2f} | {max(r['rss'] for r in ours) / mib:.0f} "
             f"({max(r['base'] for r in ours) / mib:.0f}; +{grow:.0f} reading) / {max(r['rss'] for r in anchor) / mib:.0f} "
             f"({max(r['base'] for r in anchor) / mib:.0f}) | time <= 1.3 x, RSS < 256 MiB |"
         )
     big.unlink()
+    print()
+    print(
+        f"RSS after the imports (median of the runs above, MiB): `import xarray, dask.array` alone {statistics.median(bare) / mib:.1f}; "
+        f"the children's imports and warm-up without tensorfmt (dask.array imports sparse, numba, scipy when installed; "
+        f"the first compute imports distributed; xarray's engine list imports kerchunk's zarr and fsspec) {statistics.median(third) / mib:.1f}; "
+        f"with tensorfmt and its engine {statistics.median(bases) / mib:.1f} (+{(statistics.median(bases) - statistics.median(third)) / mib:.1f} ours)"
+    )
     print()
 
 
@@ -207,9 +272,11 @@ def cluster_rows(a, tmp, xr, tv, ObjectStoreRegistry, HTTPStore, distributed):
             arr = da.concatenate([tensorfmt.dask.from_file(p, chunk_frames=16) for p in paths])
             return arr.mean(0).compute()
 
-        def virtual(refs):
-            if isinstance(refs, pathlib.Path):
+        def virtual(refs, nested=False):
+            if isinstance(refs, pathlib.Path) and nested:
                 ds = xr.open_dataset(str(refs), engine="kerchunk", chunks={"frame": 16})
+            elif isinstance(refs, pathlib.Path):
+                ds = xr.open_dataset(str(refs), engine="kerchunk", open_dataset_options={"chunks": {"frame": 16}})
             else:  # an Icechunk repository
                 ds = xr.open_zarr(refs.readonly_session("main").store, consolidated=False, zarr_format=3, chunks={"frame": 16})
             return ds["values"].mean("frame").compute()
@@ -250,17 +317,20 @@ def cluster_rows(a, tmp, xr, tv, ObjectStoreRegistry, HTTPStore, distributed):
             local_urls = ["file://" + str(p) for p in paths]
             local_refs, local_t = refs_for(local_urls, local_reg, "runs_local.json")
             repo, ice_t = icechunk_repo(local_urls, local_reg)
-            for label, r, note in [
+            kopen = "xr.open_dataset(refs, engine='kerchunk', open_dataset_options={'chunks': {'frame': 16}})"
+            for label, r, note, nested, repeat in [
                 ("(kerchunk) over HTTP (tests/rangeserver.py, one Python process)", refs,
-                 f"parse of {a.files} files over HTTP + kerchunk write: {parse_t:.2f} s, {parse_bytes} B ({parse_bytes / a.files:.0f} B/file)"),
-                ("(kerchunk) over the local files", local_refs, f"parse of {a.files} local files + kerchunk write: {local_t:.2f} s"),
-                ("(Icechunk) over the local files", repo, f"parse of {a.files} local files + Icechunk commit: {ice_t:.2f} s"),
+                 f"{kopen}; parse of {a.files} files over HTTP + kerchunk write: {parse_t:.2f} s, {parse_bytes} B ({parse_bytes / a.files:.0f} B/file)", False, a.repeat),
+                ("(kerchunk) over the local files", local_refs, f"{kopen}; parse of {a.files} local files + kerchunk write: {local_t:.2f} s", False, a.repeat),
+                ("(kerchunk, nested chunks) over the local files", local_refs,
+                 f"xr.open_dataset(refs, engine='kerchunk', chunks={{'frame': 16}}): a dask layer over kerchunk's own (one task and one zarr call per frame); {min(a.repeat, 2)} runs", True, min(a.repeat, 2)),
+                ("(Icechunk) over the local files", repo, f"parse of {a.files} local files + Icechunk commit: {ice_t:.2f} s", False, a.repeat),
             ]:
                 vt, nt, check = [], [], None
-                for k in range(a.repeat + 1):
+                for k in range(repeat + 1):
                     srv.reset()
                     t = time.perf_counter()
-                    m1 = virtual(r)
+                    m1 = virtual(r, nested)
                     d1 = time.perf_counter() - t
                     served = srv.served()
                     t = time.perf_counter()
