@@ -15,8 +15,10 @@ and a directory of files (an OpenPV output or checkpoint directory, a PINK job) 
 Variables carry the names :func:`tensorfmt.load` gives, with equal values; header fields
 are attributes. Opening reads the header only; indexing reads the frames (PVP) or
 entries (PINK) it touches, each read through tensorfmt's readers (no GIL while
-decoding); ``chunks=`` gives dask arrays over the same reads. A sparse PVP file opens as
-a pydata ``sparse`` array built from its stored entries (``dense=True`` reads dense
+decoding); ``chunks=`` gives dask arrays over the same reads (``chunks={}`` the engine's
+preferred chunks: a power of two of whole frames within :data:`PREFERRED_CHUNK_BYTES`,
+one chunk for a smaller tensor; see :func:`preferred_frames`). A sparse PVP file opens
+as a pydata ``sparse`` array built from its stored entries (``dense=True`` reads dense
 frames lazily instead), never densified behind your back.
 
 Options of ``open_dataset``: ``format`` and ``kind`` as :func:`tensorfmt.open` takes them,
