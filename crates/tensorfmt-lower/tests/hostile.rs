@@ -98,3 +98,91 @@ fn absurd_prior_boxes_are_refused_from_their_shape() {
     );
     assert!(t.elapsed().as_secs() < 5, "{:?}", t.elapsed());
 }
+
+// ---- Issue 34: hostile nets that hang, balloon or give a wrong model with exit 0 ----
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use tensorfmt_lower::{lower, LowerError, LowerOptions, Lowered};
+
+/// A net input of shape 1x3x2x2.
+const DATA: &str = "input: 'data' input_shape { dim: 1 dim: 3 dim: 2 dim: 2 }\n";
+
+fn lower_text(text: &str, opts: &LowerOptions) -> Result<Lowered, LowerError> {
+    let net = tensorfmt_caffe::parse_net(
+        text,
+        tensorfmt_caffe::Schema::builtin(),
+        &Default::default(),
+    )
+    .map_err(LowerError::from)?;
+    let mut none: HashMap<String, Vec<tensorfmt_core::Tensor>> = HashMap::new();
+    lower(&net, &mut none, opts)
+}
+
+/// CPU time of this thread (tests run side by side: the process's would count theirs).
+fn thread_cpu() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    assert_eq!(rc, 0, "clock_gettime");
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+/// Lowers `make(small)` and `make(10 * small)` (best of 3 each) and asserts the larger
+/// costs less than 30 times the smaller: 10 for a linear cost, 100 for a quadratic one.
+fn assert_linear(what: &str, small: usize, make: impl Fn(usize) -> String) {
+    let time = |n: usize| {
+        let text = make(n);
+        let net = tensorfmt_caffe::parse_net(
+            &text,
+            tensorfmt_caffe::Schema::builtin(),
+            &Default::default(),
+        )
+        .unwrap();
+        (0..3)
+            .map(|_| {
+                let mut none: HashMap<String, Vec<tensorfmt_core::Tensor>> = HashMap::new();
+                let t = thread_cpu();
+                lower(&net, &mut none, &Default::default()).unwrap();
+                thread_cpu() - t
+            })
+            .min()
+            .unwrap()
+    };
+    let (s, l) = (time(small), time(10 * small));
+    let ratio = l.as_secs_f64() / s.as_secs_f64().max(1e-3);
+    println!(
+        "{what}: {small} {s:?}, {} {l:?}, ratio {ratio:.1}",
+        10 * small
+    );
+    assert!(
+        ratio < 30.0,
+        "{what}: cost grows faster than linearly ({s:?} for {small}, {l:?} for 10x)"
+    );
+}
+
+/// §5: a Split with thousands of tops (every node named `s/Identity`) and thousands of
+/// in-place layers all named `r` (every value `x/r`, every node `r/Relu`): each name
+/// collision was resolved by counting up from `_1` again, quadratic in the count
+/// (20,000 tops: 43 s in release).
+#[test]
+fn name_collisions_resolve_in_linear_time() {
+    assert_linear("Split tops", 2000, |n| {
+        let tops: Vec<String> = (0..n).map(|i| format!("top: 't{i}'")).collect();
+        format!(
+            "{DATA}layer {{ name: 's' type: 'Split' bottom: 'data' {} }}",
+            tops.join(" ")
+        )
+    });
+    assert_linear("in-place layers named r", 1500, |n| {
+        let mut t = format!("{DATA}layer {{ name: 'a' type: 'ReLU' bottom: 'data' top: 'x' }}\n");
+        for _ in 0..n {
+            t.push_str("layer { name: 'r' type: 'ReLU' bottom: 'x' top: 'x' }\n");
+        }
+        t
+    });
+}
