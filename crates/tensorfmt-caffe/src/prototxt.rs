@@ -54,7 +54,7 @@ pub const PROTOTXT_ALLOC_FACTOR: u64 = 64;
 /// ```
 #[derive(Clone)]
 pub struct Schema {
-    pool: DescriptorPool,
+    pub(crate) pool: DescriptorPool,
     net: MessageDescriptor,
     origin: String,
     builtin: bool,

@@ -247,6 +247,7 @@ pub fn lower(
     let mut stopped = Vec::new();
     let mut stopped_tops: HashSet<String> = HashSet::new();
     let mut stop_bottoms: Vec<String> = Vec::new();
+    let mut stop_seen: HashSet<&str> = HashSet::new();
     let mut onnx_shapes: HashMap<String, Vec<usize>> = graph_inputs
         .iter()
         .map(|v| (v.name.clone(), v.shape.clone()))
@@ -259,7 +260,7 @@ pub fn lower(
             stopped.push((l.name.clone(), l.kind.clone()));
             stopped_tops.extend(l.tops.iter().cloned());
             for b in &l.bottoms {
-                if !stop_bottoms.contains(b) {
+                if stop_seen.insert(b.as_str()) {
                     stop_bottoms.push(b.clone());
                 }
             }
@@ -408,15 +409,14 @@ pub fn lower(
     let outputs: Vec<String> = if opts.outputs.is_empty() {
         // A blob consumed only by Silence layers is an output too (Caffe silences the
         // blobs it should not print, e.g. colorization's class8_ab).
-        let mut unsilenced = net.clone();
-        unsilenced.layers.retain(|l| l.kind != "Silence");
-        let mut o: Vec<String> = unsilenced
-            .output_blobs()
+        let mut o: Vec<String> = net
+            .output_blobs_ignoring(&["Silence"])
             .into_iter()
             .filter(|b| !stopped_tops.contains(b))
             .collect();
+        let mut seen: HashSet<String> = o.iter().cloned().collect();
         for b in stop_bottoms {
-            if !o.contains(&b) {
+            if seen.insert(b.clone()) {
                 o.push(b);
             }
         }
