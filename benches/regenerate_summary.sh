@@ -143,6 +143,14 @@ anchor time / our time (above 1: faster). A lazy sum over a mapped movie against
 over the same bytes mapped; convert_many on a 2-worker LocalCluster (started once,
 outside the timing) against tensorfmt convert -r -j 2 of the same tree." \
         "$PY" benches/python/bench_dask.py --repeat "$REPEAT" --tensorfmt target/release/tensorfmt
+    section "xarray and VirtualiZarr (issue 31)" \
+"Bytes a VirtualiZarr parse and a zarr read fetch over HTTP (a range-counting server on
+127.0.0.1) against the issue's budgets; the xarray engine's mean over frames of a 1 GiB
+dense PVP against numpy's over tensorfmt.open's view (each run a fresh process, warm
+cache, peak RSS with the post-import baseline); a mean over 200 files on a 2-worker
+LocalCluster through one virtual dataset (kerchunk over HTTP, kerchunk over the local
+files, Icechunk) against tensorfmt.dask. Ratio as in each table's header." \
+        "$PY" benches/python/bench_virtual.py --repeat "$REPEAT" --size-mib 1024 --files 200
     section "Caffe -> ONNX (issue 22)" \
 "ResNet-50 with seeded random weights written by tensorfmt (gen_caffe): tensorfmt convert
 MODEL.caffemodel OUT.onnx --prototxt as a child process (start-up included) against
@@ -150,7 +158,7 @@ caffe_pb2's NetParameter.ParseFromString of the same file in-process, alternated
 onnx.checker and onnxruntime against OpenCV's readNetFromCaffe on one input." \
         bash benches/caffe_onnx.sh "$REPEAT"
 else
-    for t in "Python (issue 13)" "Python spaces (issue 26)" "Python on dask (issue 27)" "Caffe -> ONNX (issue 22)"; do
+    for t in "Python (issue 13)" "Python spaces (issue 26)" "Python on dask (issue 27)" "xarray and VirtualiZarr (issue 31)" "Caffe -> ONNX (issue 22)"; do
         missing "$t" "the package is not installed in $PY (run cargo xtask test --python-only)"
     done
 fi

@@ -69,6 +69,7 @@ pub const KNOWN_LAYER_TYPES: &[&str] = &[
     "Normalize",
     "Permute",
     "PriorBox",
+    "PriorBoxClustered",
     "ShuffleChannel",
     "Upsample",
 ];
@@ -835,7 +836,7 @@ fn other_shapes(l: &LayerDef, bottoms: &[Vec<usize>]) -> R<Shapes> {
                 vec![if shared { vec![] } else { vec![b[1]] }],
             ))
         }
-        "PriorBox" => {
+        "PriorBox" | "PriorBoxClustered" => {
             exactly(bottoms, 2)?;
             let b = &bottoms[0];
             if b.len() != 4 {
@@ -851,7 +852,11 @@ fn other_shapes(l: &LayerDef, bottoms: &[Vec<usize>]) -> R<Shapes> {
         }
         "DetectionOutput" => {
             at_least(bottoms, 3)?;
+            if bottoms.len() > 4 {
+                return Err(format!("takes 3 or 4 bottoms, got {}", bottoms.len()));
+            }
             let dp = p.detection_output_param.clone().unwrap_or_default();
+            detection_output_checks(&dp, bottoms)?;
             let k = if dp.keep_top_k() > 0 {
                 dp.keep_top_k() as usize
             } else {
@@ -1249,14 +1254,68 @@ fn reshape(rp: proto::ReshapeParameter, b: &[usize]) -> R<Vec<usize>> {
     Ok(top)
 }
 
-/// Number of priors per location of SSD's PriorBox (`PriorBoxLayer::LayerSetUp`).
+/// SSD's `DetectionOutputLayer::LayerSetUp` and `Reshape` checks (weiliu89
+/// `detection_output_layer.cpp`), with the counts per image compared as OpenCV does
+/// (`count(1)`, which Caffe's `channels()` is for SSD's 2-D blobs).
+fn detection_output_checks(dp: &proto::DetectionOutputParameter, bottoms: &[Vec<usize>]) -> R<()> {
+    let classes = match dp.num_classes {
+        Some(c) if c > 0 => c as usize,
+        _ => return Err("must specify num_classes (a positive number)".into()),
+    };
+    let (loc, conf, prior) = (&bottoms[0], &bottoms[1], &bottoms[2]);
+    if prior.len() < 3 || prior[2] % 4 != 0 {
+        return Err(format!(
+            "the prior bottom has shape {prior:?}: [1, 2, priors * 4] expected"
+        ));
+    }
+    let priors = prior[2] / 4;
+    let num_loc = if dp.share_location() { 1 } else { classes };
+    let per = |s: &[usize]| s.iter().skip(1).try_fold(1usize, |a, &d| a.checked_mul(d));
+    let (loc_n, conf_n) = (per(loc).ok_or("overflow")?, per(conf).ok_or("overflow")?);
+    let want = priors
+        .checked_mul(num_loc)
+        .and_then(|x| x.checked_mul(4))
+        .ok_or("overflow")?;
+    if loc_n != want {
+        return Err(format!(
+            "the location bottom has {loc_n} values per image, the priors need {want} ({priors} priors x {} x 4{})",
+            num_loc,
+            if num_loc == 1 { ", shared locations" } else { " classes" }
+        ));
+    }
+    let want = priors.checked_mul(classes).ok_or("overflow")?;
+    if conf_n != want {
+        return Err(format!(
+            "the confidence bottom has {conf_n} values per image, the priors need {want} ({priors} priors x {classes} classes)"
+        ));
+    }
+    if loc.first() != conf.first() {
+        return Err(format!(
+            "the location bottom has {} images, the confidence bottom {}",
+            loc.first().copied().unwrap_or(0),
+            conf.first().copied().unwrap_or(0)
+        ));
+    }
+    Ok(())
+}
+
+/// Number of priors per location of SSD's PriorBox (`PriorBoxLayer::LayerSetUp`), and
+/// of OpenCV's PriorBox / PriorBoxClustered with explicit sizes and offset lists.
 fn prior_count(pp: &proto::PriorBoxParameter) -> R<usize> {
+    if pp.offset_h.len() != pp.offset_w.len() {
+        return Err(format!(
+            "{} offset_h but {} offset_w values",
+            pp.offset_h.len(),
+            pp.offset_w.len()
+        ));
+    }
+    let offsets = pp.offset_h.len().max(1);
     if !pp.width.is_empty() || !pp.height.is_empty() {
         // OpenCV's explicit box sizes.
         if pp.width.len() != pp.height.len() {
             return Err("width and height must be given the same number of times".into());
         }
-        return Ok(pp.width.len() * pp.offset_h.len().max(1));
+        return Ok(pp.width.len() * offsets);
     }
     if pp.min_size.is_empty() {
         return Err("must specify min_size".into());
@@ -1286,7 +1345,7 @@ fn prior_count(pp: &proto::PriorBoxParameter) -> R<usize> {
             n += 1;
         }
     }
-    Ok(n)
+    Ok(n * offsets)
 }
 
 /// PSPNet/DeepLab `InterpLayer::Reshape`.

@@ -8,7 +8,8 @@ use serde_json::json;
 use tensorfmt::ReadOptions;
 use tensorfmt_lower::{convert_files, LowerError, LowerOptions, Sources};
 
-use crate::commands::{check_output, emit, emit_json};
+use crate::commands::check_output;
+use crate::output::{emit, emit_json};
 use crate::text;
 use crate::Failure;
 
@@ -46,6 +47,18 @@ pub struct NetArgs {
         help_heading = "Caffe to ONNX"
     )]
     pub dynamic_batch: bool,
+    /// Stop the graph before these layers (layer names or types, comma-separated) and
+    /// everything that reads what they compute; the blobs they read become the outputs.
+    /// `--stop-before DetectionOutput` keeps SSD's `mbox_loc`, `mbox_conf_flatten` and
+    /// `mbox_priorbox` for runtimes without NonMaxSuppression or NMS of your own.
+    #[arg(
+        long = "stop-before",
+        value_name = "LAYER|TYPE",
+        value_delimiter = ',',
+        requires = "prototxt",
+        help_heading = "Caffe to ONNX"
+    )]
+    pub stop_before: Vec<String>,
 }
 
 fn parse_input_shape(s: &str) -> Result<(String, Vec<usize>), String> {
@@ -127,6 +140,7 @@ pub fn convert(
         outputs: net.outputs.clone(),
         dynamic_batch: net.dynamic_batch,
         strict: read.strict,
+        stop_before: net.stop_before.clone(),
     };
     let src = Sources {
         caffemodel: model,
@@ -181,7 +195,7 @@ pub fn convert(
         );
         if !stopped.is_empty() {
             text.push_str(&format!(
-                "{outd}: the graph stops before {} (not lowered); its inputs are the outputs above\n",
+                "{outd}: the graph stops before {} (--stop-before; not converted): the outputs above are what they read\n",
                 text::message(&stopped.join(", "))
             ));
         }

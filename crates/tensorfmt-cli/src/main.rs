@@ -21,10 +21,16 @@ mod caffe_onnx;
 mod collection;
 mod commands;
 mod diff_cmd;
+mod failure;
 mod formats_cmd;
+mod output;
+mod paths;
+mod pool;
 mod progress;
 mod signals;
 mod text;
+
+pub(crate) use failure::Failure;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -370,33 +376,6 @@ fn parse_tolerance(s: &str) -> Result<f64, String> {
     }
 }
 
-/// Why a command failed, which decides the exit code.
-#[derive(Debug)]
-pub enum Failure {
-    /// Invalid or unreadable input (exit 1; 2 for `diff`).
-    Input(String),
-    /// The command line asks for something impossible (exit 2).
-    Usage(String),
-    /// Already reported (e.g. validate's per-file lines); exit 1.
-    Reported,
-}
-
-impl Failure {
-    /// The sentence to show for this failure.
-    pub fn message(&self) -> String {
-        match self {
-            Failure::Input(m) | Failure::Usage(m) => m.clone(),
-            Failure::Reported => "failed (reported above)".into(),
-        }
-    }
-}
-
-impl From<tensorfmt::Error> for Failure {
-    fn from(e: tensorfmt::Error) -> Failure {
-        Failure::Input(e.to_string())
-    }
-}
-
 fn report(result: Result<(), Failure>) -> ExitCode {
     // Whatever the command concluded, it read zeros where an input vanished.
     let result = match result {
@@ -438,7 +417,7 @@ fn main() -> ExitCode {
             stats,
             read,
         } => {
-            let jobs = jobs.unwrap_or_else(collection::default_jobs);
+            let jobs = jobs.unwrap_or_else(pool::default_jobs);
             if !collection::is_collection(&files) {
                 commands::inspect(&files[0], &read.options(), json, stats)
             } else if json {
@@ -448,7 +427,7 @@ fn main() -> ExitCode {
                     let mut result = Ok(());
                     for (k, i) in inputs.iter().enumerate() {
                         if k > 0 {
-                            commands::emit("\n");
+                            output::emit("\n");
                         }
                         if let Err(e) = commands::inspect(&i.path, &read.options(), false, stats) {
                             eprintln!(
@@ -477,7 +456,7 @@ fn main() -> ExitCode {
             frames,
             hex,
             dtype,
-            mut settings,
+            settings,
             read,
             net,
             quiet,
@@ -486,12 +465,6 @@ fn main() -> ExitCode {
             if net.prototxt.is_some() {
                 caffe_onnx::convert(&paths, &net, force, &read.options(), quiet, json)
             } else {
-                if dense {
-                    settings.push((
-                        tensorfmt::interop::sparse::DENSE_KEY.to_string(),
-                        "true".to_string(),
-                    ));
-                }
                 let output = paths.pop().unwrap_or_default();
                 let many = collection::is_collection(&paths);
                 let args = commands::ConvertArgs {
@@ -507,12 +480,13 @@ fn main() -> ExitCode {
                     dtype,
                     settings,
                     like,
+                    dense,
                     read: read.options(),
                     quiet,
                     json,
                 };
                 if many {
-                    let jobs = jobs.unwrap_or_else(collection::default_jobs);
+                    let jobs = jobs.unwrap_or_else(pool::default_jobs);
                     collection::convert_many(&paths, &output, &args, recursive, jobs)
                 } else {
                     commands::convert(args)
@@ -529,7 +503,7 @@ fn main() -> ExitCode {
             jobs,
         } => collection::expand(&files, recursive).and_then(|inputs| {
             let paths: Vec<PathBuf> = inputs.into_iter().map(|i| i.path).collect();
-            let jobs = jobs.unwrap_or_else(collection::default_jobs);
+            let jobs = jobs.unwrap_or_else(pool::default_jobs);
             commands::validate(&paths, &read.options(), lenient, quiet, json, jobs)
         }),
         Command::Diff {
@@ -575,7 +549,7 @@ fn main() -> ExitCode {
         Command::Completions { shell } => {
             let mut out = Vec::new();
             clap_complete::generate(shell, &mut Cli::command(), "tensorfmt", &mut out);
-            commands::emit(&String::from_utf8_lossy(&out));
+            output::emit(&String::from_utf8_lossy(&out));
             Ok(())
         }
     };

@@ -17,8 +17,12 @@
 //!   layer (this is how ceil-mode pooling, Flatten and Deconvolution mistakes are caught
 //!   before any runtime sees the model). Only verified shapes go into `value_info`;
 //! - graph outputs are the blobs no later layer consumes (or [`LowerOptions::outputs`]),
-//!   and nodes that do not feed an output are pruned. A `DetectionOutput` layer is not
-//!   lowered: the graph stops before it and outputs its bottoms (`Lowered::stopped`).
+//!   and nodes that do not feed an output are pruned;
+//! - [`LowerOptions::stop_before`] cuts the net before the layers named (by name or
+//!   type) and everything that reads what they compute; the graph then outputs the blobs
+//!   the cut part reads (`Lowered::stopped` lists the cut layers). SSD's `DetectionOutput`
+//!   is lowered (NonMaxSuppression); stopping before it keeps its inputs as outputs for
+//!   runtimes without NonMaxSuppression.
 //!
 //! ```
 //! use tensorfmt_caffe::{parse_net, Schema};
@@ -42,6 +46,7 @@ mod error;
 pub mod fuzzing;
 mod layers;
 mod state_dict;
+mod stop;
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -105,6 +110,11 @@ pub struct LowerOptions {
     pub dynamic_batch: bool,
     /// Refuse what would otherwise be a warning (unused caffemodel layers).
     pub strict: bool,
+    /// Layer names or types to stop before (`--stop-before DetectionOutput`): those
+    /// layers and every layer that reads what they compute are not converted, and the
+    /// blobs they read from the rest become the graph outputs. Each entry must match a
+    /// layer of the net.
+    pub stop_before: Vec<String>,
 }
 
 /// The result of [`lower`].
@@ -116,7 +126,8 @@ pub struct Lowered {
     pub outputs: Vec<String>,
     /// Caffe shapes of every blob's final version, by blob name.
     pub shapes: HashMap<String, Vec<usize>>,
-    /// Layers the graph stops before (name, type), e.g. `DetectionOutput`.
+    /// Layers cut by [`LowerOptions::stop_before`] (name, type), in net order: those
+    /// named and those reading what they compute.
     pub stopped: Vec<(String, String)>,
     /// Things that were accepted but deserve a note (unused caffemodel layers, ...).
     pub warnings: Vec<String>,
@@ -154,6 +165,12 @@ pub fn lower(
     blobs: &mut dyn BlobSource,
     opts: &LowerOptions,
 ) -> Result<Lowered, LowerError> {
+    // 0. The cut of stop_before: the rest is lowered as a net of its own.
+    let cut = stop::cut(net, &opts.stop_before)?;
+    for name in &cut.unique_cut_names {
+        blobs.take(name);
+    }
+    let net: &NetDef = &cut.kept;
     // 1. Caffe's own shape rules (tensorfmt-caffe), which every lowered layer must agree
     // with. Where they do not know a layer type either, the layers without a lowering are
     // all that can be said: list them.
@@ -163,7 +180,7 @@ pub fn lower(
             let unknown: Vec<UnsupportedLayer> = net
                 .layers
                 .iter()
-                .filter(|l| layers::lookup(&l.kind).is_none() && !layers::is_stop(&l.kind))
+                .filter(|l| layers::lookup(&l.kind).is_none())
                 .map(|l| UnsupportedLayer {
                     name: l.name.clone(),
                     kind: l.kind.clone(),
@@ -244,10 +261,6 @@ pub fn lower(
         }
     }
     // 4. Layers in order.
-    let mut stopped = Vec::new();
-    let mut stopped_tops: HashSet<String> = HashSet::new();
-    let mut stop_bottoms: Vec<String> = Vec::new();
-    let mut stop_seen: HashSet<&str> = HashSet::new();
     let mut onnx_shapes: HashMap<String, Vec<usize>> = graph_inputs
         .iter()
         .map(|v| (v.name.clone(), v.shape.clone()))
@@ -256,26 +269,10 @@ pub fn lower(
     // Which layer top each value is: (layer index, top index).
     let mut origin: HashMap<String, (usize, usize)> = HashMap::new();
     for (li, l) in net.layers.iter().enumerate() {
-        if layers::is_stop(&l.kind) {
-            stopped.push((l.name.clone(), l.kind.clone()));
-            stopped_tops.extend(l.tops.iter().cloned());
-            for b in &l.bottoms {
-                if stop_seen.insert(b.as_str()) {
-                    stop_bottoms.push(b.clone());
-                }
-            }
-            continue;
-        }
         let mut ins = Vec::with_capacity(l.bottoms.len());
         for b in &l.bottoms {
             match current.get(b) {
                 Some(v) => ins.push(v.clone()),
-                None if stopped_tops.contains(b) => {
-                    return Err(layer_err(
-                        l,
-                        format!("bottom {b:?} is the output of a layer the graph stops before"),
-                    ));
-                }
                 None => {
                     return Err(layer_err(
                         l,
@@ -382,6 +379,8 @@ pub fn lower(
                 ));
             }
             match onnx_shapes.get(name) {
+                // A size known only at run time: Caffe's shape is a bound, not checked.
+                _ if graph.dynamic.contains_key(name) => {}
                 Some(s) if *s == shape => verified.push(Value { name: name.clone(), shape: shape.clone() }),
                 Some(s) => {
                     return Err(layer_err(
@@ -407,20 +406,7 @@ pub fn lower(
     }
     // 5. Outputs.
     let outputs: Vec<String> = if opts.outputs.is_empty() {
-        // A blob consumed only by Silence layers is an output too (Caffe silences the
-        // blobs it should not print, e.g. colorization's class8_ab).
-        let mut o: Vec<String> = net
-            .output_blobs_ignoring(&["Silence"])
-            .into_iter()
-            .filter(|b| !stopped_tops.contains(b))
-            .collect();
-        let mut seen: HashSet<String> = o.iter().cloned().collect();
-        for b in stop_bottoms {
-            if seen.insert(b.clone()) {
-                o.push(b);
-            }
-        }
-        o
+        cut.outputs.clone()
     } else {
         opts.outputs.clone()
     };
@@ -498,6 +484,7 @@ pub fn lower(
     if !net.name.is_empty() {
         metadata.push(("caffe.net".into(), net.name.clone()));
     }
+    let stopped = cut.stopped;
     if !stopped.is_empty() {
         metadata.push((
             "tensorfmt.stopped_before".into(),
@@ -544,7 +531,11 @@ pub fn lower(
             .collect(),
         output: out_values
             .iter()
-            .map(|v| value_info(v, batch_outputs.contains(&v.name)))
+            .map(|v| {
+                let mut vi = value_info(v, batch_outputs.contains(&v.name));
+                mark_dynamic(&mut vi, graph.dynamic.get(&v.name));
+                vi
+            })
             .collect(),
         value_info: if opts.dynamic_batch {
             Vec::new()
@@ -671,6 +662,22 @@ fn check_dynamic_batch(
         }
     }
     Ok(follows)
+}
+
+/// Names the axes of `vi` whose size is known only at run time (`dim_param`).
+fn mark_dynamic(vi: &mut ValueInfoProto, axes: Option<&Vec<(usize, String)>>) {
+    let Some(axes) = axes else { return };
+    if let Some(type_proto::Value::TensorType(t)) =
+        vi.r#type.as_mut().and_then(|t| t.value.as_mut())
+    {
+        if let Some(shape) = t.shape.as_mut() {
+            for (axis, name) in axes {
+                if let Some(d) = shape.dim.get_mut(*axis) {
+                    d.value = Some(DimValue::DimParam(name.clone()));
+                }
+            }
+        }
+    }
 }
 
 fn value_info(v: &Value, dynamic_batch: bool) -> ValueInfoProto {

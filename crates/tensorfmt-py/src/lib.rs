@@ -17,6 +17,7 @@ use pyo3::prelude::*;
 
 mod array;
 mod caffe_onnx;
+mod chunks;
 mod document;
 mod errors;
 mod ops;
@@ -68,6 +69,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         m.add_function(f)?;
     }
     m.add_function(wrap_pyfunction!(ops::detect, m)?)?;
+    m.add_function(wrap_pyfunction!(chunks::describe_remote, m)?)?;
+    m.add_function(wrap_pyfunction!(chunks::detect_content, m)?)?;
     m.add_function(wrap_pyfunction!(caffe_onnx::caffe_to_onnx, m)?)?;
     m.add_function(wrap_pyfunction!(caffe_onnx::caffe_state_dict, m)?)?;
     m.add_function(wrap_pyfunction!(caffe_onnx::caffe_random_weights, m)?)?;

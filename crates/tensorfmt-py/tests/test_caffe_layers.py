@@ -212,8 +212,8 @@ def test_every_lowered_layer_type_has_a_case():
         covered.update(t.split('"')[1] for t in text.split("type: ")[1:])
     # Fork layers with fork schemas, checked on the corpus nets that use them
     # (test_caffe_onnx.py): ShuffleNet, SSD, SENet, SegNet/ENet/PSPNet, MobileNet;
-    # DetectionOutput is where the graph stops.
+    # DetectionOutput and PriorBoxClustered: test_caffe_detection.py.
     by_corpus = {"Input", "Upsample", "Interp", "BN", "Axpy", "PriorBox", "ShuffleChannel",
-                 "ConvolutionDepthwise", "DetectionOutput"}
+                 "ConvolutionDepthwise", "DetectionOutput", "PriorBoxClustered"}
     missing = set(tensorfmt.caffe.supported_layers()) - covered - by_corpus
     assert not missing, f"lowered layer types without a numeric test: {sorted(missing)}"

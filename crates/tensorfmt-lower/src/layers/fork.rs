@@ -4,7 +4,7 @@
 //! forks' sources (alexgkendall/caffe-segnet `bn_layer.cpp`, `upsample_layer.cpp`;
 //! hszhao/PSPNet `bn_layer.cpp`, `interp_layer.cpp`) without an independent check.
 
-use super::LayerCx;
+use super::context::LayerCx;
 use crate::builder::{attr, A};
 use crate::error::{Fail, LResult};
 

@@ -3,7 +3,7 @@
 
 use tensorfmt_caffe::proto::eltwise_parameter::EltwiseOp;
 
-use super::{axis, LayerCx};
+use super::context::{axis, LayerCx};
 use crate::builder::{attr, Value, A};
 use crate::error::{Fail, LResult};
 

@@ -41,6 +41,8 @@ __all__ = [
     "specs_nest",
     "specs_n_unique",
     "detect",
+    "describe_remote",
+    "detect_content",
     "__version__",
 ]
 
@@ -87,6 +89,8 @@ class File:
         settings: Optional[Dict[str, str]] = None,
         fsync: bool = True,
         progress: Optional[Callable[[int, int], Any]] = None,
+        like: Optional[_Path] = None,
+        dense: bool = False,
     ) -> Tuple[int, List[str], List[str]]: ...
     def close(self) -> None: ...
 
@@ -163,6 +167,7 @@ def caffe_to_onnx(
     outputs: Optional[List[str]] = None,
     dynamic_batch: bool = False,
     strict: bool = False,
+    stop_before: Optional[List[str]] = None,
 ) -> Dict[str, Any]: ...
 def caffe_state_dict(
     caffemodel: _Path, prototxt: Optional[_Path] = None, proto: Optional[_Path] = None, naming: str = "torch"
@@ -205,6 +210,7 @@ def save(
     settings: Optional[Dict[str, str]] = None,
     fsync: bool = True,
     progress: Optional[Callable[[int, int], Any]] = None,
+    like: Optional[_Path] = None,
 ) -> Tuple[int, List[str], List[str]]: ...
 def diff(
     a: _Path,
@@ -217,6 +223,20 @@ def diff(
 ) -> Dict[str, Any]: ...
 def formats() -> List[Tuple[str, List[str], List[str], bool]]: ...
 def detect(path: _Path) -> str: ...
+def detect_content(head: bytes, size: int) -> Optional[str]: ...
+def describe_remote(
+    read_range: Callable[[int, int], bytes],
+    size: int,
+    name: Optional[str] = None,
+    format: Optional[str] = None,
+    kind: Optional[str] = None,
+    strict: bool = False,
+    read_ranges: Optional[Callable[[List[int], List[int]], List[bytes]]] = None,
+    block: Optional[int] = None,
+    max_fetch: Optional[int] = None,
+    chunk_bytes: int = ...,
+    fortran_columns: bool = False,
+) -> Dict[str, Any]: ...
 
 # tensorfmt_core::space (tensorfmt.spaces cross-checks its numpy implementation with
 # these): a space is a nested tuple ("vector", dim, dtype) / ("conv2d", rows, cols,
