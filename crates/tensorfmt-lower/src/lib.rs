@@ -457,10 +457,19 @@ pub fn lower(
     // shapes for that batch (a constant holding the batch, such as a Reshape target that
     // folds the batch axis, would not). Outputs whose first axis is not the batch
     // (SSD's prior boxes) keep their fixed size.
-    let batch_outputs = if opts.dynamic_batch {
-        check_dynamic_batch(net, &graph_inputs, &graph.b, &nodes, &verified, &origin)?
+    let batch_axes = if opts.dynamic_batch {
+        check_dynamic_batch(
+            net,
+            &graph_inputs,
+            &graph.b,
+            &nodes,
+            &verified,
+            &origin,
+            &out_values,
+            &graph.dynamic,
+        )?
     } else {
-        HashSet::new()
+        HashMap::new()
     };
     let out_names: HashSet<&str> = out_values.iter().map(|v| v.name.as_str()).collect();
     // 7. Warnings: caffemodel layers nobody asked for.
@@ -478,7 +487,7 @@ pub fn lower(
     let infos: Vec<ValueInfoProto> = verified
         .iter()
         .filter(|v| needed.contains(&v.name) && !out_names.contains(v.name.as_str()))
-        .map(|v| value_info(v, false))
+        .map(|v| value_info(v, &[]))
         .collect();
     let mut metadata = vec![("tensorfmt.source".to_string(), "caffe".to_string())];
     if !net.name.is_empty() {
@@ -527,12 +536,13 @@ pub fn lower(
         initializer: inits,
         input: graph_inputs
             .iter()
-            .map(|v| value_info(v, opts.dynamic_batch))
+            .map(|v| value_info(v, batch_axes.get(&v.name).map_or(&[][..], Vec::as_slice)))
             .collect(),
         output: out_values
             .iter()
             .map(|v| {
-                let mut vi = value_info(v, batch_outputs.contains(&v.name));
+                let n_axes = batch_axes.get(&v.name).map_or(&[][..], Vec::as_slice);
+                let mut vi = value_info(v, n_axes);
                 mark_dynamic(&mut vi, graph.dynamic.get(&v.name));
                 vi
             })
@@ -590,11 +600,17 @@ fn propagate(
     }
 }
 
-/// `--dynamic-batch`: propagates ONNX's shape rules over the final `nodes` with every
-/// input's batch one larger and checks each verified value against Caffe's shapes for
-/// that batch. A lowering that baked the batch into a constant fails here, naming the
-/// layer, instead of writing a model that breaks (or silently answers for batch 1) at
-/// another batch size. Returns the values whose first axis follows the batch.
+/// `--dynamic-batch`: the signature with a symbolic batch `N` must hold at every batch.
+/// ONNX's shape rules are propagated over the final `nodes` at two larger batches (the
+/// declared one + 1 and + 3) and each verified value is checked against Caffe's shapes
+/// at those batches: a lowering that baked the batch into a constant fails here, naming
+/// the layer. Then every axis of every graph output must either not change with the
+/// batch (SSD's prior boxes), or be the batch itself (declared `N`, on whichever axis it
+/// landed); an axis that depends on the batch otherwise (a Concat on axis 0 gives 2N, a
+/// Flatten from axis 0 gives 12N) has no true declaration with one `N`, and the net is
+/// refused. The batch is the first input's first axis, shared by the inputs whose first
+/// axis has its size. Returns, per batched input and per output, the axes that are `N`.
+#[allow(clippy::too_many_arguments)]
 fn check_dynamic_batch(
     net: &NetDef,
     inputs: &[Value],
@@ -602,66 +618,125 @@ fn check_dynamic_batch(
     nodes: &[tensorfmt_onnx::proto::NodeProto],
     verified: &[Value],
     origin: &HashMap<String, (usize, usize)>,
-) -> Result<HashSet<String>, LowerError> {
-    let bigger: Vec<(String, Vec<usize>)> = inputs
-        .iter()
-        .map(|v| {
-            let mut s = v.shape.clone();
-            if let Some(d) = s.first_mut() {
-                *d += 1;
-            }
-            (v.name.clone(), s)
-        })
-        .collect();
-    let caffe = tensorfmt_caffe::infer_shapes(net, &bigger).map_err(|e| {
-        LowerError::Net(format!(
-            "--dynamic-batch: the net does not take a batch one larger than declared: {e}"
-        ))
-    })?;
-    let mut shapes: HashMap<String, Vec<usize>> = bigger.iter().cloned().collect();
-    propagate(b, nodes, &mut shapes);
+    outputs: &[Value],
+    run_time: &HashMap<String, Vec<(usize, String)>>,
+) -> Result<HashMap<String, Vec<usize>>, LowerError> {
+    // The batch is the first input's first axis; the inputs whose first axis has the
+    // same size are batched with it, the others (a constant table fed as an input) keep
+    // their declared shapes.
+    let Some(&b0) = inputs.first().and_then(|v| v.shape.first()) else {
+        return Err(LowerError::Net(
+            "--dynamic-batch: the net's first input has no axes, so no batch axis".into(),
+        ));
+    };
+    let batched = |v: &Value| v.shape.first() == Some(&b0);
     // Values the final graph computes (a pruned node's are not checked: nothing runs it).
     let computed: HashSet<&str> = nodes
         .iter()
         .flat_map(|n| n.output.iter().map(String::as_str))
         .collect();
-    let mut follows: HashSet<String> = inputs.iter().map(|v| v.name.clone()).collect();
-    for v in verified
-        .iter()
-        .filter(|v| computed.contains(v.name.as_str()))
-    {
-        let Some(&(li, ti)) = origin.get(&v.name) else {
-            continue;
-        };
-        let Some(want) = caffe.layers.get(li).and_then(|s| s.tops.get(ti)) else {
-            continue;
-        };
-        let got = shapes.get(&v.name);
-        if got != Some(want) {
-            let l = &net.layers[li];
-            return Err(layer_err(
-                l,
-                format!(
-                    "--dynamic-batch: its ONNX nodes do not follow the batch (at batch {} \
-                     ONNX's shape rules give {}, Caffe's {want:?}); convert with a fixed \
-                     batch (--input-shape) instead",
-                    bigger
-                        .first()
-                        .and_then(|(_, s)| s.first())
-                        .copied()
-                        .unwrap_or(0),
-                    got.map_or(
-                        "no shape (a constant in them holds the declared batch)".to_string(),
-                        |s| format!("{s:?}")
+    // Each output's shape at each batch tried: the declared one first.
+    let mut out_shapes: Vec<Vec<Vec<usize>>> =
+        outputs.iter().map(|v| vec![v.shape.clone()]).collect();
+    for step in [1, 3] {
+        let at = b0 + step;
+        let bigger: Vec<(String, Vec<usize>)> = inputs
+            .iter()
+            .map(|v| {
+                let mut s = v.shape.clone();
+                if batched(v) {
+                    s[0] = at;
+                }
+                (v.name.clone(), s)
+            })
+            .collect();
+        let caffe = tensorfmt_caffe::infer_shapes(net, &bigger).map_err(|e| {
+            LowerError::Net(format!(
+                "--dynamic-batch: the net does not take a batch of {at}: {e}"
+            ))
+        })?;
+        let mut shapes: HashMap<String, Vec<usize>> = bigger.iter().cloned().collect();
+        propagate(b, nodes, &mut shapes);
+        for v in verified
+            .iter()
+            .filter(|v| computed.contains(v.name.as_str()))
+        {
+            let Some(&(li, ti)) = origin.get(&v.name) else {
+                continue;
+            };
+            let Some(want) = caffe.layers.get(li).and_then(|s| s.tops.get(ti)) else {
+                continue;
+            };
+            let got = shapes.get(&v.name);
+            if got != Some(want) {
+                return Err(layer_err(
+                    &net.layers[li],
+                    format!(
+                        "--dynamic-batch: its ONNX nodes do not follow the batch (at batch {at} \
+                         ONNX's shape rules give {}, Caffe's {want:?}); convert with a fixed \
+                         batch (--input-shape) instead",
+                        got.map_or(
+                            "no shape (a constant in them holds the declared batch)".to_string(),
+                            |s| format!("{s:?}")
+                        ),
                     ),
-                ),
-            ));
+                ));
+            }
         }
-        if want.first() != v.shape.first() {
-            follows.insert(v.name.clone());
+        for (v, seen) in outputs.iter().zip(&mut out_shapes) {
+            // Caffe's shape at this batch (for an output no ONNX rule verified, e.g. a
+            // size known only at run time, the bound Caffe gives).
+            let shape = match origin.get(&v.name) {
+                Some(&(li, ti)) => caffe.layers.get(li).and_then(|s| s.tops.get(ti)).cloned(),
+                None => bigger
+                    .iter()
+                    .find(|(n, _)| *n == v.name)
+                    .map(|(_, s)| s.clone()),
+            };
+            seen.push(shape.unwrap_or_default());
         }
     }
-    Ok(follows)
+    let batches = [b0, b0 + 1, b0 + 3];
+    let mut axes_of_n: HashMap<String, Vec<usize>> = inputs
+        .iter()
+        .filter(|v| batched(v))
+        .map(|v| (v.name.clone(), vec![0]))
+        .collect();
+    for (v, seen) in outputs.iter().zip(&out_shapes) {
+        let run_time_axes: Vec<usize> = run_time
+            .get(&v.name)
+            .map(|a| a.iter().map(|(axis, _)| *axis).collect())
+            .unwrap_or_default();
+        let mut n_axes = Vec::new();
+        for axis in 0..v.shape.len() {
+            if run_time_axes.contains(&axis) {
+                continue;
+            }
+            let dims: Vec<Option<usize>> = seen.iter().map(|s| s.get(axis).copied()).collect();
+            if dims.iter().all(|&d| d == dims[0]) {
+                continue;
+            }
+            if dims.iter().zip(batches).all(|(&d, n)| d == Some(n)) {
+                n_axes.push(axis);
+                continue;
+            }
+            let text: Vec<String> = dims
+                .iter()
+                .zip(batches)
+                .map(|(d, n)| match d {
+                    Some(d) => format!("{d} at batch {n}"),
+                    None => format!("no such axis at batch {n}"),
+                })
+                .collect();
+            return Err(LowerError::Net(format!(
+                "--dynamic-batch: output {:?} axis {axis} depends on the batch without being it ({}), which no declaration with one symbolic N states; convert with a fixed batch (--input-shape) instead",
+                v.name,
+                text.join(", ")
+            )));
+        }
+        axes_of_n.insert(v.name.clone(), n_axes);
+    }
+    Ok(axes_of_n)
 }
 
 /// Names the axes of `vi` whose size is known only at run time (`dim_param`).
@@ -680,13 +755,14 @@ fn mark_dynamic(vi: &mut ValueInfoProto, axes: Option<&Vec<(usize, String)>>) {
     }
 }
 
-fn value_info(v: &Value, dynamic_batch: bool) -> ValueInfoProto {
+/// The value's type: f32 of its shape, the axes in `batch_axes` declared `N`.
+fn value_info(v: &Value, batch_axes: &[usize]) -> ValueInfoProto {
     let dim = v
         .shape
         .iter()
         .enumerate()
         .map(|(i, &d)| Dimension {
-            value: Some(if i == 0 && dynamic_batch {
+            value: Some(if batch_axes.contains(&i) {
                 DimValue::DimParam("N".into())
             } else {
                 DimValue::DimValue(d as i64)

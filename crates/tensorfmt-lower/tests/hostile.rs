@@ -186,3 +186,103 @@ fn name_collisions_resolve_in_linear_time() {
         t
     });
 }
+
+/// The graph output `i`'s dims as text: numbers, or the `dim_param` name.
+fn output_dims(l: &Lowered, i: usize) -> Vec<String> {
+    use tensorfmt_onnx::proto::{tensor_shape_proto::dimension::Value as D, type_proto};
+    let g = l.model.graph.as_ref().unwrap();
+    let Some(type_proto::Value::TensorType(t)) =
+        g.output[i].r#type.as_ref().and_then(|t| t.value.as_ref())
+    else {
+        panic!("not a tensor")
+    };
+    t.shape
+        .as_ref()
+        .unwrap()
+        .dim
+        .iter()
+        .map(|d| match &d.value {
+            Some(D::DimValue(v)) => v.to_string(),
+            Some(D::DimParam(p)) => p.clone(),
+            None => "?".into(),
+        })
+        .collect()
+}
+
+fn dynamic() -> LowerOptions {
+    LowerOptions {
+        dynamic_batch: true,
+        ..Default::default()
+    }
+}
+
+/// §4: `--dynamic-batch` declared `y[N,3,2,2]` for a Concat on axis 0 of the input
+/// (2N at run time) and `y[N]` for `Flatten { axis: 0 }` (12N): the check compared
+/// ONNX's shapes with Caffe's at one larger batch (they agree) but never the declared
+/// signature. Every output axis must be the batch, or not depend on it.
+#[test]
+fn dynamic_batch_declares_only_axes_that_are_the_batch() {
+    for (what, layer) in [
+        (
+            "concat on axis 0",
+            "layer { name: 'c' type: 'Concat' bottom: 'data' bottom: 'data' top: 'y' concat_param { axis: 0 } }",
+        ),
+        (
+            "flatten from axis 0",
+            "layer { name: 'f' type: 'Flatten' bottom: 'data' top: 'y' flatten_param { axis: 0 } }",
+        ),
+        (
+            "reshape folding the batch",
+            "layer { name: 'r' type: 'Reshape' bottom: 'data' top: 'y' reshape_param { shape { dim: -1 } } }",
+        ),
+    ] {
+        let e = lower_text(&format!("{DATA}{layer}"), &dynamic()).unwrap_err();
+        assert!(
+            e.to_string().contains("--dynamic-batch") && e.to_string().contains("\"y\""),
+            "{what}: {e}"
+        );
+        // A fixed batch converts.
+        lower_text(&format!("{DATA}{layer}"), &Default::default()).unwrap();
+    }
+    // The batch moved to axis 1 is declared there.
+    let l = lower_text(
+        &format!("{DATA}layer {{ name: 'p' type: 'Permute' bottom: 'data' top: 'y' permute_param {{ order: 1 order: 0 order: 2 order: 3 }} }}"),
+        &dynamic(),
+    )
+    .unwrap();
+    assert_eq!(output_dims(&l, 0), ["3", "N", "2", "2"]);
+    // An ordinary net: the batch on axis 0 of input and output.
+    let l = lower_text(
+        &format!("{DATA}layer {{ name: 'r' type: 'ReLU' bottom: 'data' top: 'y' }}"),
+        &dynamic(),
+    )
+    .unwrap();
+    assert_eq!(output_dims(&l, 0), ["N", "3", "2", "2"]);
+    // The batch is the first input's first axis: an input of another first size keeps
+    // its declared shape (it used to be declared N too).
+    let l = lower_text(
+        "input: 'a' input_shape { dim: 1 dim: 3 } input: 'b' input_shape { dim: 2 dim: 3 }\n\
+         layer { name: 'c' type: 'Concat' bottom: 'a' bottom: 'b' top: 'y' concat_param { axis: 1 } }",
+        &dynamic(),
+    );
+    assert!(
+        l.is_err(),
+        "a batch of 2 against b's fixed 2 cannot concatenate on axis 1"
+    );
+    let l = lower_text(
+        "input: 'a' input_shape { dim: 1 dim: 3 } input: 'b' input_shape { dim: 2 dim: 3 }\n\
+         layer { name: 'r' type: 'ReLU' bottom: 'a' top: 'y' }\n\
+         layer { name: 's' type: 'ReLU' bottom: 'b' top: 'z' }",
+        &dynamic(),
+    )
+    .unwrap();
+    let g = l.model.graph.as_ref().unwrap();
+    assert_eq!(g.input.len(), 2);
+    assert_eq!(
+        (output_dims(&l, 0), output_dims(&l, 1)),
+        (
+            vec!["N".to_string(), "3".into()],
+            vec!["2".to_string(), "3".into()]
+        )
+    );
+}
