@@ -31,7 +31,7 @@ pub const DATA_LAYER_TYPES: [&str; 8] = [
 #[derive(Debug, Clone)]
 pub struct NetOptions {
     /// Caps: the prototxt size (times [`prototxt::PROTOTXT_ALLOC_FACTOR`]) against
-    /// `max_alloc`, the layer count against `max_items`.
+    /// `max_alloc`, the layer count against `max_layers`.
     pub limits: Limits,
     /// Refuse what Caffe refuses but OpenCV reads (a net with both `layer` and
     /// `layers`: Caffe refuses it, OpenCV reads `layers` and drops `layer`).
@@ -393,13 +393,13 @@ pub fn parse_net_with(text: &str, schema: &Schema, options: &NetOptions) -> Resu
     let net: proto::NetParameter =
         prototxt::to_typed(&parsed.message, schema, "NetParameter", "NetParameter")?;
     let total = (v2.len() as u64).saturating_add(v1.len() as u64);
-    if options.limits.check_items(total).is_err() {
+    if options.limits.check_layers(total).is_err() {
         return Err(CaffeError::Limit {
             path: "NetParameter.layer".into(),
             offset: 0,
-            what: "item count",
+            what: "layer count",
             value: total,
-            limit: options.limits.max_items,
+            limit: options.limits.max_layers,
         });
     }
     let mut warnings = Vec::new();

@@ -577,6 +577,25 @@ pub(crate) fn parse_text(text: &str, schema: &Schema, limits: &Limits) -> Result
         });
     }
     let scan = scan(text, Syntax::Text);
+    // The layer count, from the scan, before any layer is parsed (each parsed layer
+    // costs kilobytes: a net of a million layers must cost no more than its text).
+    let layer_lines = |f: &str| scan.top_fields.get(f).map_or(&[][..], Vec::as_slice);
+    let (v2, v1) = (layer_lines("layer"), layer_lines("layers"));
+    let count = (v2.len() as u64).saturating_add(v1.len() as u64);
+    for (what, limit) in [
+        ("layer count", limits.max_layers),
+        ("item count", limits.max_items),
+    ] {
+        if count > limit {
+            return Err(CaffeError::Limit {
+                path: "NetParameter.layer".into(),
+                offset: 0,
+                what,
+                value: count,
+                limit,
+            });
+        }
+    }
     if let Some((line, column)) = scan.too_deep {
         return Err(CaffeError::Prototxt {
             line,

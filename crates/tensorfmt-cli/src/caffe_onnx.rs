@@ -141,6 +141,7 @@ pub fn convert(
         dynamic_batch: net.dynamic_batch,
         strict: read.strict,
         stop_before: net.stop_before.clone(),
+        limits: read.limits,
     };
     let src = Sources {
         caffemodel: model,

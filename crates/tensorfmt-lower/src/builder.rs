@@ -4,7 +4,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use tensorfmt_core::{Order, Tensor};
+use tensorfmt_core::{Limits, Order, Tensor};
 use tensorfmt_onnx::proto::{
     attribute_proto::AttributeType, AttributeProto, NodeProto, TensorProto,
 };
@@ -98,6 +98,12 @@ pub(crate) struct Builder {
     pub floats: HashMap<String, Vec<f32>>,
     /// Shapes of every initializer.
     pub init_shapes: HashMap<String, Vec<usize>>,
+    /// The conversion's limits: `max_computed` bounds the constants computed here.
+    pub limits: Limits,
+    /// Bytes of the constants computed so far ([`Builder::f32s`], [`Builder::i64s`]).
+    computed: u64,
+    /// Bytes of every initializer so far (computed or a caffemodel blob's).
+    model: u64,
 }
 
 impl Builder {
@@ -111,8 +117,40 @@ impl Builder {
         self.names.fresh(base)
     }
 
-    /// Adds an initializer (the tensor's bytes are shared) and returns its name.
+    /// Errors unless `bytes` more of computed constants stay within
+    /// `Limits::max_computed` (nothing is counted: the constant's own
+    /// [`Builder::f32s`] / [`Builder::i64s`] does). Lowerings that compute a large
+    /// constant ask first, from its size, before computing it.
+    pub fn check_computed(&self, bytes: u64) -> tensorfmt_core::Result<()> {
+        self.limits
+            .check_computed(self.computed.saturating_add(bytes))
+    }
+
+    /// Bytes of computed constants so far.
+    pub fn computed(&self) -> u64 {
+        self.computed
+    }
+
+    /// Counts `bytes` of computed constants against `Limits::max_computed`.
+    fn charge_computed(&mut self, bytes: u64) -> tensorfmt_core::Result<()> {
+        self.check_computed(bytes)?;
+        self.computed += bytes;
+        Ok(())
+    }
+
+    /// Adds an initializer (the tensor's bytes are shared) and returns its name. The
+    /// initializers' total must stay within what an ONNX file can hold (protobuf's
+    /// 2 GiB), refused here rather than after the whole graph is built.
     pub fn init(&mut self, base: &str, t: &Tensor) -> tensorfmt_core::Result<String> {
+        let total = self.model.saturating_add(t.bytes().len() as u64);
+        if total > tensorfmt_onnx::MAX_MODEL_BYTES {
+            return Err(tensorfmt_core::Error::Invalid(format!(
+                "the model's initializers would total {total} bytes, more than an ONNX file \
+                 holds ({} bytes, protobuf's limit)",
+                tensorfmt_onnx::MAX_MODEL_BYTES
+            )));
+        }
+        self.model = total;
         let name = self.fresh(base);
         self.init_shapes.insert(name.clone(), t.dims().to_vec());
         self.inits.push(tensorfmt_onnx::tensor_to_proto(&name, t)?);
@@ -126,6 +164,7 @@ impl Builder {
         data: Vec<f32>,
         dims: Vec<usize>,
     ) -> tensorfmt_core::Result<String> {
+        self.charge_computed((data.len() as u64).saturating_mul(4))?;
         let small = (data.len() <= 16).then(|| data.clone());
         let t = Tensor::from_vec(data, dims, Order::RowMajor)?;
         let name = self.init(base, &t)?;
@@ -138,6 +177,7 @@ impl Builder {
     /// A 1-D int64 initializer.
     pub fn i64s(&mut self, base: &str, data: Vec<i64>) -> tensorfmt_core::Result<String> {
         let n = data.len();
+        self.charge_computed((n as u64).saturating_mul(8))?;
         let t = Tensor::from_vec(data.clone(), [n], Order::RowMajor)?;
         let name = self.init(base, &t)?;
         self.ints.insert(name.clone(), data);

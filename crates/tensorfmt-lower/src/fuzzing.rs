@@ -18,6 +18,8 @@ pub fn prototxt_to_onnx(text: &str) -> bool {
             max_alloc: 256 << 20,
             max_items: 10_000,
             max_rank: 64,
+            max_computed: 64 << 20,
+            ..Limits::default()
         },
         ..ReadOptions::default()
     };
@@ -67,6 +69,7 @@ pub fn prototxt_to_onnx(text: &str) -> bool {
         &LowerOptions {
             input_shapes: overrides.clone(),
             dynamic_batch: true,
+            limits: opts.limits,
             ..Default::default()
         },
     );
@@ -75,6 +78,7 @@ pub fn prototxt_to_onnx(text: &str) -> bool {
         &mut blobs,
         &LowerOptions {
             input_shapes: overrides,
+            limits: opts.limits,
             ..Default::default()
         },
     ) {

@@ -115,6 +115,8 @@ pub struct LowerOptions {
     /// blobs they read from the rest become the graph outputs. Each entry must match a
     /// layer of the net.
     pub stop_before: Vec<String>,
+    /// Bounds of the conversion: `max_computed` (the constants it computes, in all).
+    pub limits: tensorfmt_core::Limits,
 }
 
 /// The result of [`lower`].
@@ -200,6 +202,7 @@ pub fn lower(
     let mut unsupported: Vec<UnsupportedLayer> = Vec::new();
     let mut placeholders: HashSet<String> = HashSet::new();
     let mut graph = layers::Graph::default();
+    graph.b.limits = opts.limits;
     // 2. Inputs.
     let input_names: HashSet<&str> = net.inputs.iter().map(|i| i.name.as_str()).collect();
     for (name, _) in &opts.input_shapes {

@@ -92,8 +92,7 @@ fn absurd_prior_boxes_are_refused_from_their_shape() {
     let mut none = std::collections::HashMap::new();
     let e = tensorfmt_lower::lower(&net, &mut none, &Default::default()).unwrap_err();
     assert!(
-        e.to_string()
-            .contains("limit of constants computed at conversion"),
+        e.to_string().contains("over the limit of 268435456 in all"),
         "{e}"
     );
     assert!(t.elapsed().as_secs() < 5, "{:?}", t.elapsed());
@@ -284,5 +283,70 @@ fn dynamic_batch_declares_only_axes_that_are_the_batch() {
             vec!["N".to_string(), "3".into()],
             vec!["2".to_string(), "3".into()]
         )
+    );
+}
+
+/// §5: eight PriorBox layers over a 1440x1440 map, each under the 256 MiB a constant
+/// was allowed, took 2.08 GB and wrote a 2.12 GB model. Computed constants have one
+/// budget for the whole conversion (`Limits::max_computed`), checked before each is
+/// computed.
+#[test]
+fn computed_constants_have_one_budget_for_the_conversion() {
+    let mut text =
+        String::from("input: 'data' input_shape { dim: 1 dim: 1 dim: 1440 dim: 1440 }\n");
+    for i in 0..8 {
+        text.push_str(&format!(
+            "layer {{ name: 'p{i}' type: 'PriorBox' bottom: 'data' bottom: 'data' top: 'p{i}' \
+             prior_box_param {{ min_size: 30 max_size: 60 aspect_ratio: 2 flip: true }} }}\n"
+        ));
+    }
+    let t = Instant::now();
+    let e = lower_text(&text, &Default::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("layer \"p1\"") && e.contains("constants computed at conversion"),
+        "{e}"
+    );
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    // A budget of 1 MiB: the second of two 627 kB constants is refused.
+    let small = "input: 'data' input_shape { dim: 1 dim: 1 dim: 70 dim: 70 }\n\
+        layer { name: 'a' type: 'PriorBox' bottom: 'data' bottom: 'data' top: 'a' prior_box_param { min_size: 30 max_size: 60 aspect_ratio: 2 } }\n\
+        layer { name: 'b' type: 'PriorBox' bottom: 'data' bottom: 'data' top: 'b' prior_box_param { min_size: 30 max_size: 60 aspect_ratio: 2 } }\n";
+    let tight = LowerOptions {
+        limits: tensorfmt_core::Limits {
+            max_computed: 1 << 20,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let e = lower_text(small, &tight).unwrap_err().to_string();
+    assert!(e.contains("layer \"b\"") && e.contains("1048576"), "{e}");
+    lower_text(small, &Default::default()).unwrap();
+}
+
+/// §5: a net of more layers than `Limits::max_layers` is refused from its text, before
+/// the layers are parsed (50,000 ReLU layers took 561 MB).
+#[test]
+fn the_layer_count_is_bounded_before_parsing() {
+    let mut text = String::from(DATA);
+    for i in 0..101 {
+        text.push_str(&format!(
+            "layer {{ name: 'r{i}' type: 'ReLU' bottom: 'data' top: 'data' }}\n"
+        ));
+    }
+    let opts = tensorfmt_core::ReadOptions {
+        limits: tensorfmt_core::Limits {
+            max_layers: 100,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let e = tensorfmt_caffe::parse_net(&text, tensorfmt_caffe::Schema::builtin(), &opts)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("layer count of 101 exceeds the limit of 100"),
+        "{e}"
     );
 }

@@ -125,6 +125,22 @@ impl<'a> LayerCx<'a> {
         Ok(self.g.b.i64s(&base, data)?)
     }
 
+    /// Errors unless a constant of `bytes` more, computed by this lowering, stays within
+    /// the conversion's budget of computed constants (`Limits::max_computed`, shared by
+    /// every layer). Ask before computing a constant whose size grows with the input
+    /// (PriorBox's boxes): [`LayerCx::f32s`] and [`LayerCx::i64s`] count what they store
+    /// against the same budget anyway, but only once it has been computed.
+    pub fn check_computed(&self, what: &str, bytes: u64) -> LResult<()> {
+        self.g.b.check_computed(bytes).map_err(|_| {
+            Fail::new(format!(
+                "{what} would be a constant of {bytes} bytes, bringing the constants computed \
+                 at conversion to {} bytes, over the limit of {} in all (Limits::max_computed)",
+                self.g.b.computed().saturating_add(bytes),
+                self.g.b.limits.max_computed
+            ))
+        })
+    }
+
     /// A constant f32 scalar (shape `[]`).
     pub fn scalar(&mut self, v: f32) -> LResult<String> {
         self.f32s("const", vec![v], vec![])
