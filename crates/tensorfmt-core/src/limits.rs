@@ -22,12 +22,14 @@ pub struct Limits {
     pub max_items: u64,
     /// Largest tensor rank accepted (default 64).
     pub max_rank: usize,
-    /// Largest number of layers a net definition may have (default 50,000; the
-    /// largest published Caffe nets have a few thousand). Counted before the layers
-    /// are parsed, so a net of a million layers costs no more than its text.
+    /// Largest number of layers a net definition may have, and a quarter of the blob
+    /// references (bottoms and tops, in all) it may have (default 20,000: the largest
+    /// published Caffe nets have about 1,000 layers; converting a net of 20,000 layers
+    /// to ONNX takes about 160 MiB). The layers are counted before they are parsed, so
+    /// a net of a million layers costs no more than its text.
     pub max_layers: u64,
     /// Largest total in bytes of the values a conversion computes itself rather than
-    /// reads from a file (default 256 MiB): a Caffe → ONNX lowering's constants (SSD's
+    /// reads from a file (default 128 MiB): a Caffe → ONNX lowering's constants (SSD's
     /// prior boxes, folded statistics, shapes). SSD512's prior boxes are 786 kB.
     pub max_computed: u64,
 }
@@ -38,8 +40,8 @@ impl Default for Limits {
             max_alloc: 16 << 30,
             max_items: 1 << 28,
             max_rank: 64,
-            max_layers: 50_000,
-            max_computed: 256 << 20,
+            max_layers: 20_000,
+            max_computed: 128 << 20,
         }
     }
 }

@@ -349,4 +349,18 @@ fn the_layer_count_is_bounded_before_parsing() {
         e.contains("layer count of 101 exceeds the limit of 100"),
         "{e}"
     );
+    // One layer of many tops costs about as much as many layers: blob references
+    // (bottoms and tops) are bounded at four times the layer count.
+    let tops: Vec<String> = (0..400).map(|i| format!("top: 't{i}'")).collect();
+    let split = format!(
+        "{DATA}layer {{ name: 's' type: 'Split' bottom: 'data' {} }}",
+        tops.join(" ")
+    );
+    let e = tensorfmt_caffe::parse_net(&split, tensorfmt_caffe::Schema::builtin(), &opts)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("count of blob references (bottoms and tops) of 402 exceeds the limit of 400"),
+        "{e}"
+    );
 }
