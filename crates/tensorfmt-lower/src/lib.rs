@@ -219,6 +219,21 @@ pub fn lower(
     }
     let mut current: HashMap<String, Value> = HashMap::new();
     let mut graph_inputs = Vec::new();
+    // An ONNX value needs a name ("" is an absent optional input); Caffe takes "".
+    if let Some(i) = net.inputs.iter().find(|i| i.name.is_empty()) {
+        return Err(LowerError::Net(format!(
+            "a net input (line {}) has an empty name, which no ONNX value may have",
+            i.line
+        )));
+    }
+    for l in &net.layers {
+        if l.tops.iter().chain(&l.bottoms).any(String::is_empty) {
+            return Err(layer_err(
+                l,
+                "a bottom or top has an empty blob name, which no ONNX value may have",
+            ));
+        }
+    }
     for b in net
         .layers
         .iter()

@@ -92,7 +92,7 @@ fn absurd_prior_boxes_are_refused_from_their_shape() {
     let mut none = std::collections::HashMap::new();
     let e = tensorfmt_lower::lower(&net, &mut none, &Default::default()).unwrap_err();
     assert!(
-        e.to_string().contains("over the limit of 268435456 in all"),
+        e.to_string().contains("in all (Limits::max_computed)"),
         "{e}"
     );
     assert!(t.elapsed().as_secs() < 5, "{:?}", t.elapsed());
@@ -109,12 +109,24 @@ use tensorfmt_lower::{lower, LowerError, LowerOptions, Lowered};
 const DATA: &str = "input: 'data' input_shape { dim: 1 dim: 3 dim: 2 dim: 2 }\n";
 
 fn lower_text(text: &str, opts: &LowerOptions) -> Result<Lowered, LowerError> {
-    let net = tensorfmt_caffe::parse_net(
-        text,
-        tensorfmt_caffe::Schema::builtin(),
-        &Default::default(),
+    // SegNet's Upsample parameters (a fork field the builtin schema leaves out; text
+    // names fields, so the number is any free one).
+    let segnet = tensorfmt_caffe::Schema::compile_source(
+        "segnet.snippet",
+        "message LayerParameter {\n...\noptional UpsampleParameter upsample_param = 5137;\n...\n}\n\
+         message UpsampleParameter {\n  optional uint32 scale = 1 [default = 2];\n  \
+         optional uint32 scale_h = 2;\n  optional uint32 scale_w = 3;\n  \
+         optional bool pad_out_h = 4 [default = false];\n  optional bool pad_out_w = 5 [default = false];\n  \
+         optional uint32 upsample_h = 6;\n  optional uint32 upsample_w = 7;\n}\n",
     )
-    .map_err(LowerError::from)?;
+    .unwrap();
+    let schema = if text.contains("upsample_param") {
+        &segnet
+    } else {
+        tensorfmt_caffe::Schema::builtin()
+    };
+    let net =
+        tensorfmt_caffe::parse_net(text, schema, &Default::default()).map_err(LowerError::from)?;
     let mut none: HashMap<String, Vec<tensorfmt_core::Tensor>> = HashMap::new();
     lower(&net, &mut none, opts)
 }
@@ -288,8 +300,8 @@ fn dynamic_batch_declares_only_axes_that_are_the_batch() {
 
 /// §5: eight PriorBox layers over a 1440x1440 map, each under the 256 MiB a constant
 /// was allowed, took 2.08 GB and wrote a 2.12 GB model. Computed constants have one
-/// budget for the whole conversion (`Limits::max_computed`), checked before each is
-/// computed.
+/// budget for the whole conversion (`Limits::max_computed`, 128 MiB), checked before
+/// each is computed: here the third 66 MB constant is refused.
 #[test]
 fn computed_constants_have_one_budget_for_the_conversion() {
     let mut text =
@@ -297,7 +309,7 @@ fn computed_constants_have_one_budget_for_the_conversion() {
     for i in 0..8 {
         text.push_str(&format!(
             "layer {{ name: 'p{i}' type: 'PriorBox' bottom: 'data' bottom: 'data' top: 'p{i}' \
-             prior_box_param {{ min_size: 30 max_size: 60 aspect_ratio: 2 flip: true }} }}\n"
+             prior_box_param {{ min_size: 30 }} }}\n"
         ));
     }
     let t = Instant::now();
@@ -305,7 +317,7 @@ fn computed_constants_have_one_budget_for_the_conversion() {
         .unwrap_err()
         .to_string();
     assert!(
-        e.contains("layer \"p1\"") && e.contains("constants computed at conversion"),
+        e.contains("layer \"p2\"") && e.contains("constants computed at conversion"),
         "{e}"
     );
     assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
@@ -363,4 +375,146 @@ fn the_layer_count_is_bounded_before_parsing() {
         e.contains("count of blob references (bottoms and tops) of 402 exceeds the limit of 400"),
         "{e}"
     );
+}
+
+/// The ops of a lowered model.
+fn ops(l: &Lowered) -> Vec<String> {
+    let g = l.model.graph.as_ref().unwrap();
+    g.node.iter().map(|n| n.op_type.clone()).collect()
+}
+
+/// A 4-D input of 1x3x4x4 and a max pooling 2x2 with its mask `m`.
+const POOLED: &str = "input: 'data' input_shape { dim: 1 dim: 3 dim: 4 dim: 4 }\n\
+    layer { name: 'p' type: 'Pooling' bottom: 'data' top: 'p' top: 'm' pooling_param { pool: MAX kernel_size: 2 stride: 2 } }\n";
+
+/// A 4-D input of 1x3x4x4 and a max pooling 2x2.
+const POOL: &str = "input: 'data' input_shape { dim: 1 dim: 3 dim: 4 dim: 4 }\n\
+    layer { name: 'p' type: 'Pooling' bottom: 'data' top: 'p' pooling_param { pool: MAX kernel_size: 2 stride: 2 } }\n";
+
+/// §4: models the checker or onnxruntime refuse, from parameters Caffe refuses (or
+/// that compute nothing but NaN): each is an error naming the layer and the field,
+/// from Caffe's shape rules (`tensorfmt-caffe`), which the lowering goes through.
+#[test]
+fn parameters_caffe_refuses_are_refused() {
+    let cases: &[(&str, String, &str)] = &[
+        (
+            "empty top name",
+            format!("{DATA}layer {{ name: 'r' type: 'ReLU' bottom: 'data' top: '' }}"),
+            "empty",
+        ),
+        (
+            "LRN beta NaN",
+            format!("{POOL}layer {{ name: 'n' type: 'LRN' bottom: 'p' top: 'n' lrn_param {{ beta: nan }} }}"),
+            "beta",
+        ),
+        (
+            "LRN local_size beyond Caffe's int",
+            format!("{POOL}layer {{ name: 'n' type: 'LRN' bottom: 'p' top: 'n' lrn_param {{ local_size: 4294967295 }} }}"),
+            "local_size",
+        ),
+        (
+            "Upsample to 1x1",
+            format!("{POOLED}layer {{ name: 'u' type: 'Upsample' bottom: 'p' bottom: 'm' top: 'u' upsample_param {{ upsample_h: 1 upsample_w: 1 }} }}"),
+            "upsample_h",
+        ),
+        (
+            "Upsample scale 1",
+            format!("{POOLED}layer {{ name: 'u' type: 'Upsample' bottom: 'p' bottom: 'm' top: 'u' upsample_param {{ scale: 1 }} }}"),
+            "scale",
+        ),
+        (
+            "PriorBox min_size NaN",
+            format!("{POOL}layer {{ name: 'b' type: 'PriorBox' bottom: 'p' bottom: 'data' top: 'b' prior_box_param {{ min_size: nan }} }}"),
+            "min_size",
+        ),
+        (
+            "PriorBox step 0",
+            format!("{POOL}layer {{ name: 'b' type: 'PriorBox' bottom: 'p' bottom: 'data' top: 'b' prior_box_param {{ min_size: 2 step: 0 }} }}"),
+            "step",
+        ),
+        (
+            "PriorBox variance 0",
+            format!("{POOL}layer {{ name: 'b' type: 'PriorBox' bottom: 'p' bottom: 'data' top: 'b' prior_box_param {{ min_size: 2 variance: 0 }} }}"),
+            "variance",
+        ),
+        (
+            "PriorBox img_h without img_w",
+            format!("{POOL}layer {{ name: 'b' type: 'PriorBox' bottom: 'p' bottom: 'data' top: 'b' prior_box_param {{ min_size: 2 img_h: 4 }} }}"),
+            "img_w",
+        ),
+        (
+            "PriorBox aspect_ratio 0",
+            format!("{POOL}layer {{ name: 'b' type: 'PriorBox' bottom: 'p' bottom: 'data' top: 'b' prior_box_param {{ min_size: 2 aspect_ratio: 0 }} }}"),
+            "aspect_ratio",
+        ),
+        (
+            "Concat axis and concat_dim",
+            format!("{DATA}layer {{ name: 'c' type: 'Concat' bottom: 'data' bottom: 'data' top: 'y' concat_param {{ axis: 1 concat_dim: 0 }} }}"),
+            "concat_dim",
+        ),
+        (
+            "Slice axis and slice_dim",
+            format!("{DATA}layer {{ name: 's' type: 'Slice' bottom: 'data' top: 'a' top: 'b' slice_param {{ axis: 0 slice_dim: 1 }} }}"),
+            "slice_dim",
+        ),
+        (
+            "Exp base 0",
+            format!("{DATA}layer {{ name: 'e' type: 'Exp' bottom: 'data' top: 'y' exp_param {{ base: 0 }} }}"),
+            "base",
+        ),
+    ];
+    for (what, text, field) in cases {
+        let e = lower_text(text, &Default::default())
+            .map(|_| ())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(field), "{what}: {e}");
+        assert!(!e.contains("lowering bug"), "{what}: {e}");
+    }
+}
+
+/// §4: LRN with beta or alpha not positive is legal Caffe (nothing checks them) but
+/// onnxruntime's LRN refuses the session: such layers are lowered to Caffe's formula
+/// in plain ops; a local_size far beyond the channels (Caffe takes any odd int) is
+/// lowered as the window that covers them all, with alpha scaled to keep alpha / n.
+#[test]
+fn lrn_parameters_onnxruntime_refuses_are_lowered_another_way() {
+    for beta in ["-1", "0"] {
+        let l = lower_text(
+            &format!("{POOL}layer {{ name: 'n' type: 'LRN' bottom: 'p' top: 'n' lrn_param {{ beta: {beta} }} }}"),
+            &Default::default(),
+        )
+        .unwrap();
+        assert!(!ops(&l).contains(&"LRN".to_string()), "{:?}", ops(&l));
+    }
+    let l = lower_text(
+        &format!("{POOL}layer {{ name: 'n' type: 'LRN' bottom: 'p' top: 'n' lrn_param {{ local_size: 2147483647 alpha: 1 }} }}"),
+        &Default::default(),
+    )
+    .unwrap();
+    let g = l.model.graph.as_ref().unwrap();
+    let lrn = g.node.iter().find(|n| n.op_type == "LRN").unwrap();
+    let attr = |n: &str| lrn.attribute.iter().find(|a| a.name == n).unwrap();
+    assert_eq!(attr("size").i, 5, "2 * 3 channels - 1");
+    assert!((attr("alpha").f - 5.0 / 2147483647.0).abs() < 1e-12);
+}
+
+/// §4: Upsample's output must be the input of the pooling whose mask it reads: ONNX's
+/// MaxUnpool indices address that input (flattened over N, C, H, W), Caffe's
+/// per-plane ones land elsewhere in a larger plane; otherwise it is not lowered.
+#[test]
+fn upsample_other_than_back_to_the_pooled_size_is_not_lowered() {
+    let e = lower_text(
+        &format!("{POOLED}layer {{ name: 'u' type: 'Upsample' bottom: 'p' bottom: 'm' top: 'u' upsample_param {{ upsample_h: 6 upsample_w: 4 }} }}"),
+        &Default::default(),
+    )
+    .map(|_| ())
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("unsupported") && e.contains("4x4"), "{e}");
+    lower_text(
+        &format!("{POOLED}layer {{ name: 'u' type: 'Upsample' bottom: 'p' bottom: 'm' top: 'u' upsample_param {{ scale: 2 }} }}"),
+        &Default::default(),
+    )
+    .unwrap();
 }

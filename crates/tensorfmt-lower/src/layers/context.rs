@@ -21,6 +21,9 @@ pub(crate) struct Graph {
     /// Values holding ONNX max-pooling indices (a Caffe pooling mask top): only
     /// Upsample may read them.
     pub masks: HashSet<String>,
+    /// The input plane (height, width) of the pooling that made each mask: ONNX's
+    /// indices address it, so an Upsample reading the mask must restore that size.
+    pub mask_inputs: HashMap<String, [usize; 2]>,
     /// Tops whose size along some axes is known only at run time (DetectionOutput's
     /// row count): value name -> (axis, ONNX `dim_param`). Caffe's shape is their bound;
     /// ONNX's shape rules do not check them and the graph output carries the dim name.
