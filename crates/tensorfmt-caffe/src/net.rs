@@ -464,13 +464,18 @@ pub fn parse_net_with(text: &str, schema: &Schema, options: &NetOptions) -> Resu
         }
     }
     let input_line = lines_of("input").first().copied().unwrap_or(0);
+    // Net inputs without input_shape or input_dim: Caffe's UpgradeNetInput drops them
+    // (a legacy caffemodel's), so the net then fails on them as unknown bottoms. Here
+    // they stay inputs without a shape, which a caller can give (`--input-shape`).
+    let mut shapeless = Vec::new();
     if let Some(input) = crate::upgrade::input_layer(&net, input_line)? {
         layers.insert(0, (Box::new(input), None, input_line));
-    } else if !net.input.is_empty() {
-        warnings.push(format!(
-            "net inputs {:?} have no input_shape or input_dim: dropped, as Caffe's UpgradeNetInput does",
-            net.input
-        ));
+    } else {
+        shapeless.extend(net.input.iter().map(|name| NetInput {
+            name: name.clone(),
+            shape: Vec::new(),
+            line: input_line,
+        }));
     }
     let mut state = net.state.clone().unwrap_or_default();
     state.phase = Some(options.phase as i32);
@@ -482,7 +487,7 @@ pub fn parse_net_with(text: &str, schema: &Schema, options: &NetOptions) -> Resu
 
     let mut out = NetDef {
         name: net.name.clone().unwrap_or_default(),
-        inputs: Vec::new(),
+        inputs: shapeless,
         layers: Vec::with_capacity(layers.len()),
         transform: None,
         warnings,

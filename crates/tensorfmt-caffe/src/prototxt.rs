@@ -135,6 +135,7 @@ impl Schema {
 
     /// [`Schema::compile`] from source text (`name` is used in messages only).
     pub fn compile_source(name: &str, text: &str) -> Result<Schema> {
+        let text = strip_bom(text);
         let err = |reason: String| CaffeError::Schema {
             path: name.to_string(),
             reason,
@@ -564,8 +565,15 @@ pub(crate) struct Parsed {
     pub scan: Scan,
 }
 
+/// `text` without a leading UTF-8 byte order mark.
+fn strip_bom(text: &str) -> &str {
+    text.strip_prefix('\u{feff}').unwrap_or(text)
+}
+
 /// Parses `text` as a `caffe.NetParameter` of `schema`.
 pub(crate) fn parse_text(text: &str, schema: &Schema, limits: &Limits) -> Result<Parsed> {
+    // A UTF-8 byte order mark (Windows editors write one) is not text.
+    let text = strip_bom(text);
     let estimate = (text.len() as u64).saturating_mul(PROTOTXT_ALLOC_FACTOR);
     if limits.check_alloc(estimate).is_err() {
         return Err(CaffeError::Limit {

@@ -238,12 +238,22 @@ pub fn infer_shapes(net: &NetDef, overrides: &[(String, Vec<usize>)]) -> Result<
             ));
         }
     }
-    for (name, _) in overrides {
-        if !net.inputs.iter().any(|i| &i.name == name) {
+    // By name (a net may have thousands of inputs, each given a shape by
+    // --dynamic-batch's check: no search per input).
+    let input_names: std::collections::HashSet<&str> =
+        net.inputs.iter().map(|i| i.name.as_str()).collect();
+    let mut by_name: HashMap<&str, &Vec<usize>> = HashMap::with_capacity(overrides.len());
+    for (name, shape) in overrides {
+        if by_name.insert(name.as_str(), shape).is_some() {
+            problems.push(format!(
+                "input {name:?} is given a shape twice (one shape per input)"
+            ));
+        } else if !input_names.contains(name.as_str()) {
             problems.push(format!(
                 "no net input named {name:?} (inputs: {:?})",
                 net.inputs
                     .iter()
+                    .take(32)
                     .map(|i| i.name.as_str())
                     .collect::<Vec<_>>()
             ));
@@ -252,8 +262,8 @@ pub fn infer_shapes(net: &NetDef, overrides: &[(String, Vec<usize>)]) -> Result<
     let mut blobs: HashMap<String, Vec<usize>> = HashMap::new();
     let mut inputs = Vec::new();
     for i in &net.inputs {
-        let shape = match overrides.iter().rev().find(|(n, _)| n == &i.name) {
-            Some((_, s)) => s.clone(),
+        let shape = match by_name.get(i.name.as_str()) {
+            Some(s) => (*s).clone(),
             None if !i.shape.is_empty() => {
                 let mut dims = Vec::with_capacity(i.shape.len());
                 for &d in &i.shape {

@@ -124,7 +124,9 @@ pub struct LowerOptions {
 pub struct Lowered {
     /// The ONNX model.
     pub model: ModelProto,
-    /// Graph output blob names.
+    /// Graph output names: the blobs' names, except a net input rewritten in place
+    /// (`bottom: "data" top: "data"`), whose last version is `<blob>/<layer>` (the graph
+    /// input keeps the blob's name).
     pub outputs: Vec<String>,
     /// Caffe shapes of every blob's final version, by blob name.
     pub shapes: HashMap<String, Vec<usize>>,
@@ -151,6 +153,11 @@ fn check_shape(shape: &[usize]) -> Result<(), String> {
     Ok(())
 }
 
+/// `1,3,224,224`, as `--input-shape` takes it.
+fn dims_text(d: &[usize]) -> String {
+    d.iter().map(usize::to_string).collect::<Vec<_>>().join(",")
+}
+
 fn layer_err(l: &LayerDef, reason: impl Into<String>) -> LowerError {
     LowerError::Layer {
         layer: l.name.clone(),
@@ -173,6 +180,18 @@ pub fn lower(
         blobs.take(name);
     }
     let net: &NetDef = &cut.kept;
+    // An input given two shapes: which one was meant? (Caffe's rules and the lowering
+    // once took different ones.)
+    let mut given: HashMap<&str, &Vec<usize>> = HashMap::new();
+    for (name, shape) in &opts.input_shapes {
+        if let Some(first) = given.insert(name.as_str(), shape) {
+            return Err(LowerError::Net(format!(
+                "--input-shape gives input {name:?} twice ({} and {}); give it once",
+                dims_text(first),
+                dims_text(shape)
+            )));
+        }
+    }
     // 1. Caffe's own shape rules (tensorfmt-caffe), which every lowered layer must agree
     // with. Where they do not know a layer type either, the layers without a lowering are
     // all that can be said: list them.
@@ -242,25 +261,13 @@ pub fn lower(
     {
         graph.b.reserve(b);
     }
-    for i in &net.inputs {
-        let shape: Vec<usize> = match opts.input_shapes.iter().find(|(n, _)| n == &i.name) {
-            Some((_, s)) => s.clone(),
-            None => i
-                .shape
-                .iter()
-                .map(|&d| usize::try_from(d).ok().filter(|&d| d > 0))
-                .collect::<Option<Vec<usize>>>()
-                .ok_or_else(|| {
-                    LowerError::Net(format!(
-                        "input {:?} has shape {:?}; give a positive shape with --input-shape {}=...",
-                        i.name, i.shape, i.name
-                    ))
-                })?,
-        };
+    // The input shapes as Caffe's rules resolved them (the prototxt's, or --input-shape's).
+    for (i, (_, shape)) in net.inputs.iter().zip(&caffe_shapes.inputs) {
+        let shape = shape.clone();
         if shape.contains(&0) {
             return Err(LowerError::Net(format!(
-                "input {:?} has a zero dimension in {shape:?}",
-                i.name
+                "input {:?} has a zero dimension in {shape:?}; give a positive shape with --input-shape {}=...",
+                i.name, i.name
             )));
         }
         check_shape(&shape).map_err(|e| LowerError::Net(format!("input {:?}: {e}", i.name)))?;
@@ -429,15 +436,23 @@ pub fn lower(
         opts.outputs.clone()
     };
     let mut out_values = Vec::new();
+    let mut out_seen: HashSet<&str> = HashSet::new();
     for o in &outputs {
+        if !out_seen.insert(o.as_str()) {
+            return Err(LowerError::Net(format!("output {o:?} is asked for twice")));
+        }
         let v = current.get(o).ok_or_else(|| {
             LowerError::Net(format!(
                 "output {o:?} is not a blob the lowered graph computes"
             ))
         })?;
-        if v.name != *o {
+        // The last version of a blob carries its name, except a net input rewritten in
+        // place (`bottom: "data" top: "data"`): the input keeps the name and the output
+        // is the last writer's value, `<blob>/<layer>`.
+        if v.name != *o && !input_names.contains(o.as_str()) {
             return Err(LowerError::Net(format!(
-                "output {o:?} is rewritten in place by a later layer that is pruned"
+                "output {o:?}: its last version is named {:?} (a lowering bug)",
+                v.name
             )));
         }
         if graph.masks.contains(&v.name) {
@@ -588,6 +603,7 @@ pub fn lower(
         ..Default::default()
     };
     let shapes = current.into_iter().map(|(k, v)| (k, v.shape)).collect();
+    let outputs = out_values.into_iter().map(|v| v.name).collect();
     Ok(Lowered {
         model,
         outputs,
@@ -830,18 +846,23 @@ pub fn convert_files(
     read: &ReadOptions,
 ) -> Result<Lowered, LowerError> {
     let (net, mut blobs) = load(src, read)?;
-    let lowered = lower(&net, &mut blobs, opts)?;
-    tensorfmt_core::io::write_atomic(out, |w| tensorfmt_onnx::write_model(w, &lowered.model))?;
+    // What the lowering finds is about the net, as the prototxt gives it.
+    let lowered = lower(&net, &mut blobs, opts).map_err(|e| e.in_file(src.prototxt))?;
+    tensorfmt_core::io::write_atomic(out, |w| tensorfmt_onnx::write_model(w, &lowered.model))
+        .map_err(|e| LowerError::from(e).in_file(out))?;
     Ok(lowered)
 }
 
 /// Reads the prototxt (with the fork schema if given) and the caffemodel's blobs.
 pub fn load(src: Sources<'_>, read: &ReadOptions) -> Result<(NetDef, LayerBlobs), LowerError> {
     let net = load_net(src.prototxt, src.fork_proto, read)?;
-    let data = tensorfmt_core::io::map_file(src.caffemodel)?;
+    // Each error names the file it comes from.
+    let in_model = |e: LowerError| e.in_file(src.caffemodel);
+    let data = tensorfmt_core::io::map_file(src.caffemodel).map_err(|e| in_model(e.into()))?;
     let model =
-        tensorfmt_caffe::read_model_with(data, &tensorfmt_caffe::CaffeReadOptions::from(read))?;
-    let blobs = tensorfmt_caffe::layer_blobs(&model)?;
+        tensorfmt_caffe::read_model_with(data, &tensorfmt_caffe::CaffeReadOptions::from(read))
+            .map_err(|e| in_model(e.into()))?;
+    let blobs = tensorfmt_caffe::layer_blobs(&model).map_err(|e| in_model(e.into()))?;
     Ok((net, blobs))
 }
 
@@ -867,7 +888,8 @@ pub fn load_net(
         None => Schema::builtin(),
     };
     let text = read_text(prototxt, read)?;
-    Ok(tensorfmt_caffe::parse_net(&text, schema, read)?)
+    tensorfmt_caffe::parse_net(&text, schema, read)
+        .map_err(|e| LowerError::from(e).in_file(prototxt))
 }
 
 /// Writes a caffemodel (atomically) with seeded random weights for every layer of a
@@ -936,8 +958,8 @@ pub fn write_random_weights(
 
 fn read_text(path: &Path, read: &ReadOptions) -> Result<String, LowerError> {
     // A regular file only (a FIFO is refused, not waited on), at most max_alloc bytes.
-    let bytes =
-        tensorfmt_core::io::read_file_capped(path, read.limits.max_alloc, "prototxt bytes")?;
+    let bytes = tensorfmt_core::io::read_file_capped(path, read.limits.max_alloc, "prototxt bytes")
+        .map_err(|e| LowerError::from(e).in_file(path))?;
     String::from_utf8(bytes.to_vec())
-        .map_err(|_| LowerError::Net(format!("{}: the prototxt is not UTF-8", path.display())))
+        .map_err(|_| LowerError::Net("the prototxt is not UTF-8".into()).in_file(path))
 }

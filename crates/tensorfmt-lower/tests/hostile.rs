@@ -518,3 +518,100 @@ fn upsample_other_than_back_to_the_pooled_size_is_not_lowered() {
     )
     .unwrap();
 }
+
+/// §6: user input that Caffe's rules and the lowering read differently used to end in
+/// "(a lowering bug)": one input given two shapes (Caffe's rules took the last, the
+/// lowering the first) is refused naming it.
+#[test]
+fn an_input_shape_given_twice_is_refused_naming_it() {
+    let opts = LowerOptions {
+        input_shapes: vec![
+            ("data".into(), vec![1, 3, 2, 2]),
+            ("data".into(), vec![2, 3, 2, 2]),
+        ],
+        ..Default::default()
+    };
+    let e = lower_text(
+        &format!("{DATA}layer {{ name: 'r' type: 'ReLU' bottom: 'data' top: 'y' }}"),
+        &opts,
+    )
+    .map(|_| ())
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("--input-shape gives input \"data\" twice (1,3,2,2 and 2,3,2,2)"),
+        "{e}"
+    );
+    assert!(!e.contains("lowering bug"), "{e}");
+}
+
+/// §6: a ReLU in place on the net input (`bottom: "data" top: "data"`) was refused as
+/// "rewritten in place by a later layer that is pruned"; Caffe accepts the net. The
+/// graph input keeps the name, the output is the last writer's value.
+#[test]
+fn a_net_input_rewritten_in_place_is_an_output_under_the_layers_name() {
+    let l = lower_text(
+        &format!("{DATA}layer {{ name: 'r' type: 'ReLU' bottom: 'data' top: 'data' }}"),
+        &Default::default(),
+    )
+    .unwrap();
+    let g = l.model.graph.as_ref().unwrap();
+    assert_eq!(g.input[0].name, "data");
+    assert_eq!(g.output[0].name, "data/r");
+    assert_eq!(l.outputs, ["data/r"]);
+    assert_eq!(ops(&l), ["Relu"]);
+    // Twice in place, and with a symbolic batch.
+    let l = lower_text(
+        &format!(
+            "{DATA}layer {{ name: 'r' type: 'ReLU' bottom: 'data' top: 'data' }}\n\
+                  layer {{ name: 's' type: 'Sigmoid' bottom: 'data' top: 'data' }}"
+        ),
+        &dynamic(),
+    )
+    .unwrap();
+    assert_eq!(l.outputs, ["data/s"]);
+    assert_eq!(output_dims(&l, 0), ["N", "3", "2", "2"]);
+}
+
+/// §6: `input: "data"` without dims: Caffe's UpgradeNetInput drops it (then "unknown
+/// bottom blob"), and `--input-shape data=...` said there was no such input. It stays
+/// an input without a shape, which `--input-shape` gives.
+#[test]
+fn an_input_without_dims_takes_its_shape_from_input_shape() {
+    let text = "input: 'data'\nlayer { name: 'r' type: 'ReLU' bottom: 'data' top: 'y' }";
+    let e = lower_text(text, &Default::default())
+        .map(|_| ())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("--input-shape data="), "{e}");
+    let l = lower_text(
+        text,
+        &LowerOptions {
+            input_shapes: vec![("data".into(), vec![1, 3, 2, 2])],
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(l.shapes["y"], vec![1, 3, 2, 2]);
+}
+
+/// §6: a prototxt saved with a UTF-8 byte order mark (Windows editors write one) was
+/// "line 1:1: invalid token".
+#[test]
+fn a_byte_order_mark_is_not_text() {
+    let l = lower_text(
+        &format!("\u{feff}{DATA}layer {{ name: 'r' type: 'ReLU' bottom: 'data' top: 'y' }}"),
+        &Default::default(),
+    )
+    .unwrap();
+    assert_eq!(l.outputs, ["y"]);
+    // Line numbers still count from the first line.
+    let e = lower_text(
+        "\u{feff}input: 'data'\nlayer { name: 'r' type: ",
+        &Default::default(),
+    )
+    .map(|_| ())
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("line 2:"), "{e}");
+}
