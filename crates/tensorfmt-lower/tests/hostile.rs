@@ -615,3 +615,367 @@ fn a_byte_order_mark_is_not_text() {
     .to_string();
     assert!(e.contains("line 2:"), "{e}");
 }
+
+/// Every lowered layer type with random parameters from its message's fields (legal
+/// and illegal values), chained on inputs of several ranks, through the fuzz body
+/// (fixed and symbolic batch, blobs of Caffe's shapes): a model or an error, never a
+/// panic, and never "(a lowering bug)" (issue 34 §6: user input reached it).
+#[test]
+fn random_layer_parameters_never_reach_a_lowering_bug() {
+    const LAYERS: &[(&str, &str, &[&str])] = &[
+        (
+            "Convolution",
+            "convolution_param",
+            &[
+                "num_output: 2",
+                "num_output: 4",
+                "kernel_size: 1",
+                "kernel_size: 3",
+                "stride: 2",
+                "pad: 1",
+                "dilation: 2",
+                "group: 2",
+                "kernel_h: 2 kernel_w: 1",
+                "bias_term: false",
+                "axis: 1",
+                "pad_h: 1 pad_w: 0",
+                "stride_h: 1 stride_w: 2",
+            ],
+        ),
+        (
+            "Deconvolution",
+            "convolution_param",
+            &[
+                "num_output: 2",
+                "kernel_size: 2",
+                "kernel_size: 3",
+                "stride: 2",
+                "pad: 1",
+                "group: 2",
+                "bias_term: false",
+                "dilation: 2",
+            ],
+        ),
+        (
+            "Pooling",
+            "pooling_param",
+            &[
+                "pool: MAX",
+                "pool: AVE",
+                "kernel_size: 2",
+                "kernel_size: 3",
+                "stride: 2",
+                "pad: 1",
+                "global_pooling: true",
+                "round_mode: FLOOR",
+                "ceil_mode: false",
+                "kernel_h: 1 kernel_w: 2",
+            ],
+        ),
+        (
+            "InnerProduct",
+            "inner_product_param",
+            &[
+                "num_output: 3",
+                "axis: 1",
+                "axis: 2",
+                "axis: -1",
+                "transpose: true",
+                "bias_term: false",
+            ],
+        ),
+        (
+            "Concat",
+            "concat_param",
+            &[
+                "axis: 0",
+                "axis: 1",
+                "axis: -1",
+                "concat_dim: 1",
+                "concat_dim: 0",
+            ],
+        ),
+        (
+            "Slice",
+            "slice_param",
+            &[
+                "axis: 1",
+                "axis: 0",
+                "slice_point: 1",
+                "slice_point: 2",
+                "slice_dim: 1",
+                "axis: -1",
+            ],
+        ),
+        ("Split", "", &[]),
+        (
+            "Flatten",
+            "flatten_param",
+            &[
+                "axis: 0",
+                "axis: 1",
+                "end_axis: 2",
+                "end_axis: -2",
+                "axis: 2",
+            ],
+        ),
+        (
+            "Reshape",
+            "reshape_param",
+            &[
+                "shape { dim: 0 dim: -1 }",
+                "shape { dim: -1 }",
+                "axis: 1",
+                "num_axes: 1",
+                "shape { dim: 2 dim: 0 }",
+                "axis: -1",
+                "num_axes: 0",
+                "shape { dim: 1 }",
+            ],
+        ),
+        (
+            "Softmax",
+            "softmax_param",
+            &["axis: 0", "axis: -1", "axis: 2"],
+        ),
+        (
+            "LRN",
+            "lrn_param",
+            &[
+                "local_size: 3",
+                "local_size: 1",
+                "alpha: 0",
+                "beta: -1",
+                "k: 0",
+                "norm_region: WITHIN_CHANNEL",
+                "local_size: 7",
+            ],
+        ),
+        (
+            "Scale",
+            "scale_param",
+            &[
+                "axis: 0",
+                "num_axes: 0",
+                "num_axes: -1",
+                "bias_term: true",
+                "axis: 2",
+                "num_axes: 2",
+            ],
+        ),
+        (
+            "Bias",
+            "bias_param",
+            &["axis: 0", "num_axes: 0", "num_axes: 2", "axis: -1"],
+        ),
+        (
+            "Eltwise",
+            "eltwise_param",
+            &[
+                "operation: PROD",
+                "operation: MAX",
+                "coeff: 2 coeff: -1",
+                "operation: SUM",
+            ],
+        ),
+        (
+            "ArgMax",
+            "argmax_param",
+            &[
+                "axis: 1",
+                "out_max_val: true",
+                "top_k: 2",
+                "axis: 0",
+                "axis: -1",
+            ],
+        ),
+        (
+            "Permute",
+            "permute_param",
+            &["order: 0", "order: 2", "order: 1", "order: 3"],
+        ),
+        (
+            "Power",
+            "power_param",
+            &["power: 2", "scale: 0", "shift: 1", "power: 0.5"],
+        ),
+        (
+            "BatchNorm",
+            "batch_norm_param",
+            &["use_global_stats: true", "eps: 0"],
+        ),
+        (
+            "Normalize",
+            "norm_param",
+            &["across_spatial: false", "channel_shared: true", "eps: 0"],
+        ),
+        (
+            "ShuffleChannel",
+            "shuffle_channel_param",
+            &["group: 3", "group: 1", "group: 2"],
+        ),
+        (
+            "Exp",
+            "exp_param",
+            &["base: 2", "scale: 0", "shift: 1", "base: -1"],
+        ),
+        ("Log", "log_param", &["base: 10", "scale: 2", "shift: 1"]),
+        ("ELU", "elu_param", &["alpha: 0.5"]),
+        ("ReLU", "relu_param", &["negative_slope: 0.1"]),
+        ("PReLU", "prelu_param", &["channel_shared: true"]),
+        ("Threshold", "threshold_param", &["threshold: 0.5"]),
+        (
+            "Dropout",
+            "dropout_param",
+            &["dropout_ratio: 0.5", "scale_train: false"],
+        ),
+        (
+            "Crop",
+            "crop_param",
+            &["axis: 1", "axis: 2", "offset: 1", "offset: 0 offset: 1"],
+        ),
+        (
+            "PriorBox",
+            "prior_box_param",
+            &[
+                "min_size: 2",
+                "max_size: 4",
+                "aspect_ratio: 2",
+                "flip: true",
+                "clip: true",
+                "step: 2",
+                "offset: 0",
+                "img_size: 8",
+            ],
+        ),
+        (
+            "Interp",
+            "interp_param",
+            &[
+                "zoom_factor: 2",
+                "shrink_factor: 2",
+                "height: 3 width: 5",
+                "pad_beg: -1",
+            ],
+        ),
+        ("Axpy", "", &[]),
+        ("Sigmoid", "", &[]),
+        ("TanH", "", &[]),
+        ("AbsVal", "", &[]),
+        ("BNLL", "", &[]),
+        ("Silence", "", &[]),
+    ];
+    const INPUTS: &[&str] = &[
+        "dim: 1 dim: 4 dim: 6 dim: 6",
+        "dim: 2 dim: 6 dim: 5 dim: 5",
+        "dim: 1 dim: 4",
+        "dim: 2 dim: 3 dim: 4",
+        "dim: 1 dim: 4 dim: 1 dim: 1",
+    ];
+    // HOSTILE_SEED and HOSTILE_RUNS widen the search by hand (200,000 nets: 5 s in
+    // release).
+    let env = |k: &str| std::env::var(k).ok().and_then(|v| v.parse::<u64>().ok());
+    let mut seed = env("HOSTILE_SEED").unwrap_or(0x3434_5eed_u64);
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let (mut runs, mut models) = (0, 0);
+    let start = Instant::now();
+    for _ in 0..env("HOSTILE_RUNS").unwrap_or(1500) {
+        let input = INPUTS[(next() as usize) % INPUTS.len()];
+        let mut text = format!("input: 'data' input_shape {{ {input} }}\n");
+        let mut last = "data".to_string();
+        for li in 0..(1 + next() % 3) {
+            let (kind, param, fields) = LAYERS[(next() as usize) % LAYERS.len()];
+            let mut params = String::new();
+            if !fields.is_empty() {
+                for _ in 0..(next() % 4) {
+                    params.push_str(fields[(next() as usize) % fields.len()]);
+                    params.push(' ');
+                }
+            }
+            let extra_bottoms = match kind {
+                "Concat" | "Eltwise" | "Crop" | "PriorBox" => format!("bottom: '{last}'"),
+                "Axpy" => format!("bottom: '{last}' bottom: '{last}'"),
+                _ => String::new(),
+            };
+            let tops = match kind {
+                "Slice" | "Split" => format!("top: 'l{li}' top: 'l{li}b'"),
+                "Silence" => String::new(),
+                _ => format!("top: 'l{li}'"),
+            };
+            let body = if param.is_empty() {
+                String::new()
+            } else {
+                format!("{param} {{ {params}}}")
+            };
+            text.push_str(&format!(
+                "layer {{ name: 'l{li}' type: '{kind}' bottom: '{last}' {extra_bottoms} {tops} {body} }}\n"
+            ));
+            last = format!("l{li}");
+        }
+        models += usize::from(tensorfmt_lower::fuzzing::prototxt_to_onnx(&text));
+        runs += 1;
+    }
+    println!(
+        "{runs} random nets, {models} converted, {:?}",
+        start.elapsed()
+    );
+    assert!(models > runs / 5, "{models} of {runs}");
+}
+
+/// The `caffe_to_onnx` fuzz target's seeds (`fuzz/seeds/caffe_to_onnx/`, issue 34's
+/// hostile nets) and mutations of them with its dictionary's tokens
+/// (`fuzz/dicts/caffe_to_onnx.dict`), through the target's body: a model or an error,
+/// never a panic or "(a lowering bug)", each in bounded time.
+#[test]
+fn fuzz_seeds_and_dictionary_mutations_never_panic() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz");
+    let dict = std::fs::read_to_string(root.join("dicts/caffe_to_onnx.dict")).unwrap();
+    let tokens: Vec<String> = dict
+        .lines()
+        .filter(|l| l.starts_with('"'))
+        .map(|l| {
+            l.trim_matches('"')
+                .replace("\\\"", "\"")
+                .replace("\\xef\\xbb\\xbf", "\u{feff}")
+        })
+        .collect();
+    assert!(tokens.len() > 40, "{} tokens", tokens.len());
+    let mut seeds: Vec<_> = std::fs::read_dir(root.join("seeds/caffe_to_onnx"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    seeds.sort();
+    assert!(seeds.len() >= 19, "{} seeds", seeds.len());
+    let mut seed = 0x34_d1c7_u64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    for path in &seeds {
+        let text = std::fs::read_to_string(path).unwrap();
+        let t = Instant::now();
+        tensorfmt_lower::fuzzing::prototxt_to_onnx(&text);
+        for _ in 0..20 {
+            let mut m = text.clone();
+            let mut at = (next() as usize) % (m.len() + 1);
+            while !m.is_char_boundary(at) {
+                at -= 1;
+            }
+            m.insert_str(at, &tokens[(next() as usize) % tokens.len()]);
+            tensorfmt_lower::fuzzing::prototxt_to_onnx(&m);
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "{}: {:?}",
+            path.display(),
+            t.elapsed()
+        );
+    }
+}
