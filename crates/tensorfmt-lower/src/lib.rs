@@ -493,6 +493,7 @@ pub fn lower(
     let batch_axes = if opts.dynamic_batch {
         check_dynamic_batch(
             net,
+            &caffe_shapes,
             &graph_inputs,
             &graph.b,
             &nodes,
@@ -647,6 +648,7 @@ fn propagate(
 #[allow(clippy::too_many_arguments)]
 fn check_dynamic_batch(
     net: &NetDef,
+    declared: &tensorfmt_caffe::NetShapes,
     inputs: &[Value],
     b: &Builder,
     nodes: &[tensorfmt_onnx::proto::NodeProto],
@@ -689,6 +691,22 @@ fn check_dynamic_batch(
                 "--dynamic-batch: the net does not take a batch of {at}: {e}"
             ))
         })?;
+        // The weights are fixed: a layer whose parameter shapes change with the batch
+        // (a Permute moved the batch onto the channels a Convolution reads) has no
+        // model for another batch.
+        for (li, (at_b, at_b0)) in caffe.layers.iter().zip(&declared.layers).enumerate() {
+            if at_b.params != at_b0.params {
+                return Err(layer_err(
+                    &net.layers[li],
+                    format!(
+                        "--dynamic-batch: its weights' shapes depend on the batch ({:?} at batch \
+                         {b0}, {:?} at batch {at}: the batch reaches an axis its weights \
+                         cover); convert with a fixed batch (--input-shape) instead",
+                        at_b0.params, at_b.params
+                    ),
+                ));
+            }
+        }
         let mut shapes: HashMap<String, Vec<usize>> = bigger.iter().cloned().collect();
         propagate(b, nodes, &mut shapes);
         for v in verified

@@ -127,8 +127,24 @@ fn lower_text(text: &str, opts: &LowerOptions) -> Result<Lowered, LowerError> {
     };
     let net =
         tensorfmt_caffe::parse_net(text, schema, &Default::default()).map_err(LowerError::from)?;
-    let mut none: HashMap<String, Vec<tensorfmt_core::Tensor>> = HashMap::new();
-    lower(&net, &mut none, opts)
+    // Zero blobs of the shapes Caffe gives the layers (none where its rules refuse).
+    let mut blobs: HashMap<String, Vec<tensorfmt_core::Tensor>> = HashMap::new();
+    if let Ok(shapes) = tensorfmt_caffe::infer_shapes(&net, &opts.input_shapes) {
+        for (l, s) in net.layers.iter().zip(&shapes.layers) {
+            if !s.params.is_empty() {
+                let zeros = s.params.iter().map(|p| {
+                    tensorfmt_core::Tensor::zeros(
+                        tensorfmt_core::DType::F32,
+                        p.clone(),
+                        tensorfmt_core::Order::RowMajor,
+                    )
+                    .unwrap()
+                });
+                blobs.insert(l.name.clone(), zeros.collect());
+            }
+        }
+    }
+    lower(&net, &mut blobs, opts)
 }
 
 /// CPU time of this thread (tests run side by side: the process's would count theirs).
@@ -262,6 +278,20 @@ fn dynamic_batch_declares_only_axes_that_are_the_batch() {
     )
     .unwrap();
     assert_eq!(output_dims(&l, 0), ["3", "N", "2", "2"]);
+    // ... but not onto the channels a Convolution's weights cover (found by the Python
+    // twin of this suite: onnxruntime failed at batch 2).
+    let e = lower_text(
+        &format!("{DATA}layer {{ name: 'p' type: 'Permute' bottom: 'data' top: 'y' permute_param {{ order: 1 }} }}\n\
+                  layer {{ name: 'c' type: 'Convolution' bottom: 'y' top: 'z' convolution_param {{ num_output: 2 kernel_size: 1 }} }}"),
+        &dynamic(),
+    )
+    .map(|_| ())
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("layer \"c\"") && e.contains("weights' shapes depend on the batch"),
+        "{e}"
+    );
     // An ordinary net: the batch on axis 0 of input and output.
     let l = lower_text(
         &format!("{DATA}layer {{ name: 'r' type: 'ReLU' bottom: 'data' top: 'y' }}"),
