@@ -59,8 +59,8 @@ pub enum LowerError {
 }
 
 impl LowerError {
-    /// `self` named as a problem of the file at `path`, unless it names its file
-    /// already (an I/O error with a path, a fork schema's error).
+    /// `self` named as a problem of the file at `path`, unless it names that file
+    /// already (an I/O error with its path, a fork schema's error).
     ///
     /// ```
     /// use tensorfmt_lower::LowerError;
@@ -69,12 +69,16 @@ impl LowerError {
     /// assert!(matches!(e.inner(), LowerError::Net(_)));
     /// ```
     pub fn in_file(self, path: &std::path::Path) -> LowerError {
+        let shown = path.display().to_string();
+        if self.to_string().contains(&shown) {
+            return self;
+        }
         match &self {
             LowerError::File { .. }
             | LowerError::Caffe(tensorfmt_caffe::CaffeError::Schema { .. }) => self,
             LowerError::Core(tensorfmt_core::Error::Io { path, .. }) if !path.is_empty() => self,
             _ => LowerError::File {
-                path: path.display().to_string(),
+                path: shown,
                 source: Box::new(self),
             },
         }

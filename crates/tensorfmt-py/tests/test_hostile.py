@@ -346,7 +346,7 @@ def test_random_nets_fail_clearly_or_convert_to_a_model_onnxruntime_runs(tmp_pat
     """Random nets of every family, with random weights: each conversion either fails
     with a TensorfmtError (never "a lowering bug") or gives a model onnx.checker accepts
     and onnxruntime runs, outputs of the declared shapes."""
-    rng = np.random.default_rng(34 + dynamic)
+    rng = np.random.default_rng(int(os.environ.get("HOSTILE_SEED", 34)) + dynamic)
     converted = 0
     for i in range(int(os.environ.get("HOSTILE_RUNS", 300))):
         text = random_net(rng)
