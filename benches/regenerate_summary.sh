@@ -9,7 +9,7 @@
 #
 #   bash benches/regenerate_summary.sh [REPEAT] [OUT]     (default 5, benches/SUMMARY.md)
 #
-# Environment: GROWTH_CPU (default 1: the growth sweep times CPU, not wall, on both
+# Environment: PINK_BIN (a CPU build of PINK 2.5 for the mapping section), GROWTH_CPU (default 1: the growth sweep times CPU, not wall, on both
 # sides; set GROWTH_CPU= to time wall), PEAK_MIB (default 2048: the dense PVP of the
 # peak-memory rows; it needs about 2 x PEAK_MIB of free disk in ${TMPDIR:-/tmp}).
 #
@@ -157,8 +157,18 @@ MODEL.caffemodel OUT.onnx --prototxt as a child process (start-up included) agai
 caffe_pb2's NetParameter.ParseFromString of the same file in-process, alternated; then
 onnx.checker and onnxruntime against OpenCV's readNetFromCaffe on one input." \
         bash benches/caffe_onnx.sh "$REPEAT"
+    if [ -n "${PINK_BIN:-}" ]; then
+        section "PINK mapping against Pink --cuda-off (issue 32)" \
+"tensorfmt som-map against PINK 2.5's own CPU mapper (PINK_BIN, a CPU build of HITS-AIN/PINK
+tag 2.5) on the same threads, one run each (PINK takes minutes): wall and CPU time, peak
+resident set (GNU time), and the two tools' mapping and rotation/flip files compared
+byte for byte." \
+            "$PY" benches/python/bench_pink_mapping.py --tensorfmt target/release/tensorfmt
+    else
+        missing "PINK mapping against Pink --cuda-off (issue 32)" "PINK_BIN is not set (a CPU build of PINK 2.5)"
+    fi
 else
-    for t in "Python (issue 13)" "Python spaces (issue 26)" "Python on dask (issue 27)" "xarray and VirtualiZarr (issue 31)" "Caffe -> ONNX (issue 22)"; do
+    for t in "Python (issue 13)" "Python spaces (issue 26)" "Python on dask (issue 27)" "xarray and VirtualiZarr (issue 31)" "Caffe -> ONNX (issue 22)" "PINK mapping against Pink --cuda-off (issue 32)"; do
         missing "$t" "the package is not installed in $PY (run cargo xtask test --python-only)"
     done
 fi

@@ -42,6 +42,7 @@ pub const KNOWN_LAYER_TYPES: &[&str] = &[
     "InnerProduct",
     "Log",
     "LRN",
+    "LSTM",
     "MVN",
     "Parameter",
     "Pooling",
@@ -50,6 +51,7 @@ pub const KNOWN_LAYER_TYPES: &[&str] = &[
     "Reduction",
     "ReLU",
     "Reshape",
+    "RNN",
     "Scale",
     "Sigmoid",
     "Silence",
@@ -70,6 +72,8 @@ pub const KNOWN_LAYER_TYPES: &[&str] = &[
     "Permute",
     "PriorBox",
     "PriorBoxClustered",
+    "Region",
+    "Reorg",
     "ShuffleChannel",
     "Upsample",
 ];
@@ -459,7 +463,7 @@ fn other_shapes(l: &LayerDef, bottoms: &[Vec<usize>]) -> R<Shapes> {
     let n_tops = l.tops.len();
     match l.kind.as_str() {
         "AbsVal" | "BNLL" | "Clip" | "Dropout" | "ELU" | "Exp" | "Log" | "Power" | "ReLU"
-        | "Sigmoid" | "Swish" | "TanH" | "Threshold" | "MVN" => {
+        | "Sigmoid" | "Swish" | "TanH" | "Threshold" => {
             exactly(bottoms, 1)?;
             // Exp and Log: `base` is positive or -1 (e) (ExpLayer / LogLayer::LayerSetUp).
             let base = match l.kind.as_str() {
@@ -476,6 +480,20 @@ fn other_shapes(l: &LayerDef, bottoms: &[Vec<usize>]) -> R<Shapes> {
             }
             Ok((vec![bottoms[0].clone()], vec![]))
         }
+        "MVN" => {
+            exactly(bottoms, 1)?;
+            // MVNLayer reads num(), channels(), height(), width(): Caffe's legacy
+            // accessors, which refuse blobs of more than 4 axes.
+            if bottoms[0].len() > 4 {
+                return Err(format!(
+                    "input {:?} has {} axes; MVN reads at most 4 (num, channels, height, width)",
+                    bottoms[0],
+                    bottoms[0].len()
+                ));
+            }
+            Ok((vec![bottoms[0].clone()], vec![]))
+        }
+        "LSTM" | "RNN" => recurrent(l, bottoms),
         "Split" => {
             exactly(bottoms, 1)?;
             Ok((vec![bottoms[0].clone(); n_tops], vec![]))
@@ -896,6 +914,7 @@ fn other_shapes(l: &LayerDef, bottoms: &[Vec<usize>]) -> R<Shapes> {
                 .ok_or("overflow")?;
             Ok((vec![vec![1, 2, len]], vec![]))
         }
+        "DetectionOutput" if l.is_yolo_detection_output() => yolo_detection_output(l, bottoms),
         "DetectionOutput" => {
             at_least(bottoms, 3)?;
             if bottoms.len() > 4 {
@@ -993,6 +1012,8 @@ fn other_shapes(l: &LayerDef, bottoms: &[Vec<usize>]) -> R<Shapes> {
             Ok((vec![vec![b[0], b[1], h, w]], vec![]))
         }
         "Interp" => interp(l, bottoms),
+        "Reorg" => reorg(l, bottoms),
+        "Region" => region(l, bottoms),
         other => Err(format!("no shape rule for layer type {other:?}")),
     }
 }
@@ -1540,6 +1561,247 @@ fn interp(l: &LayerDef, bottoms: &[Vec<usize>]) -> R<Shapes> {
     Ok((vec![vec![b[0], b[1], h as usize, w as usize]], vec![]))
 }
 
+/// The YOLOv2 ports' `Reorg` (gklz1982/caffe-yolov2 and BirdeeChen/caffe_yolo_v2
+/// `reorg_layer.cpp`): `[N, C, H, W]` to `[N, C s², H/s, W/s]`, or with `reverse` to
+/// `[N, C/s², H s, W s]`. The ports do not check divisibility (their loops then read
+/// outside the input): refused here, naming the numbers. An unset stride is 2
+/// (choasup/caffe-yolo9000's default and OpenCV's; gklz1982's and BirdeeChen's ports
+/// require the field).
+fn reorg(l: &LayerDef, bottoms: &[Vec<usize>]) -> R<Shapes> {
+    exactly(bottoms, 1)?;
+    let b = &bottoms[0];
+    if b.len() != 4 {
+        return Err(format!("input must have 4 axes, got {b:?}"));
+    }
+    let rp = l.param.reorg_param.unwrap_or_default();
+    let s = rp.stride.unwrap_or(2) as usize;
+    if s == 0 {
+        return Err("reorg_param.stride must be positive, got 0".into());
+    }
+    let ss = s.checked_mul(s).ok_or("stride overflows")?;
+    if b[1] % ss != 0 {
+        return Err(format!(
+            "reorg stride {s}: the {} input channels are not a multiple of stride² = {ss}",
+            b[1]
+        ));
+    }
+    let top = if rp.reverse() {
+        vec![
+            b[0],
+            b[1] / ss,
+            b[2].checked_mul(s).ok_or("overflow")?,
+            b[3].checked_mul(s).ok_or("overflow")?,
+        ]
+    } else {
+        for (what, d) in [("height", b[2]), ("width", b[3])] {
+            if d % s != 0 {
+                return Err(format!(
+                    "reorg stride {s} does not divide the input {what} {d}"
+                ));
+            }
+        }
+        vec![
+            b[0],
+            b[1].checked_mul(ss).ok_or("overflow")?,
+            b[2] / s,
+            b[3] / s,
+        ]
+    };
+    Ok((vec![top], vec![]))
+}
+
+impl LayerDef {
+    /// Whether this `DetectionOutput` is the YOLOv2 ports' layer of that name
+    /// (gklz1982/caffe-yolov2, BirdeeChen/caffe_yolo_v2: Darknet's box decoding and
+    /// NMS over one bottom) rather than SSD's: it sets one of the YOLO ports' fields
+    /// (`side`, `classes`, `num_box`, `coords`, `nms_threshold`, `biases`,
+    /// `label_map_file`) or has a single bottom (SSD's takes three or four).
+    ///
+    /// ```
+    /// use tensorfmt_caffe::{parse_net, Schema};
+    /// let net = parse_net("layer { name: 'o' type: 'DetectionOutput' bottom: 'x' top: 'o' \
+    ///     detection_output_param { classes: 20 biases: 1.08 biases: 1.19 } }",
+    ///     Schema::builtin(), &Default::default())?;
+    /// assert!(net.layers[0].is_yolo_detection_output());
+    /// # Ok::<(), tensorfmt_caffe::CaffeError>(())
+    /// ```
+    pub fn is_yolo_detection_output(&self) -> bool {
+        if self.kind != "DetectionOutput" {
+            return false;
+        }
+        let yolo_fields = self.param.detection_output_param.as_ref().is_some_and(|p| {
+            p.side.is_some()
+                || p.classes.is_some()
+                || p.num_box.is_some()
+                || p.coords.is_some()
+                || p.nms_threshold.is_some()
+                || !p.biases.is_empty()
+                || p.label_map_file.is_some()
+        });
+        yolo_fields || self.bottoms.len() == 1
+    }
+}
+
+/// The YOLOv2 ports' `DetectionOutput` (BirdeeChen/caffe_yolo_v2
+/// `detection_output_layer.cpp`): one bottom `[1, num_box (5 + classes), side, side]`
+/// (its `Reshape` checks the batch is 1; its loops index `side` x `side` cells, so the
+/// map must be that size), `2 num_box` biases; top `[1, 1, 1, 7]` at setup (the
+/// forward resizes it to the detections kept).
+fn yolo_detection_output(l: &LayerDef, bottoms: &[Vec<usize>]) -> R<Shapes> {
+    exactly(bottoms, 1)?;
+    let b = &bottoms[0];
+    let p = l.param.detection_output_param.clone().unwrap_or_default();
+    if b.len() != 4 {
+        return Err(format!("input must have 4 axes, got {b:?}"));
+    }
+    if b[0] != 1 {
+        return Err(format!(
+            "the YOLO DetectionOutput takes a batch of 1 (its Reshape checks num() == 1), got {}",
+            b[0]
+        ));
+    }
+    let side = u(p.side());
+    if b[2] != side || b[3] != side {
+        return Err(format!(
+            "side {side}, but the input map is {} x {}",
+            b[2], b[3]
+        ));
+    }
+    let classes = u(p.classes.or(p.num_classes).unwrap_or(20));
+    let boxes = u(p.num_box());
+    let want = classes
+        .checked_add(5)
+        .and_then(|v| v.checked_mul(boxes))
+        .ok_or("overflow")?;
+    if b[1] != want || want == 0 {
+        return Err(format!(
+            "{} input channels, but num_box {boxes} x (5 + classes {classes}) = {want}",
+            b[1]
+        ));
+    }
+    if p.biases.len() < 2 * boxes {
+        return Err(format!(
+            "{} biases, num_box {boxes} needs {} (a width and a height each)",
+            p.biases.len(),
+            2 * boxes
+        ));
+    }
+    Ok((vec![vec![1, 1, 1, 7]], vec![]))
+}
+
+/// BirdeeChen/caffe_yolo_v2's `Region` (`region_layer.cpp`): same shape; the channels
+/// must hold `boxes_of_each_grid` boxes of `coords + 1 + classes` entries (the port
+/// indexes them so without checking).
+fn region(l: &LayerDef, bottoms: &[Vec<usize>]) -> R<Shapes> {
+    exactly(bottoms, 1)?;
+    let b = &bottoms[0];
+    if b.len() != 4 {
+        return Err(format!("input must have 4 axes, got {b:?}"));
+    }
+    let rp = l.param.region_param.clone().unwrap_or_default();
+    let per_box = u(rp.coords())
+        .checked_add(1)
+        .and_then(|v| v.checked_add(u(rp.classes())))
+        .ok_or("overflow")?;
+    let want = per_box
+        .checked_mul(u(rp.boxes_of_each_grid()))
+        .ok_or("overflow")?;
+    if b[1] != want || want == 0 {
+        return Err(format!(
+            "{} input channels, but boxes_of_each_grid {} x (coords {} + 1 + classes {}) = {want}",
+            b[1],
+            rp.boxes_of_each_grid(),
+            rp.coords(),
+            rp.classes()
+        ));
+    }
+    Ok((vec![b.clone()], vec![]))
+}
+
+/// BVLC `LSTM` and `RNN` (`recurrent_layer.cpp` `LayerSetUp`/`Reshape`,
+/// `lstm_layer.cpp`, `rnn_layer.cpp`): bottoms `x` `[T, N, ...]`, `cont` `[T, N]`, an
+/// optional static input `[N, ...]`, then with `expose_hidden` the initial states
+/// `[1, N, H]` (LSTM h_0, c_0; RNN h_0). Tops: `[T, N, H]`, then with `expose_hidden`
+/// the final states. Blobs: LSTM `W_xc [4H, D]`, `b_c [4H]`, (`W_xc_static [4H, S]`),
+/// `W_hc [4H, H]`; RNN `W_xh [H, D]`, `b_h [H]`, (`W_xh_static [H, S]`), `W_hh [H, H]`,
+/// `W_ho [H, H]`, `b_o [H]`, with `D` and `S` the inputs' dims after the first two /
+/// the first, multiplied.
+fn recurrent(l: &LayerDef, bottoms: &[Vec<usize>]) -> R<Shapes> {
+    let lstm = l.kind == "LSTM";
+    let rp = l.param.recurrent_param.clone().unwrap_or_default();
+    let n_recur = if lstm { 2 } else { 1 };
+    let exposed = if rp.expose_hidden() { n_recur } else { 0 };
+    let min = 2 + exposed;
+    if bottoms.len() < min || bottoms.len() > min + 1 {
+        return Err(format!(
+            "takes {min} or {} bottoms (x, cont, [x_static]{}), got {}",
+            min + 1,
+            match (rp.expose_hidden(), lstm) {
+                (false, _) => "",
+                (true, true) => ", h_0, c_0",
+                (true, false) => ", h_0",
+            },
+            bottoms.len()
+        ));
+    }
+    let h = u(rp.num_output());
+    if h == 0 {
+        return Err("recurrent_param.num_output must be positive".into());
+    }
+    let x = &bottoms[0];
+    if x.len() < 2 {
+        return Err(format!(
+            "x {x:?} must have at least 2 axes (timesteps T, streams N, ...)"
+        ));
+    }
+    let (t, n) = (x[0], x[1]);
+    let cont = &bottoms[1];
+    if cont.len() != 2 || cont[0] != t || cont[1] != n {
+        return Err(format!(
+            "cont {cont:?} must be [T, N] = [{t}, {n}] (x is {x:?})"
+        ));
+    }
+    let d = count(&x[2..])?;
+    let static_input = bottoms.len() > 2 + exposed;
+    let mut s_dim = None;
+    if static_input {
+        let xs = &bottoms[2];
+        if xs.is_empty() || xs[0] != n {
+            return Err(format!(
+                "static input {xs:?} must be [N, ...] with N = {n} (the streams of x {x:?})"
+            ));
+        }
+        s_dim = Some(count(&xs[1..])?);
+    }
+    let state = vec![1, n, h];
+    let first_state = 2 + usize::from(static_input);
+    for (j, b) in bottoms.iter().enumerate().skip(first_state) {
+        if *b != state {
+            let what = ["h_0", "c_0"][j - first_state];
+            return Err(format!(
+                "{what} {b:?} must be [1, N, num_output] = {state:?}"
+            ));
+        }
+    }
+    let rows = if lstm {
+        h.checked_mul(4).ok_or("overflow")?
+    } else {
+        h
+    };
+    let mut params = vec![vec![rows, d], vec![rows]];
+    if let Some(s) = s_dim {
+        params.push(vec![rows, s]);
+    }
+    params.push(vec![rows, h]);
+    if !lstm {
+        params.push(vec![h, h]);
+        params.push(vec![h]);
+    }
+    let mut tops = vec![vec![t, n, h]];
+    tops.extend(std::iter::repeat_n(state, exposed));
+    Ok((tops, params))
+}
+
 /// Random parameter blobs for every layer with parameters, shaped by `shapes`, for
 /// tests that write a caffemodel with [`crate::write_weights_model`]. Deterministic for
 /// a seed. Weights are uniform in ±sqrt(3 / fan_in) (variance 1/fan_in), biases in
@@ -1596,6 +1858,11 @@ fn param_range(l: &LayerDef, j: usize, shape: &[usize], s: &LayerShapes) -> (f32
         ("Scale", 0) if s.bottoms.len() == 1 => (0.5, 1.5),
         ("Normalize", _) => (0.5, 1.5),
         ("PReLU", _) => (0.0, 0.5),
+        // Recurrent weight matrices [rows, fan_in]; their biases stay in ±0.1.
+        ("LSTM" | "RNN", _) if shape.len() == 2 => {
+            let a = (3.0 / shape[1].max(1) as f32).sqrt();
+            (-a, a)
+        }
         ("Convolution" | "ConvolutionDepthwise" | "Deconvolution" | "InnerProduct", 0) => {
             let fan_in: usize = match kind {
                 "InnerProduct" => {

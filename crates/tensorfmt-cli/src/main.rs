@@ -1,4 +1,4 @@
-//! The `tensorfmt` command-line tool: `inspect`, `convert`, `validate`, `diff`,
+//! The `tensorfmt` command-line tool: `inspect`, `convert`, `validate`, `diff`, `som-map`,
 //! `render`, `formats` and `completions`. `docs/cli.md` describes every command and
 //! the JSON shape of each `--json` output.
 //!
@@ -28,6 +28,7 @@ mod paths;
 mod pool;
 mod progress;
 mod signals;
+mod som_map;
 mod text;
 
 pub(crate) use failure::Failure;
@@ -324,6 +325,13 @@ Example:
         #[arg(long)]
         json: bool,
     },
+    /// Map PINK data onto a SOM as `Pink --cuda-off --map` does: PINK's mapping and rotation/flip files.
+    #[command(after_help = "\
+Example:
+  $ tensorfmt som-map images.bin som.bin images.map --rot-flip images.rotflip
+  images.map and images.rotflip: mapped 1000 entries onto a cartesian 10x10 SOM (100 neurons 91x91), 360 rotations and flips, quadratic distance 45
+  $ tensorfmt som-map images.bin som.bin out.map -n 8 --flip-off --euclidean-distance-shape circular")]
+    SomMap(som_map::SomMapArgs),
     /// List every format: what is read and written, its file kinds and extensions.
     #[command(after_help = "\
 Example:
@@ -545,6 +553,7 @@ fn main() -> ExitCode {
             quiet,
             json,
         } => commands::render(&file, &output, counts, frame, layer, force, quiet, json),
+        Command::SomMap(args) => som_map::som_map(&args),
         Command::Formats { json } => formats_cmd::formats(json),
         Command::Completions { shell } => {
             let mut out = Vec::new();

@@ -34,11 +34,11 @@ pub(crate) fn attr(name: &str, v: A) -> AttributeProto {
     };
     match v {
         A::I(i) => {
-            a.i = i;
+            a.i = Some(i);
             a.set_type(AttributeType::Int);
         }
         A::F(f) => {
-            a.f = f;
+            a.f = Some(f);
             a.set_type(AttributeType::Float);
         }
         A::S(v) => {
@@ -212,7 +212,10 @@ fn ints(n: &NodeProto, name: &str) -> Option<Vec<i64>> {
         .map(|a| a.ints.clone())
 }
 fn int(n: &NodeProto, name: &str) -> Option<i64> {
-    n.attribute.iter().find(|a| a.name == name).map(|a| a.i)
+    n.attribute
+        .iter()
+        .find(|a| a.name == name)
+        .and_then(|a| a.i)
 }
 
 fn broadcast(shapes: &[&Vec<usize>]) -> Option<Vec<usize>> {
@@ -482,6 +485,39 @@ pub(crate) fn onnx_shapes(
                 return None;
             }
             one(o)
+        }
+        "ConstantOfShape" => {
+            let dims = consts.get(n.input.first()?)?;
+            let o: Option<Vec<usize>> = dims.iter().map(|&d| usize::try_from(d).ok()).collect();
+            one(o?)
+        }
+        "LSTM" | "RNN" => {
+            // X [seq, batch, input], W [dirs, gates * H, input], R [dirs, gates * H, H];
+            // outputs Y [seq, dirs, batch, H], Y_h (and LSTM's Y_c) [dirs, batch, H].
+            let x = x()?;
+            let w = ins.get(1).copied().flatten()?;
+            let r = ins.get(2).copied().flatten()?;
+            let h = usize::try_from(int(n, "hidden_size")?).ok()?;
+            let gates = if n.op_type == "LSTM" { 4 } else { 1 };
+            if x.len() != 3 || w.len() != 3 || r.len() != 3 || w[2] != x[2] {
+                return None;
+            }
+            if w[1] != gates * h || r[1] != gates * h || r[2] != h || r[0] != w[0] {
+                return None;
+            }
+            let state = vec![w[0], x[1], h];
+            for i in [5, 6].iter().take(if gates == 4 { 2 } else { 1 }) {
+                if let Some(s) = ins.get(*i).copied().flatten() {
+                    if *s != state {
+                        return None;
+                    }
+                }
+            }
+            let mut outs = vec![vec![x[0], w[0], x[1], h], state.clone()];
+            if gates == 4 {
+                outs.push(state);
+            }
+            Some(outs)
         }
         _ => None,
     }

@@ -201,7 +201,7 @@ pub fn lower(
             let unknown: Vec<UnsupportedLayer> = net
                 .layers
                 .iter()
-                .filter(|l| layers::lookup(&l.kind).is_none())
+                .filter(|l| layers::lookup_layer(l).is_none())
                 .map(|l| UnsupportedLayer {
                     name: l.name.clone(),
                     kind: l.kind.clone(),
@@ -335,7 +335,7 @@ pub fn lower(
         let expected = &layer_shapes.tops;
         let layer_blobs = blobs.take(&l.name).unwrap_or_default();
         let first_node = graph.b.nodes.len();
-        let lowered = match layers::lookup(&l.kind) {
+        let lowered = match layers::lookup_layer(l) {
             Some(lowering) => lowering.run(&mut layers::LayerCx {
                 g: &mut graph,
                 layer: l,

@@ -525,8 +525,8 @@ fn lrn_parameters_onnxruntime_refuses_are_lowered_another_way() {
     let g = l.model.graph.as_ref().unwrap();
     let lrn = g.node.iter().find(|n| n.op_type == "LRN").unwrap();
     let attr = |n: &str| lrn.attribute.iter().find(|a| a.name == n).unwrap();
-    assert_eq!(attr("size").i, 5, "2 * 3 channels - 1");
-    assert!((attr("alpha").f - 5.0 / 2147483647.0).abs() < 1e-12);
+    assert_eq!(attr("size").i(), 5, "2 * 3 channels - 1");
+    assert!((attr("alpha").f() - 5.0 / 2147483647.0).abs() < 1e-12);
 }
 
 /// §4: Upsample's output must be the input of the pooling whose mask it reads: ONNX's
@@ -889,6 +889,36 @@ fn random_layer_parameters_never_reach_a_lowering_bug() {
             ],
         ),
         ("Axpy", "", &[]),
+        (
+            "MVN",
+            "mvn_param",
+            &[
+                "normalize_variance: false",
+                "across_channels: true",
+                "eps: 0",
+            ],
+        ),
+        (
+            "Reorg",
+            "reorg_param",
+            &["stride: 2", "stride: 3", "reverse: true"],
+        ),
+        (
+            "Region",
+            "region_param",
+            &[
+                "classes: 1",
+                "coords: 4",
+                "boxes_of_each_grid: 1",
+                "softmax: true",
+            ],
+        ),
+        (
+            "LSTM",
+            "recurrent_param",
+            &["num_output: 2", "expose_hidden: true"],
+        ),
+        ("RNN", "recurrent_param", &["num_output: 2"]),
         ("Sigmoid", "", &[]),
         ("TanH", "", &[]),
         ("AbsVal", "", &[]),
@@ -928,7 +958,9 @@ fn random_layer_parameters_never_reach_a_lowering_bug() {
                 }
             }
             let extra_bottoms = match kind {
-                "Concat" | "Eltwise" | "Crop" | "PriorBox" => format!("bottom: '{last}'"),
+                "Concat" | "Eltwise" | "Crop" | "PriorBox" | "LSTM" | "RNN" => {
+                    format!("bottom: '{last}'")
+                }
                 "Axpy" => format!("bottom: '{last}' bottom: '{last}'"),
                 _ => String::new(),
             };

@@ -24,6 +24,7 @@ mod ops;
 mod progress;
 mod pvp;
 mod pvp_write;
+mod som_map;
 mod spaces;
 mod typed;
 mod values;
@@ -52,6 +53,17 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(typed::primitiv_model_entries, m)?)?;
     m.add_class::<typed::Som>()?;
     m.add_function(wrap_pyfunction!(typed::open_som, m)?)?;
+    for f in [
+        wrap_pyfunction!(som_map::som_map, m)?,
+        wrap_pyfunction!(som_map::som_map_files, m)?,
+        wrap_pyfunction!(som_map::som_geometry, m)?,
+        wrap_pyfunction!(som_map::som_transform, m)?,
+        wrap_pyfunction!(som_map::som_align, m)?,
+        wrap_pyfunction!(som_map::som_ids, m)?,
+        wrap_pyfunction!(som_map::som_write_data, m)?,
+    ] {
+        m.add_function(f)?;
+    }
     m.add_function(wrap_pyfunction!(ops::save, m)?)?;
     m.add_function(wrap_pyfunction!(ops::diff, m)?)?;
     m.add_function(wrap_pyfunction!(ops::formats, m)?)?;

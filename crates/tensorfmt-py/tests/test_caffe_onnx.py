@@ -244,7 +244,7 @@ def test_options_dynamic_batch_outputs_and_metadata(tmp_path):
 UNSUPPORTED_NET = """input: "data" input_shape { dim: 1 dim: 2 dim: 4 dim: 4 }
 layer { name: "t" type: "Tile" bottom: "data" top: "t" tile_param { axis: 1 tiles: 2 } }
 layer { name: "r" type: "ReLU" bottom: "t" top: "r" }
-layer { name: "m" type: "MVN" bottom: "r" top: "m" }
+layer { name: "m" type: "Reduction" bottom: "r" top: "m" }
 """
 
 
@@ -257,7 +257,7 @@ def test_unsupported_layers_are_all_listed_and_nothing_is_written(tmp_path):
     with pytest.raises(tensorfmt.TensorfmtError) as e:
         tensorfmt.caffe.to_onnx(w, prototxt, out)
     msg = str(e.value)
-    assert "2 unsupported layer(s): t (Tile), m (MVN)" in msg, msg
+    assert "2 unsupported layer(s): t (Tile), m (Reduction)" in msg, msg
     assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["u.prototxt", "w.caffemodel"]
 
 

@@ -323,6 +323,11 @@ RANDOM_LAYERS = [
     ("Sigmoid", "", []),
     ("TanH", "", []),
     ("Split", "", []),
+    ("MVN", "mvn_param", ["normalize_variance: false", "across_channels: true"]),
+    ("Reorg", "reorg_param", ["stride: 2", "stride: 3"]),
+    ("Region", "region_param", ["classes: 1", "coords: 4", "boxes_of_each_grid: 1", "softmax: true"]),
+    ("LSTM", "recurrent_param", ["num_output: 2", "expose_hidden: true"]),
+    ("RNN", "recurrent_param", ["num_output: 2"]),
 ]
 RANDOM_INPUTS = ["dim: 1 dim: 4 dim: 6 dim: 6", "dim: 2 dim: 6 dim: 5 dim: 5", "dim: 1 dim: 4", "dim: 2 dim: 3 dim: 4"]
 
@@ -333,7 +338,7 @@ def random_net(rng):
     for li in range(1 + rng.integers(3)):
         kind, param, fields = RANDOM_LAYERS[rng.integers(len(RANDOM_LAYERS))]
         params = " ".join(fields[rng.integers(len(fields))] for _ in range(rng.integers(4))) if fields else ""
-        extra = f"bottom: '{last}'" if kind in ("Concat", "Eltwise", "Crop", "PriorBox") else ""
+        extra = f"bottom: '{last}'" if kind in ("Concat", "Eltwise", "Crop", "PriorBox", "LSTM", "RNN") else ""
         tops = f"top: 'l{li}' top: 'l{li}b'" if kind in ("Slice", "Split") else f"top: 'l{li}'"
         body = f"{param} {{ {params} }}" if param else ""
         text += f"layer {{ name: 'l{li}' type: '{kind}' bottom: '{last}' {extra} {tops} {body} }}\n"

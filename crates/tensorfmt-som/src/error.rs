@@ -212,6 +212,17 @@ pub enum SomError {
         /// Why.
         reason: &'static str,
     },
+    /// A mapping or transform option, or an input of the mapping, that PINK refuses or
+    /// that does not fit the other inputs (`num_rot 6: must be 1 or a multiple of 4`).
+    #[error("{option} {value}: {reason}")]
+    MapOption {
+        /// The option or input (`num_rot`, `euclidean_distance_dim`, `channels`, ...).
+        option: &'static str,
+        /// The value given, printed.
+        value: String,
+        /// Why it is refused.
+        reason: String,
+    },
     /// Arguments given to a writer or converter that do not make a valid file.
     #[error("{0}")]
     InvalidInput(String),

@@ -51,10 +51,13 @@ mod error;
 mod facade;
 mod header;
 mod hex;
+pub mod ids;
 mod layout;
 mod legacy;
+pub mod mapping;
 pub mod ranged;
 mod read;
+pub mod transform;
 mod write;
 
 pub use error::{Result, SomError};

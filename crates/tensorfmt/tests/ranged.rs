@@ -108,7 +108,8 @@ fn remote_descriptions_agree_with_the_mapped_readers() {
         let infos: Vec<_> = remote.tensors.iter().map(|t| t.info.clone()).collect();
         assert_eq!(infos, mapped.tensors(), "{what}");
         assert_eq!(remote.header, mapped.header(), "{what}");
-        assert_eq!(remote.kind, mapped.kind(), "{what}");
+        assert_eq!(remote.kind, mapped.kind_id(), "{what}");
+        assert_eq!(remote.description, mapped.kind(), "{what}");
         let data = std::fs::read(path).unwrap();
         for t in &remote.tensors {
             let name = &t.info.name;

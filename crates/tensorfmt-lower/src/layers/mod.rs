@@ -1,5 +1,6 @@
 //! The registry: one lowering function per Caffe layer type, grouped by family
-//! (`conv`, `pool`, `act`, `norm`, `shape`, `ssd`, `detection`, `fork`).
+//! (`conv`, `pool`, `act`, `norm`, `shape`, `ssd`, `detection`, `fork`, `mvn`, `yolo`,
+//! `recurrent`).
 //!
 //! # The shape of a lowering
 //!
@@ -50,6 +51,9 @@
 //!    schema lacks goes into `proto/caffe.proto` first (see ARCHITECTURE.md, "fork
 //!    schemas").
 //! 2. Add one [`Lowering`] line to [`REGISTRY`]: type string, bottoms, tops, blobs.
+//!    A fork layer that reuses another layer's type string (the YOLOv2 ports'
+//!    `DetectionOutput`) goes into `VARIANTS` instead, with the `LayerDef` test that
+//!    tells it apart (and the same test guards its arm in `shapes.rs`).
 //! 3. Caffe's shape rule for the type goes into `tensorfmt-caffe`'s `shapes.rs`, with
 //!    the checks of the layer's `LayerSetUp` (the parameters Caffe refuses are refused
 //!    there, once, for `infer_shapes` and the lowering; non-finite floats that would
@@ -68,6 +72,8 @@
 
 use std::ops::RangeInclusive;
 
+use tensorfmt_caffe::LayerDef;
+
 use crate::error::{Fail, LResult};
 
 mod act;
@@ -75,10 +81,13 @@ mod context;
 mod conv;
 mod detection;
 mod fork;
+mod mvn;
 mod norm;
 mod pool;
+mod recurrent;
 mod shape;
 mod ssd;
+mod yolo;
 
 pub(crate) use context::{Graph, LayerCx};
 
@@ -196,6 +205,11 @@ const REGISTRY: &[Lowering] = &[
     entry("BN", 1..=1, 1..=1, ByParams, fork::bn),
     entry("Upsample", 1..=2, 1..=1, NONE, fork::upsample),
     entry("Interp", 1..=2, 1..=1, NONE, fork::interp),
+    entry("MVN", 1..=1, 1..=1, NONE, mvn::mvn),
+    entry("Reorg", 1..=1, 1..=1, NONE, yolo::reorg),
+    entry("Region", 1..=1, 1..=1, NONE, yolo::region),
+    entry("LSTM", 2..=5, 1..=3, ByParams, recurrent::lstm),
+    entry("RNN", 2..=4, 1..=2, ByParams, recurrent::rnn),
 ];
 
 /// Every Caffe layer type with a lowering, in registry order.
@@ -210,6 +224,31 @@ pub fn supported_layers() -> Vec<&'static str> {
 
 pub(crate) fn lookup(kind: &str) -> Option<&'static Lowering> {
     REGISTRY.iter().find(|l| l.kind == kind)
+}
+
+/// A test telling one fork's layer from another's of the same type string.
+type IsVariant = fn(&LayerDef) -> bool;
+
+/// Layers of one type string that forks gave different layers: told apart by their
+/// parameters (`LayerDef` decides), each with its own lowering and counts.
+const VARIANTS: &[(IsVariant, Lowering)] = &[(
+    LayerDef::is_yolo_detection_output,
+    entry(
+        "DetectionOutput",
+        1..=1,
+        1..=1,
+        NONE,
+        yolo::detection_output,
+    ),
+)];
+
+/// The lowering of `l`: its type's, or the fork variant its parameters name.
+pub(crate) fn lookup_layer(l: &LayerDef) -> Option<&'static Lowering> {
+    VARIANTS
+        .iter()
+        .find(|(is, _)| is(l))
+        .map(|(_, v)| v)
+        .or_else(|| lookup(&l.kind))
 }
 
 /// "1", "1 or 2", "at least 2", "1 to 3".

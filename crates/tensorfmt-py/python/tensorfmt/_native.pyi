@@ -28,6 +28,13 @@ __all__ = [
     "primitiv_model_entries",
     "Som",
     "open_som",
+    "som_map",
+    "som_map_files",
+    "som_geometry",
+    "som_transform",
+    "som_align",
+    "som_ids",
+    "som_write_data",
     "save",
     "diff",
     "formats",
@@ -198,6 +205,55 @@ class Som:
     def rotflip(self, e: int, n: int, numrot: int) -> Tuple[bool, float, int]: ...
 
 def open_som(path: _Path, kind: Optional[str] = None, strict: bool = False) -> Som: ...
+def som_map(
+    data_path: Optional[_Path],
+    data_array: Optional[Dict[str, Any]],
+    som_path: Optional[_Path],
+    som_array: Optional[Dict[str, Any]],
+    num_rot: int,
+    flip: bool,
+    neuron_dim: Optional[int],
+    euclidean_distance_dim: Optional[int],
+    euclidean_distance_shape: str,
+    interpolation: str,
+    threads: Optional[int],
+    progress: Optional[Callable[[int, int], Any]] = None,
+) -> Tuple[Array, Array, Array, Optional[Tuple[str, List[int]]]]: ...
+def som_map_files(
+    data: _Path,
+    som: _Path,
+    map_out: _Path,
+    rotflip_out: Optional[_Path],
+    ids: Optional[List[str]],
+    num_rot: int,
+    flip: bool,
+    neuron_dim: Optional[int],
+    euclidean_distance_dim: Optional[int],
+    euclidean_distance_shape: str,
+    interpolation: str,
+    threads: Optional[int],
+    progress: Optional[Callable[[int, int], Any]] = None,
+) -> Tuple[int, int, int]: ...
+def som_geometry(
+    image_dims: List[int],
+    neuron_dims: List[int],
+    num_rot: int,
+    flip: bool,
+    neuron_dim: Optional[int],
+    euclidean_distance_dim: Optional[int],
+    euclidean_distance_shape: str,
+    interpolation: str,
+) -> Tuple[int, int, int, int, int]: ...
+def som_transform(
+    image: bytes, channels: int, image_dim: int, neuron_dim: int, num_rot: int, flip: bool, t: int, interpolation: str
+) -> bytes: ...
+def som_align(
+    neuron: bytes, channels: int, neuron_dim: int, image_dim: int, num_rot: int, flip: bool, t: int
+) -> bytes: ...
+def som_ids(path: _Path) -> Optional[List[str]]: ...
+def som_write_data(
+    path: _Path, data: Dict[str, Any], ids: Optional[List[str]] = None, comments: Optional[List[str]] = None
+) -> int: ...
 def primitiv_model_entries(
     path: _Path, strict: bool = False
 ) -> Optional[List[Tuple[str, str, List[Tuple[str, str]]]]]: ...
