@@ -472,7 +472,7 @@ fn other_shapes(l: &LayerDef, bottoms: &[Vec<usize>]) -> R<Shapes> {
                 _ => None,
             };
             if let Some((what, base)) = base {
-                if base != -1.0 && !(base > 0.0) {
+                if base != -1.0 && base.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
                     return Err(format!(
                         "{what} must be strictly positive (or -1 for e), got {base}"
                     ));
@@ -1492,7 +1492,7 @@ fn prior_count(pp: &proto::PriorBoxParameter) -> R<usize> {
             return Err("max_size must be given once per min_size".into());
         }
         for (mx, mn) in pp.max_size.iter().zip(&pp.min_size) {
-            if !(mx > mn && mx.is_finite()) {
+            if mx.partial_cmp(mn) != Some(std::cmp::Ordering::Greater) || !mx.is_finite() {
                 return Err(format!("max_size {mx} must be greater than min_size {mn}"));
             }
             n += 1;
