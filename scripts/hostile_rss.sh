@@ -10,6 +10,9 @@
 # per member for the npz of 100,000 members, whose zip directory the reader keeps);
 # what is written (the 1 GiB conversion) goes to disk through the page cache and is not
 # counted by the kernel as the writer's resident memory.
+# Caffe -> ONNX conversions of hostile prototxts (issue 34: a Split of 20,000 and of
+# 79,998 tops, 15,000 in-place layers all named `r`, 20,000 ReLU layers, eight PriorBox
+# constants over a 1440x1440 map, 50,000 layers) convert or fail within 256 MiB.
 #
 #   scripts/hostile_rss.sh          (release build; the cheap cases also run in
 #                                    `cargo test -p tensorfmt-cli --test memory`)

@@ -15,6 +15,7 @@ fuzz_target!(|data: &[u8]| {
             max_alloc: 256 << 20,
             max_items: 10_000,
             max_rank: 64,
+            ..Limits::default()
         },
         ..ReadOptions::default()
     };

@@ -427,18 +427,18 @@ impl<T: BlobElement> Blob<T> {
             )));
         }
         let count = self.count;
-        let src = proto.value_source();
+        let src = proto.value_source()?;
         let values: Vec<T> = match src {
-            ValueSource::DoubleData | ValueSource::RawF64 => decode_f64(proto.value_bytes())
+            ValueSource::DoubleData | ValueSource::RawF64 => decode_f64(proto.value_bytes()?)
                 .into_iter()
                 .map(T::from_f64)
                 .collect(),
-            ValueSource::Data | ValueSource::RawF32 => decode_f32(proto.value_bytes())
+            ValueSource::Data | ValueSource::RawF32 => decode_f32(proto.value_bytes()?)
                 .into_iter()
                 .map(T::from_f32)
                 .collect(),
             ValueSource::RawF16 => proto
-                .value_bytes()
+                .value_bytes()?
                 .chunks_exact(2)
                 .map(|c| {
                     T::from_f32(tensorfmt_core::half::f16::from_le_bytes([c[0], c[1]]).to_f32())

@@ -77,6 +77,15 @@ pub enum CaffeError {
         /// Values present.
         actual: u64,
     },
+    /// `raw_data` whose `raw_data_type` gives no element type we can read (INT, UINT, a
+    /// value outside the enum, or none).
+    #[error("{path}: raw_data_type {value} has no defined element width (OpenCV refuses it too); only FLOAT, FLOAT16 and DOUBLE raw_data are read")]
+    RawType {
+        /// Message path of the blob.
+        path: String,
+        /// The type: `INT (3)`, `UINT (4)`, another number, or `absent`.
+        value: String,
+    },
     /// A V1 layer type enum value outside Caffe's table.
     #[error("{path}: unknown V1LayerParameter layer type {value}")]
     UnknownLayerType {

@@ -85,7 +85,7 @@ fn blob_summary(b: &RawBlob, path: &str) -> Result<FieldValue> {
         s.push_str(" legacy");
     }
     s.push(' ');
-    s.push_str(b.value_source().field());
+    s.push_str(b.value_source().map_or("raw_data", |v| v.field()));
     Ok(FieldValue::Text(s))
 }
 
@@ -128,9 +128,9 @@ impl<'a> Builder<'a> {
     /// Records one blob exported as `name` (`<base>/<j>` when `index` is given).
     fn blob(&mut self, base: &str, index: Option<usize>, b: &RawBlob, path: &str) -> Result<()> {
         let shape = b.legacy_squeezed_shape(path)?;
-        let dtype = b.value_source().dtype();
-        // The count checks of the values and the diff (the tensor itself is not kept).
-        b.tensor_with_shape(shape.clone(), path)?;
+        // The count checks of the values and the diff (the tensor itself is not kept),
+        // and of a raw payload's type.
+        let dtype = b.tensor_with_shape(shape.clone(), path)?.dtype();
         b.diff_tensor(path)?;
         let start = self.names.len();
         self.names.push_str(base);
@@ -144,7 +144,7 @@ impl<'a> Builder<'a> {
             name: start..self.names.len(),
             dims: d..self.dims.len(),
             dtype,
-            values: b.value_bytes().clone(),
+            values: b.value_bytes()?.clone(),
         });
         Ok(())
     }

@@ -5,6 +5,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
+use prost::Message as _;
 use prost_reflect::{DynamicMessage, ReflectMessage, Value};
 use tensorfmt_core::{Limits, ReadOptions, Tensor};
 
@@ -30,7 +31,7 @@ pub const DATA_LAYER_TYPES: [&str; 8] = [
 #[derive(Debug, Clone)]
 pub struct NetOptions {
     /// Caps: the prototxt size (times [`prototxt::PROTOTXT_ALLOC_FACTOR`]) against
-    /// `max_alloc`, the layer count against `max_items`.
+    /// `max_alloc`, the layer count against `max_layers`.
     pub limits: Limits,
     /// Refuse what Caffe refuses but OpenCV reads (a net with both `layer` and
     /// `layers`: Caffe refuses it, OpenCV reads `layers` and drops `layer`).
@@ -126,10 +127,13 @@ pub struct LayerDef {
     /// Output blob names (in-place layers repeat a bottom).
     pub tops: Vec<String>,
     /// The typed, upgraded parameters (fields of the builtin schema; a fork schema's
-    /// other fields are read with [`LayerDef::fork_field`]).
-    pub param: LayerParameter,
+    /// other fields are read with [`LayerDef::fork_field`]). Boxed: the struct is about
+    /// 5 KB, moved once from the parse into the net.
+    pub param: Box<LayerParameter>,
     /// 1-based line of the layer's `layer {` / `layers {` (0 for synthesized layers).
     pub line: usize,
+    /// The layer as a fork schema parsed it (its fields the builtin schema lacks); `None`
+    /// for the builtin schema, whose typed `param` holds everything.
     dynamic: Option<Arc<DynamicMessage>>,
 }
 
@@ -161,7 +165,7 @@ impl LayerDef {
             kind: param.r#type().to_string(),
             bottoms: param.bottom.clone(),
             tops: param.top.clone(),
-            param,
+            param: Box::new(param),
             line: 0,
             dynamic: None,
         }
@@ -216,9 +220,6 @@ impl LayerDef {
     /// Whether the layer sets the parameter message `param_field` (e.g. `bn_param`).
     pub fn has_param(&self, param_field: &str) -> bool {
         self.param_message(param_field).is_some()
-            || (self.dynamic.is_none()
-                && param_field == "input_param"
-                && self.param.input_param.is_some())
     }
 
     /// The whole parameter message `param_field` as set in the prototxt (set fields only).
@@ -231,7 +232,23 @@ impl LayerDef {
     }
 
     fn param_message(&self, param_field: &str) -> Option<DynamicMessage> {
-        let dm = self.dynamic.as_ref()?;
+        let decoded;
+        let dm = match &self.dynamic {
+            Some(dm) => dm.as_ref(),
+            None => {
+                // A layer parsed with the builtin schema (or upgraded from V0, or built
+                // from typed parameters) keeps no dynamic message: its typed parameters
+                // hold every field the schema has, read back through the builtin
+                // descriptor when asked (a few layer types ask; every layer would
+                // otherwise keep a second copy of its parameters).
+                let desc = Schema::builtin()
+                    .pool
+                    .get_message_by_name("caffe.LayerParameter")?;
+                decoded =
+                    DynamicMessage::decode(desc, self.param.encode_to_vec().as_slice()).ok()?;
+                &decoded
+            }
+        };
         let pf = dm.descriptor().get_field_by_name(param_field)?;
         if pf.is_list() || !dm.has_field(&pf) {
             return None;
@@ -275,6 +292,23 @@ impl NetDef {
     /// # Ok::<(), tensorfmt_caffe::CaffeError>(())
     /// ```
     pub fn output_blobs(&self) -> Vec<String> {
+        self.output_blobs_ignoring(&[])
+    }
+
+    /// [`NetDef::output_blobs`] as if the layers of the types in `kinds` were not in
+    /// the net (a blob only a `Silence` layer consumes is an output of the rest).
+    ///
+    /// ```
+    /// use tensorfmt_caffe::{parse_net, Schema};
+    /// let text = "input: 'x' input_dim: 1 input_dim: 1 input_dim: 1 input_dim: 1 \
+    ///   layer { name: 'r' type: 'ReLU' bottom: 'x' top: 'y' } \
+    ///   layer { name: 's' type: 'Silence' bottom: 'y' }";
+    /// let net = parse_net(text, Schema::builtin(), &Default::default())?;
+    /// assert!(net.output_blobs().is_empty());
+    /// assert_eq!(net.output_blobs_ignoring(&["Silence"]), vec!["y".to_string()]);
+    /// # Ok::<(), tensorfmt_caffe::CaffeError>(())
+    /// ```
+    pub fn output_blobs_ignoring(&self, kinds: &[&str]) -> Vec<String> {
         let mut order: Vec<String> = Vec::new();
         let mut live: HashMap<String, usize> = HashMap::new();
         let mut alive: Vec<bool> = Vec::new();
@@ -292,7 +326,11 @@ impl NetDef {
         for i in &self.inputs {
             produce(&i.name, &mut order, &mut alive, &mut live);
         }
-        for l in &self.layers {
+        for l in self
+            .layers
+            .iter()
+            .filter(|l| !kinds.contains(&l.kind.as_str()))
+        {
             for b in &l.bottoms {
                 if let Some(&i) = live.get(b.as_str()) {
                     alive[i] = false;
@@ -355,20 +393,23 @@ pub fn parse_net_with(text: &str, schema: &Schema, options: &NetOptions) -> Resu
     let net: proto::NetParameter =
         prototxt::to_typed(&parsed.message, schema, "NetParameter", "NetParameter")?;
     let total = (v2.len() as u64).saturating_add(v1.len() as u64);
-    if options.limits.check_items(total).is_err() {
+    if options.limits.check_layers(total).is_err() {
         return Err(CaffeError::Limit {
             path: "NetParameter.layer".into(),
             offset: 0,
-            what: "item count",
+            what: "layer count",
             value: total,
-            limit: options.limits.max_items,
+            limit: options.limits.max_layers,
         });
     }
     let mut warnings = Vec::new();
     let v2_lines = lines_of("layer");
     let v1_lines = lines_of("layers");
-    // (typed layer, its dynamic message, line)
-    let mut layers: Vec<(LayerParameter, Option<Arc<DynamicMessage>>, usize)> = Vec::new();
+    // (typed layer, its dynamic message (fork schemas only), line). Boxed: moved into the
+    // net's layers one by one below, so the two lists do not each hold every layer's
+    // parameters (about 5 KB each) at once.
+    let mut layers: Vec<(Box<LayerParameter>, Option<Arc<DynamicMessage>>, usize)> = Vec::new();
+    let keep_dynamic = |m: DynamicMessage| (!schema.is_builtin()).then(|| Arc::new(m));
     if !v1.is_empty() {
         if !v2.is_empty() {
             let (l2, l1) = (
@@ -405,13 +446,13 @@ pub fn parse_net_with(text: &str, schema: &Schema, options: &NetOptions) -> Resu
             )?;
             for (mut typed, line) in upgraded {
                 crate::upgrade::upgrade_data_transform(&mut typed);
-                layers.push((crate::upgrade::v1_to_v2(typed, line)?, None, line));
+                layers.push((Box::new(crate::upgrade::v1_to_v2(typed, line)?), None, line));
             }
         } else {
             for (mut typed, m, line) in typed_v1 {
                 crate::upgrade::upgrade_data_transform(&mut typed);
                 let l = crate::upgrade::v1_to_v2(typed, line)?;
-                layers.push((l, Some(Arc::new(m)), line));
+                layers.push((Box::new(l), keep_dynamic(m), line));
             }
         }
     } else {
@@ -419,17 +460,22 @@ pub fn parse_net_with(text: &str, schema: &Schema, options: &NetOptions) -> Resu
             let line = v2_lines.get(i).copied().unwrap_or(0);
             let path = format!("layer[{i}]");
             let l: LayerParameter = prototxt::to_typed(&m, schema, "LayerParameter", &path)?;
-            layers.push((l, Some(Arc::new(m)), line));
+            layers.push((Box::new(l), keep_dynamic(m), line));
         }
     }
     let input_line = lines_of("input").first().copied().unwrap_or(0);
+    // Net inputs without input_shape or input_dim: Caffe's UpgradeNetInput drops them
+    // (a legacy caffemodel's), so the net then fails on them as unknown bottoms. Here
+    // they stay inputs without a shape, which a caller can give (`--input-shape`).
+    let mut shapeless = Vec::new();
     if let Some(input) = crate::upgrade::input_layer(&net, input_line)? {
-        layers.insert(0, (input, None, input_line));
-    } else if !net.input.is_empty() {
-        warnings.push(format!(
-            "net inputs {:?} have no input_shape or input_dim: dropped, as Caffe's UpgradeNetInput does",
-            net.input
-        ));
+        layers.insert(0, (Box::new(input), None, input_line));
+    } else {
+        shapeless.extend(net.input.iter().map(|name| NetInput {
+            name: name.clone(),
+            shape: Vec::new(),
+            line: input_line,
+        }));
     }
     let mut state = net.state.clone().unwrap_or_default();
     state.phase = Some(options.phase as i32);
@@ -441,7 +487,7 @@ pub fn parse_net_with(text: &str, schema: &Schema, options: &NetOptions) -> Resu
 
     let mut out = NetDef {
         name: net.name.clone().unwrap_or_default(),
-        inputs: Vec::new(),
+        inputs: shapeless,
         layers: Vec::with_capacity(layers.len()),
         transform: None,
         warnings,
@@ -511,6 +557,23 @@ pub fn parse_net_with(text: &str, schema: &Schema, options: &NetOptions) -> Resu
             param,
             line,
             dynamic,
+        });
+    }
+    // Each bottom and top costs the lowering about 2 KB (a value, its shapes, a node
+    // or an output): a Split of 100,000 tops (a 1.4 MB prototxt) took 244 MiB.
+    let refs = out
+        .layers
+        .iter()
+        .map(|l| (l.bottoms.len() + l.tops.len()) as u64)
+        .fold(out.inputs.len() as u64, u64::saturating_add);
+    let limit = options.limits.max_layers.saturating_mul(4);
+    if refs > limit {
+        return Err(CaffeError::Limit {
+            path: "NetParameter.layer".into(),
+            offset: 0,
+            what: "count of blob references (bottoms and tops)",
+            value: refs,
+            limit,
         });
     }
     Ok(out)

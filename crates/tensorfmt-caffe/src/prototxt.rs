@@ -54,7 +54,7 @@ pub const PROTOTXT_ALLOC_FACTOR: u64 = 64;
 /// ```
 #[derive(Clone)]
 pub struct Schema {
-    pool: DescriptorPool,
+    pub(crate) pool: DescriptorPool,
     net: MessageDescriptor,
     origin: String,
     builtin: bool,
@@ -135,6 +135,7 @@ impl Schema {
 
     /// [`Schema::compile`] from source text (`name` is used in messages only).
     pub fn compile_source(name: &str, text: &str) -> Result<Schema> {
+        let text = strip_bom(text);
         let err = |reason: String| CaffeError::Schema {
             path: name.to_string(),
             reason,
@@ -564,8 +565,15 @@ pub(crate) struct Parsed {
     pub scan: Scan,
 }
 
+/// `text` without a leading UTF-8 byte order mark.
+fn strip_bom(text: &str) -> &str {
+    text.strip_prefix('\u{feff}').unwrap_or(text)
+}
+
 /// Parses `text` as a `caffe.NetParameter` of `schema`.
 pub(crate) fn parse_text(text: &str, schema: &Schema, limits: &Limits) -> Result<Parsed> {
+    // A UTF-8 byte order mark (Windows editors write one) is not text.
+    let text = strip_bom(text);
     let estimate = (text.len() as u64).saturating_mul(PROTOTXT_ALLOC_FACTOR);
     if limits.check_alloc(estimate).is_err() {
         return Err(CaffeError::Limit {
@@ -577,6 +585,25 @@ pub(crate) fn parse_text(text: &str, schema: &Schema, limits: &Limits) -> Result
         });
     }
     let scan = scan(text, Syntax::Text);
+    // The layer count, from the scan, before any layer is parsed (each parsed layer
+    // costs kilobytes: a net of a million layers must cost no more than its text).
+    let layer_lines = |f: &str| scan.top_fields.get(f).map_or(&[][..], Vec::as_slice);
+    let (v2, v1) = (layer_lines("layer"), layer_lines("layers"));
+    let count = (v2.len() as u64).saturating_add(v1.len() as u64);
+    for (what, limit) in [
+        ("layer count", limits.max_layers),
+        ("item count", limits.max_items),
+    ] {
+        if count > limit {
+            return Err(CaffeError::Limit {
+                path: "NetParameter.layer".into(),
+                offset: 0,
+                what,
+                value: count,
+                limit,
+            });
+        }
+    }
     if let Some((line, column)) = scan.too_deep {
         return Err(CaffeError::Prototxt {
             line,

@@ -305,36 +305,58 @@ impl RawBlob {
     }
 
     /// Which array holds the values: `double_data` wins over `data` (Caffe); a blob with
-    /// neither but with `raw_data` uses that.
-    pub fn value_source(&self) -> ValueSource {
+    /// neither but with `raw_data` uses that, as its `raw_data_type` says: FLOAT,
+    /// FLOAT16 or DOUBLE. INT, UINT, a value outside the enum or no type at all
+    /// (protobuf's default, DOUBLE, which no writer means) are refused: no reader
+    /// defines their element width (OpenCV: "Unexpected blob data type"), and reading
+    /// their bytes as floats gave 1.4e-45 for the integer 1.
+    pub fn value_source(&self) -> Result<ValueSource> {
+        self.source_at("BlobProto")
+    }
+
+    /// [`RawBlob::value_source`], errors naming the blob at `path`.
+    fn source_at(&self, path: &str) -> Result<ValueSource> {
         if !self.double_data.is_empty() {
-            ValueSource::DoubleData
+            Ok(ValueSource::DoubleData)
         } else if !self.data.is_empty() || self.raw_data.is_none() {
-            ValueSource::Data
+            Ok(ValueSource::Data)
         } else {
             match self.raw_data_type {
-                Some(raw_type::FLOAT16) => ValueSource::RawF16,
-                Some(raw_type::DOUBLE) => ValueSource::RawF64,
-                _ => ValueSource::RawF32,
+                Some(raw_type::FLOAT16) => Ok(ValueSource::RawF16),
+                Some(raw_type::DOUBLE) => Ok(ValueSource::RawF64),
+                Some(raw_type::FLOAT) => Ok(ValueSource::RawF32),
+                t => Err(CaffeError::RawType {
+                    path: path.to_string(),
+                    value: match t {
+                        Some(3) => "INT (3)".into(),
+                        Some(4) => "UINT (4)".into(),
+                        Some(v) => v.to_string(),
+                        None => "absent".into(),
+                    },
+                }),
             }
         }
     }
 
     /// The little-endian bytes of the values (see [`RawBlob::value_source`]).
-    pub fn value_bytes(&self) -> &Bytes {
-        match self.value_source() {
+    pub fn value_bytes(&self) -> Result<&Bytes> {
+        self.bytes_of(self.value_source()?)
+    }
+
+    fn bytes_of(&self, src: ValueSource) -> Result<&Bytes> {
+        Ok(match src {
             ValueSource::DoubleData => &self.double_data,
             ValueSource::Data => &self.data,
             _ => self.raw_data.as_ref().expect("raw source implies raw_data"),
-        }
+        })
     }
 
     /// The values as a row-major tensor with `shape` (zero copy from the file bytes),
     /// after checking the exact count (Caffe: "data length must equal count").
     pub fn tensor_with_shape(&self, shape: Vec<usize>, path: &str) -> Result<Tensor> {
-        let src = self.value_source();
+        let src = self.source_at(path)?;
         let dtype = src.dtype();
-        let bytes = self.value_bytes();
+        let bytes = self.bytes_of(src)?;
         let expected = shape.iter().product::<usize>() as u64;
         let actual = (bytes.len() / dtype.size()) as u64;
         if expected != actual || bytes.len() % dtype.size() != 0 {

@@ -242,12 +242,22 @@ pub fn infer_shapes(net: &NetDef, overrides: &[(String, Vec<usize>)]) -> Result<
             ));
         }
     }
-    for (name, _) in overrides {
-        if !net.inputs.iter().any(|i| &i.name == name) {
+    // By name (a net may have thousands of inputs, each given a shape by
+    // --dynamic-batch's check: no search per input).
+    let input_names: std::collections::HashSet<&str> =
+        net.inputs.iter().map(|i| i.name.as_str()).collect();
+    let mut by_name: HashMap<&str, &Vec<usize>> = HashMap::with_capacity(overrides.len());
+    for (name, shape) in overrides {
+        if by_name.insert(name.as_str(), shape).is_some() {
+            problems.push(format!(
+                "input {name:?} is given a shape twice (one shape per input)"
+            ));
+        } else if !input_names.contains(name.as_str()) {
             problems.push(format!(
                 "no net input named {name:?} (inputs: {:?})",
                 net.inputs
                     .iter()
+                    .take(32)
                     .map(|i| i.name.as_str())
                     .collect::<Vec<_>>()
             ));
@@ -256,8 +266,8 @@ pub fn infer_shapes(net: &NetDef, overrides: &[(String, Vec<usize>)]) -> Result<
     let mut blobs: HashMap<String, Vec<usize>> = HashMap::new();
     let mut inputs = Vec::new();
     for i in &net.inputs {
-        let shape = match overrides.iter().rev().find(|(n, _)| n == &i.name) {
-            Some((_, s)) => s.clone(),
+        let shape = match by_name.get(i.name.as_str()) {
+            Some(s) => (*s).clone(),
             None if !i.shape.is_empty() => {
                 let mut dims = Vec::with_capacity(i.shape.len());
                 for &d in &i.shape {
@@ -418,6 +428,15 @@ fn at_least(bottoms: &[Vec<usize>], n: usize) -> R<()> {
     Ok(())
 }
 
+/// A float parameter must be finite (Caffe would compute NaN from it everywhere).
+fn finite(what: &str, v: f32) -> R<()> {
+    if v.is_finite() {
+        Ok(())
+    } else {
+        Err(format!("{what} must be finite, got {v}"))
+    }
+}
+
 fn u(v: u32) -> usize {
     v as usize
 }
@@ -446,6 +465,19 @@ fn other_shapes(l: &LayerDef, bottoms: &[Vec<usize>]) -> R<Shapes> {
         "AbsVal" | "BNLL" | "Clip" | "Dropout" | "ELU" | "Exp" | "Log" | "Power" | "ReLU"
         | "Sigmoid" | "Swish" | "TanH" | "Threshold" => {
             exactly(bottoms, 1)?;
+            // Exp and Log: `base` is positive or -1 (e) (ExpLayer / LogLayer::LayerSetUp).
+            let base = match l.kind.as_str() {
+                "Exp" => Some(("exp_param.base", p.exp_param.unwrap_or_default().base())),
+                "Log" => Some(("log_param.base", p.log_param.unwrap_or_default().base())),
+                _ => None,
+            };
+            if let Some((what, base)) = base {
+                if base != -1.0 && base.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
+                    return Err(format!(
+                        "{what} must be strictly positive (or -1 for e), got {base}"
+                    ));
+                }
+            }
             Ok((vec![bottoms[0].clone()], vec![]))
         }
         "MVN" => {
@@ -478,12 +510,20 @@ fn other_shapes(l: &LayerDef, bottoms: &[Vec<usize>]) -> R<Shapes> {
             if bottoms[0].len() != 4 {
                 return Err(format!("input must have 4 axes, has {:?}", bottoms[0]));
             }
-            let size = p.lrn_param.unwrap_or_default().local_size();
-            if size % 2 == 0 {
+            let lp = p.lrn_param.unwrap_or_default();
+            // Caffe keeps local_size in an int: above INT_MAX it is negative, and odd
+            // negative numbers fail its `size % 2 == 1` check too.
+            let size = lp.local_size();
+            if size % 2 == 0 || size > i32::MAX as u32 {
                 return Err(format!(
-                    "LRN only supports odd values for local_size, got {size}"
+                    "LRN only supports odd values for local_size (up to {}), got {size}",
+                    i32::MAX
                 ));
             }
+            // Stricter than Caffe, which computes NaN everywhere from these.
+            finite("lrn_param.alpha", lp.alpha())?;
+            finite("lrn_param.beta", lp.beta())?;
+            finite("lrn_param.k", lp.k())?;
             Ok((vec![bottoms[0].clone()], vec![]))
         }
         "PReLU" => {
@@ -610,6 +650,9 @@ fn other_shapes(l: &LayerDef, bottoms: &[Vec<usize>]) -> R<Shapes> {
         "Concat" => {
             at_least(bottoms, 1)?;
             let cp = p.concat_param.unwrap_or_default();
+            if cp.axis.is_some() && cp.concat_dim.is_some() {
+                return Err("either concat_param.axis or concat_dim should be specified; not both (Caffe's ConcatLayer)".into());
+            }
             let rank = bottoms[0].len();
             let a = match cp.concat_dim {
                 Some(d) if (d as usize) < rank => d as usize,
@@ -631,6 +674,9 @@ fn other_shapes(l: &LayerDef, bottoms: &[Vec<usize>]) -> R<Shapes> {
         "Slice" => {
             exactly(bottoms, 1)?;
             let sp = p.slice_param.clone().unwrap_or_default();
+            if sp.axis.is_some() && sp.slice_dim.is_some() {
+                return Err("either slice_param.axis or slice_dim should be specified; not both (Caffe's SliceLayer)".into());
+            }
             let b = &bottoms[0];
             let a = match sp.slice_dim {
                 Some(d) if (d as usize) < b.len() => d as usize,
@@ -906,36 +952,61 @@ fn other_shapes(l: &LayerDef, bottoms: &[Vec<usize>]) -> R<Shapes> {
                     bottoms[1]
                 ));
             }
+            // SegNet's UpsampleLayer::LayerSetUp: upsample_h and upsample_w (both, each
+            // > 1), else scale_h and scale_w (both, each > 1, without scale), else scale
+            // (> 1); pad_out_h/w only with a scale of 2. Caffe's ints: above INT_MAX
+            // they are negative and fail the checks too.
             let get = |f: &str| {
                 l.fork_field_if_set("upsample_param", f)
                     .and_then(|v| v.as_i64())
             };
-            let (h, w) = match (get("upsample_h"), get("upsample_w")) {
-                (Some(h), Some(w)) if h > 0 && w > 0 => (h as usize, w as usize),
-                (Some(_), _) | (_, Some(_)) => {
-                    return Err("upsample_h and upsample_w must both be set and positive".into())
+            let more_than_one = |what: &str, v: i64| {
+                if v > 1 && v <= i64::from(i32::MAX) {
+                    Ok(v as usize)
+                } else {
+                    Err(format!(
+                        "upsample_param.{what} must be greater than 1, got {v}"
+                    ))
                 }
-                _ => {
-                    let scale = l
-                        .fork_field("upsample_param", "scale")
-                        .and_then(|v| v.as_i64())
-                        .unwrap_or(2);
-                    let sh = get("scale_h").unwrap_or(scale);
-                    let sw = get("scale_w").unwrap_or(scale);
-                    if sh <= 0 || sw <= 0 {
-                        return Err("scale must be positive".into());
-                    }
+            };
+            let (uh, uw) = (get("upsample_h"), get("upsample_w"));
+            let (sh, sw, scale) = (get("scale_h"), get("scale_w"), get("scale"));
+            let (h, w) = match (uh, uw) {
+                (Some(h), Some(w)) => (
+                    more_than_one("upsample_h", h)?,
+                    more_than_one("upsample_w", w)?,
+                ),
+                (Some(_), None) | (None, Some(_)) => {
+                    return Err(
+                        "upsample_param.upsample_h and upsample_w must be given together".into(),
+                    )
+                }
+                (None, None) => {
+                    let (sh, sw) = match (sh, sw, scale) {
+                        (Some(h), Some(w), None) => (h, w),
+                        (None, None, s) => {
+                            let s = s.unwrap_or_else(|| {
+                                l.fork_field("upsample_param", "scale")
+                                    .and_then(|v| v.as_i64())
+                                    .unwrap_or(2)
+                            });
+                            (s, s)
+                        }
+                        _ => return Err("upsample_param: upsample_h and upsample_w, or scale_h and scale_w (without scale), or scale".into()),
+                    };
+                    let (sh, sw) = (more_than_one("scale_h", sh)?, more_than_one("scale_w", sw)?);
                     let pad = |f: &str| {
                         l.fork_field("upsample_param", f)
                             .and_then(|v| v.as_bool())
                             .map_or(0, usize::from)
                     };
-                    let h = b[2].checked_mul(sh as usize).ok_or("overflow")?;
-                    let w = b[3].checked_mul(sw as usize).ok_or("overflow")?;
-                    (
-                        h.saturating_sub(pad("pad_out_h")),
-                        w.saturating_sub(pad("pad_out_w")),
-                    )
+                    let (ph, pw) = (pad("pad_out_h"), pad("pad_out_w"));
+                    if (ph == 1 && sh != 2) || (pw == 1 && sw != 2) {
+                        return Err("upsample_param.pad_out_h / pad_out_w require a scale of 2 on that axis (the output size is ill-defined otherwise)".into());
+                    }
+                    let h = b[2].checked_mul(sh).ok_or("overflow")?;
+                    let w = b[3].checked_mul(sw).ok_or("overflow")?;
+                    (h - ph, w - pw)
                 }
             };
             Ok((vec![vec![b[0], b[1], h, w]], vec![]))
@@ -1330,19 +1401,80 @@ fn prior_count(pp: &proto::PriorBoxParameter) -> R<usize> {
             pp.offset_w.len()
         ));
     }
+    // weiliu89's PriorBoxLayer::LayerSetUp checks, plus finiteness (a NaN or infinite
+    // size, step or offset gives NaN boxes, where Caffe's `> 0` checks let infinity by).
+    let positive = |what: &str, v: f32| {
+        if v > 0.0 && v.is_finite() {
+            Ok(())
+        } else {
+            Err(format!("prior_box_param.{what} must be positive, got {v}"))
+        }
+    };
+    finite("prior_box_param.offset", pp.offset())?;
+    for v in pp.offset_h.iter().chain(&pp.offset_w) {
+        finite("prior_box_param.offset_h/offset_w", *v)?;
+    }
+    match pp.variance.len() {
+        0 | 1 | 4 => {}
+        n => {
+            return Err(format!(
+                "prior_box_param.variance must be given once or 4 times, got {n}"
+            ))
+        }
+    }
+    for &v in &pp.variance {
+        positive("variance", v)?;
+    }
+    if pp.img_h.is_some() || pp.img_w.is_some() {
+        if pp.img_size.is_some() {
+            return Err(
+                "prior_box_param: either img_size or img_h/img_w should be specified; not both"
+                    .into(),
+            );
+        }
+        if pp.img_h() == 0 || pp.img_w() == 0 {
+            return Err(format!(
+                "prior_box_param.img_h and img_w should both be larger than 0, got {} and {}",
+                pp.img_h(),
+                pp.img_w()
+            ));
+        }
+    } else if pp.img_size == Some(0) {
+        return Err("prior_box_param.img_size should be larger than 0".into());
+    }
+    if pp.step_h.is_some() || pp.step_w.is_some() {
+        if pp.step.is_some() {
+            return Err(
+                "prior_box_param: either step or step_h/step_w should be specified; not both"
+                    .into(),
+            );
+        }
+        positive("step_h", pp.step_h())?;
+        positive("step_w", pp.step_w())?;
+    } else if let Some(step) = pp.step {
+        positive("step", step)?;
+    }
     let offsets = pp.offset_h.len().max(1);
     if !pp.width.is_empty() || !pp.height.is_empty() {
         // OpenCV's explicit box sizes.
         if pp.width.len() != pp.height.len() {
             return Err("width and height must be given the same number of times".into());
         }
+        for (&w, &h) in pp.width.iter().zip(&pp.height) {
+            positive("width", w)?;
+            positive("height", h)?;
+        }
         return Ok(pp.width.len() * offsets);
     }
     if pp.min_size.is_empty() {
         return Err("must specify min_size".into());
     }
-    if pp.min_size.iter().any(|&m| m <= 0.0) {
-        return Err("min_size must be positive".into());
+    for &m in &pp.min_size {
+        positive("min_size", m)?;
+    }
+    for &ar in &pp.aspect_ratio {
+        // Caffe does not check: 0 gives an infinite flip, a negative one NaN boxes.
+        positive("aspect_ratio", ar)?;
     }
     let mut ratios: Vec<f32> = vec![1.0];
     for &ar in &pp.aspect_ratio {
@@ -1360,7 +1492,7 @@ fn prior_count(pp: &proto::PriorBoxParameter) -> R<usize> {
             return Err("max_size must be given once per min_size".into());
         }
         for (mx, mn) in pp.max_size.iter().zip(&pp.min_size) {
-            if mx <= mn {
+            if mx.partial_cmp(mn) != Some(std::cmp::Ordering::Greater) || !mx.is_finite() {
                 return Err(format!("max_size {mx} must be greater than min_size {mn}"));
             }
             n += 1;

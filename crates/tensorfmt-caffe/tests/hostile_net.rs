@@ -214,6 +214,7 @@ fn fuzz_one(text: &str) {
             max_alloc: 256 << 20,
             max_items: 10_000,
             max_rank: 64,
+            ..Limits::default()
         },
         ..ReadOptions::default()
     };

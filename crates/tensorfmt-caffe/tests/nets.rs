@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use tensorfmt_caffe::{parse_net, CaffeError, NetDef, Schema};
+use tensorfmt_caffe::{infer_shapes, parse_net, CaffeError, NetDef, Schema};
 use tensorfmt_core::ReadOptions;
 
 fn nets_dir() -> Option<PathBuf> {
@@ -489,14 +489,20 @@ fn input_declarations_upgrade_like_caffe() {
         [vec![2, 5], vec![2, 5]]
     );
     assert!(net.layers.is_empty());
-    // Inputs without dims are dropped (a legacy caffemodel), with a warning.
+    // Inputs without dims: Caffe drops them (a legacy caffemodel) and then fails on the
+    // unknown bottom; they stay inputs without a shape, which an override gives (issue 34).
     let net = parse_net(
         "input: 'a'\nlayer { name: 'r' type: 'ReLU' bottom: 'a' top: 'a' }",
         Schema::builtin(),
         &Default::default(),
     )
     .unwrap();
-    assert!(net.inputs.is_empty() && net.warnings.len() == 1);
+    assert_eq!(net.inputs.len(), 1);
+    assert!(net.inputs[0].shape.is_empty() && net.warnings.is_empty());
+    let e = infer_shapes(&net, &[]).unwrap_err().to_string();
+    assert!(e.contains("declares no shape"), "{e}");
+    let shapes = infer_shapes(&net, &[("a".into(), vec![1, 2])]).unwrap();
+    assert_eq!(shapes.blob("a"), Some(&[1, 2][..]));
 }
 
 #[test]

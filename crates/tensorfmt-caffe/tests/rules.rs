@@ -405,12 +405,57 @@ fn fp16_raw_data() {
     vfield(&mut b, 10, 2);
     lfield(&mut b, 12, &halves);
     let r = blob(b.clone()).unwrap();
-    assert_eq!(r.value_source(), ValueSource::RawF16);
+    assert_eq!(r.value_source().unwrap(), ValueSource::RawF16);
     let t = r.tensor("b").unwrap();
     assert_eq!(t.dtype(), DType::F16);
     assert_eq!(t.cast(DType::F32).unwrap().to_vec::<f32>().unwrap(), vals);
     assert_eq!(Blob::<f32>::from_raw(&r).unwrap().data().to_vec(), vals);
     assert_eq!(r.to_bytes(), b);
+}
+
+/// Issue 34 §4: `raw_data` whose `raw_data_type` is INT, UINT, a value outside the enum
+/// or absent (protobuf's default DOUBLE, which no writer means) was read as f32 bits:
+/// [1, 2] became [1.4e-45, 2.8e-45]. No reader defines those payloads' width (OpenCV
+/// refuses them: "Unexpected blob data type"): refused, naming the field and value.
+#[test]
+fn raw_data_of_an_undefined_type_is_refused() {
+    let ints: Vec<u8> = [1i32, 2].iter().flat_map(|v| v.to_le_bytes()).collect();
+    for (ty, name) in [
+        (Some(3), "INT (3)"),
+        (Some(4), "UINT (4)"),
+        (Some(9), "9"),
+        (None, "absent"),
+    ] {
+        let mut b = Vec::new();
+        lfield(&mut b, 7, &shape(&[2]));
+        if let Some(t) = ty {
+            vfield(&mut b, 10, t);
+        }
+        lfield(&mut b, 12, &ints);
+        let r = blob(b.clone()).unwrap();
+        let e = r.tensor("b").unwrap_err().to_string();
+        assert!(
+            e.contains("raw_data_type") && e.contains(name),
+            "{name}: {e}"
+        );
+        assert!(Blob::<f32>::from_raw(&r).is_err(), "{name}");
+        // The same blob in a model: the tensor view and the lowering's blobs refuse it.
+        let mut layer = Vec::new();
+        lfield(&mut layer, 1, b"ip");
+        lfield(&mut layer, 7, &b);
+        let mut net = Vec::new();
+        lfield(&mut net, 100, &layer);
+        let e = match open_tensor_file(net.clone().into(), &ReadOptions::default()) {
+            Err(e) => e.to_string(),
+            Ok(f) => f.read_tensor("ip/0").unwrap_err().to_string(),
+        };
+        assert!(e.contains("raw_data_type"), "{name}: {e}");
+        let model = tensorfmt_caffe::read_model(net.into()).unwrap();
+        let e = tensorfmt_caffe::layer_blobs(&model)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("raw_data_type"), "{name}: {e}");
+    }
 }
 
 #[test]

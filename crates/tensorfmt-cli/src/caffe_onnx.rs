@@ -141,18 +141,22 @@ pub fn convert(
         dynamic_batch: net.dynamic_batch,
         strict: read.strict,
         stop_before: net.stop_before.clone(),
+        limits: read.limits,
     };
     let src = Sources {
         caffemodel: model,
         prototxt,
         fork_proto: net.fork_proto.as_deref(),
     };
-    let lowered = convert_files(src, out, &opts, read).map_err(|e| match e {
-        LowerError::Unsupported { .. } => Failure::Input(format!(
-            "{}: cannot convert: {e}; nothing was written (see README, \"Run an old Caffe model today\")",
-            prototxt.display()
-        )),
-        e => Failure::Input(format!("{}: {e}", prototxt.display())),
+    // Each error names its file (the caffemodel's defects the caffemodel, the net's the
+    // prototxt, a failed write the output).
+    let lowered = convert_files(src, out, &opts, read).map_err(|e| match (&e, e.inner()) {
+        (LowerError::File { path, .. }, inner @ LowerError::Unsupported { .. }) => {
+            Failure::Input(format!(
+                "{path}: cannot convert: {inner}; nothing was written (see README, \"Run an old Caffe model today\")"
+            ))
+        }
+        _ => Failure::Input(e.to_string()),
     })?;
     let g = lowered.model.graph.clone().unwrap_or_default();
     let outd = text::path(out);

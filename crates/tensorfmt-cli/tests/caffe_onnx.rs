@@ -298,3 +298,61 @@ fn detection_output_and_stop_before_from_the_command_line() {
     );
     assert_eq!(std::fs::read(&out).unwrap(), before);
 }
+
+/// Issue 34 §6: every error names the file it comes from: a truncated caffemodel was
+/// reported under the prototxt's path (`net.prototxt: NetParameter at byte 6:
+/// truncated ...`); the net's own problems stay under the prototxt. `--input-shape`
+/// given twice for one input is refused naming it (it was "(a lowering bug)").
+#[test]
+fn errors_name_the_file_they_come_from() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let prototxt = d.join("net.prototxt");
+    std::fs::write(
+        &prototxt,
+        "input: 'data' input_shape { dim: 1 dim: 2 dim: 4 dim: 4 }\n\
+         layer { name: 'c' type: 'Convolution' bottom: 'data' top: 'c'\n\
+                 convolution_param { num_output: 2 kernel_size: 3 } }\n",
+    )
+    .unwrap();
+    let model = d.join("w.caffemodel");
+    tensorfmt_lower::write_random_weights(&prototxt, None, &model, 1, &[], &Default::default())
+        .unwrap();
+    let bytes = std::fs::read(&model).unwrap();
+    let cut = d.join("cut.caffemodel");
+    std::fs::write(&cut, &bytes[..bytes.len() - 3]).unwrap();
+    let out = d.join("out.onnx");
+    let (code, _, err) = convert_net(&cut, &out, &prototxt, &[] as &[&str]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("cut.caffemodel: ") && err.contains("truncated"),
+        "{err}"
+    );
+    assert!(!err.contains("net.prototxt"), "{err}");
+    assert!(!out.exists());
+    let (code, _, err) = convert_net(
+        &model,
+        &out,
+        &prototxt,
+        &[
+            "--input-shape",
+            "data=1,2,4,4",
+            "--input-shape",
+            "data=2,2,4,4",
+        ],
+    );
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains(
+            "net.prototxt: --input-shape gives input \"data\" twice (1,2,4,4 and 2,2,4,4)"
+        ),
+        "{err}"
+    );
+    assert!(!out.exists());
+    // A prototxt syntax error: the prototxt, once.
+    let bad = d.join("bad.prototxt");
+    std::fs::write(&bad, "layer {").unwrap();
+    let (code, _, err) = convert_net(&model, &out, &bad, &[] as &[&str]);
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(err.matches("bad.prototxt").count(), 1, "{err}");
+}

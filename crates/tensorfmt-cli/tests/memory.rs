@@ -714,3 +714,143 @@ fn converting_many_layers_holds_what_is_written_not_a_tree_of_it() {
         assert!(std::fs::read(&back).unwrap() == std::fs::read(&p).unwrap());
     }
 }
+
+/// Issue 34 §5: the bound of a Caffe → ONNX conversion of a hostile net (docs/cli.md):
+/// 256 MiB, whatever the prototxt (a few MB of text) asks for.
+const NET_BOUND_KIB: i64 = 256 * 1024;
+
+/// A caffemodel with no layers (a NetParameter holding only `name: "x"`).
+fn empty_caffemodel(path: &Path) {
+    std::fs::write(path, [0x0a, 0x01, b'x']).unwrap();
+}
+
+/// Writes a prototxt: the 1x3x2x2 input `data`, then `body(out)` writes the layers.
+fn prototxt(path: &Path, body: impl FnOnce(&mut dyn Write)) {
+    let mut out = streamed(path);
+    out.write_all(b"input: 'data' input_shape { dim: 1 dim: 3 dim: 2 dim: 2 }\n")
+        .unwrap();
+    body(&mut out);
+    out.flush().unwrap();
+}
+
+/// `convert EMPTY.caffemodel OUT.onnx --prototxt P`: exit code and peak, under the bound.
+fn convert_net(what: &str, p: &Path, want_code: i32) {
+    let dir = p.parent().unwrap();
+    let model = dir.join("empty.caffemodel");
+    empty_caffemodel(&model);
+    let out = dir.join("out.onnx");
+    let o = std::ffi::OsStr::new;
+    let start = std::time::Instant::now();
+    let (code, kib) = peak(&[
+        o("convert"),
+        model.as_os_str(),
+        out.as_os_str(),
+        o("--prototxt"),
+        p.as_os_str(),
+        o("--force"),
+    ]);
+    eprintln!(
+        "{what}: exit {code}, peak {} MiB, {:?}",
+        kib / 1024,
+        start.elapsed()
+    );
+    assert_eq!(code, want_code, "{what}: exit code");
+    assert!(
+        kib < NET_BOUND_KIB,
+        "{what}: peak resident set {} MiB, bound {} MiB",
+        kib / 1024,
+        NET_BOUND_KIB / 1024
+    );
+    assert_eq!(out.exists(), want_code == 0, "{what}: output");
+    let _ = std::fs::remove_file(&out);
+}
+
+/// `n` ReLU layers in a chain.
+fn relu_chain(out: &mut dyn Write, n: usize) {
+    for i in 0..n {
+        let bottom = if i == 0 {
+            "data".to_string()
+        } else {
+            format!("r{}", i - 1)
+        };
+        writeln!(
+            out,
+            "layer {{ name: 'r{i}' type: 'ReLU' bottom: '{bottom}' top: 'r{i}' }}"
+        )
+        .unwrap();
+    }
+}
+
+/// Nets that hung or ballooned (issue 34 §5), each converted or refused within 256 MiB:
+/// a Split of 20,000 tops (43 s before), 15,000 in-place layers all named `r` (39 s),
+/// eight PriorBox constants over a 1440x1440 map (2.08 GB; now refused by the budget
+/// of computed constants), and more layers than `Limits::max_layers` (refused from
+/// the text: 50,000 ReLU layers took 690 MiB).
+#[test]
+fn hostile_nets_convert_or_fail_within_the_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("net.prototxt");
+    prototxt(&p, |out| {
+        let tops: Vec<String> = (0..20_000).map(|i| format!("top: 't{i}'")).collect();
+        writeln!(
+            out,
+            "layer {{ name: 's' type: 'Split' bottom: 'data' {} }}",
+            tops.join(" ")
+        )
+        .unwrap();
+    });
+    convert_net("a Split of 20,000 tops", &p, 0);
+    prototxt(&p, |out| {
+        writeln!(
+            out,
+            "layer {{ name: 'a' type: 'ReLU' bottom: 'data' top: 'x' }}"
+        )
+        .unwrap();
+        for _ in 0..15_000 {
+            writeln!(
+                out,
+                "layer {{ name: 'r' type: 'ReLU' bottom: 'x' top: 'x' }}"
+            )
+            .unwrap();
+        }
+    });
+    convert_net("15,000 in-place layers named r", &p, 0);
+    let big = dir.path().join("priors.prototxt");
+    {
+        let mut out = streamed(&big);
+        writeln!(
+            out,
+            "input: 'data' input_shape {{ dim: 1 dim: 1 dim: 1440 dim: 1440 }}"
+        )
+        .unwrap();
+        for i in 0..8 {
+            writeln!(out, "layer {{ name: 'p{i}' type: 'PriorBox' bottom: 'data' bottom: 'data' top: 'p{i}' prior_box_param {{ min_size: 30 max_size: 60 aspect_ratio: 2 flip: true }} }}").unwrap();
+        }
+        out.flush().unwrap();
+    }
+    convert_net("eight PriorBox constants over 1440x1440", &big, 1);
+    prototxt(&p, |out| relu_chain(out, 50_000));
+    convert_net("50,000 ReLU layers (over max_layers)", &p, 1);
+}
+
+/// The largest nets the default limits let through, in release: `Limits::max_layers`
+/// (20,000) ReLU layers, and four times as many tops in one Split (the bound of blob
+/// references), each converted within 256 MiB.
+#[test]
+#[ignore = "large nets, slow in a debug build; run by scripts/hostile_rss.sh"]
+fn the_largest_nets_the_limits_allow_convert_within_the_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("net.prototxt");
+    prototxt(&p, |out| relu_chain(out, 20_000));
+    convert_net("20,000 ReLU layers", &p, 0);
+    prototxt(&p, |out| {
+        let tops: Vec<String> = (0..79_998).map(|i| format!("top: 't{i}'")).collect();
+        writeln!(
+            out,
+            "layer {{ name: 's' type: 'Split' bottom: 'data' {} }}",
+            tops.join(" ")
+        )
+        .unwrap();
+    });
+    convert_net("a Split of 79,998 tops", &p, 0);
+}

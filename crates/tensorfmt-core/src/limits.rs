@@ -22,6 +22,16 @@ pub struct Limits {
     pub max_items: u64,
     /// Largest tensor rank accepted (default 64).
     pub max_rank: usize,
+    /// Largest number of layers a net definition may have, and a quarter of the blob
+    /// references (bottoms and tops, in all) it may have (default 20,000: the largest
+    /// published Caffe nets have about 1,000 layers; converting a net of 20,000 layers
+    /// to ONNX takes about 160 MiB). The layers are counted before they are parsed, so
+    /// a net of a million layers costs no more than its text.
+    pub max_layers: u64,
+    /// Largest total in bytes of the values a conversion computes itself rather than
+    /// reads from a file (default 128 MiB): a Caffe → ONNX lowering's constants (SSD's
+    /// prior boxes, folded statistics, shapes). SSD512's prior boxes are 786 kB.
+    pub max_computed: u64,
 }
 
 impl Default for Limits {
@@ -30,6 +40,8 @@ impl Default for Limits {
             max_alloc: 16 << 30,
             max_items: 1 << 28,
             max_rank: 64,
+            max_layers: 20_000,
+            max_computed: 128 << 20,
         }
     }
 }
@@ -41,6 +53,8 @@ impl Limits {
             max_alloc: u64::MAX,
             max_items: u64::MAX,
             max_rank: usize::MAX,
+            max_layers: u64::MAX,
+            max_computed: u64::MAX,
         }
     }
 
@@ -57,6 +71,27 @@ impl Limits {
     /// Errors when `rank` exceeds [`Limits::max_rank`].
     pub fn check_rank(&self, rank: usize) -> Result<()> {
         check("rank", rank as u64, self.max_rank as u64)
+    }
+
+    /// Errors when a net's `layers` exceed [`Limits::max_layers`].
+    ///
+    /// ```
+    /// let l = tensorfmt_core::Limits { max_layers: 2, ..Default::default() };
+    /// assert!(l.check_layers(2).is_ok());
+    /// assert_eq!(l.check_layers(3).unwrap_err().to_string(), "layer count of 3 exceeds the limit of 2");
+    /// ```
+    pub fn check_layers(&self, layers: u64) -> Result<()> {
+        check("layer count", layers, self.max_layers)
+    }
+
+    /// Errors when `bytes` of computed values (in all, so far) exceed
+    /// [`Limits::max_computed`].
+    pub fn check_computed(&self, bytes: u64) -> Result<()> {
+        check(
+            "total of constants computed at conversion (bytes)",
+            bytes,
+            self.max_computed,
+        )
     }
 }
 

@@ -4,7 +4,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use tensorfmt_core::{Order, Tensor};
+use tensorfmt_core::{Limits, Order, Tensor};
 use tensorfmt_onnx::proto::{
     attribute_proto::AttributeType, AttributeProto, NodeProto, TensorProto,
 };
@@ -53,49 +53,104 @@ pub(crate) fn attr(name: &str, v: A) -> AttributeProto {
     a
 }
 
+/// A set of unique names. A name already taken gets the first free `_1`, `_2`, ...
+/// suffix, counted on from where the last collision of the same base stopped: a net
+/// whose 15,000 layers are all named `r` costs one step per name, not 15,000.
+#[derive(Default)]
+pub(crate) struct Names {
+    used: HashSet<String>,
+    /// The next suffix to try, per base name that has collided.
+    next: HashMap<String, usize>,
+}
+
+impl Names {
+    /// Takes `name` as given (graph inputs, blob names); whether it was free.
+    pub fn reserve(&mut self, name: &str) -> bool {
+        self.used.insert(name.to_string())
+    }
+
+    /// `base` if free, else `base_<i>` for the first free i from the base's counter.
+    pub fn fresh(&mut self, base: &str) -> String {
+        if self.used.insert(base.to_string()) {
+            return base.to_string();
+        }
+        let next = self.next.entry(base.to_string()).or_insert(1);
+        loop {
+            let n = format!("{base}_{next}");
+            *next += 1;
+            if self.used.insert(n.clone()) {
+                return n;
+            }
+        }
+    }
+}
+
 /// Nodes, initializers and names.
 #[derive(Default)]
 pub(crate) struct Builder {
     pub nodes: Vec<NodeProto>,
     pub inits: Vec<TensorProto>,
-    names: HashSet<String>,
-    node_names: HashSet<String>,
-    /// The next suffix to try per base name (value names, then node names), so that a
-    /// lowering emitting many values of one base (an unrolled LSTM: one `Mul` per step)
-    /// costs O(1) per name, not a scan from `_1`.
-    next_suffix: HashMap<String, usize>,
-    next_node_suffix: HashMap<String, usize>,
+    names: Names,
+    node_names: Names,
     /// Constant int64 initializers by name (shapes for Reshape, sizes for Split).
     pub ints: HashMap<String, Vec<i64>>,
     /// Small constant f32 initializers by name (Resize scales), for the shape rules.
     pub floats: HashMap<String, Vec<f32>>,
     /// Shapes of every initializer.
     pub init_shapes: HashMap<String, Vec<usize>>,
+    /// The conversion's limits: `max_computed` bounds the constants computed here.
+    pub limits: Limits,
+    /// Bytes of the constants computed so far ([`Builder::f32s`], [`Builder::i64s`]).
+    computed: u64,
+    /// Bytes of every initializer so far (computed or a caffemodel blob's).
+    model: u64,
 }
 
 impl Builder {
     /// Reserves a name that must stay exactly as given (graph inputs, blob names).
     pub fn reserve(&mut self, name: &str) {
-        self.names.insert(name.to_string());
+        self.names.reserve(name);
     }
 
     /// A fresh value name based on `base`.
     pub fn fresh(&mut self, base: &str) -> String {
-        if self.names.insert(base.to_string()) {
-            return base.to_string();
-        }
-        let i = self.next_suffix.entry(base.to_string()).or_insert(1);
-        loop {
-            let n = format!("{base}_{i}");
-            *i += 1;
-            if self.names.insert(n.clone()) {
-                return n;
-            }
-        }
+        self.names.fresh(base)
     }
 
-    /// Adds an initializer (the tensor's bytes are shared) and returns its name.
+    /// Errors unless `bytes` more of computed constants stay within
+    /// `Limits::max_computed` (nothing is counted: the constant's own
+    /// [`Builder::f32s`] / [`Builder::i64s`] does). Lowerings that compute a large
+    /// constant ask first, from its size, before computing it.
+    pub fn check_computed(&self, bytes: u64) -> tensorfmt_core::Result<()> {
+        self.limits
+            .check_computed(self.computed.saturating_add(bytes))
+    }
+
+    /// Bytes of computed constants so far.
+    pub fn computed(&self) -> u64 {
+        self.computed
+    }
+
+    /// Counts `bytes` of computed constants against `Limits::max_computed`.
+    fn charge_computed(&mut self, bytes: u64) -> tensorfmt_core::Result<()> {
+        self.check_computed(bytes)?;
+        self.computed += bytes;
+        Ok(())
+    }
+
+    /// Adds an initializer (the tensor's bytes are shared) and returns its name. The
+    /// initializers' total must stay within what an ONNX file can hold (protobuf's
+    /// 2 GiB), refused here rather than after the whole graph is built.
     pub fn init(&mut self, base: &str, t: &Tensor) -> tensorfmt_core::Result<String> {
+        let total = self.model.saturating_add(t.bytes().len() as u64);
+        if total > tensorfmt_onnx::MAX_MODEL_BYTES {
+            return Err(tensorfmt_core::Error::Invalid(format!(
+                "the model's initializers would total {total} bytes, more than an ONNX file \
+                 holds ({} bytes, protobuf's limit)",
+                tensorfmt_onnx::MAX_MODEL_BYTES
+            )));
+        }
+        self.model = total;
         let name = self.fresh(base);
         self.init_shapes.insert(name.clone(), t.dims().to_vec());
         self.inits.push(tensorfmt_onnx::tensor_to_proto(&name, t)?);
@@ -109,6 +164,7 @@ impl Builder {
         data: Vec<f32>,
         dims: Vec<usize>,
     ) -> tensorfmt_core::Result<String> {
+        self.charge_computed((data.len() as u64).saturating_mul(4))?;
         let small = (data.len() <= 16).then(|| data.clone());
         let t = Tensor::from_vec(data, dims, Order::RowMajor)?;
         let name = self.init(base, &t)?;
@@ -121,6 +177,7 @@ impl Builder {
     /// A 1-D int64 initializer.
     pub fn i64s(&mut self, base: &str, data: Vec<i64>) -> tensorfmt_core::Result<String> {
         let n = data.len();
+        self.charge_computed((n as u64).saturating_mul(8))?;
         let t = Tensor::from_vec(data.clone(), [n], Order::RowMajor)?;
         let name = self.init(base, &t)?;
         self.ints.insert(name.clone(), data);
@@ -136,17 +193,7 @@ impl Builder {
         outputs: Vec<String>,
         attrs: Vec<AttributeProto>,
     ) {
-        let mut unique = name.to_string();
-        if !self.node_names.insert(unique.clone()) {
-            let i = self.next_node_suffix.entry(name.to_string()).or_insert(1);
-            loop {
-                unique = format!("{name}_{i}");
-                *i += 1;
-                if self.node_names.insert(unique.clone()) {
-                    break;
-                }
-            }
-        }
+        let unique = self.node_names.fresh(name);
         self.nodes.push(NodeProto {
             input: inputs,
             output: outputs,

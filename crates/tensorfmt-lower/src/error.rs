@@ -46,6 +46,51 @@ pub enum LowerError {
     /// I/O or tensor errors.
     #[error(transparent)]
     Core(#[from] tensorfmt_core::Error),
+    /// A problem found in one input file, named: a caffemodel's defect under the
+    /// caffemodel's path, a net's under the prototxt's ([`convert_files`](crate::convert_files)).
+    #[error("{path}: {source}")]
+    File {
+        /// The file, as given.
+        path: String,
+        /// What is wrong in it.
+        #[source]
+        source: Box<LowerError>,
+    },
+}
+
+impl LowerError {
+    /// `self` named as a problem of the file at `path`, unless it names that file
+    /// already (an I/O error with its path, a fork schema's error).
+    ///
+    /// ```
+    /// use tensorfmt_lower::LowerError;
+    /// let e = LowerError::Net("no output blobs".into()).in_file("net.prototxt".as_ref());
+    /// assert_eq!(e.to_string(), "net.prototxt: no output blobs");
+    /// assert!(matches!(e.inner(), LowerError::Net(_)));
+    /// ```
+    pub fn in_file(self, path: &std::path::Path) -> LowerError {
+        let shown = path.display().to_string();
+        if self.to_string().contains(&shown) {
+            return self;
+        }
+        match &self {
+            LowerError::File { .. }
+            | LowerError::Caffe(tensorfmt_caffe::CaffeError::Schema { .. }) => self,
+            LowerError::Core(tensorfmt_core::Error::Io { path, .. }) if !path.is_empty() => self,
+            _ => LowerError::File {
+                path: shown,
+                source: Box::new(self),
+            },
+        }
+    }
+
+    /// The error without the file it is named under ([`LowerError::File`]'s source).
+    pub fn inner(&self) -> &LowerError {
+        match self {
+            LowerError::File { source, .. } => source.inner(),
+            e => e,
+        }
+    }
 }
 
 /// A layer [`LowerError::Unsupported`] lists.

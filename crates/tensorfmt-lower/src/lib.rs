@@ -115,6 +115,8 @@ pub struct LowerOptions {
     /// blobs they read from the rest become the graph outputs. Each entry must match a
     /// layer of the net.
     pub stop_before: Vec<String>,
+    /// Bounds of the conversion: `max_computed` (the constants it computes, in all).
+    pub limits: tensorfmt_core::Limits,
 }
 
 /// The result of [`lower`].
@@ -122,7 +124,9 @@ pub struct LowerOptions {
 pub struct Lowered {
     /// The ONNX model.
     pub model: ModelProto,
-    /// Graph output blob names.
+    /// Graph output names: the blobs' names, except a net input rewritten in place
+    /// (`bottom: "data" top: "data"`), whose last version is `<blob>/<layer>` (the graph
+    /// input keeps the blob's name).
     pub outputs: Vec<String>,
     /// Caffe shapes of every blob's final version, by blob name.
     pub shapes: HashMap<String, Vec<usize>>,
@@ -149,6 +153,11 @@ fn check_shape(shape: &[usize]) -> Result<(), String> {
     Ok(())
 }
 
+/// `1,3,224,224`, as `--input-shape` takes it.
+fn dims_text(d: &[usize]) -> String {
+    d.iter().map(usize::to_string).collect::<Vec<_>>().join(",")
+}
+
 fn layer_err(l: &LayerDef, reason: impl Into<String>) -> LowerError {
     LowerError::Layer {
         layer: l.name.clone(),
@@ -170,7 +179,19 @@ pub fn lower(
     for name in &cut.unique_cut_names {
         blobs.take(name);
     }
-    let net = &cut.kept;
+    let net: &NetDef = &cut.kept;
+    // An input given two shapes: which one was meant? (Caffe's rules and the lowering
+    // once took different ones.)
+    let mut given: HashMap<&str, &Vec<usize>> = HashMap::new();
+    for (name, shape) in &opts.input_shapes {
+        if let Some(first) = given.insert(name.as_str(), shape) {
+            return Err(LowerError::Net(format!(
+                "--input-shape gives input {name:?} twice ({} and {}); give it once",
+                dims_text(first),
+                dims_text(shape)
+            )));
+        }
+    }
     // 1. Caffe's own shape rules (tensorfmt-caffe), which every lowered layer must agree
     // with. Where they do not know a layer type either, the layers without a lowering are
     // all that can be said: list them.
@@ -200,6 +221,7 @@ pub fn lower(
     let mut unsupported: Vec<UnsupportedLayer> = Vec::new();
     let mut placeholders: HashSet<String> = HashSet::new();
     let mut graph = layers::Graph::default();
+    graph.b.limits = opts.limits;
     // 2. Inputs.
     let input_names: HashSet<&str> = net.inputs.iter().map(|i| i.name.as_str()).collect();
     for (name, _) in &opts.input_shapes {
@@ -216,6 +238,21 @@ pub fn lower(
     }
     let mut current: HashMap<String, Value> = HashMap::new();
     let mut graph_inputs = Vec::new();
+    // An ONNX value needs a name ("" is an absent optional input); Caffe takes "".
+    if let Some(i) = net.inputs.iter().find(|i| i.name.is_empty()) {
+        return Err(LowerError::Net(format!(
+            "a net input (line {}) has an empty name, which no ONNX value may have",
+            i.line
+        )));
+    }
+    for l in &net.layers {
+        if l.tops.iter().chain(&l.bottoms).any(String::is_empty) {
+            return Err(layer_err(
+                l,
+                "a bottom or top has an empty blob name, which no ONNX value may have",
+            ));
+        }
+    }
     for b in net
         .layers
         .iter()
@@ -224,25 +261,13 @@ pub fn lower(
     {
         graph.b.reserve(b);
     }
-    for i in &net.inputs {
-        let shape: Vec<usize> = match opts.input_shapes.iter().find(|(n, _)| n == &i.name) {
-            Some((_, s)) => s.clone(),
-            None => i
-                .shape
-                .iter()
-                .map(|&d| usize::try_from(d).ok().filter(|&d| d > 0))
-                .collect::<Option<Vec<usize>>>()
-                .ok_or_else(|| {
-                    LowerError::Net(format!(
-                        "input {:?} has shape {:?}; give a positive shape with --input-shape {}=...",
-                        i.name, i.shape, i.name
-                    ))
-                })?,
-        };
+    // The input shapes as Caffe's rules resolved them (the prototxt's, or --input-shape's).
+    for (i, (_, shape)) in net.inputs.iter().zip(&caffe_shapes.inputs) {
+        let shape = shape.clone();
         if shape.contains(&0) {
             return Err(LowerError::Net(format!(
-                "input {:?} has a zero dimension in {shape:?}",
-                i.name
+                "input {:?} has a zero dimension in {shape:?}; give a positive shape with --input-shape {}=...",
+                i.name, i.name
             )));
         }
         check_shape(&shape).map_err(|e| LowerError::Net(format!("input {:?}: {e}", i.name)))?;
@@ -411,15 +436,23 @@ pub fn lower(
         opts.outputs.clone()
     };
     let mut out_values = Vec::new();
+    let mut out_seen: HashSet<&str> = HashSet::new();
     for o in &outputs {
+        if !out_seen.insert(o.as_str()) {
+            return Err(LowerError::Net(format!("output {o:?} is asked for twice")));
+        }
         let v = current.get(o).ok_or_else(|| {
             LowerError::Net(format!(
                 "output {o:?} is not a blob the lowered graph computes"
             ))
         })?;
-        if v.name != *o {
+        // The last version of a blob carries its name, except a net input rewritten in
+        // place (`bottom: "data" top: "data"`): the input keeps the name and the output
+        // is the last writer's value, `<blob>/<layer>`.
+        if v.name != *o && !input_names.contains(o.as_str()) {
             return Err(LowerError::Net(format!(
-                "output {o:?} is rewritten in place by a later layer that is pruned"
+                "output {o:?}: its last version is named {:?} (a lowering bug)",
+                v.name
             )));
         }
         if graph.masks.contains(&v.name) {
@@ -457,10 +490,20 @@ pub fn lower(
     // shapes for that batch (a constant holding the batch, such as a Reshape target that
     // folds the batch axis, would not). Outputs whose first axis is not the batch
     // (SSD's prior boxes) keep their fixed size.
-    let batch_outputs = if opts.dynamic_batch {
-        check_dynamic_batch(net, &graph_inputs, &graph.b, &nodes, &verified, &origin)?
+    let batch_axes = if opts.dynamic_batch {
+        check_dynamic_batch(
+            net,
+            &caffe_shapes,
+            &graph_inputs,
+            &graph.b,
+            &nodes,
+            &verified,
+            &origin,
+            &out_values,
+            &graph.dynamic,
+        )?
     } else {
-        HashSet::new()
+        HashMap::new()
     };
     let out_names: HashSet<&str> = out_values.iter().map(|v| v.name.as_str()).collect();
     // 7. Warnings: caffemodel layers nobody asked for.
@@ -478,7 +521,7 @@ pub fn lower(
     let infos: Vec<ValueInfoProto> = verified
         .iter()
         .filter(|v| needed.contains(&v.name) && !out_names.contains(v.name.as_str()))
-        .map(|v| value_info(v, false))
+        .map(|v| value_info(v, &[]))
         .collect();
     let mut metadata = vec![("tensorfmt.source".to_string(), "caffe".to_string())];
     if !net.name.is_empty() {
@@ -527,12 +570,13 @@ pub fn lower(
         initializer: inits,
         input: graph_inputs
             .iter()
-            .map(|v| value_info(v, opts.dynamic_batch))
+            .map(|v| value_info(v, batch_axes.get(&v.name).map_or(&[][..], Vec::as_slice)))
             .collect(),
         output: out_values
             .iter()
             .map(|v| {
-                let mut vi = value_info(v, batch_outputs.contains(&v.name));
+                let n_axes = batch_axes.get(&v.name).map_or(&[][..], Vec::as_slice);
+                let mut vi = value_info(v, n_axes);
                 mark_dynamic(&mut vi, graph.dynamic.get(&v.name));
                 vi
             })
@@ -560,6 +604,7 @@ pub fn lower(
         ..Default::default()
     };
     let shapes = current.into_iter().map(|(k, v)| (k, v.shape)).collect();
+    let outputs = out_values.into_iter().map(|v| v.name).collect();
     Ok(Lowered {
         model,
         outputs,
@@ -590,78 +635,160 @@ fn propagate(
     }
 }
 
-/// `--dynamic-batch`: propagates ONNX's shape rules over the final `nodes` with every
-/// input's batch one larger and checks each verified value against Caffe's shapes for
-/// that batch. A lowering that baked the batch into a constant fails here, naming the
-/// layer, instead of writing a model that breaks (or silently answers for batch 1) at
-/// another batch size. Returns the values whose first axis follows the batch.
+/// `--dynamic-batch`: the signature with a symbolic batch `N` must hold at every batch.
+/// ONNX's shape rules are propagated over the final `nodes` at two larger batches (the
+/// declared one + 1 and + 3) and each verified value is checked against Caffe's shapes
+/// at those batches: a lowering that baked the batch into a constant fails here, naming
+/// the layer. Then every axis of every graph output must either not change with the
+/// batch (SSD's prior boxes), or be the batch itself (declared `N`, on whichever axis it
+/// landed); an axis that depends on the batch otherwise (a Concat on axis 0 gives 2N, a
+/// Flatten from axis 0 gives 12N) has no true declaration with one `N`, and the net is
+/// refused. The batch is the first input's first axis, shared by the inputs whose first
+/// axis has its size. Returns, per batched input and per output, the axes that are `N`.
+#[allow(clippy::too_many_arguments)]
 fn check_dynamic_batch(
     net: &NetDef,
+    declared: &tensorfmt_caffe::NetShapes,
     inputs: &[Value],
     b: &Builder,
     nodes: &[tensorfmt_onnx::proto::NodeProto],
     verified: &[Value],
     origin: &HashMap<String, (usize, usize)>,
-) -> Result<HashSet<String>, LowerError> {
-    let bigger: Vec<(String, Vec<usize>)> = inputs
-        .iter()
-        .map(|v| {
-            let mut s = v.shape.clone();
-            if let Some(d) = s.first_mut() {
-                *d += 1;
-            }
-            (v.name.clone(), s)
-        })
-        .collect();
-    let caffe = tensorfmt_caffe::infer_shapes(net, &bigger).map_err(|e| {
-        LowerError::Net(format!(
-            "--dynamic-batch: the net does not take a batch one larger than declared: {e}"
-        ))
-    })?;
-    let mut shapes: HashMap<String, Vec<usize>> = bigger.iter().cloned().collect();
-    propagate(b, nodes, &mut shapes);
+    outputs: &[Value],
+    run_time: &HashMap<String, Vec<(usize, String)>>,
+) -> Result<HashMap<String, Vec<usize>>, LowerError> {
+    // The batch is the first input's first axis; the inputs whose first axis has the
+    // same size are batched with it, the others (a constant table fed as an input) keep
+    // their declared shapes.
+    let Some(&b0) = inputs.first().and_then(|v| v.shape.first()) else {
+        return Err(LowerError::Net(
+            "--dynamic-batch: the net's first input has no axes, so no batch axis".into(),
+        ));
+    };
+    let batched = |v: &Value| v.shape.first() == Some(&b0);
     // Values the final graph computes (a pruned node's are not checked: nothing runs it).
     let computed: HashSet<&str> = nodes
         .iter()
         .flat_map(|n| n.output.iter().map(String::as_str))
         .collect();
-    let mut follows: HashSet<String> = inputs.iter().map(|v| v.name.clone()).collect();
-    for v in verified
-        .iter()
-        .filter(|v| computed.contains(v.name.as_str()))
-    {
-        let Some(&(li, ti)) = origin.get(&v.name) else {
-            continue;
-        };
-        let Some(want) = caffe.layers.get(li).and_then(|s| s.tops.get(ti)) else {
-            continue;
-        };
-        let got = shapes.get(&v.name);
-        if got != Some(want) {
-            let l = &net.layers[li];
-            return Err(layer_err(
-                l,
-                format!(
-                    "--dynamic-batch: its ONNX nodes do not follow the batch (at batch {} \
-                     ONNX's shape rules give {}, Caffe's {want:?}); convert with a fixed \
-                     batch (--input-shape) instead",
-                    bigger
-                        .first()
-                        .and_then(|(_, s)| s.first())
-                        .copied()
-                        .unwrap_or(0),
-                    got.map_or(
-                        "no shape (a constant in them holds the declared batch)".to_string(),
-                        |s| format!("{s:?}")
+    // Each output's shape at each batch tried: the declared one first.
+    let mut out_shapes: Vec<Vec<Vec<usize>>> =
+        outputs.iter().map(|v| vec![v.shape.clone()]).collect();
+    for step in [1, 3] {
+        let at = b0 + step;
+        let bigger: Vec<(String, Vec<usize>)> = inputs
+            .iter()
+            .map(|v| {
+                let mut s = v.shape.clone();
+                if batched(v) {
+                    s[0] = at;
+                }
+                (v.name.clone(), s)
+            })
+            .collect();
+        let caffe = tensorfmt_caffe::infer_shapes(net, &bigger).map_err(|e| {
+            LowerError::Net(format!(
+                "--dynamic-batch: the net does not take a batch of {at}: {e}"
+            ))
+        })?;
+        // The weights are fixed: a layer whose parameter shapes change with the batch
+        // (a Permute moved the batch onto the channels a Convolution reads) has no
+        // model for another batch.
+        for (li, (at_b, at_b0)) in caffe.layers.iter().zip(&declared.layers).enumerate() {
+            if at_b.params != at_b0.params {
+                return Err(layer_err(
+                    &net.layers[li],
+                    format!(
+                        "--dynamic-batch: its weights' shapes depend on the batch ({:?} at batch \
+                         {b0}, {:?} at batch {at}: the batch reaches an axis its weights \
+                         cover); convert with a fixed batch (--input-shape) instead",
+                        at_b0.params, at_b.params
                     ),
-                ),
-            ));
+                ));
+            }
         }
-        if want.first() != v.shape.first() {
-            follows.insert(v.name.clone());
+        let mut shapes: HashMap<String, Vec<usize>> = bigger.iter().cloned().collect();
+        propagate(b, nodes, &mut shapes);
+        for v in verified
+            .iter()
+            .filter(|v| computed.contains(v.name.as_str()))
+        {
+            let Some(&(li, ti)) = origin.get(&v.name) else {
+                continue;
+            };
+            let Some(want) = caffe.layers.get(li).and_then(|s| s.tops.get(ti)) else {
+                continue;
+            };
+            let got = shapes.get(&v.name);
+            if got != Some(want) {
+                return Err(layer_err(
+                    &net.layers[li],
+                    format!(
+                        "--dynamic-batch: its ONNX nodes do not follow the batch (at batch {at} \
+                         ONNX's shape rules give {}, Caffe's {want:?}); convert with a fixed \
+                         batch (--input-shape) instead",
+                        got.map_or(
+                            "no shape (a constant in them holds the declared batch)".to_string(),
+                            |s| format!("{s:?}")
+                        ),
+                    ),
+                ));
+            }
+        }
+        for (v, seen) in outputs.iter().zip(&mut out_shapes) {
+            // Caffe's shape at this batch (for an output no ONNX rule verified, e.g. a
+            // size known only at run time, the bound Caffe gives).
+            let shape = match origin.get(&v.name) {
+                Some(&(li, ti)) => caffe.layers.get(li).and_then(|s| s.tops.get(ti)).cloned(),
+                None => bigger
+                    .iter()
+                    .find(|(n, _)| *n == v.name)
+                    .map(|(_, s)| s.clone()),
+            };
+            seen.push(shape.unwrap_or_default());
         }
     }
-    Ok(follows)
+    let batches = [b0, b0 + 1, b0 + 3];
+    let mut axes_of_n: HashMap<String, Vec<usize>> = inputs
+        .iter()
+        .filter(|v| batched(v))
+        .map(|v| (v.name.clone(), vec![0]))
+        .collect();
+    for (v, seen) in outputs.iter().zip(&out_shapes) {
+        let run_time_axes: Vec<usize> = run_time
+            .get(&v.name)
+            .map(|a| a.iter().map(|(axis, _)| *axis).collect())
+            .unwrap_or_default();
+        let mut n_axes = Vec::new();
+        for axis in 0..v.shape.len() {
+            if run_time_axes.contains(&axis) {
+                continue;
+            }
+            let dims: Vec<Option<usize>> = seen.iter().map(|s| s.get(axis).copied()).collect();
+            if dims.iter().all(|&d| d == dims[0]) {
+                continue;
+            }
+            if dims.iter().zip(batches).all(|(&d, n)| d == Some(n)) {
+                n_axes.push(axis);
+                continue;
+            }
+            let text: Vec<String> = dims
+                .iter()
+                .zip(batches)
+                .map(|(d, n)| match d {
+                    Some(d) => format!("{d} at batch {n}"),
+                    None => format!("no such axis at batch {n}"),
+                })
+                .collect();
+            return Err(LowerError::Net(format!(
+                "--dynamic-batch: output {:?} axis {axis} depends on the batch without being it ({}), which no declaration with one symbolic N states; convert with a fixed batch (--input-shape) instead",
+                v.name,
+                text.join(", ")
+            )));
+        }
+        axes_of_n.insert(v.name.clone(), n_axes);
+    }
+    Ok(axes_of_n)
 }
 
 /// Names the axes of `vi` whose size is known only at run time (`dim_param`).
@@ -680,13 +807,14 @@ fn mark_dynamic(vi: &mut ValueInfoProto, axes: Option<&Vec<(usize, String)>>) {
     }
 }
 
-fn value_info(v: &Value, dynamic_batch: bool) -> ValueInfoProto {
+/// The value's type: f32 of its shape, the axes in `batch_axes` declared `N`.
+fn value_info(v: &Value, batch_axes: &[usize]) -> ValueInfoProto {
     let dim = v
         .shape
         .iter()
         .enumerate()
         .map(|(i, &d)| Dimension {
-            value: Some(if i == 0 && dynamic_batch {
+            value: Some(if batch_axes.contains(&i) {
                 DimValue::DimParam("N".into())
             } else {
                 DimValue::DimValue(d as i64)
@@ -736,18 +864,23 @@ pub fn convert_files(
     read: &ReadOptions,
 ) -> Result<Lowered, LowerError> {
     let (net, mut blobs) = load(src, read)?;
-    let lowered = lower(&net, &mut blobs, opts)?;
-    tensorfmt_core::io::write_atomic(out, |w| tensorfmt_onnx::write_model(w, &lowered.model))?;
+    // What the lowering finds is about the net, as the prototxt gives it.
+    let lowered = lower(&net, &mut blobs, opts).map_err(|e| e.in_file(src.prototxt))?;
+    tensorfmt_core::io::write_atomic(out, |w| tensorfmt_onnx::write_model(w, &lowered.model))
+        .map_err(|e| LowerError::from(e).in_file(out))?;
     Ok(lowered)
 }
 
 /// Reads the prototxt (with the fork schema if given) and the caffemodel's blobs.
 pub fn load(src: Sources<'_>, read: &ReadOptions) -> Result<(NetDef, LayerBlobs), LowerError> {
     let net = load_net(src.prototxt, src.fork_proto, read)?;
-    let data = tensorfmt_core::io::map_file(src.caffemodel)?;
+    // Each error names the file it comes from.
+    let in_model = |e: LowerError| e.in_file(src.caffemodel);
+    let data = tensorfmt_core::io::map_file(src.caffemodel).map_err(|e| in_model(e.into()))?;
     let model =
-        tensorfmt_caffe::read_model_with(data, &tensorfmt_caffe::CaffeReadOptions::from(read))?;
-    let blobs = tensorfmt_caffe::layer_blobs(&model)?;
+        tensorfmt_caffe::read_model_with(data, &tensorfmt_caffe::CaffeReadOptions::from(read))
+            .map_err(|e| in_model(e.into()))?;
+    let blobs = tensorfmt_caffe::layer_blobs(&model).map_err(|e| in_model(e.into()))?;
     Ok((net, blobs))
 }
 
@@ -773,7 +906,8 @@ pub fn load_net(
         None => Schema::builtin(),
     };
     let text = read_text(prototxt, read)?;
-    Ok(tensorfmt_caffe::parse_net(&text, schema, read)?)
+    tensorfmt_caffe::parse_net(&text, schema, read)
+        .map_err(|e| LowerError::from(e).in_file(prototxt))
 }
 
 /// Writes a caffemodel (atomically) with seeded random weights for every layer of a
@@ -842,8 +976,8 @@ pub fn write_random_weights(
 
 fn read_text(path: &Path, read: &ReadOptions) -> Result<String, LowerError> {
     // A regular file only (a FIFO is refused, not waited on), at most max_alloc bytes.
-    let bytes =
-        tensorfmt_core::io::read_file_capped(path, read.limits.max_alloc, "prototxt bytes")?;
+    let bytes = tensorfmt_core::io::read_file_capped(path, read.limits.max_alloc, "prototxt bytes")
+        .map_err(|e| LowerError::from(e).in_file(path))?;
     String::from_utf8(bytes.to_vec())
-        .map_err(|_| LowerError::Net(format!("{}: the prototxt is not UTF-8", path.display())))
+        .map_err(|_| LowerError::Net("the prototxt is not UTF-8".into()).in_file(path))
 }

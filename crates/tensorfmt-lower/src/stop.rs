@@ -2,6 +2,7 @@
 //! the layers named (by layer name or type) and everything that reads what they
 //! compute; the graph outputs the blobs the cut part reads from the kept part.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
 use tensorfmt_caffe::NetDef;
@@ -9,9 +10,10 @@ use tensorfmt_caffe::NetDef;
 use crate::LowerError;
 
 /// The kept part of a net and what the cut leaves behind.
-pub(crate) struct Cut {
-    /// The net without the cut layers.
-    pub kept: NetDef,
+pub(crate) struct Cut<'a> {
+    /// The net without the cut layers (the net itself when nothing is cut: a copy
+    /// would double the memory of a net of many layers).
+    pub kept: Cow<'a, NetDef>,
     /// Every cut layer, `(name, type)`, in net order.
     pub stopped: Vec<(String, String)>,
     /// The default graph outputs: the net's own outputs the kept part still computes
@@ -26,7 +28,7 @@ pub(crate) struct Cut {
 /// Cuts `net` before every layer whose name or type is in `stop_before` (each entry
 /// must match at least one layer), and before every layer reading a blob a cut layer
 /// wrote (until a kept layer writes that blob again).
-pub(crate) fn cut(net: &NetDef, stop_before: &[String]) -> Result<Cut, LowerError> {
+pub(crate) fn cut<'a>(net: &'a NetDef, stop_before: &[String]) -> Result<Cut<'a>, LowerError> {
     for s in stop_before {
         if !net.layers.iter().any(|l| &l.name == s || &l.kind == s) {
             return Err(LowerError::Net(format!(
@@ -37,12 +39,14 @@ pub(crate) fn cut(net: &NetDef, stop_before: &[String]) -> Result<Cut, LowerErro
     let mut cut_blobs: HashSet<&str> = HashSet::new();
     let mut is_cut = vec![false; net.layers.len()];
     let mut reads: Vec<String> = Vec::new();
+    let mut read_set: HashSet<&str> = HashSet::new();
+    let stop_set: HashSet<&str> = stop_before.iter().map(String::as_str).collect();
     for (i, l) in net.layers.iter().enumerate() {
-        let named = stop_before.iter().any(|s| s == &l.name || s == &l.kind);
+        let named = stop_set.contains(l.name.as_str()) || stop_set.contains(l.kind.as_str());
         if named || l.bottoms.iter().any(|b| cut_blobs.contains(b.as_str())) {
             is_cut[i] = true;
             for b in &l.bottoms {
-                if !cut_blobs.contains(b.as_str()) && !reads.contains(b) {
+                if !cut_blobs.contains(b.as_str()) && read_set.insert(b.as_str()) {
                     reads.push(b.clone());
                 }
             }
@@ -53,25 +57,33 @@ pub(crate) fn cut(net: &NetDef, stop_before: &[String]) -> Result<Cut, LowerErro
             }
         }
     }
-    let mut kept = net.clone();
-    kept.layers = net
-        .layers
-        .iter()
-        .zip(&is_cut)
-        .filter(|(_, &c)| !c)
-        .map(|(l, _)| l.clone())
-        .collect();
+    let kept = if is_cut.contains(&true) {
+        Cow::Owned(NetDef {
+            name: net.name.clone(),
+            inputs: net.inputs.clone(),
+            layers: net
+                .layers
+                .iter()
+                .zip(&is_cut)
+                .filter(|(_, &c)| !c)
+                .map(|(l, _)| l.clone())
+                .collect(),
+            transform: net.transform.clone(),
+            warnings: net.warnings.clone(),
+        })
+    } else {
+        Cow::Borrowed(net)
+    };
     // A blob consumed only by Silence layers is an output too (Caffe silences the blobs
     // it should not print, e.g. colorization's class8_ab).
-    let mut unsilenced = net.clone();
-    unsilenced.layers.retain(|l| l.kind != "Silence");
-    let mut outputs: Vec<String> = unsilenced
-        .output_blobs()
+    let mut outputs: Vec<String> = net
+        .output_blobs_ignoring(&["Silence"])
         .into_iter()
         .filter(|b| !cut_blobs.contains(b.as_str()))
         .collect();
+    let mut seen: HashSet<String> = outputs.iter().cloned().collect();
     for b in reads {
-        if !outputs.contains(&b) {
+        if seen.insert(b.clone()) {
             outputs.push(b);
         }
     }

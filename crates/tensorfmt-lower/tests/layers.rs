@@ -353,11 +353,16 @@ fn dynamic_batch_is_checked_at_another_batch() {
             && e.contains("give [4, 49], Caffe's [2, 98]"),
         "{e}"
     );
-    // The batch folded into the first axis follows it too.
+    // The batch folded into the first axis follows it (2N), but an output of 2N rows
+    // has no true declaration with one N (issue 34: it was declared `N`).
     let folds = format!(
         "{INPUT} layer {{ name: 'r' type: 'Reshape' bottom: 'data' top: 'r' reshape_param {{ shape {{ dim: -1 dim: 49 }} }} }}"
     );
-    net(&folds, &[], &dynamic).unwrap();
+    let e = net(&folds, &[], &dynamic).unwrap_err().to_string();
+    assert!(
+        e.contains("output \"r\" axis 0 depends on the batch without being it"),
+        "{e}"
+    );
     let follows = format!(
         "{INPUT} layer {{ name: 'r' type: 'Reshape' bottom: 'data' top: 'r' reshape_param {{ shape {{ dim: 0 dim: -1 }} }} }}"
     );

@@ -193,6 +193,20 @@ pub fn tensor_from_proto(
                 ),
             ));
         }
+        if dtype == DType::Bool {
+            // A BOOL byte is 0 or 1 (numpy, safetensors and onnxruntime take any other
+            // byte for a bool it is not).
+            if let Some(i) = p.raw_data.iter().position(|&b| b > 1) {
+                return Err(err(
+                    path,
+                    offset,
+                    format!(
+                        "raw_data of BOOL tensor {:?} holds byte {} at element {i}; a BOOL is 0 or 1",
+                        p.name, p.raw_data[i]
+                    ),
+                ));
+            }
+        }
         return Ok(Tensor::from_bytes(
             dtype,
             dims,
@@ -200,6 +214,21 @@ pub fn tensor_from_proto(
             p.raw_data.clone(),
         )?);
     }
+    // A typed field's values must fit the element type (they were narrowed to their low
+    // bytes: INT8 300 became 44, BOOL 7 a byte 7, UINT32 2^40 zero).
+    let type_name = DataType::try_from(p.data_type)
+        .map(|d| d.as_str_name())
+        .unwrap_or("?");
+    let out_of_range = |field: &str, i: usize, v: i128| {
+        err(
+            path,
+            offset,
+            format!(
+                "{field}[{i}] of {type_name} tensor {:?} is {v}, which {type_name} cannot hold",
+                p.name
+            ),
+        )
+    };
     let alloc = |n: u64| -> Result<()> {
         limits.check_alloc(n).map_err(|_| OnnxError::Limit {
             path: path.into(),
@@ -232,16 +261,34 @@ pub fn tensor_from_proto(
             if dtype == DType::U64 {
                 Tensor::from_vec(p.uint64_data.clone(), dims.clone(), Order::RowMajor)?.into_bytes()
             } else {
-                let v: Vec<u32> = p.uint64_data.iter().map(|&x| x as u32).collect();
+                let mut v: Vec<u32> = Vec::with_capacity(p.uint64_data.len());
+                for (i, &x) in p.uint64_data.iter().enumerate() {
+                    v.push(
+                        u32::try_from(x)
+                            .map_err(|_| out_of_range("uint64_data", i, i128::from(x)))?,
+                    );
+                }
                 Tensor::from_vec(v, dims.clone(), Order::RowMajor)?.into_bytes()
             }
         }
         _ => {
             // int32_data holds I32, I16, I8, U16, U8, BOOL, F16 and BF16 (the latter two
             // as their 16-bit patterns), one value per element, little-endian narrowed.
+            // The range each type's values must lie in (F16 and BF16: their bit patterns).
+            let (lo, hi): (i64, i64) = match dtype {
+                DType::Bool => (0, 1),
+                DType::I8 => (i8::MIN.into(), i8::MAX.into()),
+                DType::U8 => (0, u8::MAX.into()),
+                DType::I16 => (i16::MIN.into(), i16::MAX.into()),
+                DType::U16 | DType::F16 | DType::BF16 => (0, u16::MAX.into()),
+                _ => (i32::MIN.into(), i32::MAX.into()),
+            };
             let size = dtype.size();
             let mut out = Vec::with_capacity(byte_len as usize);
-            for &v in &p.int32_data {
+            for (i, &v) in p.int32_data.iter().enumerate() {
+                if !(lo..=hi).contains(&i64::from(v)) {
+                    return Err(out_of_range("int32_data", i, i128::from(v)));
+                }
                 out.extend_from_slice(&v.to_le_bytes()[..size]);
             }
             Bytes::from(out)

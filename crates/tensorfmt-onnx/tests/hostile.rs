@@ -284,3 +284,72 @@ fn sniff_refuses_a_solver_state_with_a_small_iter() {
     .encode_to_vec();
     assert!(tensorfmt_onnx::sniff(&m, m.len() as u64));
 }
+
+/// Issue 34 §4: typed fields were narrowed without a check: BOOL from 7 and -1 became
+/// bytes 7 and 255 (and were written to safetensors as BOOL), INT8 300 became 44,
+/// UINT32 2^40 became 0. A value its element type cannot hold is refused, naming the
+/// field, the index and the value; in range, every type reads back exactly.
+#[test]
+fn typed_values_the_element_type_cannot_hold_are_refused() {
+    let ints = |data_type: i32, v: Vec<i32>| TensorProto {
+        name: "t".into(),
+        dims: vec![v.len() as i64],
+        data_type,
+        int32_data: v,
+        ..Default::default()
+    };
+    let u64s = |data_type: i32, v: Vec<u64>| TensorProto {
+        name: "t".into(),
+        dims: vec![v.len() as i64],
+        data_type,
+        uint64_data: v,
+        ..Default::default()
+    };
+    // (BOOL 9, INT8 3, UINT8 2, INT16 5, UINT16 4, FLOAT16 10, BFLOAT16 16)
+    for (t, what) in [
+        (ints(9, vec![1, 7]), "BOOL"),
+        (ints(9, vec![-1]), "BOOL"),
+        (ints(3, vec![300]), "INT8"),
+        (ints(3, vec![-129]), "INT8"),
+        (ints(2, vec![256]), "UINT8"),
+        (ints(2, vec![-1]), "UINT8"),
+        (ints(5, vec![40000]), "INT16"),
+        (ints(4, vec![70000]), "UINT16"),
+        (ints(10, vec![65536]), "FLOAT16"),
+        (ints(16, vec![-1]), "BFLOAT16"),
+        (u64s(12, vec![1 << 40]), "UINT32"),
+    ] {
+        let e = tensor_err(t);
+        assert!(e.contains("cannot hold") && e.contains(what), "{what}: {e}");
+    }
+    // raw_data of BOOL holds 0 or 1 only, too.
+    let e = tensor_err(TensorProto {
+        name: "t".into(),
+        dims: vec![2],
+        data_type: 9,
+        raw_data: vec![1u8, 7].into(),
+        ..Default::default()
+    });
+    assert!(e.contains("BOOL") && e.contains("7"), "{e}");
+    // In range: exact.
+    let ok = |t: TensorProto| {
+        read_model_file(model(vec![t]), &ReadOptions::default())
+            .unwrap()
+            .initializers
+            .remove(0)
+            .1
+    };
+    assert_eq!(ok(ints(9, vec![0, 1])).bytes().as_ref(), [0, 1]);
+    assert_eq!(
+        ok(ints(3, vec![-128, 127])).to_vec::<i8>().unwrap(),
+        [-128, 127]
+    );
+    assert_eq!(
+        ok(ints(4, vec![0, 65535])).to_vec::<u16>().unwrap(),
+        [0, 65535]
+    );
+    assert_eq!(
+        ok(u64s(12, vec![u32::MAX as u64])).to_vec::<u32>().unwrap(),
+        [u32::MAX]
+    );
+}

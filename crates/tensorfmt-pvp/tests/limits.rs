@@ -30,6 +30,7 @@ fn tiny() -> Limits {
         max_alloc: 1 << 16,
         max_items: 1 << 12,
         max_rank: 8,
+        ..Limits::default()
     }
 }
 

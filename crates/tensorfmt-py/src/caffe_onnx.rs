@@ -38,6 +38,7 @@ pub fn caffe_to_onnx<'py>(
             dynamic_batch,
             strict,
             stop_before: stop_before.unwrap_or_default(),
+            ..Default::default()
         };
         let read = ReadOptions {
             strict,

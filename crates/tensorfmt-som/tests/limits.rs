@@ -26,6 +26,7 @@ fn tiny() -> ReadOptions {
             max_alloc: 1 << 16,
             max_items: 1 << 12,
             max_rank: 8,
+            ..Limits::default()
         },
         ..ReadOptions::default()
     }

@@ -21,6 +21,9 @@ pub(crate) struct Graph {
     /// Values holding ONNX max-pooling indices (a Caffe pooling mask top): only
     /// Upsample may read them.
     pub masks: HashSet<String>,
+    /// The input plane (height, width) of the pooling that made each mask: ONNX's
+    /// indices address it, so an Upsample reading the mask must restore that size.
+    pub mask_inputs: HashMap<String, [usize; 2]>,
     /// Tops whose size along some axes is known only at run time (DetectionOutput's
     /// row count): value name -> (axis, ONNX `dim_param`). Caffe's shape is their bound;
     /// ONNX's shape rules do not check them and the graph output carries the dim name.
@@ -123,6 +126,22 @@ impl<'a> LayerCx<'a> {
     pub fn i64s(&mut self, what: &str, data: Vec<i64>) -> LResult<String> {
         let base = format!("{}/{what}", self.layer.name);
         Ok(self.g.b.i64s(&base, data)?)
+    }
+
+    /// Errors unless a constant of `bytes` more, computed by this lowering, stays within
+    /// the conversion's budget of computed constants (`Limits::max_computed`, shared by
+    /// every layer). Ask before computing a constant whose size grows with the input
+    /// (PriorBox's boxes): [`LayerCx::f32s`] and [`LayerCx::i64s`] count what they store
+    /// against the same budget anyway, but only once it has been computed.
+    pub fn check_computed(&self, what: &str, bytes: u64) -> LResult<()> {
+        self.g.b.check_computed(bytes).map_err(|_| {
+            Fail::new(format!(
+                "{what} would be a constant of {bytes} bytes, bringing the constants computed \
+                 at conversion to {} bytes, over the limit of {} in all (Limits::max_computed)",
+                self.g.b.computed().saturating_add(bytes),
+                self.g.b.limits.max_computed
+            ))
+        })
     }
 
     /// A constant f32 scalar (shape `[]`).

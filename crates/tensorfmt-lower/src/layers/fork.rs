@@ -85,6 +85,19 @@ pub(crate) fn upsample(cx: &mut LayerCx<'_>) -> Out {
             ins[0].shape, ins[1].shape
         )));
     }
+    // ONNX's indices address the pooling's input (flattened over N, C, H, W); Caffe's
+    // address a plane of the Upsample's output. They agree only when the output is that
+    // input's size (SegNet's upsample_h/w and scales restore it); otherwise Caffe puts
+    // the values where MaxUnpool cannot.
+    if let Some(&[h, w]) = cx.g.mask_inputs.get(&ins[1].name) {
+        if [out[2], out[3]] != [h, w] {
+            return Err(Fail::not_lowered(format!(
+                "the output {}x{} is not the {h}x{w} input of the pooling whose mask it reads: \
+                 Caffe's per-plane mask indices place values where ONNX's MaxUnpool cannot",
+                out[2], out[3]
+            )));
+        }
+    }
     let x = &ins[0].shape;
     let k = [out[2].div_ceil(x[2]), out[3].div_ceil(x[3])];
     // MaxUnpool's output size is (in-1)*s + k - pads; an end pad brings it down to

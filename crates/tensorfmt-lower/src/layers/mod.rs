@@ -19,7 +19,8 @@
 //! | `cx.conv_geom()`, `cx.pool_geom()` | the convolution / pooling geometry Caffe's shape rule validated |
 //! | `cx.blob(i, &shape)`, `cx.blobs_at_most(n)`, `cx.blobs` | blob `i` as f32, checked against the shape Caffe expects |
 //! | `cx.op`, `cx.op_to`, `cx.op_to_many`, `cx.identity`, `cx.reshape_to`, `cx.scalar_chain` | nodes (named `<layer>/<Op>`) |
-//! | `cx.init`, `cx.f32s`, `cx.i64s`, `cx.scalar`, `cx.fresh` | initializers (named `<layer>/<what>`) and fresh value names |
+//! | `cx.init`, `cx.f32s`, `cx.i64s`, `cx.scalar`, `cx.fresh` | initializers (named `<layer>/<what>`) and fresh value names (unique: a taken name gets the next `_<n>` of its base's counter) |
+//! | `cx.check_computed(what, bytes)` | before computing a constant whose size grows with the input: the conversion's budget (`Limits::max_computed`), which `f32s`/`i64s` charge |
 //! | `cx.g.masks` | net-wide state: values holding max-pooling indices |
 //! | `cx.g.dynamic` | tops whose size is known only at run time (DetectionOutput's rows): axis and dim name |
 //!
@@ -53,7 +54,10 @@
 //!    A fork layer that reuses another layer's type string (the YOLOv2 ports'
 //!    `DetectionOutput`) goes into `VARIANTS` instead, with the `LayerDef` test that
 //!    tells it apart (and the same test guards its arm in `shapes.rs`).
-//! 3. Caffe's shape rule for the type goes into `tensorfmt-caffe`'s `shapes.rs`
+//! 3. Caffe's shape rule for the type goes into `tensorfmt-caffe`'s `shapes.rs`, with
+//!    the checks of the layer's `LayerSetUp` (the parameters Caffe refuses are refused
+//!    there, once, for `infer_shapes` and the lowering; non-finite floats that would
+//!    make every output NaN too)
 //!    (`KNOWN_LAYER_TYPES`, and an arm in `other_shapes`, or in `layer_shapes` with a
 //!    `Geometry` when it has a kernel geometry); the lowering must agree with it.
 //! 4. Document it: a `### Type` section under "ONNX lowering" in
@@ -61,7 +65,10 @@
 //!    layer table.
 //! 5. Test it: a per-layer case in `crates/tensorfmt-py/tests/test_caffe_layers.py`
 //!    (against OpenCV 4, or the original program's definition in numpy), and a Rust
-//!    test in `crates/tensorfmt-lower/tests/layers.rs` for its errors.
+//!    test in `crates/tensorfmt-lower/tests/layers.rs` for its errors; add the type and
+//!    its parameter fields to the random nets of `tests/hostile.rs` (never "a lowering
+//!    bug") and `crates/tensorfmt-py/tests/test_hostile.py` (every model onnx.checker
+//!    accepts and onnxruntime runs, also with `--dynamic-batch`).
 
 use std::ops::RangeInclusive;
 

@@ -150,10 +150,19 @@ pub(crate) fn bias(cx: &mut LayerCx<'_>) -> Out {
 /// `LRN`. ACROSS_CHANNELS: ONNX LRN (both divide alpha by size) with bias = k.
 /// WITHIN_CHANNEL: Caffe's own decomposition, x * (1 + alpha * avg_{n x n}(x^2))^-beta
 /// with the average over a zero-padded window (divisor n^2; k is not used).
+///
+/// Caffe takes any odd `local_size` up to INT_MAX and any alpha and beta; onnxruntime's
+/// LRN wants alpha > 0 and beta > 0, and a window far wider than the input costs it
+/// memory in proportion. So a window wider than any reach (2C - 1 channels across,
+/// 2 max(H, W) - 1 within) is lowered as that reach, alpha scaled to keep alpha / n (the
+/// sum over it is the same); and ACROSS_CHANNELS with alpha or beta not positive is
+/// lowered as Caffe's formula, x * (k + alpha/n * sum_n(x^2))^-beta, the windowed sum an
+/// AveragePool over the channel axis. The parameters themselves are Caffe's shape rule's
+/// (odd local_size within an int, finite alpha, beta, k).
 pub(crate) fn lrn(cx: &mut LayerCx<'_>) -> Out {
     let (ins, tops) = (cx.ins, cx.tops);
     let p = cx.param().lrn_param.unwrap_or_default();
-    let n = p.local_size() as usize;
+    let n = u64::from(p.local_size());
     if n % 2 == 0 {
         return Err(Fail::new(format!("local_size {n} must be odd")));
     }
@@ -161,18 +170,56 @@ pub(crate) fn lrn(cx: &mut LayerCx<'_>) -> Out {
     if x.len() != 4 {
         return Err(Fail::new(format!("input shape {x:?}: LRN needs 4 axes")));
     }
+    // The window as wide as it can reach, and alpha / n kept.
+    let reach = |extent: usize| (2 * extent as u64).saturating_sub(1).max(1);
+    let (alpha, beta, k) = (p.alpha(), p.beta(), p.k());
     match p.norm_region() {
         NormRegion::AcrossChannels => {
-            let attrs = vec![
-                attr("size", A::I(n as i64)),
-                attr("alpha", A::F(p.alpha())),
-                attr("beta", A::F(p.beta())),
-                attr("bias", A::F(p.k())),
-            ];
-            cx.op_to("LRN", vec![ins[0].name.clone()], &tops[0], attrs);
+            let m = n.min(reach(x[1]));
+            let alpha_m = (f64::from(alpha) * m as f64 / n as f64) as f32;
+            if alpha > 0.0 && beta > 0.0 {
+                let attrs = vec![
+                    attr("size", A::I(m as i64)),
+                    attr("alpha", A::F(alpha_m)),
+                    attr("beta", A::F(beta)),
+                    attr("bias", A::F(k)),
+                ];
+                cx.op_to("LRN", vec![ins[0].name.clone()], &tops[0], attrs);
+            } else {
+                // The channel window as a pooling window over [N, 1, C, H*W].
+                let pad = ((m - 1) / 2) as i64;
+                let sq = cx.op(
+                    "Mul",
+                    vec![ins[0].name.clone(), ins[0].name.clone()],
+                    vec![],
+                );
+                let column = [x[0], 1, x[1], x[2] * x[3]];
+                let r = cx.reshape_to(&sq, x, &column, None)?;
+                let avg = cx.op(
+                    "AveragePool",
+                    vec![r],
+                    vec![
+                        attr("kernel_shape", A::Is(vec![m as i64, 1])),
+                        attr("pads", A::Is(vec![pad, 0, pad, 0])),
+                        attr("count_include_pad", A::I(1)),
+                    ],
+                );
+                let avg = cx.reshape_to(&avg, &column, x, None)?;
+                // avg * m * (alpha / n) = alpha / n * sum.
+                let a = cx.scalar(alpha_m)?;
+                let t = cx.op("Mul", vec![avg, a], vec![]);
+                let kk = cx.scalar(k)?;
+                let t = cx.op("Add", vec![t, kk], vec![]);
+                let nb = cx.scalar(-beta)?;
+                let t = cx.op("Pow", vec![t, nb], vec![]);
+                cx.op_to("Mul", vec![ins[0].name.clone(), t], &tops[0], vec![]);
+            }
         }
         NormRegion::WithinChannel => {
-            let pad = ((n - 1) / 2) as i64;
+            let m = n.min(reach(x[2].max(x[3])));
+            // The divisor is m^2 instead of n^2.
+            let alpha_m = (f64::from(alpha) * (m as f64 / n as f64).powi(2)) as f32;
+            let pad = ((m - 1) / 2) as i64;
             let sq = cx.op(
                 "Mul",
                 vec![ins[0].name.clone(), ins[0].name.clone()],
@@ -182,16 +229,16 @@ pub(crate) fn lrn(cx: &mut LayerCx<'_>) -> Out {
                 "AveragePool",
                 vec![sq],
                 vec![
-                    attr("kernel_shape", A::Is(vec![n as i64, n as i64])),
+                    attr("kernel_shape", A::Is(vec![m as i64, m as i64])),
                     attr("pads", A::Is(vec![pad; 4])),
                     attr("count_include_pad", A::I(1)),
                 ],
             );
-            let alpha = cx.scalar(p.alpha())?;
+            let alpha = cx.scalar(alpha_m)?;
             let t = cx.op("Mul", vec![avg, alpha], vec![]);
             let one = cx.scalar(1.0)?;
             let t = cx.op("Add", vec![t, one], vec![]);
-            let nb = cx.scalar(-p.beta())?;
+            let nb = cx.scalar(-beta)?;
             let t = cx.op("Pow", vec![t, nb], vec![]);
             cx.op_to("Mul", vec![ins[0].name.clone(), t], &tops[0], vec![]);
         }

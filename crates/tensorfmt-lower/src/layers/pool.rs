@@ -120,6 +120,7 @@ pub(crate) fn pooling(cx: &mut LayerCx<'_>) -> LResult<Vec<Vec<usize>>> {
         // ONNX's indices (flattened over N, C, H, W) instead of Caffe's per-plane ones:
         // only our Upsample (MaxUnpool) reads them.
         cx.g.masks.insert(tops[1].clone());
+        cx.g.mask_inputs.insert(tops[1].clone(), [x[2], x[3]]);
         return Ok(vec![shape.clone(), shape]);
     }
     Ok(vec![shape])

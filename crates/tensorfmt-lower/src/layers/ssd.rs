@@ -162,10 +162,6 @@ pub(crate) fn prior_boxes(
     Ok(out)
 }
 
-/// The largest constant the lowering computes itself (PriorBox): 256 MiB. SSD300's
-/// prior boxes are 280 kB; anything near the limit comes from an absurd input shape.
-pub(crate) const MAX_COMPUTED_BYTES: u64 = 256 << 20;
-
 /// `PriorBox`: a constant (an unset `clip` is false, weiliu89's default).
 pub(crate) fn prior_box(cx: &mut LayerCx<'_>) -> LResult<Vec<Vec<usize>>> {
     priors_constant(cx, false)
@@ -192,13 +188,10 @@ fn priors_constant(cx: &mut LayerCx<'_>, clip_default: bool) -> LResult<Vec<Vec<
         .tops
         .first()
         .map_or(0, |s| s.iter().map(|&d| d as u64).product());
-    let bytes = count.saturating_mul(4);
-    if bytes > MAX_COMPUTED_BYTES {
-        return Err(Fail::new(format!(
-            "the prior boxes would be a constant of {bytes} bytes ({count} values), over the \
-             {MAX_COMPUTED_BYTES}-byte limit of constants computed at conversion"
-        )));
-    }
+    cx.check_computed(
+        &format!("the prior boxes ({count} values)"),
+        count.saturating_mul(4),
+    )?;
     let data = prior_boxes(&p, [f[2], f[3]], [img[2], img[3]], clip_default)?;
     let len = data.len() / 2;
     let c = cx.f32s("priors", data, vec![1, 2, len])?;
