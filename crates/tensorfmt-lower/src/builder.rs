@@ -66,6 +66,10 @@ pub(crate) struct Builder {
     pub floats: HashMap<String, Vec<f32>>,
     /// Shapes of every initializer.
     pub init_shapes: HashMap<String, Vec<usize>>,
+    /// Values whose first axis is a count the data decides (a proposal layer's RoIs),
+    /// with their shape at the bound Caffe's rule gives: ONNX's shape rules cannot
+    /// follow the nodes that make them (NonMaxSuppression), so the lowering states it.
+    pub rows: HashMap<String, Vec<usize>>,
 }
 
 impl Builder {
@@ -426,6 +430,6 @@ pub(crate) fn onnx_shapes(
             }
             one(o)
         }
-        _ => None,
+        _ => crate::layers::rcnn::onnx_shapes(n, ins, consts),
     }
 }

@@ -56,6 +56,7 @@ use tensorfmt_onnx::proto::{
 
 pub use builder::Value;
 pub use error::{LowerError, UnsupportedLayer};
+pub use layers::rcnn::RpnOptions;
 pub use layers::supported_layers;
 pub use state_dict::{state_dict, torch_name, Naming};
 
@@ -105,6 +106,8 @@ pub struct LowerOptions {
     pub dynamic_batch: bool,
     /// Refuse what would otherwise be a warning (unused caffemodel layers).
     pub strict: bool,
+    /// Overrides of the proposal layers' test-time RPN constants (the CLI's `--rpn`).
+    pub rpn: RpnOptions,
 }
 
 /// The result of [`lower`].
@@ -163,11 +166,20 @@ pub fn lower(
             let unknown: Vec<UnsupportedLayer> = net
                 .layers
                 .iter()
-                .filter(|l| layers::lookup(&l.kind).is_none() && !layers::is_stop(&l.kind))
-                .map(|l| UnsupportedLayer {
-                    name: l.name.clone(),
-                    kind: l.kind.clone(),
-                    reason: None,
+                .filter_map(|l| {
+                    let reason = if l.kind == "Python" && !tensorfmt_caffe::is_python_proposal(l) {
+                        // Python layers are lowered only as py-faster-rcnn's proposal layer.
+                        Some(tensorfmt_caffe::python_layer_name(l))
+                    } else if layers::lookup(&l.kind).is_none() && !layers::is_stop(&l.kind) {
+                        None
+                    } else {
+                        return None;
+                    };
+                    Some(UnsupportedLayer {
+                        name: l.name.clone(),
+                        kind: l.kind.clone(),
+                        reason,
+                    })
                 })
                 .collect();
             if unknown.is_empty() {
@@ -182,7 +194,10 @@ pub fn lower(
     // a layer that fails on one is a consequence, not another report.
     let mut unsupported: Vec<UnsupportedLayer> = Vec::new();
     let mut placeholders: HashSet<String> = HashSet::new();
-    let mut graph = layers::Graph::default();
+    let mut graph = layers::Graph {
+        rpn: opts.rpn.clone(),
+        ..Default::default()
+    };
     // 2. Inputs.
     let input_names: HashSet<&str> = net.inputs.iter().map(|i| i.name.as_str()).collect();
     for (name, _) in &opts.input_shapes {
@@ -352,6 +367,12 @@ pub fn lower(
                 continue;
             }
         };
+        // A top computed from a data-dependent row count (RoIs) is one too.
+        if ins.iter().any(|v| graph.data_dependent.contains(&v.name))
+            || tops.iter().any(|t| graph.b.rows.contains_key(t))
+        {
+            graph.data_dependent.extend(tops.iter().cloned());
+        }
         let expected = caffe_shapes.layers.get(li).map(|s| &s.tops);
         if expected != Some(&shapes) {
             return Err(layer_err(
@@ -476,9 +497,19 @@ pub fn lower(
     } else {
         HashSet::new()
     };
+    // RoI counts: everything computed from them must follow them.
+    let row_axes = if graph.b.rows.is_empty() {
+        HashMap::new()
+    } else {
+        check_rows(net, &graph_inputs, &graph.b, &nodes, &verified, &origin)?
+    };
+    let data_dependent = std::mem::take(&mut graph.data_dependent);
     let out_names: HashSet<&str> = out_values.iter().map(|v| v.name.as_str()).collect();
     // 7. Warnings: caffemodel layers nobody asked for.
     let mut warnings = net.warnings.clone();
+    if !opts.rpn.is_empty() && graph.b.rows.is_empty() {
+        warnings.push("the RPN constants given (rpn) are unused: the net has no proposal layer".into());
+    }
     let unused = blobs.unused();
     if !unused.is_empty() {
         let list = unused.join(", ");
@@ -530,7 +561,7 @@ pub fn lower(
             metadata.push(("preprocess.crop_size".into(), t.crop_size.to_string()));
         }
     }
-    let graph = GraphProto {
+    let mut graph = GraphProto {
         node: nodes,
         name: if net.name.is_empty() {
             "caffe".into()
@@ -553,6 +584,13 @@ pub fn lower(
         },
         ..Default::default()
     };
+    for v in graph.output.iter_mut().chain(graph.value_info.iter_mut()) {
+        match row_axes.get(&v.name) {
+            Some(axes) => symbolic_rows(v, Some(axes)),
+            None if data_dependent.contains(&v.name) => symbolic_rows(v, None),
+            None => {}
+        }
+    }
     let model = ModelProto {
         ir_version: tensorfmt_onnx::IR_VERSION,
         opset_import: vec![OperatorSetIdProto {
@@ -585,7 +623,25 @@ fn propagate(
     nodes: &[tensorfmt_onnx::proto::NodeProto],
     shapes: &mut HashMap<String, Vec<usize>>,
 ) {
+    propagate_rows(b, nodes, shapes, 0)
+}
+
+/// [`propagate`], with the data-dependent row counts of `b.rows` (RoIs) `extra_rows`
+/// larger than their bound.
+fn propagate_rows(
+    b: &Builder,
+    nodes: &[tensorfmt_onnx::proto::NodeProto],
+    shapes: &mut HashMap<String, Vec<usize>>,
+    extra_rows: usize,
+) {
     for n in nodes {
+        for o in &n.output {
+            if let Some(s) = b.rows.get(o) {
+                let mut s = s.clone();
+                s[0] += extra_rows;
+                shapes.insert(o.clone(), s);
+            }
+        }
         let in_shapes: Vec<Option<&Vec<usize>>> = n
             .input
             .iter()
@@ -593,10 +649,97 @@ fn propagate(
             .collect();
         if let Some(outs) = builder::onnx_shapes(n, &in_shapes, &b.ints, &b.floats) {
             for (o, s) in n.output.iter().zip(outs) {
-                shapes.insert(o.clone(), s);
+                if !b.rows.contains_key(o) {
+                    shapes.insert(o.clone(), s);
+                }
             }
         }
     }
+}
+
+/// Data-dependent row counts (a proposal layer's RoIs, `Builder::rows`): propagates
+/// ONNX's shape rules over the final `nodes` with every such count one larger than its
+/// bound, and checks each verified value against Caffe's shapes for that count (the
+/// proposal layers' tops given as inputs of that many rows). A lowering that baked the
+/// count into a constant fails here, naming the layer. Returns, for each value whose
+/// shape follows the count, how much each of its axes grows per RoI.
+fn check_rows(
+    net: &NetDef,
+    inputs: &[Value],
+    b: &Builder,
+    nodes: &[tensorfmt_onnx::proto::NodeProto],
+    verified: &[Value],
+    origin: &HashMap<String, (usize, usize)>,
+) -> Result<HashMap<String, Vec<usize>>, LowerError> {
+    let mut bigger = net.clone();
+    let mut sources: HashSet<usize> = HashSet::new();
+    let mut follows: HashMap<String, Vec<usize>> = HashMap::new();
+    for (name, shape) in &b.rows {
+        let Some(&(li, ti)) = origin.get(name) else {
+            continue;
+        };
+        sources.insert(li);
+        let mut s: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
+        s[0] += 1;
+        bigger.inputs.push(tensorfmt_caffe::NetInput {
+            name: net.layers[li].tops[ti].clone(),
+            shape: s,
+            line: 0,
+        });
+        let mut growth = vec![0; shape.len()];
+        growth[0] = 1;
+        follows.insert(name.clone(), growth);
+    }
+    for &li in &sources {
+        let l = &mut bigger.layers[li];
+        l.kind = "Silence".into();
+        l.tops.clear();
+    }
+    let overrides: Vec<(String, Vec<usize>)> = inputs
+        .iter()
+        .map(|v| (v.name.clone(), v.shape.clone()))
+        .collect();
+    let caffe = tensorfmt_caffe::infer_shapes(&bigger, &overrides).map_err(|e| {
+        LowerError::Net(format!(
+            "the net's shapes do not follow its data-dependent RoI count: {e}"
+        ))
+    })?;
+    let mut shapes: HashMap<String, Vec<usize>> = overrides.into_iter().collect();
+    propagate_rows(b, nodes, &mut shapes, 1);
+    let computed: HashSet<&str> = nodes
+        .iter()
+        .flat_map(|n| n.output.iter().map(String::as_str))
+        .collect();
+    for v in verified
+        .iter()
+        .filter(|v| computed.contains(v.name.as_str()))
+    {
+        let Some(&(li, ti)) = origin.get(&v.name) else {
+            continue;
+        };
+        if sources.contains(&li) {
+            continue;
+        }
+        let Some(want) = caffe.layers.get(li).and_then(|s| s.tops.get(ti)) else {
+            continue;
+        };
+        let got = shapes.get(&v.name);
+        if got != Some(want) {
+            return Err(layer_err(
+                &net.layers[li],
+                format!(
+                    "its ONNX nodes do not follow the data-dependent RoI count (with one RoI \
+                     more than the bound, ONNX's shape rules give {}, Caffe's {want:?}; a lowering bug)",
+                    got.map_or("no shape".to_string(), |s| format!("{s:?}"))
+                ),
+            ));
+        }
+        if want != &v.shape {
+            let growth = v.shape.iter().zip(want).map(|(a, b)| a.abs_diff(*b)).collect();
+            follows.insert(v.name.clone(), growth);
+        }
+    }
+    Ok(follows)
 }
 
 /// `--dynamic-batch`: propagates ONNX's shape rules over the final `nodes` with every
@@ -671,6 +814,25 @@ fn check_dynamic_batch(
         }
     }
     Ok(follows)
+}
+
+/// The axes of `v` that follow a data-dependent RoI count `R` (`growth[i]` per RoI)
+/// become symbolic: `R`, or `R*k` for an axis holding `k` values per RoI (a
+/// `Reshape` to `[1, -1]`). Without `growth` (no shape rule could follow the value),
+/// every axis is left unknown rather than stated wrongly.
+fn symbolic_rows(v: &mut ValueInfoProto, growth: Option<&[usize]>) {
+    let Some(type_proto::Value::TensorType(t)) = v.r#type.as_mut().and_then(|t| t.value.as_mut())
+    else {
+        return;
+    };
+    for (i, d) in t.shape.iter_mut().flat_map(|s| s.dim.iter_mut()).enumerate() {
+        d.value = match growth.map(|g| g.get(i).copied().unwrap_or(0)) {
+            Some(0) => continue,
+            Some(1) => Some(DimValue::DimParam("R".into())),
+            Some(k) => Some(DimValue::DimParam(format!("R*{k}"))),
+            None => None,
+        };
+    }
 }
 
 fn value_info(v: &Value, dynamic_batch: bool) -> ValueInfoProto {

@@ -1,5 +1,5 @@
 //! The registry: one lowering function per Caffe layer type, grouped by family
-//! (`conv`, `pool`, `act`, `norm`, `shape`, `ssd`, `fork`).
+//! (`conv`, `pool`, `act`, `norm`, `shape`, `ssd`, `fork`, `rcnn`).
 //!
 //! # The shape of a lowering
 //!
@@ -73,6 +73,7 @@ mod conv;
 mod fork;
 mod norm;
 mod pool;
+pub(crate) mod rcnn;
 mod shape;
 mod ssd;
 
@@ -87,6 +88,11 @@ pub(crate) struct Graph {
     /// Values holding ONNX max-pooling indices (a Caffe pooling mask top): only
     /// Upsample may read them.
     pub masks: HashSet<String>,
+    /// Values computed from a data-dependent row count (a proposal layer's RoIs,
+    /// `Builder::rows`): the driver adds each layer's tops when a bottom is one.
+    pub data_dependent: HashSet<String>,
+    /// Overrides of the proposal layers' RPN constants (`LowerOptions::rpn`).
+    pub rpn: rcnn::RpnOptions,
 }
 
 /// Everything one layer's lowering reads, and the graph it writes to.
@@ -204,6 +210,10 @@ const REGISTRY: &[Lowering] = &[
     entry("BN", 1..=1, 1..=1, ByParams, fork::bn),
     entry("Upsample", 1..=2, 1..=1, NONE, fork::upsample),
     entry("Interp", 1..=2, 1..=1, NONE, fork::interp),
+    entry("Proposal", 3..=3, 1..=2, NONE, rcnn::proposal),
+    entry("Python", from(0), from(0), NONE, rcnn::proposal),
+    entry("ROIPooling", 2..=2, 1..=1, NONE, rcnn::roi_pooling),
+    entry("PSROIPooling", 2..=2, 1..=1, NONE, rcnn::psroi_pooling),
 ];
 
 /// Layer types the graph stops before (their bottoms become graph outputs).

@@ -163,6 +163,7 @@ def caffe_to_onnx(
     outputs: Optional[List[str]] = None,
     dynamic_batch: bool = False,
     strict: bool = False,
+    rpn: Optional[List[Tuple[str, str]]] = None,
 ) -> Dict[str, Any]: ...
 def caffe_state_dict(
     caffemodel: _Path, prototxt: Optional[_Path] = None, proto: Optional[_Path] = None, naming: str = "torch"

@@ -24,9 +24,10 @@ For a flat ``{"conv1/0": array}`` dict use :func:`tensorfmt.load`.
 from __future__ import annotations
 
 import functools
+import numbers
 import os
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -331,6 +332,7 @@ def to_onnx(
     outputs: Optional[Sequence[str]] = None,
     dynamic_batch: bool = False,
     strict: bool = False,
+    rpn: Optional[Mapping[str, Union[int, float]]] = None,
 ) -> Dict[str, Any]:
     """Converts a Caffe net (weights + deploy prototxt) to an ONNX model (opset 17),
     written atomically to ``out``; the same as ``tensorfmt convert MODEL.caffemodel
@@ -339,8 +341,11 @@ def to_onnx(
     ``proto``: a fork's ``caffe.proto`` for prototxts with fields the builtin schema
     lacks (SegNet, ENet, PSPNet; SSD's, OpenCV's, Faster R-CNN's are built in); ``input_shape``: ``{"data": (1, 3, 224, 224)}`` replaces the prototxt's
     shapes; ``outputs``: blob names to expose instead of the net's outputs;
-    ``dynamic_batch``: a symbolic batch dimension. A net with layers that have no
-    lowering raises (listing every one of them) and writes nothing.
+    ``dynamic_batch``: a symbolic batch dimension; ``rpn``: Faster R-CNN / R-FCN
+    test-time RPN constants of the proposal layers, ``{"post_nms_top_n": 100}``
+    (``pre_nms_top_n``, ``post_nms_top_n``, ``nms_thresh``, ``min_size``; default: the
+    prototxt's ``proposal_param``, or py-faster-rcnn's 6000, 300, 0.7, 16). A net with
+    layers that have no lowering raises (listing every one of them) and writes nothing.
 
     Returns ``{"inputs", "outputs", "shapes", "stopped_before", "warnings", "nodes"}``::
 
@@ -365,7 +370,14 @@ def to_onnx(
         outputs=None if outputs is None else [str(o) for o in outputs],
         dynamic_batch=dynamic_batch,
         strict=strict,
+        rpn=None if rpn is None else [(str(k), _rpn_value(k, v)) for k, v in rpn.items()],
     )
+
+
+def _rpn_value(key: Any, value: Any) -> str:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"rpn[{key!r}]: expected a number, got {value!r}")
+    return str(int(value)) if isinstance(value, numbers.Integral) else repr(float(value))
 
 
 def state_dict(
