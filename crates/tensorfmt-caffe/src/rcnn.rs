@@ -180,10 +180,7 @@ impl ProposalParams {
         }
         let r = &self.rpn;
         if !(0.0..=1.0).contains(&r.nms_thresh) {
-            return Err(format!(
-                "nms_thresh {} must lie in [0, 1]",
-                r.nms_thresh
-            ));
+            return Err(format!("nms_thresh {} must lie in [0, 1]", r.nms_thresh));
         }
         if !(r.min_size.is_finite() && r.min_size >= 0.0) {
             return Err(format!("min_size {} must be a number >= 0", r.min_size));
@@ -448,10 +445,7 @@ impl Parser<'_> {
                 _ => {
                     // Copy the whole UTF-8 character.
                     let start = self.pos - 1;
-                    let len = self.text[start..]
-                        .chars()
-                        .next()
-                        .map_or(1, char::len_utf8);
+                    let len = self.text[start..].chars().next().map_or(1, char::len_utf8);
                     out.push_str(&self.text[start..start + len]);
                     self.pos = start + len;
                 }
@@ -460,7 +454,11 @@ impl Parser<'_> {
     }
 
     fn seq(&mut self, depth: usize) -> Result<Literal, String> {
-        let close = if self.peek() == Some(b'[') { b']' } else { b')' };
+        let close = if self.peek() == Some(b'[') {
+            b']'
+        } else {
+            b')'
+        };
         self.pos += 1;
         let mut items = Vec::new();
         loop {
@@ -639,10 +637,7 @@ pub(crate) fn roi_pooling_shapes(l: &LayerDef, bottoms: &[Vec<usize>]) -> Result
 
 /// caffe-rfcn `PSROIPoolingLayer::LayerSetUp`/`Reshape`: `[R, output_dim, G, G]`, the
 /// input holding `output_dim × G²` channels.
-pub(crate) fn psroi_pooling_shapes(
-    l: &LayerDef,
-    bottoms: &[Vec<usize>],
-) -> Result<Shapes, String> {
+pub(crate) fn psroi_pooling_shapes(l: &LayerDef, bottoms: &[Vec<usize>]) -> Result<Shapes, String> {
     if bottoms.len() != 2 {
         return Err(format!(
             "takes 2 bottoms (score maps, rois), got {}",
@@ -657,9 +652,7 @@ pub(crate) fn psroi_pooling_shapes(
         );
     };
     if d <= 0 || g <= 0 {
-        return Err(format!(
-            "output_dim {d} and group_size {g} must be > 0"
-        ));
+        return Err(format!("output_dim {d} and group_size {g} must be > 0"));
     }
     if !(s.is_finite() && s > 0.0) {
         return Err(format!("spatial_scale {s} must be positive"));
@@ -707,11 +700,17 @@ mod tests {
         // py-faster-rcnn's COCO nets: YAML, a newline and a tuple tag.
         let coco = entries("'feat_stride': 16 \n'scales': !!python/tuple [4, 8, 16, 32]");
         assert_eq!(coco.len(), 2);
-        assert_eq!(entries("\"ratios\": [0.5, 1.0, 2e0,],")[0].1.to_string(), "[0.5, 1, 2]");
+        assert_eq!(
+            entries("\"ratios\": [0.5, 1.0, 2e0,],")[0].1.to_string(),
+            "[0.5, 1, 2]"
+        );
         assert_eq!(entries("").len(), 0);
         assert_eq!(entries("{}").len(), 0);
         // The last value of a repeated key wins, as in Python.
-        assert_eq!(entries("'a': 1, 'a': 2"), [("a".to_string(), Literal::Int(2))]);
+        assert_eq!(
+            entries("'a': 1, 'a': 2"),
+            [("a".to_string(), Literal::Int(2))]
+        );
     }
 
     #[test]
@@ -730,10 +729,15 @@ mod tests {
             ("'a': 1.2.3", "not a number"),
         ] {
             let e = parse_param_str(bad).unwrap_err();
-            assert!(e.contains("is not a Python dict literal") && e.contains(why), "{bad}: {e}");
+            assert!(
+                e.contains("is not a Python dict literal") && e.contains(why),
+                "{bad}: {e}"
+            );
         }
         let deep = format!("'a': {}{}", "[".repeat(100), "]".repeat(100));
-        assert!(parse_param_str(&deep).unwrap_err().contains("nested too deeply"));
+        assert!(parse_param_str(&deep)
+            .unwrap_err()
+            .contains("nested too deeply"));
     }
 
     #[test]
@@ -746,7 +750,10 @@ mod tests {
             ("'feat_stride': 16.5", "positive integer"),
             ("'feat_stride': 16, 'scales': 8", "list or tuple"),
             ("'feat_stride': 16, 'scales': ['a']", "not a number"),
-            ("'feat_stride': 16, 'pre_nms_topN': 100", "not a ProposalLayer parameter"),
+            (
+                "'feat_stride': 16, 'pre_nms_topN': 100",
+                "not a ProposalLayer parameter",
+            ),
         ] {
             let e = python_proposal(bad).unwrap_err();
             assert!(e.contains(why), "{bad}: {e}");

@@ -508,7 +508,8 @@ pub fn lower(
     // 7. Warnings: caffemodel layers nobody asked for.
     let mut warnings = net.warnings.clone();
     if !opts.rpn.is_empty() && graph.b.rows.is_empty() {
-        warnings.push("the RPN constants given (rpn) are unused: the net has no proposal layer".into());
+        warnings
+            .push("the RPN constants given (rpn) are unused: the net has no proposal layer".into());
     }
     let unused = blobs.unused();
     if !unused.is_empty() {
@@ -735,7 +736,12 @@ fn check_rows(
             ));
         }
         if want != &v.shape {
-            let growth = v.shape.iter().zip(want).map(|(a, b)| a.abs_diff(*b)).collect();
+            let growth = v
+                .shape
+                .iter()
+                .zip(want)
+                .map(|(a, b)| a.abs_diff(*b))
+                .collect();
             follows.insert(v.name.clone(), growth);
         }
     }
@@ -825,7 +831,12 @@ fn symbolic_rows(v: &mut ValueInfoProto, growth: Option<&[usize]>) {
     else {
         return;
     };
-    for (i, d) in t.shape.iter_mut().flat_map(|s| s.dim.iter_mut()).enumerate() {
+    for (i, d) in t
+        .shape
+        .iter_mut()
+        .flat_map(|s| s.dim.iter_mut())
+        .enumerate()
+    {
         d.value = match growth.map(|g| g.get(i).copied().unwrap_or(0)) {
             Some(0) => continue,
             Some(1) => Some(DimValue::DimParam("R".into())),

@@ -10,17 +10,21 @@ use std::collections::HashMap;
 use tensorfmt_caffe::{infer_shapes, parse_net, random_weights, Schema};
 use tensorfmt_core::Tensor;
 use tensorfmt_lower::{lower, LowerError, LowerOptions, Lowered, RpnOptions};
-use tensorfmt_onnx::proto::{tensor_shape_proto::dimension::Value as Dim, type_proto, ValueInfoProto};
+use tensorfmt_onnx::proto::{
+    tensor_shape_proto::dimension::Value as Dim, type_proto, ValueInfoProto,
+};
 
 fn lower_text(text: &str, opts: &LowerOptions) -> Result<Lowered, LowerError> {
     let net = parse_net(text, Schema::builtin(), &Default::default()).map_err(LowerError::from)?;
     let shapes = infer_shapes(&net, &opts.input_shapes)?;
-    let mut blobs: HashMap<String, Vec<Tensor>> = random_weights(&net, &shapes, 3).into_iter().collect();
+    let mut blobs: HashMap<String, Vec<Tensor>> =
+        random_weights(&net, &shapes, 3).into_iter().collect();
     lower(&net, &mut blobs, opts)
 }
 
 fn dims(v: &ValueInfoProto) -> Vec<String> {
-    let Some(type_proto::Value::TensorType(t)) = v.r#type.as_ref().and_then(|t| t.value.as_ref()) else {
+    let Some(type_proto::Value::TensorType(t)) = v.r#type.as_ref().and_then(|t| t.value.as_ref())
+    else {
         panic!("{}: no tensor type", v.name)
     };
     t.shape
@@ -35,15 +39,30 @@ fn dims(v: &ValueInfoProto) -> Vec<String> {
 }
 
 fn outputs(l: &Lowered) -> Vec<(String, Vec<String>)> {
-    l.model.graph.as_ref().unwrap().output.iter().map(|v| (v.name.clone(), dims(v))).collect()
+    l.model
+        .graph
+        .as_ref()
+        .unwrap()
+        .output
+        .iter()
+        .map(|v| (v.name.clone(), dims(v)))
+        .collect()
 }
 
 fn ops(l: &Lowered) -> Vec<String> {
-    l.model.graph.as_ref().unwrap().node.iter().map(|n| n.op_type.clone()).collect()
+    l.model
+        .graph
+        .as_ref()
+        .unwrap()
+        .node
+        .iter()
+        .map(|n| n.op_type.clone())
+        .collect()
 }
 
 const PY_PROPOSAL: &str = "type: 'Python' python_param { module: 'rpn.proposal_layer' layer: 'ProposalLayer' param_str: \"'feat_stride': 16\" }";
-const CPP_PROPOSAL: &str = "type: 'Proposal' proposal_param { ratio: 0.5 ratio: 1 ratio: 2 scale: 8 scale: 16 scale: 32 }";
+const CPP_PROPOSAL: &str =
+    "type: 'Proposal' proposal_param { ratio: 0.5 ratio: 1 ratio: 2 scale: 8 scale: 16 scale: 32 }";
 
 /// A Faster R-CNN in miniature: a 16-stride feature map (4 x 5), the RPN head, the
 /// proposal layer `proposal`, ROIPooling and two InnerProduct heads, then OpenCV's
@@ -85,18 +104,35 @@ fn python_proposal_layer_lowers_with_a_symbolic_roi_count() {
     assert_eq!(l.shapes["cls_prob"], vec![180, 3]);
     assert_eq!(
         outputs(&l),
-        [("bbox_pred".to_string(), vec!["R".to_string(), "12".into()]), ("cls_prob".into(), vec!["R".into(), "3".into()])]
+        [
+            ("bbox_pred".to_string(), vec!["R".to_string(), "12".into()]),
+            ("cls_prob".into(), vec!["R".into(), "3".into()])
+        ]
     );
     let ops = ops(&l);
-    for op in ["NonMaxSuppression", "TopK", "Compress", "MaxRoiPool", "Range"] {
+    for op in [
+        "NonMaxSuppression",
+        "TopK",
+        "Compress",
+        "MaxRoiPool",
+        "Range",
+    ] {
         assert!(ops.iter().any(|o| o == op), "{op} missing: {ops:?}");
     }
     // value_info never states the bound as a fixed size for RoI-dependent values.
     let g = l.model.graph.as_ref().unwrap();
     for v in &g.value_info {
-        assert!(!dims(v).contains(&"180".to_string()), "{}: {:?}", v.name, dims(v));
+        assert!(
+            !dims(v).contains(&"180".to_string()),
+            "{}: {:?}",
+            v.name,
+            dims(v)
+        );
     }
-    assert!(g.value_info.iter().any(|v| v.name == "pool" && dims(v) == ["R", "8", "3", "2"]));
+    assert!(g
+        .value_info
+        .iter()
+        .any(|v| v.name == "pool" && dims(v) == ["R", "8", "3", "2"]));
 }
 
 #[test]
@@ -115,9 +151,15 @@ fn opencv_proposal_and_its_post_processing_follow_the_roi_count() {
             ("proposal_reshape".into(), s(&["1", "1", "R*4"])),
         ]
     );
-    assert_eq!(l.stopped, [("detection_out".to_string(), "DetectionOutput".to_string())]);
+    assert_eq!(
+        l.stopped,
+        [("detection_out".to_string(), "DetectionOutput".to_string())]
+    );
     // --outputs: the blobs issue 30 compares with OpenCV.
-    let opts = LowerOptions { outputs: vec!["rois".into(), "cls_prob".into(), "bbox_pred".into()], ..Default::default() };
+    let opts = LowerOptions {
+        outputs: vec!["rois".into(), "cls_prob".into(), "bbox_pred".into()],
+        ..Default::default()
+    };
     let l = lower_text(&faster_rcnn(CPP_PROPOSAL, OPENCV_TAIL), &opts).unwrap();
     assert_eq!(outputs(&l)[0], ("rois".to_string(), s(&["R", "5"])));
 }
@@ -126,7 +168,11 @@ fn opencv_proposal_and_its_post_processing_follow_the_roi_count() {
 fn rpn_constants_are_overridable() {
     let find = |l: &Lowered, what: &str| -> Vec<u8> {
         let g = l.model.graph.as_ref().unwrap();
-        g.initializer.iter().find(|t| t.name.ends_with(what)).map(|t| t.raw_data.to_vec()).unwrap_or_default()
+        g.initializer
+            .iter()
+            .find(|t| t.name.ends_with(what))
+            .map(|t| t.raw_data.to_vec())
+            .unwrap_or_default()
     };
     let text = faster_rcnn(PY_PROPOSAL, "");
     let default = lower_text(&text, &Default::default()).unwrap();
@@ -135,7 +181,14 @@ fn rpn_constants_are_overridable() {
     let mut rpn = RpnOptions::default();
     rpn.set("post_nms_top_n", "50").unwrap();
     rpn.set("min_size", "0").unwrap();
-    let l = lower_text(&text, &LowerOptions { rpn, ..Default::default() }).unwrap();
+    let l = lower_text(
+        &text,
+        &LowerOptions {
+            rpn,
+            ..Default::default()
+        },
+    )
+    .unwrap();
     assert_eq!(find(&l, "post_nms_top_n"), 50i64.to_le_bytes());
     // min_size 0: no Compress.
     assert!(!ops(&l).iter().any(|o| o == "Compress"));
@@ -147,14 +200,26 @@ fn rpn_constants_are_overridable() {
         &LowerOptions { rpn, ..Default::default() },
     )
     .unwrap();
-    assert!(l.warnings.iter().any(|w| w.contains("no proposal layer")), "{:?}", l.warnings);
+    assert!(
+        l.warnings.iter().any(|w| w.contains("no proposal layer")),
+        "{:?}",
+        l.warnings
+    );
 }
 
 #[test]
 fn dynamic_batch_is_refused_with_the_reason() {
-    let opts = LowerOptions { dynamic_batch: true, ..Default::default() };
-    let e = lower_text(&faster_rcnn(PY_PROPOSAL, ""), &opts).unwrap_err().to_string();
-    assert!(e.contains("--dynamic-batch") && e.contains("batch of 1 image"), "{e}");
+    let opts = LowerOptions {
+        dynamic_batch: true,
+        ..Default::default()
+    };
+    let e = lower_text(&faster_rcnn(PY_PROPOSAL, ""), &opts)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("--dynamic-batch") && e.contains("batch of 1 image"),
+        "{e}"
+    );
 }
 
 fn psroi(channels: usize, rois: &str) -> String {
@@ -172,13 +237,25 @@ fn psroi_pooling_shapes_are_checked_by_onnx_rules() {
     assert_eq!(l.shapes["ps"], vec![7, 2, 3, 3]);
     let g = l.model.graph.as_ref().unwrap();
     // Verified by ONNX's rules (Gather on the flattened integral image), so in value_info.
-    assert!(g.value_info.iter().any(|v| v.name == "ps" && dims(v) == ["7", "2", "3", "3"]));
+    assert!(g
+        .value_info
+        .iter()
+        .any(|v| v.name == "ps" && dims(v) == ["7", "2", "3", "3"]));
     assert_eq!(ops(&l).iter().filter(|o| *o == "Gather").count(), 4);
     // RoIs as a graph input of [R, 5, 1, 1] (a 4-D blob) are read as rows too; a
     // dynamic batch makes the RoI count N.
-    let opts = LowerOptions { dynamic_batch: true, ..Default::default() };
+    let opts = LowerOptions {
+        dynamic_batch: true,
+        ..Default::default()
+    };
     let l = lower_text(&psroi(18, "dim: 7 dim: 5 dim: 1 dim: 1"), &opts).unwrap();
-    assert_eq!(outputs(&l), [("ave".to_string(), vec!["N".into(), "2".into(), "1".into(), "1".into()])]);
+    assert_eq!(
+        outputs(&l),
+        [(
+            "ave".to_string(),
+            vec!["N".into(), "2".into(), "1".into(), "1".into()]
+        )]
+    );
 }
 
 /// Item 7: an error naming the layer and the two numbers; nothing written.
@@ -221,11 +298,27 @@ fn bad_inputs_name_the_layer_and_both_numbers() {
         let model = dir.path().join("w.caffemodel");
         let out = dir.path().join("out.onnx");
         // Random weights for the layers Caffe's rules accept; a net they refuse has none.
-        let _ = tensorfmt_lower::write_random_weights(&proto, None, &model, 1, &[], &Default::default());
+        let _ = tensorfmt_lower::write_random_weights(
+            &proto,
+            None,
+            &model,
+            1,
+            &[],
+            &Default::default(),
+        );
         if !model.exists() {
-            tensorfmt_caffe::write_weights_model(&mut std::fs::File::create(&model).unwrap(), None, &[]).unwrap();
+            tensorfmt_caffe::write_weights_model(
+                &mut std::fs::File::create(&model).unwrap(),
+                None,
+                &[],
+            )
+            .unwrap();
         }
-        let src = tensorfmt_lower::Sources { caffemodel: &model, prototxt: &proto, fork_proto: None };
+        let src = tensorfmt_lower::Sources {
+            caffemodel: &model,
+            prototxt: &proto,
+            fork_proto: None,
+        };
         let e = tensorfmt_lower::convert_files(src, &out, &Default::default(), &Default::default())
             .unwrap_err()
             .to_string();
@@ -239,7 +332,10 @@ fn bad_inputs_name_the_layer_and_both_numbers() {
 
 #[test]
 fn other_python_layers_are_listed_as_unsupported_with_module_and_layer() {
-    let text = faster_rcnn(PY_PROPOSAL, "").replace("module: 'rpn.proposal_layer' layer: 'ProposalLayer'", "module: 'roi_data_layer.layer' layer: 'RoIDataLayer'");
+    let text = faster_rcnn(PY_PROPOSAL, "").replace(
+        "module: 'rpn.proposal_layer' layer: 'ProposalLayer'",
+        "module: 'roi_data_layer.layer' layer: 'RoIDataLayer'",
+    );
     let net = parse_net(&text, Schema::builtin(), &Default::default()).unwrap();
     let mut no_blobs: HashMap<String, Vec<Tensor>> = HashMap::new();
     match lower(&net, &mut no_blobs, &Default::default()) {
@@ -247,7 +343,10 @@ fn other_python_layers_are_listed_as_unsupported_with_module_and_layer() {
             let s = layers.iter().map(|l| l.to_string()).collect::<Vec<_>>();
             assert_eq!(s, ["proposal (Python: roi_data_layer.layer.RoIDataLayer)"]);
         }
-        r => panic!("expected an unsupported-layer error, got {:?}", r.map(|l| l.outputs)),
+        r => panic!(
+            "expected an unsupported-layer error, got {:?}",
+            r.map(|l| l.outputs)
+        ),
     }
 }
 

@@ -71,9 +71,7 @@ impl RpnOptions {
             v.parse::<f32>()
                 .ok()
                 .filter(|x| x.is_finite() && (lo..=hi).contains(x))
-                .ok_or_else(|| {
-                    format!("RPN constant {key}: {v:?} is not a number in [{lo}, {hi}]")
-                })
+                .ok_or_else(|| format!("RPN constant {key}: {v:?} is not a number in [{lo}, {hi}]"))
         };
         match k.as_str() {
             "prenmstopn" => self.pre_nms_top_n = Some(int()?),
@@ -231,8 +229,8 @@ pub(crate) fn proposal(cx: &mut LayerCx<'_>) -> Out {
             tensorfmt_caffe::python_layer_name(cx.layer)
         )));
     }
-    let mut p = ProposalParams::from_layer(cx.layer)?
-        .ok_or_else(|| Fail::new("not a proposal layer"))?;
+    let mut p =
+        ProposalParams::from_layer(cx.layer)?.ok_or_else(|| Fail::new("not a proposal layer"))?;
     cx.g.rpn.apply(&mut p);
     p.check()?;
     let (ins, tops) = (cx.ins, cx.tops);
@@ -273,8 +271,8 @@ pub(crate) fn proposal(cx: &mut LayerCx<'_>) -> Out {
     let h = dim(cx, 2);
     let w = dim(cx, 3);
     let stride = cx.scalar(p.feat_stride as f32)?;
-    let r0 = cx.i64s("const", vec![0])?;
-    let r1 = cx.i64s("const", vec![1])?;
+    let r0 = cx.i64_tensor("const", vec![0], vec![])?;
+    let r1 = cx.i64_tensor("const", vec![1], vec![])?;
     let shift = |cx: &mut LayerCx<'_>, n: &str, shape: Vec<i64>| -> LResult<String> {
         let r = cx.op("Range", vec![r0.clone(), n.into(), r1.clone()], vec![]);
         let f = cx.cast(&r, FLOAT);
@@ -560,9 +558,8 @@ pub(crate) fn psroi_pooling(cx: &mut LayerCx<'_>) -> Out {
     };
     let (hs4, hs_off) = rows(cx, &hs);
     let (he4, he_off) = rows(cx, &he);
-    let cols = |cx: &mut LayerCx<'_>, v: &str| {
-        cx.op("Reshape", vec![v.into(), col_shape.clone()], vec![])
-    };
+    let cols =
+        |cx: &mut LayerCx<'_>, v: &str| cx.op("Reshape", vec![v.into(), col_shape.clone()], vec![]);
     let ws4 = cols(cx, &ws);
     let we4 = cols(cx, &we);
     let at = |cx: &mut LayerCx<'_>, hoff: &str, wcol: &str| {
@@ -706,7 +703,14 @@ mod tests {
             (o.pre_nms_top_n, o.post_nms_top_n, o.min_size),
             (Some(1000), Some(-1), Some(0.0))
         );
-        for bad in ["nms_thresh=1.5", "nms_thresh=x", "min_size=-1", "pre_nms_top_n=1.5", "feat_stride=8", "x"] {
+        for bad in [
+            "nms_thresh=1.5",
+            "nms_thresh=x",
+            "min_size=-1",
+            "pre_nms_top_n=1.5",
+            "feat_stride=8",
+            "x",
+        ] {
             assert!(o.parse_setting(bad).is_err(), "{bad}");
         }
     }

@@ -292,12 +292,24 @@ pub(crate) fn reshape(cx: &mut LayerCx<'_>) -> Out {
 /// they keep their place, else given.
 fn caffe_spec(x: &[usize], dims: &[i64], ax: i32, num_axes: i32, out: &[usize]) -> Vec<i64> {
     let rank = x.len() as i64;
-    let start = if ax < 0 { i64::from(ax) + rank + 1 } else { i64::from(ax) } as usize;
-    let end = if num_axes == -1 { x.len() } else { start + num_axes as usize };
+    let start = if ax < 0 {
+        i64::from(ax) + rank + 1
+    } else {
+        i64::from(ax)
+    } as usize;
+    let end = if num_axes == -1 {
+        x.len()
+    } else {
+        start + num_axes as usize
+    };
     let mut spec: Vec<i64> = vec![0; start];
     spec.extend_from_slice(dims);
     let kept = start + dims.len() == end;
-    spec.extend(out[start + dims.len()..].iter().map(|&d| if kept { 0 } else { d as i64 }));
+    spec.extend(
+        out[start + dims.len()..]
+            .iter()
+            .map(|&d| if kept { 0 } else { d as i64 }),
+    );
     spec
 }
 

@@ -33,7 +33,7 @@ import numpy as np
 
 from . import _native
 from ._api import _summary
-from ._errors import InvalidArgumentError, TensorNotFoundError
+from ._errors import InvalidArgumentError, TensorfmtTypeError, TensorNotFoundError
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -376,7 +376,7 @@ def to_onnx(
 
 def _rpn_value(key: Any, value: Any) -> str:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"rpn[{key!r}]: expected a number, got {value!r}")
+        raise TensorfmtTypeError(f"rpn[{key!r}]: expected a number, got {value!r}")
     return str(int(value)) if isinstance(value, numbers.Integral) else repr(float(value))
 
 
