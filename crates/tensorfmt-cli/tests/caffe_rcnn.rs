@@ -22,13 +22,24 @@ fn proposal_net_converts_with_rpn_overrides() {
     std::fs::write(&model, [0x0a, 0x01, b'p']).unwrap();
     let out = dir.path().join("p.onnx");
     let arg = |p: &std::path::Path| p.to_str().unwrap().to_string();
-    let base = ["convert".to_string(), arg(&model), arg(&out), "--prototxt".into(), arg(&proto)];
+    let base = [
+        "convert".to_string(),
+        arg(&model),
+        arg(&out),
+        "--prototxt".into(),
+        arg(&proto),
+    ];
     let with = |extra: &[&str]| {
         let mut a: Vec<String> = base.to_vec();
         a.extend(extra.iter().map(|s| s.to_string()));
         a
     };
-    let (code, text, err) = tf(with(&["--rpn", "post_nms_top_n=50", "--rpn", "TEST.RPN_NMS_THRESH=0.6"]));
+    let (code, text, err) = tf(with(&[
+        "--rpn",
+        "post_nms_top_n=50",
+        "--rpn",
+        "TEST.RPN_NMS_THRESH=0.6",
+    ]));
     assert_eq!(code, 0, "{err}");
     assert!(text.contains("outputs rois[R,5]"), "{text}");
     assert!(out.exists());

@@ -369,3 +369,41 @@ fn published_nets_have_caffe_shapes() {
         assert_eq!(shapes.blob("rois").unwrap(), [rois, 5], "{name}");
     }
 }
+
+/// Constants computed at conversion (anchors, PSROIPooling's channel offsets) are
+/// bounded before they are computed: absurd counts are refused, not allocated.
+#[test]
+fn computed_constants_are_bounded() {
+    let many: String = (1..=5000).map(|i| format!("scale: {i} ")).collect();
+    let ratios: String = (1..=5000)
+        .map(|i| format!("ratio: {} ", i as f32 / 100.0))
+        .collect();
+    let a = 5000 * 5000;
+    let text = format!(
+        "input: 'c' input_shape {{ dim: 1 dim: {} dim: 1 dim: 1 }} input: 'b' input_shape {{ dim: 1 dim: {} dim: 1 dim: 1 }}
+         input: 'i' input_shape {{ dim: 1 dim: 3 }}
+         layer {{ name: 'p' type: 'Proposal' bottom: 'c' bottom: 'b' bottom: 'i' top: 'rois' proposal_param {{ {many} {ratios} }} }}",
+        2 * a,
+        4 * a
+    );
+    let e = lower_text(&text, &Default::default())
+        .map(|_| ())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("\"p\"") && e.contains("anchors would be a constant of 400000000 bytes"),
+        "{e}"
+    );
+    let e = lower_text(
+        "input: 'x' input_shape { dim: 1 dim: 40000000 dim: 1 dim: 1 } input: 'r' input_shape { dim: 1 dim: 5 }
+         layer { name: 'ps' type: 'PSROIPooling' bottom: 'x' bottom: 'r' top: 'y' psroi_pooling_param { spatial_scale: 1 output_dim: 40000000 group_size: 1 } }",
+        &Default::default(),
+    )
+    .map(|_| ())
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("\"ps\"") && e.contains("channel offsets would be a constant"),
+        "{e}"
+    );
+}

@@ -159,6 +159,18 @@ fn opencv_anchors(base: f64, ratios: &[f64], scales: &[f64]) -> Vec<[f32; 4]> {
     out
 }
 
+/// Refuses a constant computed at conversion over the lowering's limit
+/// ([`MAX_COMPUTED_BYTES`](super::ssd::MAX_COMPUTED_BYTES)), before it is computed.
+fn computed_bytes(bytes: u64, what: &str) -> LResult<()> {
+    let max = super::ssd::MAX_COMPUTED_BYTES;
+    if bytes > max {
+        return Err(Fail::new(format!(
+            "the {what} would be a constant of {bytes} bytes, over the {max}-byte limit of constants computed at conversion"
+        )));
+    }
+    Ok(())
+}
+
 impl LayerCx<'_> {
     /// `x[:, k:k+1]` (along `axis`).
     fn col(&mut self, x: &str, k: i64, axis: i64) -> LResult<String> {
@@ -224,9 +236,10 @@ impl LayerCx<'_> {
 /// py-faster-rcnn on both points.
 pub(crate) fn proposal(cx: &mut LayerCx<'_>) -> Out {
     if cx.layer.kind == "Python" && !tensorfmt_caffe::is_python_proposal(cx.layer) {
-        return Err(Fail::not_lowered(format!(
-            "Python layer {}: only py-faster-rcnn's rpn.proposal_layer.ProposalLayer is lowered",
-            tensorfmt_caffe::python_layer_name(cx.layer)
+        // Listed as `name (Python: module.layer)`, as the driver lists it when Caffe's
+        // shape rules already refused the layer.
+        return Err(Fail::not_lowered(tensorfmt_caffe::python_layer_name(
+            cx.layer,
         )));
     }
     let mut p =
@@ -240,6 +253,8 @@ pub(crate) fn proposal(cx: &mut LayerCx<'_>) -> Out {
             ins.len()
         )));
     }
+    // The anchors are constants: their size is bounded before they are computed.
+    computed_bytes(p.num_anchors() as u64 * 16, "anchors")?;
     let anchors = match p.kind {
         ProposalKind::Python => py_anchors(f64::from(p.base_size), &p.ratios, &p.scales),
         ProposalKind::Cpp => opencv_anchors(f64::from(p.base_size), &p.ratios, &p.scales),
@@ -537,6 +552,7 @@ pub(crate) fn psroi_pooling(cx: &mut LayerCx<'_>) -> Out {
     let (hs, he) = bounds(cx, &y0, &bh, h)?;
     let (ws, we) = bounds(cx, &x0, &bw, w)?;
     // Linear index of S[b, chan, hh, ww] = ((b*C + chan)*(H+1) + hh)*(W+1) + ww.
+    computed_bytes((d * g * g) as u64 * 8, "channel offsets")?;
     let gi = g as i64;
     let chan: Vec<i64> = (0..d as i64)
         .flat_map(|ct| {
