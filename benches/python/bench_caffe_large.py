@@ -2,15 +2,18 @@
 R-CNN test net with seeded random weights (~550 MB caffemodel, written at bench time by
 tensorfmt's own writer through `gen_caffe`, never committed). `tensorfmt convert
 MODEL.caffemodel OUT.onnx --prototxt DEPLOY.prototxt` against `cp` of the same
-caffemodel, both as child processes, interleaved in one run: time and peak RSS.
+caffemodel, both as child processes, interleaved in one run: time and peak RSS (and,
+for context, `cp` followed by `sync` of the copy: the converter syncs its output before
+renaming it into place, which `cp` does not).
 
     bash benches/caffe_large.sh [RUNS]          # builds the binaries, then runs this
     target/py-venv/bin/python benches/python/bench_caffe_large.py \\
         --tensorfmt target/release/tensorfmt --gen target/release/gen_caffe [--runs 5]
 
 Targets: convert time <= 2 × cp time; convert peak RSS <= caffemodel size + 64 MiB.
-Both outputs are removed before each run (the convert refuses an existing file; cp gets
-the same fresh file). Peak RSS is the child's ru_maxrss, taken by a small launcher
+Before each timed run the outputs are removed (the convert refuses an existing file; cp
+gets the same fresh file) and `sync` runs (untimed), so no run pays for the previous
+one's writeback. Peak RSS is the child's ru_maxrss, taken by a small launcher
 process (a child forked from this process would inherit its high-water mark). Then a
 one-off check: onnx.checker and an onnxruntime run of the model on one input.
 """
@@ -81,23 +84,30 @@ def main():
     print(gen.stdout.strip().replace(str(work), "$TMP"))
     size = model.stat().st_size
     cp = ["cp", model, copy]
+    # For context: cp with the durability the converter gives (fsync before it is done).
+    cp_sync = ["sh", "-c", f"cp '{model}' '{copy}' && sync '{copy}'"]
     convert = [args.tensorfmt, "convert", model, out, "--prototxt", proto]
 
     def fresh():
+        # Each timed command starts with nothing of the others left to write back.
         copy.unlink(missing_ok=True)
         out.unlink(missing_ok=True)
+        os.sync()
 
     # Warm-up of both (page cache), then interleaved runs.
     fresh()
     run_child(cp)
     run_child(convert)
     load0 = os.getloadavg()
-    cp_t, cp_rss, conv_t, conv_rss = [], [], [], []
+    cp_t, cp_rss, conv_t, conv_rss, sync_t = [], [], [], [], []
     for _ in range(args.runs):
         fresh()
         dt, rss = run_child(cp)
         cp_t.append(dt)
         cp_rss.append(rss)
+        fresh()
+        sync_t.append(run_child(cp_sync)[0])
+        fresh()
         dt, rss = run_child(convert)
         conv_t.append(dt)
         conv_rss.append(rss)
@@ -117,6 +127,7 @@ def main():
     print("|---|---|---|---|")
     print(f"| `tensorfmt convert --prototxt` (child process) | {cmin:.3f} | {cmed:.3f} | {rss / MIB:.0f} |")
     print(f"| `cp MODEL.caffemodel COPY` (child process) | {pmin:.3f} | {pmed:.3f} | {max(cp_rss) / MIB:.0f} |")
+    print(f"| `cp MODEL.caffemodel COPY && sync COPY` (context: durable like the converter) | {min(sync_t):.3f} | {statistics.median(sync_t):.3f} | - |")
     print()
     print(f"time ratio convert / cp: min {cmin / pmin:.2f}, median {cmed / pmed:.2f} (target <= 2)")
     print(f"peak RSS: {rss / MIB:.0f} MiB = caffemodel + {(rss - size) / MIB:.0f} MiB (target <= caffemodel + 64 MiB)")

@@ -903,7 +903,8 @@ pub fn convert_files(
 ) -> Result<Lowered, LowerError> {
     let (net, mut blobs) = load(src, read)?;
     let lowered = lower(&net, &mut blobs, opts)?;
-    tensorfmt_core::io::write_atomic(out, |w| tensorfmt_onnx::write_model(w, &lowered.model))?;
+    // Weights that are slices of the mapped caffemodel are copied by the kernel.
+    tensorfmt_core::io::write_atomic(out, |w| tensorfmt_onnx::write_model_bulk(w, &lowered.model))?;
     Ok(lowered)
 }
 
