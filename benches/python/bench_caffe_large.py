@@ -130,7 +130,7 @@ def main():
     print(f"| `cp MODEL.caffemodel COPY && sync COPY` (context: durable like the converter) | {min(sync_t):.3f} | {statistics.median(sync_t):.3f} | - |")
     print()
     print(f"time ratio convert / cp: min {cmin / pmin:.2f}, median {cmed / pmed:.2f} (target <= 2)")
-    print(f"peak RSS: {rss / MIB:.0f} MiB = caffemodel + {(rss - size) / MIB:.0f} MiB (target <= caffemodel + 64 MiB)")
+    print(f"peak RSS: {rss / MIB:.0f} MiB, caffemodel {size / MIB:.0f} MiB: {(rss - size) / MIB:+.0f} MiB (target <= +64 MiB)")
     print(f"onnx.checker: ok; onnxruntime at the declared input: {shapes}; finite: {finite}")
     met = cmin <= 2 * pmin and cmed <= 2 * pmed and rss <= bound and finite
     print("targets met" if met else "TARGET MISSED")
