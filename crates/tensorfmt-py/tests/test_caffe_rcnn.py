@@ -382,6 +382,7 @@ def test_published_net_gives_opencvs_rois_and_heads(name, weights, tmp_path):
     assert [i.name for i in sess.get_inputs()] == ["data", "im_info"]
     assert sess.get_outputs()[0].shape == ["R", 5]
     cv_net = cv2.dnn.readNetFromCaffe(str(NETS / f"{cv_name}.prototxt"), str(model))
+    out.unlink()  # the session holds the model: the large file goes at once
     data = np.random.default_rng(1).standard_normal((1, 3, hw, hw)).astype(np.float32)
     for scale in (1 / 16, 1.0):
         feeds = {"data": data, "im_info": np.array([[hw, hw, scale]], np.float32)}
