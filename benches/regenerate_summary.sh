@@ -9,7 +9,7 @@
 #
 #   bash benches/regenerate_summary.sh [REPEAT] [OUT]     (default 5, benches/SUMMARY.md)
 #
-# Environment: GROWTH_CPU (default 1: the growth sweep times CPU, not wall, on both
+# Environment: PINK_BIN (a CPU build of PINK 2.5 for the mapping section), GROWTH_CPU (default 1: the growth sweep times CPU, not wall, on both
 # sides; set GROWTH_CPU= to time wall), PEAK_MIB (default 2048: the dense PVP of the
 # peak-memory rows; it needs about 2 x PEAK_MIB of free disk in ${TMPDIR:-/tmp}).
 #
@@ -143,6 +143,14 @@ anchor time / our time (above 1: faster). A lazy sum over a mapped movie against
 over the same bytes mapped; convert_many on a 2-worker LocalCluster (started once,
 outside the timing) against tensorfmt convert -r -j 2 of the same tree." \
         "$PY" benches/python/bench_dask.py --repeat "$REPEAT" --tensorfmt target/release/tensorfmt
+    section "xarray and VirtualiZarr (issue 31)" \
+"Bytes a VirtualiZarr parse and a zarr read fetch over HTTP (a range-counting server on
+127.0.0.1) against the issue's budgets; the xarray engine's mean over frames of a 1 GiB
+dense PVP against numpy's over tensorfmt.open's view (each run a fresh process, warm
+cache, peak RSS with the post-import baseline); a mean over 200 files on a 2-worker
+LocalCluster through one virtual dataset (kerchunk over HTTP, kerchunk over the local
+files, Icechunk) against tensorfmt.dask. Ratio as in each table's header." \
+        "$PY" benches/python/bench_virtual.py --repeat "$REPEAT" --size-mib 1024 --files 200
     section "Caffe -> ONNX (issue 22)" \
 "ResNet-50 with seeded random weights written by tensorfmt (gen_caffe): tensorfmt convert
 MODEL.caffemodel OUT.onnx --prototxt as a child process (start-up included) against
@@ -155,8 +163,18 @@ by gen_caffe at bench time): tensorfmt convert --prototxt against cp of the caff
 both child processes, alternated; targets: time <= 2 x cp, peak RSS <= caffemodel + 64
 MiB. cp + sync of the copy is shown for context (the converter syncs its output)." \
         bash benches/caffe_large.sh "$REPEAT"
+    if [ -n "${PINK_BIN:-}" ]; then
+        section "PINK mapping against Pink --cuda-off (issue 32)" \
+"tensorfmt som-map against PINK 2.5's own CPU mapper (PINK_BIN, a CPU build of HITS-AIN/PINK
+tag 2.5) on the same threads, one run each (PINK takes minutes): wall and CPU time, peak
+resident set (GNU time), and the two tools' mapping and rotation/flip files compared
+byte for byte." \
+            "$PY" benches/python/bench_pink_mapping.py --tensorfmt target/release/tensorfmt
+    else
+        missing "PINK mapping against Pink --cuda-off (issue 32)" "PINK_BIN is not set (a CPU build of PINK 2.5)"
+    fi
 else
-    for t in "Python (issue 13)" "Python spaces (issue 26)" "Python on dask (issue 27)" "Caffe -> ONNX (issue 22)" "Caffe -> ONNX, the largest net (issue 30)"; do
+    for t in "Python (issue 13)" "Python spaces (issue 26)" "Python on dask (issue 27)" "xarray and VirtualiZarr (issue 31)" "Caffe -> ONNX (issue 22)" "Caffe -> ONNX, the largest net (issue 30)" "PINK mapping against Pink --cuda-off (issue 32)"; do
         missing "$t" "the package is not installed in $PY (run cargo xtask test --python-only)"
     done
 fi

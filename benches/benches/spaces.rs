@@ -5,8 +5,8 @@
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use std::hint::black_box;
-use tensorfmt_core::space::{Axes, Batch, Conv2DSpace, Space};
 use tensorfmt_core::{Order, Tensor};
+use tensorfmt_spaces::{Axes, Batch, Conv2DSpace, Space};
 
 const N: usize = 256;
 const C: usize = 3;

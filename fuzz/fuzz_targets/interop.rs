@@ -16,7 +16,7 @@ fuzz_target!(|data: &[u8]| {
         ..Default::default()
     };
     for format in [Format::Npz, Format::Safetensors, Format::Npy] {
-        let Ok(file) = tensorfmt::formats::open_bytes(Bytes::copy_from_slice(data), format, None, &options) else {
+        let Ok(file) = tensorfmt::open_bytes(Bytes::copy_from_slice(data), format, None, &options) else {
             continue;
         };
         let _ = file.header();

@@ -18,6 +18,7 @@
 mod codegen;
 mod codegen_onnx;
 mod fixtures;
+mod module_graph;
 mod test;
 mod tidy;
 mod util;

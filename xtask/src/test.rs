@@ -40,6 +40,21 @@ const REQUIREMENTS: &[&str] = &[
     "matplotlib",
     // Property tests (tensorfmt.spaces round trips).
     "hypothesis",
+    // primitiv's own reading rules in tests/test_written_files_open.py.
+    "msgpack",
+    // The xarray engine and the VirtualiZarr parser (issue 31) and what reads their
+    // references back: kerchunk (JSON, parquet; its HTTP reads need aiohttp and
+    // requests) and Icechunk. VirtualiZarr 2.6+ needs Python 3.12: pip picks 2.5 on 3.11.
+    "xarray",
+    "sparse",
+    "zarr>=3",
+    "virtualizarr>=2.5",
+    "obstore",
+    "kerchunk",
+    "fastparquet",
+    "aiohttp",
+    "requests",
+    "icechunk",
 ];
 
 fn status(cmd: &mut Command) -> Result<(), String> {

@@ -1,4 +1,4 @@
-//! Times `tensorfmt::convert` of a multi-frame PVP activity file with the two-stage
+//! Times `Document::convert_to_with` of a multi-frame PVP activity file with the two-stage
 //! pipeline (default) against one thread (`threads=1`), alternating the two in one run,
 //! for npz stored, npz deflated, safetensors and npz with an f16 cast. Prints a markdown
 //! table of the best of N runs and the ratio.
@@ -81,13 +81,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     ..WriteOptions::default()
                 };
                 for (k, v) in extra {
-                    o.extra.insert(k.to_string(), v.to_string());
+                    o.set(k, v)?;
                 }
                 if let Some(t) = threads {
-                    o.extra.insert("threads".into(), t.into());
+                    o.set("threads", t)?;
                 }
                 let t0 = Instant::now();
-                tensorfmt::convert(&*src, &names, &out, format, &o)?;
+                src.convert_to_with(&out, format, Some(&names), &o)?;
                 times[slot].push(t0.elapsed().as_secs_f64());
                 if run == 0 && bytes <= 1 << 30 {
                     outputs[slot] = Some(std::fs::read(&out)?);

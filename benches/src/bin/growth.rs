@@ -311,24 +311,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                                 }
                             }
                             "convert -> safetensors" => {
-                                tensorfmt::convert(
-                                    doc.as_ref(),
-                                    &names,
+                                doc.convert_to_with(
                                     &out_st,
                                     Format::Safetensors,
+                                    Some(&names),
                                     &quick(),
                                 )
                                 .unwrap();
                             }
                             "convert -> npz" => {
-                                tensorfmt::convert(
-                                    doc.as_ref(),
-                                    &names,
-                                    &out_npz,
-                                    Format::Npz,
-                                    &quick(),
-                                )
-                                .unwrap();
+                                doc.convert_to_with(&out_npz, Format::Npz, Some(&names), &quick())
+                                    .unwrap();
                             }
                             _ => {
                                 let other = tensorfmt::open(&copy, &Default::default()).unwrap();
@@ -404,7 +397,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     if let Some(f) = target {
                         let names: Vec<String> =
                             doc.tensors().into_iter().map(|i| i.name).collect();
-                        tensorfmt::convert(doc.as_ref(), &names, &out, f, &quick()).unwrap();
+                        doc.convert_to_with(&out, f, Some(&names), &quick())
+                            .unwrap();
                     }
                 }));
             }

@@ -223,9 +223,41 @@ pub enum CaffeError {
     Core(#[from] tensorfmt_core::Error),
 }
 
+impl tensorfmt_core::Classify for CaffeError {
+    fn kind(&self) -> tensorfmt_core::ErrorKind {
+        use tensorfmt_core::ErrorKind;
+        match self {
+            CaffeError::Limit { .. } => ErrorKind::Limit,
+            CaffeError::Core(e) => e.kind(),
+            _ => ErrorKind::Format,
+        }
+    }
+    fn offset(&self) -> Option<u64> {
+        match self {
+            CaffeError::Truncated { offset, .. }
+            | CaffeError::Wire { offset, .. }
+            | CaffeError::WireType { offset, .. }
+            | CaffeError::Limit { offset, .. }
+            | CaffeError::Utf8 { offset, .. } => Some(*offset),
+            // Where the first V2 layer is: the file's first conflicting field.
+            CaffeError::MixedLayers { v2_offset, .. } => Some(*v2_offset),
+            CaffeError::Core(e) => e.offset(),
+            _ => None,
+        }
+    }
+    fn field(&self) -> Option<&str> {
+        match self {
+            CaffeError::Count { field, .. } => Some(field),
+            CaffeError::UnknownField { field, .. } => Some(field),
+            CaffeError::Core(e) => e.field(),
+            _ => None,
+        }
+    }
+}
+
 impl From<CaffeError> for tensorfmt_core::Error {
     fn from(e: CaffeError) -> Self {
-        tensorfmt_core::Error::format("caffe", e)
+        tensorfmt_core::Error::classified("caffe", e)
     }
 }
 

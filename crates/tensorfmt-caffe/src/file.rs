@@ -559,6 +559,15 @@ impl TensorFile for CaffeFile {
         }
     }
 
+    fn kind_id(&self) -> &'static str {
+        match self.kind {
+            FileKind::Model => "caffemodel",
+            FileKind::Mean => "binaryproto",
+            FileKind::BlobVector => "blobprotovector",
+            FileKind::SolverState => "solverstate",
+        }
+    }
+
     fn header(&self) -> Vec<(String, FieldValue)> {
         self.header.clone()
     }

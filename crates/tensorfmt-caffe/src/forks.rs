@@ -12,7 +12,10 @@
 //!
 //! 1. a `LayerParameter` number with several meanings is resolved by the layer's type
 //!    (`147` is `swish_param` on a `Swish` layer, OpenCV's `detection_output_param` on
-//!    a `DetectionOutput`, gklz1982's `reorg_param` on a `Reorg`);
+//!    a `DetectionOutput`, gklz1982's `reorg_param` on a `Reorg`); where one type has
+//!    several meanings (`204` on a `DetectionOutput`: SSD's parameters or the YOLO
+//!    ports'), by the forks the rest of the net points to (step 3), else the builtin
+//!    field;
 //! 2. inside a parameter message, by the fork its enclosing field was resolved to
 //!    (`DetectionOutputParameter` field 10 is weiliu89's `visualize` under field 204,
 //!    OpenCV's `normalized_bbox` under OpenCV's 147);
@@ -46,8 +49,10 @@ pub const RFCN: &str = "daijifeng001/caffe-rfcn";
 pub const DEEPLAB: &str = "DeepLab / hszhao/PSPNet";
 /// farmingyard/ShuffleNet.
 pub const SHUFFLENET: &str = "farmingyard/ShuffleNet";
-/// gklz1982/caffe-yolov2.
-pub const YOLO_GKLZ: &str = "gklz1982/caffe-yolov2";
+/// gklz1982/caffe-yolov2 and its fork BirdeeChen/caffe_yolo_v2, which keeps its
+/// numbering (`reorg_param` 147, `region_loss_param` 202, YOLO's
+/// `detection_output_param` 204) and adds `region_param` 148.
+pub const YOLO_GKLZ: &str = "gklz1982/caffe-yolov2, BirdeeChen/caffe_yolo_v2";
 /// choasup/caffe-yolo9000.
 pub const YOLO_CHOASUP: &str = "choasup/caffe-yolo9000";
 /// The YOLOv2 ports numbered as the builtin schema numbers `reorg_param` (Intel Caffe)
@@ -86,6 +91,7 @@ const fn f(
 }
 
 const LP: &str = "LayerParameter";
+const DOP: &str = "DetectionOutputParameter";
 
 /// Every meaning a known fork gives a contested field number, and every fork field of
 /// `LayerParameter` (canonical or not): the data `canonical_layer` resolves numbers
@@ -113,6 +119,7 @@ pub const FORK_FIELDS: &[ForkField] = &[
     f(YOLO_GKLZ, LP, 147, "reorg_param", &["Reorg"]),
     f(BVLC, LP, 148, "clip_param", &["Clip"]),
     f(OPENCV, LP, 148, "permute_param", &["Permute"]),
+    f(YOLO_GKLZ, LP, 148, "region_param", &["Region"]),
     f(YOLO, LP, 149, "region_param", &["Region"]),
     f(OPENCV, LP, 149, "norm_param", &["Normalize"]),
     f(
@@ -143,6 +150,14 @@ pub const FORK_FIELDS: &[ForkField] = &[
         &["PriorBox", "PriorBoxClustered"],
     ),
     f(SSD, LP, 204, "detection_output_param", &["DetectionOutput"]),
+    // The YOLO ports' DetectionOutputParameter under the same number: the net decides.
+    f(
+        YOLO_GKLZ,
+        LP,
+        204,
+        "detection_output_param",
+        &["DetectionOutput"],
+    ),
     f(
         SSD,
         LP,
@@ -177,6 +192,22 @@ pub const FORK_FIELDS: &[ForkField] = &[
         "smooth_l1_loss_param",
         &["SmoothL1Loss"],
     ),
+    f(SSD, DOP, 1, "num_classes", &[]),
+    f(YOLO_GKLZ, DOP, 1, "side", &[]),
+    f(SSD, DOP, 2, "share_location", &[]),
+    f(YOLO_GKLZ, DOP, 2, "classes", &[]),
+    f(SSD, DOP, 3, "background_label_id", &[]),
+    f(YOLO_GKLZ, DOP, 3, "num_box", &[]),
+    f(SSD, DOP, 4, "nms_param", &[]),
+    f(YOLO_GKLZ, DOP, 4, "coords", &[]),
+    f(SSD, DOP, 5, "save_output_param", &[]),
+    f(YOLO_GKLZ, DOP, 5, "confidence_threshold", &[]),
+    f(SSD, DOP, 6, "code_type", &[]),
+    f(YOLO_GKLZ, DOP, 6, "nms_threshold", &[]),
+    f(SSD, DOP, 7, "keep_top_k", &[]),
+    f(YOLO_GKLZ, DOP, 7, "biases", &[]),
+    f(SSD, DOP, 8, "variance_encoded_in_target", &[]),
+    f(YOLO_GKLZ, DOP, 8, "label_map_file", &[]),
     f(SSD, "DetectionOutputParameter", 10, "visualize", &[]),
     f(
         OPENCV,
@@ -252,6 +283,17 @@ fn resolve(
         .collect();
     if by_evidence.len() == 1 {
         return Ok(Resolved::Field(by_evidence[0]));
+    }
+    // Forks that give one layer type's parameter the builtin number and name but their
+    // own message (SSD's and the YOLO ports' `detection_output_param` 204): with nothing
+    // pointing to either, the builtin field, its fields resolved on their own.
+    if by_evidence.is_empty()
+        && pool.len() > 1
+        && pool
+            .iter()
+            .all(|e| e.field == pool[0].field && is_canonical(e, msg))
+    {
+        return Ok(Resolved::Keep);
     }
     let canonical: Vec<_> = pool
         .iter()

@@ -57,6 +57,7 @@ pub mod forks;
 mod net;
 mod params;
 mod prototxt;
+pub mod ranged;
 mod raw;
 mod rcnn;
 mod read;

@@ -291,7 +291,7 @@ fn printable(b: &[u8]) -> bool {
     std::str::from_utf8(b).is_ok_and(|s| !s.chars().any(char::is_control))
 }
 
-fn classify(head: &[u8], file_len: u64, strict: bool) -> Option<FileKind> {
+pub(crate) fn classify(head: &[u8], file_len: u64, strict: bool) -> Option<FileKind> {
     if head.is_empty() || head.starts_with(&HDF5_SIGNATURE) {
         return None;
     }

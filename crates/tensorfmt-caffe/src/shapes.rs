@@ -43,6 +43,7 @@ pub const KNOWN_LAYER_TYPES: &[&str] = &[
     "InnerProduct",
     "Log",
     "LRN",
+    "LSTM",
     "MVN",
     "Parameter",
     "Pooling",
@@ -51,6 +52,7 @@ pub const KNOWN_LAYER_TYPES: &[&str] = &[
     "Reduction",
     "ReLU",
     "Reshape",
+    "RNN",
     "Scale",
     "Sigmoid",
     "Silence",
@@ -70,10 +72,13 @@ pub const KNOWN_LAYER_TYPES: &[&str] = &[
     "Normalize",
     "Permute",
     "PriorBox",
+    "PriorBoxClustered",
     "Proposal",
     "PSROIPooling",
     "Python",
     "ROIPooling",
+    "Region",
+    "Reorg",
     "ShuffleChannel",
     "Upsample",
 ];
@@ -444,10 +449,24 @@ fn other_shapes(l: &LayerDef, bottoms: &[Vec<usize>]) -> R<Shapes> {
     let n_tops = l.tops.len();
     match l.kind.as_str() {
         "AbsVal" | "BNLL" | "Clip" | "Dropout" | "ELU" | "Exp" | "Log" | "Power" | "ReLU"
-        | "Sigmoid" | "Swish" | "TanH" | "Threshold" | "MVN" => {
+        | "Sigmoid" | "Swish" | "TanH" | "Threshold" => {
             exactly(bottoms, 1)?;
             Ok((vec![bottoms[0].clone()], vec![]))
         }
+        "MVN" => {
+            exactly(bottoms, 1)?;
+            // MVNLayer reads num(), channels(), height(), width(): Caffe's legacy
+            // accessors, which refuse blobs of more than 4 axes.
+            if bottoms[0].len() > 4 {
+                return Err(format!(
+                    "input {:?} has {} axes; MVN reads at most 4 (num, channels, height, width)",
+                    bottoms[0],
+                    bottoms[0].len()
+                ));
+            }
+            Ok((vec![bottoms[0].clone()], vec![]))
+        }
+        "LSTM" | "RNN" => recurrent(l, bottoms),
         "Split" => {
             exactly(bottoms, 1)?;
             Ok((vec![bottoms[0].clone(); n_tops], vec![]))
@@ -840,7 +859,7 @@ fn other_shapes(l: &LayerDef, bottoms: &[Vec<usize>]) -> R<Shapes> {
                 vec![if shared { vec![] } else { vec![b[1]] }],
             ))
         }
-        "PriorBox" => {
+        "PriorBox" | "PriorBoxClustered" => {
             exactly(bottoms, 2)?;
             let b = &bottoms[0];
             if b.len() != 4 {
@@ -854,9 +873,14 @@ fn other_shapes(l: &LayerDef, bottoms: &[Vec<usize>]) -> R<Shapes> {
                 .ok_or("overflow")?;
             Ok((vec![vec![1, 2, len]], vec![]))
         }
+        "DetectionOutput" if l.is_yolo_detection_output() => yolo_detection_output(l, bottoms),
         "DetectionOutput" => {
             at_least(bottoms, 3)?;
+            if bottoms.len() > 4 {
+                return Err(format!("takes 3 or 4 bottoms, got {}", bottoms.len()));
+            }
             let dp = p.detection_output_param.clone().unwrap_or_default();
+            detection_output_checks(&dp, bottoms)?;
             let k = if dp.keep_top_k() > 0 {
                 dp.keep_top_k() as usize
             } else {
@@ -931,6 +955,8 @@ fn other_shapes(l: &LayerDef, bottoms: &[Vec<usize>]) -> R<Shapes> {
         },
         "ROIPooling" => crate::rcnn::roi_pooling_shapes(l, bottoms),
         "PSROIPooling" => crate::rcnn::psroi_pooling_shapes(l, bottoms),
+        "Reorg" => reorg(l, bottoms),
+        "Region" => region(l, bottoms),
         other => Err(format!("no shape rule for layer type {other:?}")),
     }
 }
@@ -1263,14 +1289,68 @@ fn reshape(rp: proto::ReshapeParameter, b: &[usize]) -> R<Vec<usize>> {
     Ok(top)
 }
 
-/// Number of priors per location of SSD's PriorBox (`PriorBoxLayer::LayerSetUp`).
+/// SSD's `DetectionOutputLayer::LayerSetUp` and `Reshape` checks (weiliu89
+/// `detection_output_layer.cpp`), with the counts per image compared as OpenCV does
+/// (`count(1)`, which Caffe's `channels()` is for SSD's 2-D blobs).
+fn detection_output_checks(dp: &proto::DetectionOutputParameter, bottoms: &[Vec<usize>]) -> R<()> {
+    let classes = match dp.num_classes {
+        Some(c) if c > 0 => c as usize,
+        _ => return Err("must specify num_classes (a positive number)".into()),
+    };
+    let (loc, conf, prior) = (&bottoms[0], &bottoms[1], &bottoms[2]);
+    if prior.len() < 3 || prior[2] % 4 != 0 {
+        return Err(format!(
+            "the prior bottom has shape {prior:?}: [1, 2, priors * 4] expected"
+        ));
+    }
+    let priors = prior[2] / 4;
+    let num_loc = if dp.share_location() { 1 } else { classes };
+    let per = |s: &[usize]| s.iter().skip(1).try_fold(1usize, |a, &d| a.checked_mul(d));
+    let (loc_n, conf_n) = (per(loc).ok_or("overflow")?, per(conf).ok_or("overflow")?);
+    let want = priors
+        .checked_mul(num_loc)
+        .and_then(|x| x.checked_mul(4))
+        .ok_or("overflow")?;
+    if loc_n != want {
+        return Err(format!(
+            "the location bottom has {loc_n} values per image, the priors need {want} ({priors} priors x {} x 4{})",
+            num_loc,
+            if num_loc == 1 { ", shared locations" } else { " classes" }
+        ));
+    }
+    let want = priors.checked_mul(classes).ok_or("overflow")?;
+    if conf_n != want {
+        return Err(format!(
+            "the confidence bottom has {conf_n} values per image, the priors need {want} ({priors} priors x {classes} classes)"
+        ));
+    }
+    if loc.first() != conf.first() {
+        return Err(format!(
+            "the location bottom has {} images, the confidence bottom {}",
+            loc.first().copied().unwrap_or(0),
+            conf.first().copied().unwrap_or(0)
+        ));
+    }
+    Ok(())
+}
+
+/// Number of priors per location of SSD's PriorBox (`PriorBoxLayer::LayerSetUp`), and
+/// of OpenCV's PriorBox / PriorBoxClustered with explicit sizes and offset lists.
 fn prior_count(pp: &proto::PriorBoxParameter) -> R<usize> {
+    if pp.offset_h.len() != pp.offset_w.len() {
+        return Err(format!(
+            "{} offset_h but {} offset_w values",
+            pp.offset_h.len(),
+            pp.offset_w.len()
+        ));
+    }
+    let offsets = pp.offset_h.len().max(1);
     if !pp.width.is_empty() || !pp.height.is_empty() {
         // OpenCV's explicit box sizes.
         if pp.width.len() != pp.height.len() {
             return Err("width and height must be given the same number of times".into());
         }
-        return Ok(pp.width.len() * pp.offset_h.len().max(1));
+        return Ok(pp.width.len() * offsets);
     }
     if pp.min_size.is_empty() {
         return Err("must specify min_size".into());
@@ -1300,7 +1380,7 @@ fn prior_count(pp: &proto::PriorBoxParameter) -> R<usize> {
             n += 1;
         }
     }
-    Ok(n)
+    Ok(n * offsets)
 }
 
 /// PSPNet/DeepLab `InterpLayer::Reshape`.
@@ -1363,6 +1443,247 @@ fn interp(l: &LayerDef, bottoms: &[Vec<usize>]) -> R<Shapes> {
     Ok((vec![vec![b[0], b[1], h as usize, w as usize]], vec![]))
 }
 
+/// The YOLOv2 ports' `Reorg` (gklz1982/caffe-yolov2 and BirdeeChen/caffe_yolo_v2
+/// `reorg_layer.cpp`): `[N, C, H, W]` to `[N, C s², H/s, W/s]`, or with `reverse` to
+/// `[N, C/s², H s, W s]`. The ports do not check divisibility (their loops then read
+/// outside the input): refused here, naming the numbers. An unset stride is 2
+/// (choasup/caffe-yolo9000's default and OpenCV's; gklz1982's and BirdeeChen's ports
+/// require the field).
+fn reorg(l: &LayerDef, bottoms: &[Vec<usize>]) -> R<Shapes> {
+    exactly(bottoms, 1)?;
+    let b = &bottoms[0];
+    if b.len() != 4 {
+        return Err(format!("input must have 4 axes, got {b:?}"));
+    }
+    let rp = l.param.reorg_param.unwrap_or_default();
+    let s = rp.stride.unwrap_or(2) as usize;
+    if s == 0 {
+        return Err("reorg_param.stride must be positive, got 0".into());
+    }
+    let ss = s.checked_mul(s).ok_or("stride overflows")?;
+    if b[1] % ss != 0 {
+        return Err(format!(
+            "reorg stride {s}: the {} input channels are not a multiple of stride² = {ss}",
+            b[1]
+        ));
+    }
+    let top = if rp.reverse() {
+        vec![
+            b[0],
+            b[1] / ss,
+            b[2].checked_mul(s).ok_or("overflow")?,
+            b[3].checked_mul(s).ok_or("overflow")?,
+        ]
+    } else {
+        for (what, d) in [("height", b[2]), ("width", b[3])] {
+            if d % s != 0 {
+                return Err(format!(
+                    "reorg stride {s} does not divide the input {what} {d}"
+                ));
+            }
+        }
+        vec![
+            b[0],
+            b[1].checked_mul(ss).ok_or("overflow")?,
+            b[2] / s,
+            b[3] / s,
+        ]
+    };
+    Ok((vec![top], vec![]))
+}
+
+impl LayerDef {
+    /// Whether this `DetectionOutput` is the YOLOv2 ports' layer of that name
+    /// (gklz1982/caffe-yolov2, BirdeeChen/caffe_yolo_v2: Darknet's box decoding and
+    /// NMS over one bottom) rather than SSD's: it sets one of the YOLO ports' fields
+    /// (`side`, `classes`, `num_box`, `coords`, `nms_threshold`, `biases`,
+    /// `label_map_file`) or has a single bottom (SSD's takes three or four).
+    ///
+    /// ```
+    /// use tensorfmt_caffe::{parse_net, Schema};
+    /// let net = parse_net("layer { name: 'o' type: 'DetectionOutput' bottom: 'x' top: 'o' \
+    ///     detection_output_param { classes: 20 biases: 1.08 biases: 1.19 } }",
+    ///     Schema::builtin(), &Default::default())?;
+    /// assert!(net.layers[0].is_yolo_detection_output());
+    /// # Ok::<(), tensorfmt_caffe::CaffeError>(())
+    /// ```
+    pub fn is_yolo_detection_output(&self) -> bool {
+        if self.kind != "DetectionOutput" {
+            return false;
+        }
+        let yolo_fields = self.param.detection_output_param.as_ref().is_some_and(|p| {
+            p.side.is_some()
+                || p.classes.is_some()
+                || p.num_box.is_some()
+                || p.coords.is_some()
+                || p.nms_threshold.is_some()
+                || !p.biases.is_empty()
+                || p.label_map_file.is_some()
+        });
+        yolo_fields || self.bottoms.len() == 1
+    }
+}
+
+/// The YOLOv2 ports' `DetectionOutput` (BirdeeChen/caffe_yolo_v2
+/// `detection_output_layer.cpp`): one bottom `[1, num_box (5 + classes), side, side]`
+/// (its `Reshape` checks the batch is 1; its loops index `side` x `side` cells, so the
+/// map must be that size), `2 num_box` biases; top `[1, 1, 1, 7]` at setup (the
+/// forward resizes it to the detections kept).
+fn yolo_detection_output(l: &LayerDef, bottoms: &[Vec<usize>]) -> R<Shapes> {
+    exactly(bottoms, 1)?;
+    let b = &bottoms[0];
+    let p = l.param.detection_output_param.clone().unwrap_or_default();
+    if b.len() != 4 {
+        return Err(format!("input must have 4 axes, got {b:?}"));
+    }
+    if b[0] != 1 {
+        return Err(format!(
+            "the YOLO DetectionOutput takes a batch of 1 (its Reshape checks num() == 1), got {}",
+            b[0]
+        ));
+    }
+    let side = u(p.side());
+    if b[2] != side || b[3] != side {
+        return Err(format!(
+            "side {side}, but the input map is {} x {}",
+            b[2], b[3]
+        ));
+    }
+    let classes = u(p.classes.or(p.num_classes).unwrap_or(20));
+    let boxes = u(p.num_box());
+    let want = classes
+        .checked_add(5)
+        .and_then(|v| v.checked_mul(boxes))
+        .ok_or("overflow")?;
+    if b[1] != want || want == 0 {
+        return Err(format!(
+            "{} input channels, but num_box {boxes} x (5 + classes {classes}) = {want}",
+            b[1]
+        ));
+    }
+    if p.biases.len() < 2 * boxes {
+        return Err(format!(
+            "{} biases, num_box {boxes} needs {} (a width and a height each)",
+            p.biases.len(),
+            2 * boxes
+        ));
+    }
+    Ok((vec![vec![1, 1, 1, 7]], vec![]))
+}
+
+/// BirdeeChen/caffe_yolo_v2's `Region` (`region_layer.cpp`): same shape; the channels
+/// must hold `boxes_of_each_grid` boxes of `coords + 1 + classes` entries (the port
+/// indexes them so without checking).
+fn region(l: &LayerDef, bottoms: &[Vec<usize>]) -> R<Shapes> {
+    exactly(bottoms, 1)?;
+    let b = &bottoms[0];
+    if b.len() != 4 {
+        return Err(format!("input must have 4 axes, got {b:?}"));
+    }
+    let rp = l.param.region_param.clone().unwrap_or_default();
+    let per_box = u(rp.coords())
+        .checked_add(1)
+        .and_then(|v| v.checked_add(u(rp.classes())))
+        .ok_or("overflow")?;
+    let want = per_box
+        .checked_mul(u(rp.boxes_of_each_grid()))
+        .ok_or("overflow")?;
+    if b[1] != want || want == 0 {
+        return Err(format!(
+            "{} input channels, but boxes_of_each_grid {} x (coords {} + 1 + classes {}) = {want}",
+            b[1],
+            rp.boxes_of_each_grid(),
+            rp.coords(),
+            rp.classes()
+        ));
+    }
+    Ok((vec![b.clone()], vec![]))
+}
+
+/// BVLC `LSTM` and `RNN` (`recurrent_layer.cpp` `LayerSetUp`/`Reshape`,
+/// `lstm_layer.cpp`, `rnn_layer.cpp`): bottoms `x` `[T, N, ...]`, `cont` `[T, N]`, an
+/// optional static input `[N, ...]`, then with `expose_hidden` the initial states
+/// `[1, N, H]` (LSTM h_0, c_0; RNN h_0). Tops: `[T, N, H]`, then with `expose_hidden`
+/// the final states. Blobs: LSTM `W_xc [4H, D]`, `b_c [4H]`, (`W_xc_static [4H, S]`),
+/// `W_hc [4H, H]`; RNN `W_xh [H, D]`, `b_h [H]`, (`W_xh_static [H, S]`), `W_hh [H, H]`,
+/// `W_ho [H, H]`, `b_o [H]`, with `D` and `S` the inputs' dims after the first two /
+/// the first, multiplied.
+fn recurrent(l: &LayerDef, bottoms: &[Vec<usize>]) -> R<Shapes> {
+    let lstm = l.kind == "LSTM";
+    let rp = l.param.recurrent_param.clone().unwrap_or_default();
+    let n_recur = if lstm { 2 } else { 1 };
+    let exposed = if rp.expose_hidden() { n_recur } else { 0 };
+    let min = 2 + exposed;
+    if bottoms.len() < min || bottoms.len() > min + 1 {
+        return Err(format!(
+            "takes {min} or {} bottoms (x, cont, [x_static]{}), got {}",
+            min + 1,
+            match (rp.expose_hidden(), lstm) {
+                (false, _) => "",
+                (true, true) => ", h_0, c_0",
+                (true, false) => ", h_0",
+            },
+            bottoms.len()
+        ));
+    }
+    let h = u(rp.num_output());
+    if h == 0 {
+        return Err("recurrent_param.num_output must be positive".into());
+    }
+    let x = &bottoms[0];
+    if x.len() < 2 {
+        return Err(format!(
+            "x {x:?} must have at least 2 axes (timesteps T, streams N, ...)"
+        ));
+    }
+    let (t, n) = (x[0], x[1]);
+    let cont = &bottoms[1];
+    if cont.len() != 2 || cont[0] != t || cont[1] != n {
+        return Err(format!(
+            "cont {cont:?} must be [T, N] = [{t}, {n}] (x is {x:?})"
+        ));
+    }
+    let d = count(&x[2..])?;
+    let static_input = bottoms.len() > 2 + exposed;
+    let mut s_dim = None;
+    if static_input {
+        let xs = &bottoms[2];
+        if xs.is_empty() || xs[0] != n {
+            return Err(format!(
+                "static input {xs:?} must be [N, ...] with N = {n} (the streams of x {x:?})"
+            ));
+        }
+        s_dim = Some(count(&xs[1..])?);
+    }
+    let state = vec![1, n, h];
+    let first_state = 2 + usize::from(static_input);
+    for (j, b) in bottoms.iter().enumerate().skip(first_state) {
+        if *b != state {
+            let what = ["h_0", "c_0"][j - first_state];
+            return Err(format!(
+                "{what} {b:?} must be [1, N, num_output] = {state:?}"
+            ));
+        }
+    }
+    let rows = if lstm {
+        h.checked_mul(4).ok_or("overflow")?
+    } else {
+        h
+    };
+    let mut params = vec![vec![rows, d], vec![rows]];
+    if let Some(s) = s_dim {
+        params.push(vec![rows, s]);
+    }
+    params.push(vec![rows, h]);
+    if !lstm {
+        params.push(vec![h, h]);
+        params.push(vec![h]);
+    }
+    let mut tops = vec![vec![t, n, h]];
+    tops.extend(std::iter::repeat_n(state, exposed));
+    Ok((tops, params))
+}
+
 /// Random parameter blobs for every layer with parameters, shaped by `shapes`, for
 /// tests that write a caffemodel with [`crate::write_weights_model`]. Deterministic for
 /// a seed. Weights are uniform in ±sqrt(3 / fan_in) (variance 1/fan_in), biases in
@@ -1419,6 +1740,11 @@ fn param_range(l: &LayerDef, j: usize, shape: &[usize], s: &LayerShapes) -> (f32
         ("Scale", 0) if s.bottoms.len() == 1 => (0.5, 1.5),
         ("Normalize", _) => (0.5, 1.5),
         ("PReLU", _) => (0.0, 0.5),
+        // Recurrent weight matrices [rows, fan_in]; their biases stay in ±0.1.
+        ("LSTM" | "RNN", _) if shape.len() == 2 => {
+            let a = (3.0 / shape[1].max(1) as f32).sqrt();
+            (-a, a)
+        }
         ("Convolution" | "ConvolutionDepthwise" | "Deconvolution" | "InnerProduct", 0) => {
             let fan_in: usize = match kind {
                 "InnerProduct" => {

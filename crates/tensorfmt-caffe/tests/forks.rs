@@ -257,7 +257,7 @@ layer { name: "clip" type: "Clip" bottom: "data" top: "clip" clip_param { min: -
         4
     );
     assert_eq!(layer(&net, "Reorg").param.reorg_param.unwrap().stride(), 2);
-    let region = layer(&net, "Region").param.region_param.unwrap();
+    let region = layer(&net, "Region").param.region_param.clone().unwrap();
     assert_eq!(
         (
             region.classes(),
@@ -518,6 +518,70 @@ fn caffemodel_fields_decode_by_the_fork_the_net_points_to() {
         v2_layer("det", "DetectionOutput", &[(147, det)]),
     ]);
     assert!(ok(&pointed[0]).get("detection_output_param").is_some());
+}
+
+#[test]
+fn yolo_port_caffemodels_decode_by_their_numbering() {
+    // BirdeeChen/caffe_yolo_v2 (gklz1982's numbering): reorg_param 147, region_param 148,
+    // and its own DetectionOutputParameter under SSD's 204: side 1, classes 2, num_box 3,
+    // coords 4, confidence_threshold 5, nms_threshold 6, biases 7.
+    let mut reorg = Vec::new();
+    varint_field(&mut reorg, 1, 2);
+    let mut region = Vec::new();
+    varint_field(&mut region, 1, 20);
+    varint_field(&mut region, 3, 5);
+    varint_field(&mut region, 4, 1);
+    let mut det = Vec::new();
+    varint_field(&mut det, 2, 20);
+    varint_field(&mut det, 3, 5);
+    for (n, v) in [(5u64, 0.25f32), (6, 0.375), (7, 1.5), (7, 2.25)] {
+        key(&mut det, n, 5);
+        det.extend_from_slice(&v.to_le_bytes());
+    }
+    let yolo = model(&[
+        v2_layer("reorg", "Reorg", &[(147, reorg)]),
+        v2_layer("region", "Region", &[(148, region)]),
+        v2_layer("det", "DetectionOutput", &[(204, det.clone())]),
+    ]);
+    assert_eq!(
+        param(ok(&yolo[0]), "reorg_param").get("stride"),
+        Some(&ParamValue::UInt(2))
+    );
+    let r = param(ok(&yolo[1]), "region_param");
+    assert_eq!(
+        (
+            r.get("classes"),
+            r.get("boxes_of_each_grid"),
+            r.get("softmax")
+        ),
+        (
+            Some(&ParamValue::UInt(20)),
+            Some(&ParamValue::UInt(5)),
+            Some(&ParamValue::Bool(true))
+        )
+    );
+    let d = param(ok(&yolo[2]), "detection_output_param");
+    assert_eq!(d.get("classes"), Some(&ParamValue::UInt(20)));
+    assert_eq!(d.get("num_box"), Some(&ParamValue::UInt(5)));
+    assert_eq!(d.get("nms_threshold"), Some(&ParamValue::Float(0.375)));
+    assert_eq!(
+        d.get("confidence_threshold"),
+        Some(&ParamValue::Float(0.25))
+    );
+    assert_eq!(
+        d.get("biases"),
+        Some(&ParamValue::List(vec![
+            ParamValue::Float(1.5),
+            ParamValue::Float(2.25)
+        ]))
+    );
+    assert_eq!(d.get("share_location"), None);
+    // The same DetectionOutput bytes with nothing pointing to the YOLO ports: SSD's
+    // fields, as before (field 2 is share_location; fixed32 7 does not fit keep_top_k).
+    let alone = model(&[v2_layer("det", "DetectionOutput", &[(204, det)])]);
+    let d = param(ok(&alone[0]), "detection_output_param");
+    assert_eq!(d.get("share_location"), Some(&ParamValue::Bool(true)));
+    assert_eq!(d.get("classes"), None);
 }
 
 #[test]

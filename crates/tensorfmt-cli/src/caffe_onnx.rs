@@ -8,7 +8,8 @@ use serde_json::json;
 use tensorfmt::ReadOptions;
 use tensorfmt_lower::{convert_files, LowerError, LowerOptions, Sources};
 
-use crate::commands::{check_output, emit, emit_json};
+use crate::commands::check_output;
+use crate::output::{emit, emit_json};
 use crate::text;
 use crate::Failure;
 
@@ -46,10 +47,28 @@ pub struct NetArgs {
         help_heading = "Caffe to ONNX"
     )]
     pub dynamic_batch: bool,
+    /// Stop the graph before these layers (layer names or types, comma-separated) and
+    /// everything that reads what they compute; the blobs they read become the outputs.
+    /// `--stop-before DetectionOutput` keeps SSD's `mbox_loc`, `mbox_conf_flatten` and
+    /// `mbox_priorbox` for runtimes without NonMaxSuppression or NMS of your own.
+    #[arg(
+        long = "stop-before",
+        value_name = "LAYER|TYPE",
+        value_delimiter = ',',
+        requires = "prototxt",
+        help_heading = "Caffe to ONNX"
+    )]
+    pub stop_before: Vec<String>,
     /// Faster R-CNN / R-FCN: a test-time RPN constant of the proposal layers,
     /// `KEY=VALUE` (repeatable): pre_nms_top_n, post_nms_top_n, nms_thresh, min_size
     /// (default: the prototxt's proposal_param, or py-faster-rcnn's 6000, 300, 0.7, 16).
-    #[arg(long = "rpn", value_name = "KEY=VALUE", value_parser = parse_rpn, requires = "prototxt", help_heading = "Caffe to ONNX")]
+    #[arg(
+        long = "rpn",
+        value_name = "KEY=VALUE",
+        value_parser = parse_rpn,
+        requires = "prototxt",
+        help_heading = "Caffe to ONNX"
+    )]
     pub rpn: Vec<String>,
 }
 
@@ -141,6 +160,7 @@ pub fn convert(
         outputs: net.outputs.clone(),
         dynamic_batch: net.dynamic_batch,
         strict: read.strict,
+        stop_before: net.stop_before.clone(),
         rpn,
     };
     let src = Sources {
@@ -196,7 +216,7 @@ pub fn convert(
         );
         if !stopped.is_empty() {
             text.push_str(&format!(
-                "{outd}: the graph stops before {} (not lowered); its inputs are the outputs above\n",
+                "{outd}: the graph stops before {} (--stop-before; not converted): the outputs above are what they read\n",
                 text::message(&stopped.join(", "))
             ));
         }

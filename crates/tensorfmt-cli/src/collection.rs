@@ -14,6 +14,8 @@ use serde_json::{json, Value};
 use tensorfmt::{Format, ReadOptions};
 
 use crate::commands::{convert_file, ConvertArgs};
+use crate::paths::{identity, Identity};
+use crate::pool::largest_first;
 use crate::progress::files_bar;
 use crate::text;
 use crate::Failure;
@@ -40,16 +42,6 @@ fn known_extension(p: &Path) -> bool {
     Format::ALL
         .iter()
         .any(|f| f.extensions().contains(&ext.as_str()))
-}
-
-/// A file's identity: device and inode (what `ln`, `./x` vs `x` and symbolic links
-/// cannot disguise).
-pub type Identity = (u64, u64);
-
-/// The identity of what `meta` describes.
-pub fn identity(meta: &std::fs::Metadata) -> Identity {
-    use std::os::unix::fs::MetadataExt;
-    (meta.dev(), meta.ino())
 }
 
 /// Walks directories following symbolic links, entering each directory (by identity)
@@ -197,74 +189,8 @@ pub fn is_collection(args: &[PathBuf]) -> bool {
             .any(|a| a.is_dir() || (!a.exists() && is_glob(&a.to_string_lossy())))
 }
 
-/// The default number of workers: one per core.
-pub fn default_jobs() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
-}
-
-/// Runs `work` over the inputs on `jobs` threads, largest files first, and hands each
-/// result to `report` (one at a time, in completion order).
-fn pool<T: Send>(
-    inputs: &[Input],
-    jobs: usize,
-    work: impl Fn(&Input) -> T + Sync,
-    report: impl FnMut(&Input, T) + Send,
-) {
-    let mut order: Vec<usize> = (0..inputs.len()).collect();
-    order.sort_by_key(|&i| std::cmp::Reverse(inputs[i].size));
-    let next = AtomicUsize::new(0);
-    let report = Mutex::new(report);
-    std::thread::scope(|s| {
-        for _ in 0..jobs.clamp(1, inputs.len().max(1)) {
-            s.spawn(|| loop {
-                let k = next.fetch_add(1, Ordering::Relaxed);
-                let Some(&i) = order.get(k) else { break };
-                let r = work(&inputs[i]);
-                let mut report = report.lock().unwrap_or_else(|p| p.into_inner());
-                (*report)(&inputs[i], r);
-            });
-        }
-    });
-}
-
-/// Runs `work` over `items` on `jobs` threads and hands each result to `report` on the
-/// calling thread in the order of `items`, as soon as it and all before it are done:
-/// output stays deterministic and streams while the workers go on.
-pub fn ordered_pool<I: Sync, T: Send>(
-    items: &[I],
-    jobs: usize,
-    work: impl Fn(&I) -> T + Sync,
-    mut report: impl FnMut(usize, T),
-) {
-    let next = AtomicUsize::new(0);
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::scope(|s| {
-        for _ in 0..jobs.clamp(1, items.len().max(1)) {
-            let tx = tx.clone();
-            let (next, work) = (&next, &work);
-            s.spawn(move || loop {
-                let k = next.fetch_add(1, Ordering::Relaxed);
-                let Some(item) = items.get(k) else { break };
-                if tx.send((k, work(item))).is_err() {
-                    break;
-                }
-            });
-        }
-        drop(tx);
-        let mut waiting = std::collections::BTreeMap::new();
-        let mut want = 0;
-        for (k, r) in rx {
-            waiting.insert(k, r);
-            while let Some(r) = waiting.remove(&want) {
-                report(want, r);
-                want += 1;
-            }
-        }
-    });
-}
-
 fn print_line(line: &str) {
-    crate::commands::emit(&format!("{line}\n"));
+    crate::output::emit(&format!("{line}\n"));
 }
 
 fn json_line(v: &Value) {
@@ -442,21 +368,27 @@ pub fn convert_many(
         (text, line)
     };
     let (mut done, mut skipped) = (0usize, 0usize);
-    pool(&files, jobs, work, |input, (text, line)| {
-        bar.inc(input.size);
-        if line["status"] == "skipped" {
-            skipped += 1;
-        } else if line["status"] == "ok" {
-            done += 1;
-        }
-        if template.json {
-            json_line(&line);
-        } else if line["status"] == "failed" {
-            bar.suspend(|| eprintln!("{text}"));
-        } else if !template.quiet {
-            bar.suspend(|| print_line(&text));
-        }
-    });
+    largest_first(
+        &files,
+        |i| i.size,
+        jobs,
+        work,
+        |input, (text, line)| {
+            bar.inc(input.size);
+            if line["status"] == "skipped" {
+                skipped += 1;
+            } else if line["status"] == "ok" {
+                done += 1;
+            }
+            if template.json {
+                json_line(&line);
+            } else if line["status"] == "failed" {
+                bar.suspend(|| eprintln!("{text}"));
+            } else if !template.quiet {
+                bar.suspend(|| print_line(&text));
+            }
+        },
+    );
     bar.finish_and_clear();
     let failed = failed.into_inner();
     if !quiet_output {
@@ -593,10 +525,16 @@ pub fn inspect_many(
             }),
         }
     };
-    pool(&files, jobs, work, |_, v| {
-        failed |= v.get("error").is_some();
-        json_line(&v);
-    });
+    largest_first(
+        &files,
+        |i| i.size,
+        jobs,
+        work,
+        |_, v| {
+            failed |= v.get("error").is_some();
+            json_line(&v);
+        },
+    );
     if failed {
         Err(Failure::Reported)
     } else {

@@ -1,5 +1,5 @@
-//! `inspect`, `convert`, `validate` and `render`, and the output helpers every command
-//! uses. Each returns `Err(Failure)` with one sentence; `main` prints it and picks the
+//! `inspect`, `convert`, `validate` and `render` (text on stdout goes through
+//! `output.rs`). Each returns `Err(Failure)` with one sentence; `main` prints it and picks the
 //! exit code.
 
 use std::fmt::Write as _;
@@ -9,20 +9,18 @@ use serde_json::{json, Value};
 use tensorfmt::provenance::field_json;
 use tensorfmt::render::RenderOptions;
 use tensorfmt::{
-    DType, FieldValue, Format, ReadOptions, Stats, Target, TensorFile, TensorInfo, WriteOptions,
+    DType, FieldValue, Format, ReadOptions, SparseOutput, Stats, Target, TensorFile, TensorInfo,
+    WriteOptions,
 };
 
+use crate::output::sayln;
+use crate::output::{emit, emit_json};
+use crate::paths::identity;
+use crate::pool::ordered_pool;
 use crate::progress::{bar_hook, bar_progress, bytes_bar, files_bar};
 use crate::text;
 use crate::Failure;
 use tensorfmt::progress::Tracked;
-
-/// `println!` through [`emit`].
-macro_rules! sayln {
-    ($($arg:tt)*) => {
-        emit(&format!("{}\n", format_args!($($arg)*)))
-    };
-}
 
 /// Lists longer than this are shortened in text output (JSON gets them whole).
 const TEXT_LIST_MAX: usize = 16;
@@ -156,14 +154,6 @@ pub(crate) fn info_json(info: &TensorInfo) -> Value {
     })
 }
 
-/// Prints a JSON document, pretty, on stdout.
-pub(crate) fn emit_json(doc: &Value) {
-    // One string, the size of what is printed (no second formatted copy).
-    let mut text = serde_json::to_string_pretty(doc).unwrap_or_default();
-    text.push('\n');
-    emit(&text);
-}
-
 /// The JSON description `inspect --json` prints for one file.
 fn inspect_json(
     path: &Path,
@@ -274,7 +264,7 @@ pub(crate) fn open_input(
 /// a dangling symbolic link included.
 pub(crate) fn check_output(input: &Path, output: &Path, force: bool) -> Result<(), Failure> {
     if let (Ok(i), Ok(o)) = (std::fs::metadata(input), std::fs::metadata(output)) {
-        if crate::collection::identity(&i) == crate::collection::identity(&o) {
+        if identity(&i) == identity(&o) {
             return Err(Failure::Usage(format!(
                 "the output {} is the input {}; an input is never overwritten",
                 output.display(),
@@ -415,6 +405,8 @@ pub struct ConvertArgs {
     pub settings: Vec<(String, String)>,
     /// `--like ORIGINAL`: the tensors into the structure of that file.
     pub like: Option<PathBuf>,
+    /// `--dense`: sparse tensors written dense.
+    pub dense: bool,
     pub read: ReadOptions,
     pub quiet: bool,
     pub json: bool,
@@ -505,15 +497,24 @@ pub fn convert_file(a: &ConvertArgs, show_progress: bool) -> Result<Converted, F
     let src: &dyn TensorFile = &*doc;
     let infos = src.tensors();
     let all: Vec<String> = infos.iter().map(|i| i.name.clone()).collect();
-    let mut settings: std::collections::BTreeMap<String, String> =
-        a.settings.iter().cloned().collect();
-    if let Some(original) = &a.like {
+    let mut write_options = WriteOptions {
+        hex: a.hex,
+        dtype: a.dtype,
+        like: a.like.clone(),
+        sparse: if a.dense {
+            SparseOutput::Dense
+        } else {
+            SparseOutput::Keep
+        },
+        ..WriteOptions::default()
+    };
+    for (key, value) in &a.settings {
+        // `--set`: a typed choice (`compress`, `threads`) or the writer's own setting.
+        write_options.set(key, value)?;
+    }
+    if a.like.is_some() {
         // The tensors into the structure of ORIGINAL (the Document conversion's
-        // `like` setting, as Python's `like=`).
-        settings.insert(
-            tensorfmt::like::LIKE_KEY.to_string(),
-            original.display().to_string(),
-        );
+        // `like`, as Python's `like=`).
         let target = if target_given {
             target
         } else {
@@ -521,13 +522,13 @@ pub fn convert_file(a: &ConvertArgs, show_progress: bool) -> Result<Converted, F
         };
         let total = tensorfmt::progress::total_bytes(src, &all);
         let bar = bytes_bar(total, "converting", !show_progress);
-        let options = WriteOptions {
-            dtype: a.dtype,
-            extra: settings,
-            ..WriteOptions::default()
-        };
-        let report =
-            doc.convert_with_progress(&a.output, target.clone(), None, &options, &bar_hook(&bar))?;
+        let report = doc.convert_with_progress(
+            &a.output,
+            target.clone(),
+            None,
+            &write_options,
+            &bar_hook(&bar),
+        )?;
         bar.finish_and_clear();
         return Ok(Converted {
             format: src.format().to_string(),
@@ -571,12 +572,6 @@ pub fn convert_file(a: &ConvertArgs, show_progress: bool) -> Result<Converted, F
         }
     } else {
         None
-    };
-    let write_options = WriteOptions {
-        hex: a.hex,
-        dtype: a.dtype,
-        extra: settings,
-        ..WriteOptions::default()
     };
     // The conversion of `Document`, Python's too: the same file when nothing changes,
     // a legacy file's skeleton carried in safetensors / npz metadata and restored from
@@ -654,7 +649,7 @@ pub fn validate(
     let mut failed = false;
     let mut results = Vec::new();
     // Checked on `jobs` threads, reported in the order given.
-    crate::collection::ordered_pool(files, jobs, evaluate, |k, (result, readable)| {
+    ordered_pool(files, jobs, evaluate, |k, (result, readable)| {
         let (f, size) = (&files[k], sizes[k]);
         bar.inc(size);
         failed |= result.is_err();
@@ -745,28 +740,4 @@ pub fn render(
         );
     }
     Ok(())
-}
-
-/// Set once stdout is a closed pipe.
-static STDOUT_CLOSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// Writes text to stdout. A closed pipe (`tensorfmt validate -r DIR | head -1`) drops
-/// the rest of the output but not the work: the command goes on, and its exit code
-/// still says whether anything failed (instead of exiting 0 as soon as the reader
-/// leaves, which would hide the failures it did not read).
-pub(crate) fn emit(text: &str) {
-    use std::io::Write;
-    use std::sync::atomic::Ordering;
-    if STDOUT_CLOSED.load(Ordering::Relaxed) {
-        return;
-    }
-    let mut out = std::io::stdout().lock();
-    if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        if e.kind() == std::io::ErrorKind::BrokenPipe {
-            STDOUT_CLOSED.store(true, Ordering::Relaxed);
-            return;
-        }
-        eprintln!("tensorfmt: error: cannot write to stdout: {e}");
-        std::process::exit(1);
-    }
 }

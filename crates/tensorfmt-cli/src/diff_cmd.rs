@@ -8,7 +8,8 @@ use serde_json::{json, Value};
 use tensorfmt::diff::{compare, DiffOptions, DiffReport, Scalar, TensorDiff};
 use tensorfmt::{ReadOptions, TensorFile, TensorInfo};
 
-use crate::commands::{byte_len, emit, emit_json, info_json};
+use crate::commands::{byte_len, info_json};
+use crate::output::{emit, emit_json};
 use crate::progress::{bar_progress, bytes_bar};
 use crate::text;
 use crate::Failure;

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use serde_json::{json, Value};
 use tensorfmt::Format;
 
-use crate::commands::{emit, emit_json};
+use crate::output::{emit, emit_json};
 use crate::Failure;
 
 /// One file kind: its name, what it holds, and (for written kinds) the `--to` value

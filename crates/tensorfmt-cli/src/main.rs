@@ -1,4 +1,4 @@
-//! The `tensorfmt` command-line tool: `inspect`, `convert`, `validate`, `diff`,
+//! The `tensorfmt` command-line tool: `inspect`, `convert`, `validate`, `diff`, `som-map`,
 //! `render`, `formats` and `completions`. `docs/cli.md` describes every command and
 //! the JSON shape of each `--json` output.
 //!
@@ -21,10 +21,17 @@ mod caffe_onnx;
 mod collection;
 mod commands;
 mod diff_cmd;
+mod failure;
 mod formats_cmd;
+mod output;
+mod paths;
+mod pool;
 mod progress;
 mod signals;
+mod som_map;
 mod text;
+
+pub(crate) use failure::Failure;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -318,6 +325,13 @@ Example:
         #[arg(long)]
         json: bool,
     },
+    /// Map PINK data onto a SOM as `Pink --cuda-off --map` does: PINK's mapping and rotation/flip files.
+    #[command(after_help = "\
+Example:
+  $ tensorfmt som-map images.bin som.bin images.map --rot-flip images.rotflip
+  images.map and images.rotflip: mapped 1000 entries onto a cartesian 10x10 SOM (100 neurons 91x91), 360 rotations and flips, quadratic distance 45
+  $ tensorfmt som-map images.bin som.bin out.map -n 8 --flip-off --euclidean-distance-shape circular")]
+    SomMap(som_map::SomMapArgs),
     /// List every format: what is read and written, its file kinds and extensions.
     #[command(after_help = "\
 Example:
@@ -370,33 +384,6 @@ fn parse_tolerance(s: &str) -> Result<f64, String> {
     }
 }
 
-/// Why a command failed, which decides the exit code.
-#[derive(Debug)]
-pub enum Failure {
-    /// Invalid or unreadable input (exit 1; 2 for `diff`).
-    Input(String),
-    /// The command line asks for something impossible (exit 2).
-    Usage(String),
-    /// Already reported (e.g. validate's per-file lines); exit 1.
-    Reported,
-}
-
-impl Failure {
-    /// The sentence to show for this failure.
-    pub fn message(&self) -> String {
-        match self {
-            Failure::Input(m) | Failure::Usage(m) => m.clone(),
-            Failure::Reported => "failed (reported above)".into(),
-        }
-    }
-}
-
-impl From<tensorfmt::Error> for Failure {
-    fn from(e: tensorfmt::Error) -> Failure {
-        Failure::Input(e.to_string())
-    }
-}
-
 fn report(result: Result<(), Failure>) -> ExitCode {
     // Whatever the command concluded, it read zeros where an input vanished.
     let result = match result {
@@ -438,7 +425,7 @@ fn main() -> ExitCode {
             stats,
             read,
         } => {
-            let jobs = jobs.unwrap_or_else(collection::default_jobs);
+            let jobs = jobs.unwrap_or_else(pool::default_jobs);
             if !collection::is_collection(&files) {
                 commands::inspect(&files[0], &read.options(), json, stats)
             } else if json {
@@ -448,7 +435,7 @@ fn main() -> ExitCode {
                     let mut result = Ok(());
                     for (k, i) in inputs.iter().enumerate() {
                         if k > 0 {
-                            commands::emit("\n");
+                            output::emit("\n");
                         }
                         if let Err(e) = commands::inspect(&i.path, &read.options(), false, stats) {
                             eprintln!(
@@ -477,7 +464,7 @@ fn main() -> ExitCode {
             frames,
             hex,
             dtype,
-            mut settings,
+            settings,
             read,
             net,
             quiet,
@@ -486,12 +473,6 @@ fn main() -> ExitCode {
             if net.prototxt.is_some() {
                 caffe_onnx::convert(&paths, &net, force, &read.options(), quiet, json)
             } else {
-                if dense {
-                    settings.push((
-                        tensorfmt::interop::sparse::DENSE_KEY.to_string(),
-                        "true".to_string(),
-                    ));
-                }
                 let output = paths.pop().unwrap_or_default();
                 let many = collection::is_collection(&paths);
                 let args = commands::ConvertArgs {
@@ -507,12 +488,13 @@ fn main() -> ExitCode {
                     dtype,
                     settings,
                     like,
+                    dense,
                     read: read.options(),
                     quiet,
                     json,
                 };
                 if many {
-                    let jobs = jobs.unwrap_or_else(collection::default_jobs);
+                    let jobs = jobs.unwrap_or_else(pool::default_jobs);
                     collection::convert_many(&paths, &output, &args, recursive, jobs)
                 } else {
                     commands::convert(args)
@@ -529,7 +511,7 @@ fn main() -> ExitCode {
             jobs,
         } => collection::expand(&files, recursive).and_then(|inputs| {
             let paths: Vec<PathBuf> = inputs.into_iter().map(|i| i.path).collect();
-            let jobs = jobs.unwrap_or_else(collection::default_jobs);
+            let jobs = jobs.unwrap_or_else(pool::default_jobs);
             commands::validate(&paths, &read.options(), lenient, quiet, json, jobs)
         }),
         Command::Diff {
@@ -571,11 +553,12 @@ fn main() -> ExitCode {
             quiet,
             json,
         } => commands::render(&file, &output, counts, frame, layer, force, quiet, json),
+        Command::SomMap(args) => som_map::som_map(&args),
         Command::Formats { json } => formats_cmd::formats(json),
         Command::Completions { shell } => {
             let mut out = Vec::new();
             clap_complete::generate(shell, &mut Cli::command(), "tensorfmt", &mut out);
-            commands::emit(&String::from_utf8_lossy(&out));
+            output::emit(&String::from_utf8_lossy(&out));
             Ok(())
         }
     };

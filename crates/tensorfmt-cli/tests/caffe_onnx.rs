@@ -216,3 +216,85 @@ fn fork_schemas_and_unsupported_layers_from_the_command_line() {
     );
     assert!(!written);
 }
+
+/// SSD's DetectionOutput converts (a run-time row count in the output's shape), and
+/// `--stop-before` keeps the graph before it: its inputs become the outputs, the cut
+/// layer is named in text and JSON, and a name that matches no layer is an error that
+/// writes nothing.
+#[test]
+fn detection_output_and_stop_before_from_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let prototxt = d.join("ssd.prototxt");
+    std::fs::write(
+        &prototxt,
+        "input: 'loc' input_shape { dim: 1 dim: 40 }\n\
+         input: 'conf' input_shape { dim: 1 dim: 30 }\n\
+         input: 'prior' input_shape { dim: 1 dim: 2 dim: 40 }\n\
+         layer { name: 'sm' type: 'Sigmoid' bottom: 'conf' top: 'score' }\n\
+         layer { name: 'det' type: 'DetectionOutput' bottom: 'loc' bottom: 'score' bottom: 'prior' top: 'det'\n\
+           detection_output_param { num_classes: 3 nms_param { nms_threshold: 0.45 top_k: 5 } keep_top_k: 4 code_type: CENTER_SIZE } }\n",
+    )
+    .unwrap();
+    let model = d.join("w.caffemodel");
+    std::fs::write(&model, b"").unwrap(); // no layer has weights
+    let out = d.join("ssd.onnx");
+    let (code, text, err) = convert_net(&model, &out, &prototxt, &["--dynamic-batch"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(text.contains("outputs det[1,1,detections,7]\n"), "{text}");
+    assert!(!text.contains("stops before"), "{text}");
+    let (code, text, err) = convert_net(
+        &model,
+        &out,
+        &prototxt,
+        &["--force", "--stop-before", "DetectionOutput"],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        text.contains("outputs loc[1,40] score[1,30] prior[1,2,40]")
+            && text.contains("the graph stops before det (DetectionOutput)"),
+        "{text}"
+    );
+    let (code, text, err) = convert_net(
+        &model,
+        &out,
+        &prototxt,
+        &["--force", "--json", "--stop-before", "det"],
+    );
+    assert_eq!(code, 0, "{err}");
+    let v = json(&text);
+    assert_eq!(
+        v["stopped_before"],
+        serde_json::json!(["det (DetectionOutput)"])
+    );
+    // A layer before: it and everything reading what it computes are cut.
+    let (code, text, err) = convert_net(
+        &model,
+        &out,
+        &prototxt,
+        &["--force", "--json", "--stop-before", "Sigmoid"],
+    );
+    assert_eq!(code, 0, "{err}");
+    let v = json(&text);
+    assert_eq!(
+        v["stopped_before"],
+        serde_json::json!(["sm (Sigmoid)", "det (DetectionOutput)"])
+    );
+    assert_eq!(
+        v["outputs"],
+        serde_json::json!(["conf[1,30]", "loc[1,40]", "prior[1,2,40]"])
+    );
+    let before = std::fs::read(&out).unwrap();
+    let (code, _, err) = convert_net(
+        &model,
+        &out,
+        &prototxt,
+        &["--force", "--stop-before", "Nope"],
+    );
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("stop before \"Nope\": no layer of the net has that name or type"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(&out).unwrap(), before);
+}

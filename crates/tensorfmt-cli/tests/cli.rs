@@ -275,3 +275,25 @@ fn exit_codes_and_bad_input() {
     assert_eq!(code, 0);
     assert!(out.contains("inspect") && out.contains("convert") && out.contains("validate"));
 }
+
+/// Issue 34 item 6: a legal 255-byte output name converts (to ONNX through the
+/// lowering's writer too), and an output that cannot be created is named in the error,
+/// not its hidden temporary file.
+#[test]
+fn the_longest_legal_output_name_converts_and_errors_name_the_output() {
+    let dir = tempfile::tempdir().unwrap();
+    for ext in ["npz", "onnx", "safetensors"] {
+        let out = dir
+            .path()
+            .join(format!("{}.{ext}", "n".repeat(254 - ext.len())));
+        assert_eq!(out.file_name().unwrap().len(), 255);
+        let (code, _, err) = check(&run(&[&"convert", &sample("mixed.npz"), &out]));
+        assert_eq!(code, 0, "{ext}: {err}");
+        assert!(out.exists());
+    }
+    let out = dir.path().join("no_such_dir").join("out.npz");
+    let (code, _, err) = check(&run(&[&"convert", &sample("mixed.npz"), &out]));
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains(&out.display().to_string()), "{err}");
+    assert!(!err.contains(".out.npz."), "{err}");
+}

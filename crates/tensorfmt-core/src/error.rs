@@ -111,6 +111,12 @@ pub enum Error {
         /// The format crate's error.
         #[source]
         source: Box<dyn std::error::Error + Send + Sync + 'static>,
+        /// What kind of problem it is ([`Classify::kind`]).
+        kind: ErrorKind,
+        /// The byte offset it names, if any ([`Classify::offset`]).
+        offset: Option<u64>,
+        /// The field it names, if any ([`Classify::field`]).
+        field: Option<String>,
     },
     /// An input file was truncated or rewritten by another process while it was being
     /// read: the output was not written (its temporary file is removed).
@@ -131,7 +137,35 @@ pub enum Error {
 }
 
 impl Error {
-    /// Wraps a format crate's error.
+    /// Wraps a format crate's error, keeping what it says about itself ([`Classify`]:
+    /// its kind, offset and field), so that callers (the Python exception classes)
+    /// need not know each crate's enum.
+    ///
+    /// ```
+    /// use tensorfmt_core::{Classify, Error, ErrorKind};
+    /// #[derive(Debug, thiserror::Error)]
+    /// #[error("bad nx at byte 12")]
+    /// struct Bad;
+    /// impl Classify for Bad {
+    ///     fn kind(&self) -> ErrorKind { ErrorKind::Format }
+    ///     fn offset(&self) -> Option<u64> { Some(12) }
+    ///     fn field(&self) -> Option<&str> { Some("nx") }
+    /// }
+    /// let e = Error::classified("demo", Bad);
+    /// assert_eq!((e.kind(), e.offset(), e.field()), (ErrorKind::Format, Some(12), Some("nx")));
+    /// ```
+    pub fn classified(format: &'static str, source: impl Classify) -> Self {
+        Error::Format {
+            format,
+            kind: source.kind(),
+            offset: source.offset(),
+            field: source.field().map(str::to_string),
+            source: Box::new(source),
+        }
+    }
+
+    /// Wraps an error from outside the format crates (PNG encoding, the Caffe -> ONNX
+    /// lowering) as a format error with no offset or field.
     pub fn format(
         format: &'static str,
         source: impl std::error::Error + Send + Sync + 'static,
@@ -139,6 +173,37 @@ impl Error {
         Error::Format {
             format,
             source: Box::new(source),
+            kind: ErrorKind::Format,
+            offset: None,
+            field: None,
+        }
+    }
+
+    /// What kind of problem this is: a format error's own kind; a limit or size
+    /// overflow; I/O; an unsupported dtype; anything else counts as a format problem.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::Format { kind, .. } => *kind,
+            Error::LimitExceeded { .. } | Error::Overflow { .. } => ErrorKind::Limit,
+            Error::Io { .. } => ErrorKind::Io,
+            Error::UnsupportedDType { .. } => ErrorKind::Unsupported,
+            _ => ErrorKind::Format,
+        }
+    }
+
+    /// The byte offset a format error names.
+    pub fn offset(&self) -> Option<u64> {
+        match self {
+            Error::Format { offset, .. } => *offset,
+            _ => None,
+        }
+    }
+
+    /// The field a format error names.
+    pub fn field(&self) -> Option<&str> {
+        match self {
+            Error::Format { field, .. } => field.as_deref(),
+            _ => None,
         }
     }
 
@@ -174,5 +239,34 @@ impl From<std::io::Error> for Error {
             path: String::new(),
             source,
         }
+    }
+}
+
+/// What kind of problem an error is, whichever crate raised it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// A size or count beyond [`Limits`](crate::Limits), or an overflow computing one.
+    Limit,
+    /// Reading or writing failed.
+    Io,
+    /// Valid for the format, but not something tensorfmt handles.
+    Unsupported,
+    /// The bytes contradict the format (or any other problem with the input).
+    Format,
+}
+
+/// What a format crate's error says about itself: its [`ErrorKind`], and the byte
+/// offset and field it names. Every format crate's error implements it, and
+/// [`Error::classified`] keeps it when the error becomes a core [`Error`].
+pub trait Classify: std::error::Error + Send + Sync + 'static {
+    /// What kind of problem this is.
+    fn kind(&self) -> ErrorKind;
+    /// The byte offset in the file the problem is at, when known.
+    fn offset(&self) -> Option<u64> {
+        None
+    }
+    /// The field concerned, when known.
+    fn field(&self) -> Option<&str> {
+        None
     }
 }

@@ -372,8 +372,17 @@ pub trait TensorFile: Send + Sync {
     /// Short format name: `pvp`, `som`, `primitiv`, `caffe`, `npy`, `npz`, `safetensors`.
     fn format(&self) -> &'static str;
 
-    /// The kind of file within the format (`dense activity`, `shared weights`, `model`, ...).
+    /// The kind of file within the format, in words for people (`dense activity`,
+    /// `shared weights`, `model (V2 NetParameter)`, ...).
     fn kind(&self) -> String;
+
+    /// The kind of file as an identifier: what `--to FORMAT:KIND` and Python's `to=`
+    /// take (`dense`, `sparse`, `weights`, `som-data`, `caffemodel`, `model`, ...; the
+    /// facade's `Format::kinds` lists them). The default, for formats with one kind
+    /// only, is the format name.
+    fn kind_id(&self) -> &'static str {
+        self.format()
+    }
 
     /// Raw header fields in file order.
     fn header(&self) -> Vec<(String, FieldValue)>;

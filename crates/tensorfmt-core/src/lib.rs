@@ -40,20 +40,20 @@ mod limits;
 #[cfg(feature = "ndarray")]
 mod ndarray_interop;
 mod options;
+pub mod ranged;
 mod shape;
-pub mod space;
 mod stats;
 mod tensor;
 pub mod testing;
 
 pub use dtype::{DType, Element};
-pub use error::{Error, Result};
+pub use error::{Classify, Error, ErrorKind, Result};
 pub use file::{
     streamed_stats, Chunks, FieldValue, SourceLayout, SourceRun, SparseRow, SparseRows, TensorFile,
     TensorInfo,
 };
 pub use limits::Limits;
-pub use options::{ReadOptions, WriteOptions};
+pub use options::{Compression, ReadOptions, SparseOutput, WriteOptions, CARRIED_KEY};
 pub use shape::{Order, Shape};
 pub use stats::Stats;
 pub use tensor::Tensor;

@@ -34,11 +34,11 @@ pub(crate) fn attr(name: &str, v: A) -> AttributeProto {
     };
     match v {
         A::I(i) => {
-            a.i = i;
+            a.i = Some(i);
             a.set_type(AttributeType::Int);
         }
         A::F(f) => {
-            a.f = f;
+            a.f = Some(f);
             a.set_type(AttributeType::Float);
         }
         A::S(v) => {
@@ -60,16 +60,17 @@ pub(crate) struct Builder {
     pub inits: Vec<TensorProto>,
     names: HashSet<String>,
     node_names: HashSet<String>,
+    /// The next suffix to try per base name (value names, then node names), so that a
+    /// lowering emitting many values of one base (an unrolled LSTM: one `Mul` per step)
+    /// costs O(1) per name, not a scan from `_1`.
+    next_suffix: HashMap<String, usize>,
+    next_node_suffix: HashMap<String, usize>,
     /// Constant int64 initializers by name (shapes for Reshape, sizes for Split).
     pub ints: HashMap<String, Vec<i64>>,
     /// Small constant f32 initializers by name (Resize scales), for the shape rules.
     pub floats: HashMap<String, Vec<f32>>,
     /// Shapes of every initializer.
     pub init_shapes: HashMap<String, Vec<usize>>,
-    /// Values whose first axis is a count the data decides (a proposal layer's RoIs),
-    /// with their shape at the bound Caffe's rule gives: ONNX's shape rules cannot
-    /// follow the nodes that make them (NonMaxSuppression), so the lowering states it.
-    pub rows: HashMap<String, Vec<usize>>,
 }
 
 impl Builder {
@@ -83,13 +84,13 @@ impl Builder {
         if self.names.insert(base.to_string()) {
             return base.to_string();
         }
-        let mut i = 1usize;
+        let i = self.next_suffix.entry(base.to_string()).or_insert(1);
         loop {
             let n = format!("{base}_{i}");
+            *i += 1;
             if self.names.insert(n.clone()) {
                 return n;
             }
-            i += 1;
         }
     }
 
@@ -136,10 +137,15 @@ impl Builder {
         attrs: Vec<AttributeProto>,
     ) {
         let mut unique = name.to_string();
-        let mut i = 1usize;
-        while !self.node_names.insert(unique.clone()) {
-            unique = format!("{name}_{i}");
-            i += 1;
+        if !self.node_names.insert(unique.clone()) {
+            let i = self.next_node_suffix.entry(name.to_string()).or_insert(1);
+            loop {
+                unique = format!("{name}_{i}");
+                *i += 1;
+                if self.node_names.insert(unique.clone()) {
+                    break;
+                }
+            }
         }
         self.nodes.push(NodeProto {
             input: inputs,
@@ -159,7 +165,10 @@ fn ints(n: &NodeProto, name: &str) -> Option<Vec<i64>> {
         .map(|a| a.ints.clone())
 }
 fn int(n: &NodeProto, name: &str) -> Option<i64> {
-    n.attribute.iter().find(|a| a.name == name).map(|a| a.i)
+    n.attribute
+        .iter()
+        .find(|a| a.name == name)
+        .and_then(|a| a.i)
 }
 
 fn broadcast(shapes: &[&Vec<usize>]) -> Option<Vec<usize>> {
@@ -197,8 +206,9 @@ pub(crate) fn onnx_shapes(
     match n.op_type.as_str() {
         "Relu" | "LeakyRelu" | "Sigmoid" | "Tanh" | "Elu" | "Abs" | "Softplus" | "Exp" | "Log"
         | "Identity" | "Softmax" | "LRN" | "Cast" | "BatchNormalization" | "Sqrt"
-        | "Reciprocal" | "Neg" => one(x()?.clone()),
-        "Add" | "Mul" | "Sub" | "Div" | "Pow" | "Max" | "Sum" | "PRelu" | "Greater" => {
+        | "Reciprocal" | "Neg" | "Sign" | "Floor" | "Ceil" | "CumSum" => one(x()?.clone()),
+        "Add" | "Mul" | "Sub" | "Div" | "Pow" | "Max" | "Min" | "Sum" | "PRelu" | "Greater"
+        | "LessOrEqual" | "Or" | "Where" => {
             let all: Option<Vec<&Vec<usize>>> = ins.iter().copied().collect();
             one(broadcast(&all?)?)
         }
@@ -430,6 +440,58 @@ pub(crate) fn onnx_shapes(
             }
             one(o)
         }
-        _ => crate::layers::rcnn::onnx_shapes(n, ins, consts),
+        "ConstantOfShape" => {
+            let dims = consts.get(n.input.first()?)?;
+            let o: Option<Vec<usize>> = dims.iter().map(|&d| usize::try_from(d).ok()).collect();
+            one(o?)
+        }
+        "LSTM" | "RNN" => {
+            // X [seq, batch, input], W [dirs, gates * H, input], R [dirs, gates * H, H];
+            // outputs Y [seq, dirs, batch, H], Y_h (and LSTM's Y_c) [dirs, batch, H].
+            let x = x()?;
+            let w = ins.get(1).copied().flatten()?;
+            let r = ins.get(2).copied().flatten()?;
+            let h = usize::try_from(int(n, "hidden_size")?).ok()?;
+            let gates = if n.op_type == "LSTM" { 4 } else { 1 };
+            if x.len() != 3 || w.len() != 3 || r.len() != 3 || w[2] != x[2] {
+                return None;
+            }
+            if w[1] != gates * h || r[1] != gates * h || r[2] != h || r[0] != w[0] {
+                return None;
+            }
+            let state = vec![w[0], x[1], h];
+            for i in [5, 6].iter().take(if gates == 4 { 2 } else { 1 }) {
+                if let Some(s) = ins.get(*i).copied().flatten() {
+                    if *s != state {
+                        return None;
+                    }
+                }
+            }
+            let mut outs = vec![vec![x[0], w[0], x[1], h], state.clone()];
+            if gates == 4 {
+                outs.push(state);
+            }
+            Some(outs)
+        }
+        "Gather" => {
+            let (data, idx) = (x()?, ins.get(1).copied().flatten()?);
+            let a = norm_axis(int(n, "axis").unwrap_or(0), data.len())?;
+            let mut o = data[..a].to_vec();
+            o.extend_from_slice(idx);
+            o.extend_from_slice(&data[a + 1..]);
+            one(o)
+        }
+        "MaxRoiPool" => {
+            // X [N, C, H, W], rois [R, 5] -> [R, C, pooled_h, pooled_w].
+            let (x, rois) = (x()?, ins.get(1).copied().flatten()?);
+            let pooled = ints(n, "pooled_shape")?;
+            if x.len() != 4 || rois.len() != 2 || rois[1] != 5 || pooled.len() != 2 {
+                return None;
+            }
+            let ph = usize::try_from(pooled[0]).ok()?;
+            let pw = usize::try_from(pooled[1]).ok()?;
+            one(vec![rois[0], x[1], ph, pw])
+        }
+        _ => None,
     }
 }

@@ -17,8 +17,12 @@
 //!   layer (this is how ceil-mode pooling, Flatten and Deconvolution mistakes are caught
 //!   before any runtime sees the model). Only verified shapes go into `value_info`;
 //! - graph outputs are the blobs no later layer consumes (or [`LowerOptions::outputs`]),
-//!   and nodes that do not feed an output are pruned. A `DetectionOutput` layer is not
-//!   lowered: the graph stops before it and outputs its bottoms (`Lowered::stopped`).
+//!   and nodes that do not feed an output are pruned;
+//! - [`LowerOptions::stop_before`] cuts the net before the layers named (by name or
+//!   type) and everything that reads what they compute; the graph then outputs the blobs
+//!   the cut part reads (`Lowered::stopped` lists the cut layers). SSD's `DetectionOutput`
+//!   is lowered (NonMaxSuppression); stopping before it keeps its inputs as outputs for
+//!   runtimes without NonMaxSuppression.
 //!
 //! ```
 //! use tensorfmt_caffe::{parse_net, Schema};
@@ -41,7 +45,9 @@ mod error;
 #[doc(hidden)]
 pub mod fuzzing;
 mod layers;
+mod rpn;
 mod state_dict;
+mod stop;
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -56,8 +62,8 @@ use tensorfmt_onnx::proto::{
 
 pub use builder::Value;
 pub use error::{LowerError, UnsupportedLayer};
-pub use layers::rcnn::RpnOptions;
 pub use layers::supported_layers;
+pub use rpn::RpnOptions;
 pub use state_dict::{state_dict, torch_name, Naming};
 
 use builder::Builder;
@@ -106,6 +112,11 @@ pub struct LowerOptions {
     pub dynamic_batch: bool,
     /// Refuse what would otherwise be a warning (unused caffemodel layers).
     pub strict: bool,
+    /// Layer names or types to stop before (`--stop-before DetectionOutput`): those
+    /// layers and every layer that reads what they compute are not converted, and the
+    /// blobs they read from the rest become the graph outputs. Each entry must match a
+    /// layer of the net.
+    pub stop_before: Vec<String>,
     /// Overrides of the proposal layers' test-time RPN constants (the CLI's `--rpn`).
     pub rpn: RpnOptions,
 }
@@ -119,7 +130,8 @@ pub struct Lowered {
     pub outputs: Vec<String>,
     /// Caffe shapes of every blob's final version, by blob name.
     pub shapes: HashMap<String, Vec<usize>>,
-    /// Layers the graph stops before (name, type), e.g. `DetectionOutput`.
+    /// Layers cut by [`LowerOptions::stop_before`] (name, type), in net order: those
+    /// named and those reading what they compute.
     pub stopped: Vec<(String, String)>,
     /// Things that were accepted but deserve a note (unused caffemodel layers, ...).
     pub warnings: Vec<String>,
@@ -157,6 +169,12 @@ pub fn lower(
     blobs: &mut dyn BlobSource,
     opts: &LowerOptions,
 ) -> Result<Lowered, LowerError> {
+    // 0. The cut of stop_before: the rest is lowered as a net of its own.
+    let cut = stop::cut(net, &opts.stop_before)?;
+    for name in &cut.unique_cut_names {
+        blobs.take(name);
+    }
+    let net = &cut.kept;
     // 1. Caffe's own shape rules (tensorfmt-caffe), which every lowered layer must agree
     // with. Where they do not know a layer type either, the layers without a lowering are
     // all that can be said: list them.
@@ -166,20 +184,11 @@ pub fn lower(
             let unknown: Vec<UnsupportedLayer> = net
                 .layers
                 .iter()
-                .filter_map(|l| {
-                    let reason = if l.kind == "Python" && !tensorfmt_caffe::is_python_proposal(l) {
-                        // Python layers are lowered only as py-faster-rcnn's proposal layer.
-                        Some(tensorfmt_caffe::python_layer_name(l))
-                    } else if layers::lookup(&l.kind).is_none() && !layers::is_stop(&l.kind) {
-                        None
-                    } else {
-                        return None;
-                    };
-                    Some(UnsupportedLayer {
-                        name: l.name.clone(),
-                        kind: l.kind.clone(),
-                        reason,
-                    })
+                .filter(|l| layers::lookup_layer(l).is_none())
+                .map(|l| UnsupportedLayer {
+                    name: l.name.clone(),
+                    kind: l.kind.clone(),
+                    reason: layers::no_lowering_reason(l),
                 })
                 .collect();
             if unknown.is_empty() {
@@ -259,37 +268,20 @@ pub fn lower(
         }
     }
     // 4. Layers in order.
-    let mut stopped = Vec::new();
-    let mut stopped_tops: HashSet<String> = HashSet::new();
-    let mut stop_bottoms: Vec<String> = Vec::new();
     let mut onnx_shapes: HashMap<String, Vec<usize>> = graph_inputs
         .iter()
         .map(|v| (v.name.clone(), v.shape.clone()))
         .collect();
     let mut verified: Vec<Value> = Vec::new();
+    // Caffe's shapes of the tops sized at run time (`Graph::dynamic`): their bounds.
+    let mut bounds: HashMap<String, Vec<usize>> = HashMap::new();
     // Which layer top each value is: (layer index, top index).
     let mut origin: HashMap<String, (usize, usize)> = HashMap::new();
     for (li, l) in net.layers.iter().enumerate() {
-        if layers::is_stop(&l.kind) {
-            stopped.push((l.name.clone(), l.kind.clone()));
-            stopped_tops.extend(l.tops.iter().cloned());
-            for b in &l.bottoms {
-                if !stop_bottoms.contains(b) {
-                    stop_bottoms.push(b.clone());
-                }
-            }
-            continue;
-        }
         let mut ins = Vec::with_capacity(l.bottoms.len());
         for b in &l.bottoms {
             match current.get(b) {
                 Some(v) => ins.push(v.clone()),
-                None if stopped_tops.contains(b) => {
-                    return Err(layer_err(
-                        l,
-                        format!("bottom {b:?} is the output of a layer the graph stops before"),
-                    ));
-                }
                 None => {
                     return Err(layer_err(
                         l,
@@ -327,7 +319,7 @@ pub fn lower(
         let expected = &layer_shapes.tops;
         let layer_blobs = blobs.take(&l.name).unwrap_or_default();
         let first_node = graph.b.nodes.len();
-        let lowered = match layers::lookup(&l.kind) {
+        let lowered = match layers::lookup_layer(l) {
             Some(lowering) => lowering.run(&mut layers::LayerCx {
                 g: &mut graph,
                 layer: l,
@@ -336,7 +328,9 @@ pub fn lower(
                 caffe: layer_shapes,
                 blobs: &layer_blobs,
             }),
-            None => Err(Fail::not_lowered(String::new())),
+            None => Err(Fail::not_lowered(
+                layers::no_lowering_reason(l).unwrap_or_default(),
+            )),
         };
         let shapes = match lowered {
             Ok(shapes) => shapes,
@@ -367,11 +361,11 @@ pub fn lower(
                 continue;
             }
         };
-        // A top computed from a data-dependent row count (RoIs) is one too.
-        if ins.iter().any(|v| graph.data_dependent.contains(&v.name))
-            || tops.iter().any(|t| graph.b.rows.contains_key(t))
+        // A top computed from a size known only at run time follows it.
+        if ins.iter().any(|v| graph.from_dynamic.contains(&v.name))
+            || tops.iter().any(|t| graph.dynamic.contains_key(t))
         {
-            graph.data_dependent.extend(tops.iter().cloned());
+            graph.from_dynamic.extend(tops.iter().cloned());
         }
         let expected = caffe_shapes.layers.get(li).map(|s| &s.tops);
         if expected != Some(&shapes) {
@@ -390,8 +384,19 @@ pub fn lower(
                 ),
             ));
         }
-        // ONNX's shape rules over the new nodes.
-        propagate(&graph.b, &graph.b.nodes[first_node..], &mut onnx_shapes);
+        // ONNX's shape rules over the new nodes; a top sized at run time takes Caffe's
+        // shape, its bound (checked below at a larger size).
+        for (t, s) in tops.iter().zip(&shapes) {
+            if graph.dynamic.contains_key(t) {
+                bounds.insert(t.clone(), s.clone());
+            }
+        }
+        propagate(
+            &graph.b,
+            &graph.b.nodes[first_node..],
+            &mut onnx_shapes,
+            &bounds,
+        );
         for (ti, ((t, name), shape)) in l.tops.iter().zip(&tops).zip(shapes).enumerate() {
             origin.insert(name.clone(), (li, ti));
             check_shape(&shape).map_err(|e| layer_err(l, format!("top {t:?}: {e}")))?;
@@ -427,21 +432,7 @@ pub fn lower(
     }
     // 5. Outputs.
     let outputs: Vec<String> = if opts.outputs.is_empty() {
-        // A blob consumed only by Silence layers is an output too (Caffe silences the
-        // blobs it should not print, e.g. colorization's class8_ab).
-        let mut unsilenced = net.clone();
-        unsilenced.layers.retain(|l| l.kind != "Silence");
-        let mut o: Vec<String> = unsilenced
-            .output_blobs()
-            .into_iter()
-            .filter(|b| !stopped_tops.contains(b))
-            .collect();
-        for b in stop_bottoms {
-            if !o.contains(&b) {
-                o.push(b);
-            }
-        }
-        o
+        cut.outputs.clone()
     } else {
         opts.outputs.clone()
     };
@@ -493,21 +484,40 @@ pub fn lower(
     // folds the batch axis, would not). Outputs whose first axis is not the batch
     // (SSD's prior boxes) keep their fixed size.
     let batch_outputs = if opts.dynamic_batch {
-        check_dynamic_batch(net, &graph_inputs, &graph.b, &nodes, &verified, &origin)?
+        let checked = Checked {
+            b: &graph.b,
+            nodes: &nodes,
+            verified: &verified,
+            origin: &origin,
+            bounds: &bounds,
+        };
+        check_dynamic_batch(net, &graph_inputs, &checked)?
     } else {
         HashSet::new()
     };
-    // RoI counts: everything computed from them must follow them.
-    let row_axes = if graph.b.rows.is_empty() {
-        HashMap::new()
-    } else {
-        check_rows(net, &graph_inputs, &graph.b, &nodes, &verified, &origin)?
-    };
-    let data_dependent = std::mem::take(&mut graph.data_dependent);
+    // Sizes known only at run time: everything computed from them must follow them.
+    let run_time = check_run_time_sizes(
+        net,
+        &graph_inputs,
+        &caffe_shapes,
+        &graph.dynamic,
+        &Checked {
+            b: &graph.b,
+            nodes: &nodes,
+            verified: &verified,
+            origin: &origin,
+            bounds: &bounds,
+        },
+    )?;
+    let from_dynamic = std::mem::take(&mut graph.from_dynamic);
     let out_names: HashSet<&str> = out_values.iter().map(|v| v.name.as_str()).collect();
     // 7. Warnings: caffemodel layers nobody asked for.
     let mut warnings = net.warnings.clone();
-    if !opts.rpn.is_empty() && graph.b.rows.is_empty() {
+    let proposals = net
+        .layers
+        .iter()
+        .any(|l| l.kind == "Proposal" || tensorfmt_caffe::is_python_proposal(l));
+    if !opts.rpn.is_empty() && !proposals {
         warnings
             .push("the RPN constants given (rpn) are unused: the net has no proposal layer".into());
     }
@@ -530,6 +540,7 @@ pub fn lower(
     if !net.name.is_empty() {
         metadata.push(("caffe.net".into(), net.name.clone()));
     }
+    let stopped = cut.stopped;
     if !stopped.is_empty() {
         metadata.push((
             "tensorfmt.stopped_before".into(),
@@ -586,9 +597,9 @@ pub fn lower(
         ..Default::default()
     };
     for v in graph.output.iter_mut().chain(graph.value_info.iter_mut()) {
-        match row_axes.get(&v.name) {
-            Some(axes) => symbolic_rows(v, Some(axes)),
-            None if data_dependent.contains(&v.name) => symbolic_rows(v, None),
+        match run_time.get(&v.name) {
+            Some(axes) => name_run_time_axes(v, Some(axes.as_slice())),
+            None if from_dynamic.contains(&v.name) => name_run_time_axes(v, None),
             None => {}
         }
     }
@@ -618,134 +629,211 @@ pub fn lower(
 }
 
 /// ONNX's shape rules over `nodes`, in order, from the shapes already in `shapes`
-/// (graph inputs, earlier values) and the builder's initializers.
+/// (graph inputs, earlier values) and the builder's initializers. A value in `fixed` (a
+/// top sized at run time) takes that shape instead of its rule's, which cannot follow
+/// the data-dependent ops that make it (NonMaxSuppression, Compress).
 fn propagate(
     b: &Builder,
     nodes: &[tensorfmt_onnx::proto::NodeProto],
     shapes: &mut HashMap<String, Vec<usize>>,
-) {
-    propagate_rows(b, nodes, shapes, 0)
-}
-
-/// [`propagate`], with the data-dependent row counts of `b.rows` (RoIs) `extra_rows`
-/// larger than their bound.
-fn propagate_rows(
-    b: &Builder,
-    nodes: &[tensorfmt_onnx::proto::NodeProto],
-    shapes: &mut HashMap<String, Vec<usize>>,
-    extra_rows: usize,
+    fixed: &HashMap<String, Vec<usize>>,
 ) {
     for n in nodes {
-        for o in &n.output {
-            if let Some(s) = b.rows.get(o) {
-                let mut s = s.clone();
-                s[0] += extra_rows;
-                shapes.insert(o.clone(), s);
-            }
-        }
         let in_shapes: Vec<Option<&Vec<usize>>> = n
             .input
             .iter()
             .map(|i| shapes.get(i).or_else(|| b.init_shapes.get(i)))
             .collect();
-        if let Some(outs) = builder::onnx_shapes(n, &in_shapes, &b.ints, &b.floats) {
-            for (o, s) in n.output.iter().zip(outs) {
-                if !b.rows.contains_key(o) {
-                    shapes.insert(o.clone(), s);
+        let outs = builder::onnx_shapes(n, &in_shapes, &b.ints, &b.floats);
+        for (i, o) in n.output.iter().enumerate() {
+            match fixed.get(o) {
+                Some(s) => {
+                    shapes.insert(o.clone(), s.clone());
+                }
+                None => {
+                    if let Some(s) = outs.as_ref().and_then(|outs| outs.get(i)) {
+                        shapes.insert(o.clone(), s.clone());
+                    }
                 }
             }
         }
     }
 }
 
-/// Data-dependent row counts (a proposal layer's RoIs, `Builder::rows`): propagates
-/// ONNX's shape rules over the final `nodes` with every such count one larger than its
-/// bound, and checks each verified value against Caffe's shapes for that count (the
-/// proposal layers' tops given as inputs of that many rows). A lowering that baked the
-/// count into a constant fails here, naming the layer. Returns, for each value whose
-/// shape follows the count, how much each of its axes grows per RoI.
-fn check_rows(
+/// What the checks at another size read: the final graph and what the walk verified.
+struct Checked<'a> {
+    b: &'a Builder,
+    /// The final (pruned) nodes.
+    nodes: &'a [tensorfmt_onnx::proto::NodeProto],
+    /// Values whose ONNX shape equals Caffe's.
+    verified: &'a [Value],
+    /// Which layer top each value is: (layer index, top index).
+    origin: &'a HashMap<String, (usize, usize)>,
+    /// The tops sized at run time, at their bound (Caffe's shape).
+    bounds: &'a HashMap<String, Vec<usize>>,
+}
+
+impl Checked<'_> {
+    /// The verified values the final graph computes (a pruned node's are not checked:
+    /// nothing runs it), with their layer and top index, tops sized at run time aside
+    /// (their shape is declared, not derived).
+    fn derived(&self) -> Vec<(&Value, usize, usize)> {
+        let computed: HashSet<&str> = self
+            .nodes
+            .iter()
+            .flat_map(|n| n.output.iter().map(String::as_str))
+            .collect();
+        self.verified
+            .iter()
+            .filter(|v| computed.contains(v.name.as_str()) && !self.bounds.contains_key(&v.name))
+            .filter_map(|v| self.origin.get(&v.name).map(|&(li, ti)| (v, li, ti)))
+            .collect()
+    }
+}
+
+/// One axis of a value sized at run time, as the graph states it.
+#[derive(Debug, Clone, PartialEq)]
+enum RunTimeAxis {
+    /// A size fixed at conversion.
+    Fixed,
+    /// A size following one run-time size: its `dim_param` (`R`, or `R*84` for an axis
+    /// holding 84 values per RoI).
+    Named(String),
+    /// A size following several run-time sizes at once: left unknown.
+    Unknown,
+}
+
+/// Sizes known only at run time (`Graph::dynamic`: DetectionOutput's rows, a proposal
+/// layer's RoIs). For each dim name: propagates ONNX's shape rules over the final
+/// nodes with the axes of that name one larger than their bound, and checks every
+/// verified value computed from them against Caffe's shapes for that size (the
+/// declaring layers' tops given as net inputs of that size). A lowering that put the
+/// size in a constant fails here, naming the layer. Returns, for each value whose
+/// shape follows a run-time size (the declared tops included), what each axis holds.
+fn check_run_time_sizes(
     net: &NetDef,
     inputs: &[Value],
-    b: &Builder,
-    nodes: &[tensorfmt_onnx::proto::NodeProto],
-    verified: &[Value],
-    origin: &HashMap<String, (usize, usize)>,
-) -> Result<HashMap<String, Vec<usize>>, LowerError> {
-    let mut bigger = net.clone();
-    let mut sources: HashSet<usize> = HashSet::new();
-    let mut follows: HashMap<String, Vec<usize>> = HashMap::new();
-    for (name, shape) in &b.rows {
-        let Some(&(li, ti)) = origin.get(name) else {
+    caffe_shapes: &tensorfmt_caffe::NetShapes,
+    dynamic: &HashMap<String, Vec<(usize, String)>>,
+    c: &Checked<'_>,
+) -> Result<HashMap<String, Vec<RunTimeAxis>>, LowerError> {
+    let mut axes: HashMap<String, Vec<RunTimeAxis>> = HashMap::new();
+    // Declared: the tops of the lowerings that size them.
+    let mut sources: Vec<usize> = Vec::new();
+    for (name, declared) in dynamic {
+        let (Some(&(li, _)), Some(bound)) = (c.origin.get(name), c.bounds.get(name)) else {
             continue;
         };
-        sources.insert(li);
-        let mut s: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
-        s[0] += 1;
-        bigger.inputs.push(tensorfmt_caffe::NetInput {
-            name: net.layers[li].tops[ti].clone(),
-            shape: s,
-            line: 0,
-        });
-        let mut growth = vec![0; shape.len()];
-        growth[0] = 1;
-        follows.insert(name.clone(), growth);
+        if !sources.contains(&li) {
+            sources.push(li);
+        }
+        let mut a = vec![RunTimeAxis::Fixed; bound.len()];
+        for (axis, dim) in declared {
+            if let Some(x) = a.get_mut(*axis) {
+                *x = RunTimeAxis::Named(dim.clone());
+            }
+        }
+        axes.insert(name.clone(), a);
     }
-    for &li in &sources {
-        let l = &mut bigger.layers[li];
-        l.kind = "Silence".into();
-        l.tops.clear();
-    }
+    sources.sort_unstable();
+    let mut dims: Vec<&str> = dynamic
+        .values()
+        .flatten()
+        .map(|(_, d)| d.as_str())
+        .collect();
+    dims.sort_unstable();
+    dims.dedup();
+    // Derived: per value and axis, the (dim, values per unit of it) it grows by.
+    let mut growth: HashMap<String, Vec<Vec<(String, usize)>>> = HashMap::new();
     let overrides: Vec<(String, Vec<usize>)> = inputs
         .iter()
         .map(|v| (v.name.clone(), v.shape.clone()))
         .collect();
-    let caffe = tensorfmt_caffe::infer_shapes(&bigger, &overrides).map_err(|e| {
-        LowerError::Net(format!(
-            "the net's shapes do not follow its data-dependent RoI count: {e}"
-        ))
-    })?;
-    let mut shapes: HashMap<String, Vec<usize>> = overrides.into_iter().collect();
-    propagate_rows(b, nodes, &mut shapes, 1);
-    let computed: HashSet<&str> = nodes
-        .iter()
-        .flat_map(|n| n.output.iter().map(String::as_str))
-        .collect();
-    for v in verified
-        .iter()
-        .filter(|v| computed.contains(v.name.as_str()))
-    {
-        let Some(&(li, ti)) = origin.get(&v.name) else {
-            continue;
-        };
-        if sources.contains(&li) {
-            continue;
+    for dim in dims {
+        // The declaring layers' tops become inputs, those of `dim` one larger.
+        let mut bigger = net.clone();
+        let mut fixed: HashMap<String, Vec<usize>> = HashMap::new();
+        for (value, &(li, ti)) in c.origin {
+            if sources.binary_search(&li).is_err() {
+                continue;
+            }
+            let Some(mut shape) = caffe_shapes
+                .layers
+                .get(li)
+                .and_then(|s| s.tops.get(ti))
+                .cloned()
+            else {
+                continue;
+            };
+            for (axis, d) in dynamic.get(value).into_iter().flatten() {
+                if d == dim {
+                    if let Some(x) = shape.get_mut(*axis) {
+                        *x += 1;
+                    }
+                }
+            }
+            bigger.inputs.push(tensorfmt_caffe::NetInput {
+                name: net.layers[li].tops[ti].clone(),
+                shape: shape.iter().map(|&d| d as i64).collect(),
+                line: 0,
+            });
+            fixed.insert(value.clone(), shape);
         }
-        let Some(want) = caffe.layers.get(li).and_then(|s| s.tops.get(ti)) else {
-            continue;
-        };
-        let got = shapes.get(&v.name);
-        if got != Some(want) {
-            return Err(layer_err(
-                &net.layers[li],
-                format!(
-                    "its ONNX nodes do not follow the data-dependent RoI count (with one RoI \
-                     more than the bound, ONNX's shape rules give {}, Caffe's {want:?}; a lowering bug)",
-                    got.map_or("no shape".to_string(), |s| format!("{s:?}"))
-                ),
-            ));
+        for &li in &sources {
+            let l = &mut bigger.layers[li];
+            l.kind = "Silence".into();
+            l.tops.clear();
         }
-        if want != &v.shape {
-            let growth = v
-                .shape
-                .iter()
-                .zip(want)
-                .map(|(a, b)| a.abs_diff(*b))
-                .collect();
-            follows.insert(v.name.clone(), growth);
+        let caffe = tensorfmt_caffe::infer_shapes(&bigger, &overrides).map_err(|e| {
+            LowerError::Net(format!(
+                "the net's shapes do not follow its size {dim:?}, known only at run time: {e}"
+            ))
+        })?;
+        let mut shapes: HashMap<String, Vec<usize>> = overrides.iter().cloned().collect();
+        propagate(c.b, c.nodes, &mut shapes, &fixed);
+        for (v, li, ti) in c.derived() {
+            let Some(want) = caffe.layers.get(li).and_then(|s| s.tops.get(ti)) else {
+                continue;
+            };
+            let got = shapes.get(&v.name);
+            if got != Some(want) {
+                return Err(layer_err(
+                    &net.layers[li],
+                    format!(
+                        "its ONNX nodes do not follow the size {dim:?} known only at run time \
+                         (one larger than its bound, ONNX's shape rules give {}, Caffe's \
+                         {want:?}; a lowering bug)",
+                        got.map_or("no shape".to_string(), |s| format!("{s:?}"))
+                    ),
+                ));
+            }
+            if want != &v.shape {
+                let g = growth
+                    .entry(v.name.clone())
+                    .or_insert_with(|| vec![Vec::new(); v.shape.len()]);
+                for (i, (&a, &b)) in v.shape.iter().zip(want).enumerate() {
+                    if b != a {
+                        // A size that shrinks as the run-time size grows has no name.
+                        let k = b.saturating_sub(a);
+                        g[i].push((dim.to_string(), k));
+                    }
+                }
+            }
         }
     }
-    Ok(follows)
+    for (name, per_axis) in growth {
+        let a = per_axis
+            .into_iter()
+            .map(|grows| match grows.as_slice() {
+                [] => RunTimeAxis::Fixed,
+                [(d, 1)] => RunTimeAxis::Named(d.clone()),
+                [(d, k)] if *k > 1 => RunTimeAxis::Named(format!("{d}*{k}")),
+                _ => RunTimeAxis::Unknown,
+            })
+            .collect();
+        axes.insert(name, a);
+    }
+    Ok(axes)
 }
 
 /// `--dynamic-batch`: propagates ONNX's shape rules over the final `nodes` with every
@@ -756,10 +844,7 @@ fn check_rows(
 fn check_dynamic_batch(
     net: &NetDef,
     inputs: &[Value],
-    b: &Builder,
-    nodes: &[tensorfmt_onnx::proto::NodeProto],
-    verified: &[Value],
-    origin: &HashMap<String, (usize, usize)>,
+    c: &Checked<'_>,
 ) -> Result<HashSet<String>, LowerError> {
     let bigger: Vec<(String, Vec<usize>)> = inputs
         .iter()
@@ -777,20 +862,9 @@ fn check_dynamic_batch(
         ))
     })?;
     let mut shapes: HashMap<String, Vec<usize>> = bigger.iter().cloned().collect();
-    propagate(b, nodes, &mut shapes);
-    // Values the final graph computes (a pruned node's are not checked: nothing runs it).
-    let computed: HashSet<&str> = nodes
-        .iter()
-        .flat_map(|n| n.output.iter().map(String::as_str))
-        .collect();
+    propagate(c.b, c.nodes, &mut shapes, c.bounds);
     let mut follows: HashSet<String> = inputs.iter().map(|v| v.name.clone()).collect();
-    for v in verified
-        .iter()
-        .filter(|v| computed.contains(v.name.as_str()))
-    {
-        let Some(&(li, ti)) = origin.get(&v.name) else {
-            continue;
-        };
+    for (v, li, ti) in c.derived() {
         let Some(want) = caffe.layers.get(li).and_then(|s| s.tops.get(ti)) else {
             continue;
         };
@@ -822,11 +896,11 @@ fn check_dynamic_batch(
     Ok(follows)
 }
 
-/// The axes of `v` that follow a data-dependent RoI count `R` (`growth[i]` per RoI)
-/// become symbolic: `R`, or `R*k` for an axis holding `k` values per RoI (a
-/// `Reshape` to `[1, -1]`). Without `growth` (no shape rule could follow the value),
-/// every axis is left unknown rather than stated wrongly.
-fn symbolic_rows(v: &mut ValueInfoProto, growth: Option<&[usize]>) {
+/// States the axes of `v` sized at run time (`check_run_time_sizes`): a `dim_param` for
+/// an axis following one size, no value for one following several. Without `axes` (no
+/// shape rule could follow the value), every axis is left unknown rather than stated
+/// wrongly.
+fn name_run_time_axes(v: &mut ValueInfoProto, axes: Option<&[RunTimeAxis]>) {
     let Some(type_proto::Value::TensorType(t)) = v.r#type.as_mut().and_then(|t| t.value.as_mut())
     else {
         return;
@@ -837,11 +911,10 @@ fn symbolic_rows(v: &mut ValueInfoProto, growth: Option<&[usize]>) {
         .flat_map(|s| s.dim.iter_mut())
         .enumerate()
     {
-        d.value = match growth.map(|g| g.get(i).copied().unwrap_or(0)) {
-            Some(0) => continue,
-            Some(1) => Some(DimValue::DimParam("R".into())),
-            Some(k) => Some(DimValue::DimParam(format!("R*{k}"))),
-            None => None,
+        d.value = match axes.map(|a| a.get(i).unwrap_or(&RunTimeAxis::Fixed)) {
+            Some(RunTimeAxis::Fixed) => continue,
+            Some(RunTimeAxis::Named(n)) => Some(DimValue::DimParam(n.clone())),
+            Some(RunTimeAxis::Unknown) | None => None,
         };
     }
 }

@@ -137,6 +137,8 @@ fn python_proposal_layer_lowers_with_a_symbolic_roi_count() {
 
 #[test]
 fn opencv_proposal_and_its_post_processing_follow_the_roi_count() {
+    // OpenCV's nets end in a DetectionOutput fed by [1, R*k] blobs: lowered, its rows
+    // a run-time size of their own.
     let l = lower_text(&faster_rcnn(CPP_PROPOSAL, OPENCV_TAIL), &Default::default()).unwrap();
     let mut got = outputs(&l);
     got.sort();
@@ -144,9 +146,39 @@ fn opencv_proposal_and_its_post_processing_follow_the_roi_count() {
     assert_eq!(
         got,
         [
+            (
+                "detection_out".to_string(),
+                s(&["1", "1", "detections", "7"])
+            ),
+            // OpenCV's nets leave the batch ids unconsumed: an output too.
+            ("proposal_batch_ids".into(), s(&["R", "1"])),
+        ]
+    );
+    assert!(l.stopped.is_empty());
+    assert!(ops(&l).iter().filter(|o| *o == "NonMaxSuppression").count() >= 2);
+    let g = l.model.graph.as_ref().unwrap();
+    let info = |name: &str| {
+        g.value_info
+            .iter()
+            .find(|v| v.name == name)
+            .map(dims)
+            .unwrap_or_default()
+    };
+    assert_eq!(info("bbox_pred_reshape"), s(&["1", "R*12"]));
+    assert_eq!(info("proposal_reshape"), s(&["1", "1", "R*4"]));
+    // --stop-before DetectionOutput: its R-sized inputs are the outputs.
+    let cut = LowerOptions {
+        stop_before: vec!["DetectionOutput".into()],
+        ..Default::default()
+    };
+    let l = lower_text(&faster_rcnn(CPP_PROPOSAL, OPENCV_TAIL), &cut).unwrap();
+    let mut got = outputs(&l);
+    got.sort();
+    assert_eq!(
+        got,
+        [
             ("bbox_pred_reshape".to_string(), s(&["1", "R*12"])),
             ("cls_prob_reshape".into(), s(&["1", "R*3"])),
-            // OpenCV's nets leave the batch ids unconsumed: an output too.
             ("proposal_batch_ids".into(), s(&["R", "1"])),
             ("proposal_reshape".into(), s(&["1", "1", "R*4"])),
         ]

@@ -87,11 +87,33 @@ pub enum OnnxError {
     Core(#[from] tensorfmt_core::Error),
 }
 
+impl tensorfmt_core::Classify for OnnxError {
+    fn kind(&self) -> tensorfmt_core::ErrorKind {
+        use tensorfmt_core::ErrorKind;
+        match self {
+            OnnxError::Limit { .. } => ErrorKind::Limit,
+            OnnxError::Core(e) => e.kind(),
+            _ => ErrorKind::Format,
+        }
+    }
+    fn offset(&self) -> Option<u64> {
+        match self {
+            OnnxError::Truncated { offset, .. }
+            | OnnxError::Wire { offset, .. }
+            | OnnxError::Prost { offset, .. }
+            | OnnxError::Tensor { offset, .. }
+            | OnnxError::Limit { offset, .. } => Some(*offset),
+            OnnxError::Core(e) => e.offset(),
+            _ => None,
+        }
+    }
+}
+
 impl From<OnnxError> for tensorfmt_core::Error {
     fn from(e: OnnxError) -> Self {
         match e {
             OnnxError::Core(c) => c,
-            e => tensorfmt_core::Error::format("onnx", e),
+            e => tensorfmt_core::Error::classified("onnx", e),
         }
     }
 }

@@ -32,6 +32,7 @@
 
 mod error;
 mod file;
+pub mod ranged;
 mod read;
 mod tensor;
 mod wire;

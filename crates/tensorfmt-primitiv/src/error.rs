@@ -194,9 +194,58 @@ pub enum PrimitivError {
     Core(#[from] tensorfmt_core::Error),
 }
 
+impl tensorfmt_core::Classify for PrimitivError {
+    fn kind(&self) -> tensorfmt_core::ErrorKind {
+        use tensorfmt_core::ErrorKind;
+        match self {
+            PrimitivError::Limit { .. } => ErrorKind::Limit,
+            PrimitivError::Core(e) => e.kind(),
+            _ => ErrorKind::Format,
+        }
+    }
+    fn offset(&self) -> Option<u64> {
+        use PrimitivError as E;
+        match self {
+            E::Eof { offset, .. }
+            | E::Marker { offset, .. }
+            | E::Version { offset, .. }
+            | E::UnknownDataType { offset, .. }
+            | E::DataTypeMismatch { offset, .. }
+            | E::LengthMismatch { offset, .. }
+            | E::TooManyDims { offset, .. }
+            | E::InvalidShape { offset, .. }
+            | E::ParameterBatch { offset, .. }
+            | E::Overflow { offset, .. }
+            | E::Limit { offset, .. }
+            | E::EmptyKey { offset }
+            | E::TrailingBytes { offset, .. }
+            | E::DuplicateKey { offset, .. }
+            | E::NonUtf8Key { offset, .. } => Some(*offset),
+            E::Core(e) => e.offset(),
+            _ => None,
+        }
+    }
+    fn field(&self) -> Option<&str> {
+        use PrimitivError as E;
+        match self {
+            E::Eof { field, .. }
+            | E::Marker { field, .. }
+            | E::LengthMismatch { field, .. }
+            | E::TooManyDims { field, .. }
+            | E::InvalidShape { field, .. }
+            | E::Overflow { field, .. }
+            | E::Limit { field, .. }
+            | E::DuplicateKey { field, .. }
+            | E::NonUtf8Key { field, .. } => Some(field),
+            E::Core(e) => e.field(),
+            _ => None,
+        }
+    }
+}
+
 impl From<PrimitivError> for tensorfmt_core::Error {
     fn from(e: PrimitivError) -> Self {
-        tensorfmt_core::Error::format("primitiv", e)
+        tensorfmt_core::Error::classified("primitiv", e)
     }
 }
 

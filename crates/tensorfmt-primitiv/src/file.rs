@@ -8,8 +8,9 @@ use tensorfmt_core::{
     DType, Error, FieldValue, Order, SourceLayout, Tensor, TensorFile, TensorInfo, WriteOptions,
 };
 
-use crate::data::{Key, Model, Parameter, PrimitivData, PrimitivShape, PrimitivTensor};
+use crate::data::{Model, Parameter, PrimitivData, PrimitivShape, PrimitivTensor};
 use crate::error::{PrimitivError, Result};
+use crate::key::Key;
 use crate::read::Decoded;
 
 /// A decoded primitiv file as named tensors.
@@ -177,6 +178,10 @@ impl TensorFile for PrimitivFile {
 
     fn kind(&self) -> String {
         self.decoded.data.data_type().name().to_string()
+    }
+
+    fn kind_id(&self) -> &'static str {
+        self.decoded.data.data_type().name()
     }
 
     fn header(&self) -> Vec<(String, FieldValue)> {

@@ -67,7 +67,9 @@
 mod data;
 mod error;
 mod file;
+mod key;
 mod optimizer;
+pub mod ranged;
 mod read;
 mod write;
 
@@ -77,11 +79,11 @@ use bytes::Bytes;
 use tensorfmt_core::{ReadOptions, Tensor, TensorFile, WriteOptions};
 
 pub use data::{
-    DataType, Key, KeyPath, Model, Parameter, PrimitivData, PrimitivShape, PrimitivTensor,
-    MAX_DEPTH,
+    DataType, KeyPath, Model, Parameter, PrimitivData, PrimitivShape, PrimitivTensor, MAX_DEPTH,
 };
 pub use error::{PrimitivError, Result};
 pub use file::{build, save_named, PrimitivFile};
+pub use key::Key;
 pub use optimizer::{Algorithm, Optimizer, OptimizerKind, OptimizerSettings};
 pub use read::{read_as, read_file, Decoded, Mode, ReaderOptions};
 pub use write::{encode, to_bytes, write_file};

@@ -1,7 +1,7 @@
 //! Optimizer files: the raw config maps ([`Optimizer`]) and a typed view
 //! ([`OptimizerSettings`], [`Algorithm`]).
 
-use crate::data::Key;
+use crate::key::Key;
 
 /// An Optimizer file: the `uint_configs` map (str → uint32) and the `float_configs`
 /// map (str → float), in file order. A key repeated in one map keeps its first value,

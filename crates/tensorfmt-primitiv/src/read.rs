@@ -9,9 +9,10 @@ use rmp::Marker;
 use tensorfmt_core::Limits;
 
 use crate::data::{
-    DataType, Key, Model, Parameter, PrimitivData, PrimitivShape, PrimitivTensor, MAX_DEPTH,
+    DataType, Model, Parameter, PrimitivData, PrimitivShape, PrimitivTensor, MAX_DEPTH,
 };
 use crate::error::{PrimitivError, Result};
+use crate::key::Key;
 use crate::optimizer::Optimizer;
 
 /// How strictly the reader follows primitiv.

@@ -7,8 +7,9 @@ use std::path::Path;
 
 use rmp::encode;
 
-use crate::data::{Key, Model, Parameter, PrimitivData, PrimitivShape, PrimitivTensor};
+use crate::data::{Model, Parameter, PrimitivData, PrimitivShape, PrimitivTensor};
 use crate::error::{PrimitivError, Result};
+use crate::key::Key;
 use crate::optimizer::Optimizer;
 
 fn werr(e: encode::ValueWriteError<std::io::Error>) -> PrimitivError {

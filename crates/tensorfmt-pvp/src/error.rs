@@ -119,11 +119,40 @@ pub enum PvpError {
     Core(#[from] tensorfmt_core::Error),
 }
 
+impl tensorfmt_core::Classify for PvpError {
+    fn kind(&self) -> tensorfmt_core::ErrorKind {
+        use tensorfmt_core::ErrorKind;
+        match self {
+            PvpError::LimitExceeded { .. } => ErrorKind::Limit,
+            PvpError::Io(_) => ErrorKind::Io,
+            PvpError::Core(e) => e.kind(),
+            _ => ErrorKind::Format,
+        }
+    }
+    fn offset(&self) -> Option<u64> {
+        match self {
+            PvpError::Truncated { offset, .. }
+            | PvpError::BadField { offset, .. }
+            | PvpError::BadCombination { offset, .. }
+            | PvpError::BadIndex { offset, .. }
+            | PvpError::NegativeCount { offset, .. }
+            | PvpError::BadWeightFrame { offset, .. } => Some(*offset),
+            _ => None,
+        }
+    }
+    fn field(&self) -> Option<&str> {
+        match self {
+            PvpError::BadField { field, .. } => Some(field),
+            _ => None,
+        }
+    }
+}
+
 impl From<PvpError> for tensorfmt_core::Error {
     fn from(e: PvpError) -> Self {
         match e {
             PvpError::Core(inner) => inner,
-            other => tensorfmt_core::Error::format("pvp", other),
+            other => tensorfmt_core::Error::classified("pvp", other),
         }
     }
 }

@@ -50,6 +50,7 @@ mod error;
 mod header;
 mod index_cache;
 pub mod layout;
+pub mod ranged;
 pub mod read;
 mod tensor_file;
 pub mod write;

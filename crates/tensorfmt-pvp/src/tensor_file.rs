@@ -12,7 +12,7 @@ use tensorfmt_core::{
 
 use crate::error::{PvpError, Result};
 use crate::header::{HEADER_SIZE, WEIGHT_HEADER_SIZE};
-use crate::layout::{DenseElement, OpenOptions};
+use crate::layout::{DenseElement, Kind, OpenOptions};
 use crate::read::PvpFile;
 
 /// A PVP file seen as named tensors (see [`crate::open_tensor_file`]).
@@ -174,6 +174,14 @@ impl TensorFile for PvpTensorFile {
                 "dense activity (random-number state)".into()
             }
             f => f.kind().describe().into(),
+        }
+    }
+
+    fn kind_id(&self) -> &'static str {
+        match self.file.kind() {
+            Kind::SparseBinary | Kind::SparseValues => "sparse",
+            Kind::SharedWeights | Kind::NonSharedWeights => "weights",
+            Kind::Dense | Kind::Legacy => "dense",
         }
     }
 

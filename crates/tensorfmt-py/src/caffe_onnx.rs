@@ -17,7 +17,7 @@ fn lower_err(e: tensorfmt_lower::LowerError) -> Error {
 
 /// Lowers a caffemodel + deploy prototxt to an ONNX file; returns a summary dict.
 #[pyfunction]
-#[pyo3(signature = (caffemodel, prototxt, out, proto=None, input_shape=None, outputs=None, dynamic_batch=false, strict=false, rpn=None))]
+#[pyo3(signature = (caffemodel, prototxt, out, proto=None, input_shape=None, outputs=None, dynamic_batch=false, strict=false, stop_before=None, rpn=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn caffe_to_onnx<'py>(
     py: Python<'py>,
@@ -29,6 +29,7 @@ pub fn caffe_to_onnx<'py>(
     outputs: Option<Vec<String>>,
     dynamic_batch: bool,
     strict: bool,
+    stop_before: Option<Vec<String>>,
     rpn: Option<Vec<(String, String)>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let lowered = run(py, move || {
@@ -43,6 +44,7 @@ pub fn caffe_to_onnx<'py>(
             outputs: outputs.unwrap_or_default(),
             dynamic_batch,
             strict,
+            stop_before: stop_before.unwrap_or_default(),
             rpn: rpn_options,
         };
         let read = ReadOptions {
@@ -155,7 +157,7 @@ pub fn caffe_random_weights(
     })
 }
 
-/// The Caffe layer types with a lowering to ONNX, then those the graph stops before.
+/// The Caffe layer types with a lowering to ONNX.
 #[pyfunction]
 pub fn caffe_supported_layers() -> Vec<&'static str> {
     tensorfmt_lower::supported_layers()

@@ -66,34 +66,6 @@ pub fn open_file(
     })
 }
 
-/// The file-kind identifier (one of [`Format::write_kinds`] where the format has
-/// several, plus primitiv's read-only `shape` and `optimizer`) of a document whose format
-/// crate describes its kind as `description` (`TensorFile::kind`, prose for people).
-pub fn kind_id(format: Format, description: &str) -> String {
-    let lower = description.to_ascii_lowercase();
-    // PINK files from before version 2 read as `legacy v1 <kind> ...`.
-    let d = match lower.strip_prefix("legacy ") {
-        Some(rest) => rest.split_once(' ').map_or(rest, |(_, kind)| kind),
-        None => &lower,
-    };
-    let id = match format {
-        Format::Pvp if d.contains("sparse") => "sparse",
-        Format::Pvp if d.contains("weights") => "weights",
-        Format::Pvp => "dense",
-        Format::Som if d.starts_with("rotation/flip") => "som-rotflip",
-        Format::Som if d.starts_with("mapping") => "som-mapping",
-        Format::Som if d.starts_with("som") => "som",
-        Format::Som => "som-data",
-        Format::Caffe if d.starts_with("model") => "caffemodel",
-        Format::Caffe if d.starts_with("mean") => "binaryproto",
-        Format::Caffe if d.starts_with("blobprotovector") => "blobprotovector",
-        Format::Caffe => "solverstate",
-        Format::Primitiv => return d.split_whitespace().next().unwrap_or("").to_string(),
-        other => return other.name().to_string(),
-    };
-    id.to_string()
-}
-
 /// Opens `path` as `format`. A Caffe file whose structure the content check cannot
 /// place (a truncated `.caffemodel` no longer parses as any kind) is read again as the
 /// kind its extension names, so the error says what is wrong with it (truncated at byte
@@ -132,7 +104,7 @@ fn open_named_kind(
 /// caller can do about it: name it with `format=`.
 pub fn detect(path: &std::path::Path) -> Result<Format, Error> {
     let head = tensorfmt::io::map_file(path)?;
-    let sniffed = &head[..head.len().min(tensorfmt::formats::SNIFF_LEN)];
+    let sniffed = &head[..head.len().min(tensorfmt::format::SNIFF_LEN)];
     tensorfmt::detect_bytes(sniffed, head.len() as u64, Some(path)).ok_or_else(|| {
         let names: Vec<&str> = Format::ALL
             .iter()
@@ -161,8 +133,7 @@ impl File {
     /// npy, npz and safetensors).
     #[getter]
     fn kind(&self, py: Python<'_>) -> PyResult<String> {
-        let doc = self.doc(py)?;
-        Ok(kind_id(doc.file_format(), &doc.kind()))
+        Ok(self.doc(py)?.kind_id().to_string())
     }
 
     /// What the file is, in words (`dense activity`, `SOM (hexagonal 3x3)`, `model (V2
@@ -232,7 +203,7 @@ impl File {
     /// path's extension), streamed for npy, npz and safetensors; returns `(offered,
     /// written names, warnings)` read back from the file. `progress(done, total)` is
     /// called between pieces (bytes of the tensors as listed).
-    #[pyo3(signature = (path, names=None, to=None, dtype=None, hex=false, settings=None, fsync=true, progress=None))]
+    #[pyo3(signature = (path, names=None, to=None, dtype=None, hex=false, settings=None, fsync=true, progress=None, like=None, dense=false))]
     #[allow(clippy::too_many_arguments)] // Python keyword arguments
     fn convert(
         &self,
@@ -245,6 +216,8 @@ impl File {
         settings: Option<std::collections::BTreeMap<String, String>>,
         fsync: bool,
         progress: Option<Py<PyAny>>,
+        like: Option<PathBuf>,
+        dense: bool,
     ) -> PyResult<(usize, Vec<String>, Vec<String>)> {
         let doc = self.doc(py)?;
         let progress = crate::progress::PyProgress::new(progress);
@@ -256,6 +229,8 @@ impl File {
                 dtype.as_deref(),
                 hex,
                 settings.unwrap_or_default(),
+                like,
+                dense,
                 fsync,
             )?;
             // The facade's whole-file conversion (the CLI's too): the same file when

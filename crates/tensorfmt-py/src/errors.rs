@@ -5,7 +5,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
-use tensorfmt::Error;
+use tensorfmt::{Error, ErrorKind};
 
 /// Runs `work` without the GIL, turning a panic into an error instead of unwinding into
 /// Python, and a [`tensorfmt::Error`] into the matching `TensorfmtError` subclass.
@@ -153,92 +153,24 @@ pub fn to_py(py: Python<'_>, e: &Error) -> PyErr {
             let _ = err.value(py).setattr("name", name);
             err
         }
-        Error::Format { source, .. } => {
-            // Every format crate's error enum names its variants alike (`LimitExceeded`,
-            // `Io`, `Unsupported...`) and its content variants carry `offset` and `field`
-            // fields; reading them from the Debug form keeps this layer independent of
-            // the four error types.
-            let debug = format!("{source:?}");
-            let class = format_class(&debug);
-            raise(
-                py,
-                class,
-                &message,
-                field_u64(&debug, "offset: "),
-                field_str(&debug),
-            )
+        Error::Format {
+            kind,
+            offset,
+            field,
+            ..
+        } => {
+            // Every format crate's error says what kind of problem it is, and which
+            // offset and field it names (`tensorfmt::Classify`).
+            let class = match kind {
+                ErrorKind::Limit => "LimitError",
+                ErrorKind::Io => "TensorfmtIOError",
+                ErrorKind::Unsupported => "UnsupportedError",
+                ErrorKind::Format => "FormatError",
+            };
+            raise(py, class, &message, *offset, field.clone())
         }
         Error::Invalid(_) => raise(py, "InvalidArgumentError", &message, None, None),
         Error::InputChanged { .. } => raise(py, "InputChangedError", &message, None, None),
         _ => raise(py, "FormatError", &message, None, None),
-    }
-}
-
-/// The exception class of a format crate's error, from its Debug form: the limit
-/// variants (`LimitExceeded` in pvp and som, `Limit` in caffe, onnx and primitiv, or a
-/// core `LimitExceeded` inside), I/O, unsupported features, else a format error.
-fn format_class(debug: &str) -> &'static str {
-    if debug.starts_with("LimitExceeded")
-        || debug.starts_with("Limit {")
-        || debug.contains("LimitExceeded {")
-    {
-        "LimitError"
-    } else if debug.starts_with("Io(") {
-        "TensorfmtIOError"
-    } else if debug.starts_with("Unsupported") {
-        "UnsupportedError"
-    } else {
-        "FormatError"
-    }
-}
-
-/// The first `name<digits>` number in a Debug string.
-fn field_u64(debug: &str, name: &str) -> Option<u64> {
-    let start = debug.find(name)? + name.len();
-    let digits: String = debug[start..]
-        .chars()
-        .take_while(|c| c.is_ascii_digit())
-        .collect();
-    digits.parse().ok()
-}
-
-/// The first `field: "..."` string in a Debug string.
-fn field_str(debug: &str) -> Option<String> {
-    let start = debug.find("field: \"")? + "field: \"".len();
-    let end = debug[start..].find('"')?;
-    Some(debug[start..start + end].to_string())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn debug_fields_are_found() {
-        let d = r#"BadField { offset: 12, field: "nx", value: -1, reason: "x" }"#;
-        assert_eq!(field_u64(d, "offset: "), Some(12));
-        assert_eq!(field_str(d).as_deref(), Some("nx"));
-        assert_eq!(field_u64("Truncated { what: 1 }", "offset: "), None);
-    }
-
-    #[test]
-    fn every_format_crates_limit_variant_is_a_limit_error() {
-        let caffe = tensorfmt::caffe::CaffeError::Limit {
-            path: "layer[0]".into(),
-            offset: 3,
-            what: "allocation",
-            value: 10,
-            limit: 5,
-        };
-        assert_eq!(format_class(&format!("{caffe:?}")), "LimitError");
-        for d in [
-            "LimitExceeded { what: \"frames\", value: 9, limit: 1 }",
-            "Limit { path: \"x\", offset: 0, what: \"rank\", value: 9, limit: 1 }",
-            "Core(LimitExceeded { what: \"allocation\", value: 9, limit: 1 })",
-        ] {
-            assert_eq!(format_class(d), "LimitError", "{d}");
-        }
-        assert_eq!(format_class("Truncated { offset: 1 }"), "FormatError");
-        assert_eq!(format_class("LimitedField { offset: 1 }"), "FormatError");
     }
 }

@@ -17,12 +17,14 @@ use pyo3::prelude::*;
 
 mod array;
 mod caffe_onnx;
+mod chunks;
 mod document;
 mod errors;
 mod ops;
 mod progress;
 mod pvp;
 mod pvp_write;
+mod som_map;
 mod spaces;
 mod typed;
 mod values;
@@ -51,6 +53,17 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(typed::primitiv_model_entries, m)?)?;
     m.add_class::<typed::Som>()?;
     m.add_function(wrap_pyfunction!(typed::open_som, m)?)?;
+    for f in [
+        wrap_pyfunction!(som_map::som_map, m)?,
+        wrap_pyfunction!(som_map::som_map_files, m)?,
+        wrap_pyfunction!(som_map::som_geometry, m)?,
+        wrap_pyfunction!(som_map::som_transform, m)?,
+        wrap_pyfunction!(som_map::som_align, m)?,
+        wrap_pyfunction!(som_map::som_ids, m)?,
+        wrap_pyfunction!(som_map::som_write_data, m)?,
+    ] {
+        m.add_function(f)?;
+    }
     m.add_function(wrap_pyfunction!(ops::save, m)?)?;
     m.add_function(wrap_pyfunction!(ops::diff, m)?)?;
     m.add_function(wrap_pyfunction!(ops::formats, m)?)?;
@@ -68,6 +81,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
         m.add_function(f)?;
     }
     m.add_function(wrap_pyfunction!(ops::detect, m)?)?;
+    m.add_function(wrap_pyfunction!(chunks::describe_remote, m)?)?;
+    m.add_function(wrap_pyfunction!(chunks::detect_content, m)?)?;
     m.add_function(wrap_pyfunction!(caffe_onnx::caffe_to_onnx, m)?)?;
     m.add_function(wrap_pyfunction!(caffe_onnx::caffe_state_dict, m)?)?;
     m.add_function(wrap_pyfunction!(caffe_onnx::caffe_random_weights, m)?)?;

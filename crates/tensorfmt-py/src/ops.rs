@@ -67,7 +67,7 @@ fn borrow_tensor(item: &Borrowed) -> Result<Tensor, Error> {
 /// Writes named arrays to `path` (atomically: a temporary file renamed into place);
 /// returns `(offered, written names, warnings)` read back from the file.
 #[pyfunction]
-#[pyo3(signature = (path, items, to=None, dtype=None, hex=false, settings=None, fsync=true, progress=None))]
+#[pyo3(signature = (path, items, to=None, dtype=None, hex=false, settings=None, fsync=true, progress=None, like=None))]
 #[allow(clippy::too_many_arguments)] // Python keyword arguments
 pub fn save(
     py: Python<'_>,
@@ -79,6 +79,7 @@ pub fn save(
     settings: Option<BTreeMap<String, String>>,
     fsync: bool,
     progress: Option<Py<PyAny>>,
+    like: Option<PathBuf>,
 ) -> PyResult<(usize, Vec<String>, Vec<String>)> {
     let progress = crate::progress::PyProgress::new(progress);
     let hooked = progress.as_ref();
@@ -100,6 +101,8 @@ pub fn save(
             dtype.as_deref(),
             hex,
             settings.unwrap_or_default(),
+            like,
+            false,
             fsync,
         )?;
         let mut tensors = Vec::with_capacity(borrowed.len());
@@ -107,13 +110,11 @@ pub fn save(
             tensors.push((b.name.clone(), borrow_tensor(b)?));
         }
         match hooked {
-            Some(p) => tensorfmt::formats::save_with_progress(
-                &path,
-                &target,
-                &tensors,
-                &options,
-                &|done, total| p.call(done, total),
-            ),
+            Some(p) => {
+                tensorfmt::save_with_progress(&path, &target, &tensors, &options, &|done, total| {
+                    p.call(done, total)
+                })
+            }
             None => tensorfmt::save_to(&path, &target, &tensors, &options),
         }
     });

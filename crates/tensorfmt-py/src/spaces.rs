@@ -1,4 +1,4 @@
-//! The Rust core's spaces (`tensorfmt_core::space`) for Python. `tensorfmt.spaces` moves
+//! The Rust spaces (`tensorfmt-spaces`) for Python. `tensorfmt.spaces` moves
 //! batches with numpy itself (views for axes permutations) and uses these functions as
 //! its reference: the property tests run random space pairs through both and compare
 //! results, error classes and printed forms.
@@ -10,11 +10,11 @@
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
-use tensorfmt::space::{
+use tensorfmt::{DType, Order, Tensor};
+use tensorfmt_spaces::{
     Axes, Axis, Batch, Conv2DSpace, DataSpecsMapping, IndexSpace, Nested, Source, Space,
     VectorSpace,
 };
-use tensorfmt::{DType, Order, Tensor};
 
 use crate::array::Array;
 use crate::errors::run;
@@ -36,7 +36,7 @@ pub fn space_of(spec: &Bound<'_, PyAny>) -> PyResult<Space> {
         .cast::<PyTuple>()
         .map_err(|_| bad("a space spec is a tuple"))?;
     let tag: String = t.get_item(0)?.extract()?;
-    let to_py = |e: tensorfmt::space::SpaceError| space_to_py(spec.py(), e);
+    let to_py = |e: tensorfmt_spaces::SpaceError| space_to_py(spec.py(), e);
     Ok(match tag.as_str() {
         "vector" => Space::from(
             VectorSpace::new(t.get_item(1)?.extract()?)
@@ -145,8 +145,8 @@ fn batch_to_py<'py>(py: Python<'py>, b: Batch) -> PyResult<Bound<'py, PyAny>> {
 /// raised in that case (`TypeError` for a wrong batch kind or dtype, `NotImplementedError`
 /// for a conversion that does not exist, `IndexError` for a label out of range,
 /// `ValueError` for sizes and structure).
-fn space_to_py(py: Python<'_>, e: tensorfmt::space::SpaceError) -> PyErr {
-    use tensorfmt::space::SpaceError as E;
+fn space_to_py(py: Python<'_>, e: tensorfmt_spaces::SpaceError) -> PyErr {
+    use tensorfmt_spaces::SpaceError as E;
     let class = match &e {
         E::DtypeUnsafe { .. } | E::WrongKind { .. } => "SpaceTypeError",
         E::Unsupported { .. } | E::NoTotalDimension(_) => "SpaceNotImplementedError",
@@ -160,7 +160,7 @@ fn space_to_py(py: Python<'_>, e: tensorfmt::space::SpaceError) -> PyErr {
 /// Runs a space operation without the GIL (panics caught), mapping its error by kind.
 fn run_space<T: Send>(
     py: Python<'_>,
-    work: impl FnOnce() -> Result<T, tensorfmt::space::SpaceError> + Send,
+    work: impl FnOnce() -> Result<T, tensorfmt_spaces::SpaceError> + Send,
 ) -> PyResult<T> {
     run(py, move || Ok(work()))?.map_err(|e| space_to_py(py, e))
 }

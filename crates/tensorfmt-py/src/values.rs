@@ -2,10 +2,13 @@
 //! shared by every function that opens or writes a file.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
-use tensorfmt::{DType, Error, FieldValue, Format, ReadOptions, Target, WriteOptions};
+use tensorfmt::{
+    DType, Error, FieldValue, Format, ReadOptions, SparseOutput, Target, WriteOptions,
+};
 
 /// A header field as a plain Python value (dicts keep file order).
 pub fn field_to_py<'py>(py: Python<'py>, v: &FieldValue) -> PyResult<Bound<'py, PyAny>> {
@@ -73,22 +76,33 @@ pub fn target(path: &std::path::Path, to: Option<&str>) -> Result<Target, Error>
     }
 }
 
-/// Write options from the keyword arguments of `save` / `convert`.
+/// Write options from the keyword arguments of `save` / `convert`: `settings` are
+/// sorted into their typed fields (`compress`, `threads`, `tensorfmt.source`) or passed
+/// to the writer ([`WriteOptions::set`]).
 pub fn write_options(
     target: &Target,
     dtype: Option<&str>,
     hex: bool,
     settings: BTreeMap<String, String>,
+    like: Option<PathBuf>,
+    dense: bool,
     fsync: bool,
 ) -> Result<WriteOptions, Error> {
-    // New fields of WriteOptions keep their defaults until Python exposes them.
-    #[allow(clippy::needless_update)]
-    Ok(WriteOptions {
+    let mut options = WriteOptions {
         kind: target.kind.clone(),
         hex,
         dtype: dtype.map(|d| d.parse::<DType>()).transpose()?,
-        extra: settings,
+        like,
+        sparse: if dense {
+            SparseOutput::Dense
+        } else {
+            SparseOutput::Keep
+        },
         skip_fsync: !fsync,
         ..WriteOptions::default()
-    })
+    };
+    for (key, value) in &settings {
+        options.set(key, value)?;
+    }
+    Ok(options)
 }

@@ -748,6 +748,102 @@ def region_birdeechen(x: np.ndarray, num: int, classes: int, coords: int = 4, so
     return y.reshape(n, c, h, w)
 
 
+def reorg_reverse(x: np.ndarray, stride: int) -> np.ndarray:
+    """The ports' ``reorg_cpu(..., reverse = true)`` (BirdeeChen ``math_functions.cpp:63-86``
+    with ``forward = true``): output ``[N, C/s^2, H*s, W*s]`` where input channel ``(dy * s +
+    dx) * C/s^2 + c`` at ``(h, w)`` lands on ``(c, h*s + dy, w*s + dx)``, written as the
+    port's loops."""
+    n, c, h, w = x.shape
+    s = stride
+    tc = c // (s * s)
+    out = np.empty(x.size, x.dtype)
+    src = x.ravel()
+    for b in range(n):
+        for k in range(c):
+            for j in range(h):
+                for i in range(w):
+                    off = k // tc
+                    bi = i + w * (j + h * (k + c * b))
+                    ti = (i * s + off % s) + w * s * ((j * s + off // s) + h * s * (k % tc + tc * b))
+                    out[ti] = src[bi]
+    return out.reshape(n, tc, h * s, w * s)
+
+
+def yolo_detection_output(x: np.ndarray, *, classes: int, num_box: int, biases: Sequence[float], side: int = 13,
+                          confidence_threshold: float = 0.01, nms_threshold: float = 0.45) -> np.ndarray:
+    """The YOLOv2 ports' ``DetectionOutput`` (BirdeeChen/caffe_yolo_v2
+    ``detection_output_layer.cpp`` ``Forward_cpu``, ``bbox_util.hpp`` ``class_index_and_score``,
+    ``get_region_box``, ``ApplyNms``, ``setNormalizedBBox``; ``bbox_util.cpp``
+    ``JaccardOverlap``), written as its loops in float32: the input ``[1, C, H, W]`` is read
+    as ``[H*W, num_box, C/num_box]`` (cell-major); for cells ``(j, i)`` and boxes ``n`` in that
+    order, objectness ``sigmoid(t[4])``, the class scores' softmax and its first maximum;
+    ``confidence = obj * max`` kept when ``>= confidence_threshold`` with the box ``x = (i +
+    sigmoid(t0)) / side``, ``y = (j + sigmoid(t1)) / side``, ``w = exp(t2) * biases[2n] /
+    side``, ``h = exp(t3) * biases[2n+1] / side``. Then the port's NMS, in candidate order and
+    not by score: for each live ``i``, each later live ``j`` whose IoU with it (of the
+    boxes clipped to [0, 1]) is ``>= nms_threshold`` removes the one of the two with the
+    lower objectness (``i`` on a tie). Rows ``[0, label, confidence, x, y, w, h]`` in
+    candidate order; none kept: one row ``[0, -1, -1, -1, -1, -1, -1]``. ``[1, 1, n, 7]``."""
+    n, c, H, W = x.shape
+    if n != 1 or H != side or W != side or c != num_box * (5 + classes):
+        raise ValueError("YOLO DetectionOutput: batch 1, side x side map, num_box * (5 + classes) channels")
+    F = np.float32
+    swap = x[0].transpose(1, 2, 0).reshape(H * W, num_box, c // num_box).astype(F)
+    sig = lambda v: F(1.0 / (1.0 + np.exp(-np.float64(v))))  # noqa: E731
+    preds = []
+    for j in range(side):
+        for i in range(side):
+            for b in range(num_box):
+                t = swap[j * side + i, b]
+                obj = sig(t[4])
+                logits = t[5 : 5 + classes]
+                e = np.exp(logits - logits.max()).astype(F)
+                probs = (e / e.sum(dtype=F)).astype(F)
+                cls = int(np.argmax(probs))
+                conf = F(obj * probs[cls])
+                if conf >= F(confidence_threshold):
+                    bx = F((i + sig(t[0])) / F(side))
+                    by = F((j + sig(t[1])) / F(side))
+                    bw = F(F(np.exp(t[2]) * F(biases[2 * b])) / F(side))
+                    bh = F(F(np.exp(t[3]) * F(biases[2 * b + 1])) / F(side))
+                    preds.append([obj, cls, conf, bx, by, bw, bh])
+
+    def corners(p):
+        xmin, xmax = max(F(p[3] - p[5] / 2.0), F(0)), min(F(p[3] + p[5] / 2.0), F(1))
+        ymin, ymax = max(F(p[4] - p[6] / 2.0), F(0)), min(F(p[4] + p[6] / 2.0), F(1))
+        size = F(0) if (xmax < xmin or ymax < ymin) else F((xmax - xmin) * (ymax - ymin))
+        return xmin, ymin, xmax, ymax, size
+
+    boxes = [corners(p) for p in preds]
+
+    def iou(a, b):
+        if b[0] > a[2] or b[2] < a[0] or b[1] > a[3] or b[3] < a[1]:
+            return F(0)
+        iw = F(min(a[2], b[2]) - max(a[0], b[0]))
+        ih = F(min(a[3], b[3]) - max(a[1], b[1]))
+        if iw > 0 and ih > 0:
+            inter = F(iw * ih)
+            return F(inter / F(a[4] + b[4] - inter))
+        return F(0)
+
+    obj = [p[0] for p in preds]
+    for i in range(len(preds)):
+        if obj[i] < 0:
+            continue
+        for j in range(i + 1, len(preds)):
+            if obj[j] < 0:
+                continue
+            if iou(boxes[i], boxes[j]) >= F(nms_threshold):
+                if obj[i] > obj[j]:
+                    obj[j] = -1.0
+                else:
+                    obj[i] = -1.0
+    rows = [[0.0, p[1], p[2], p[3], p[4], p[5], p[6]] for p, o in zip(preds, obj) if o > 0]
+    if not rows:
+        rows = [[0.0, -1, -1, -1, -1, -1, -1]]
+    return np.asarray(rows, F).reshape(1, 1, -1, 7)
+
+
 # --------------------------------------------------------------------------------------
 # PriorBoxClustered, MVN, Interp, ShuffleChannel
 # --------------------------------------------------------------------------------------

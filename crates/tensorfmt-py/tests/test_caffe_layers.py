@@ -212,9 +212,11 @@ def test_every_lowered_layer_type_has_a_case():
         covered.update(t.split('"')[1] for t in text.split("type: ")[1:])
     # Fork layers with fork schemas, checked on the corpus nets that use them
     # (test_caffe_onnx.py): ShuffleNet, SSD, SENet, SegNet/ENet/PSPNet, MobileNet;
-    # DetectionOutput is where the graph stops.
+    # DetectionOutput and PriorBoxClustered: test_caffe_detection.py.
     by_corpus = {"Input", "Upsample", "Interp", "BN", "Axpy", "PriorBox", "ShuffleChannel",
-                 "ConvolutionDepthwise", "DetectionOutput"}
+                 "ConvolutionDepthwise", "DetectionOutput", "PriorBoxClustered"}
+    # Per option in test_caffe_yolo_mvn_recurrent.py (real Caffe, OpenCV 4, the ports).
+    by_corpus |= {"MVN", "Interp", "ShuffleChannel", "Reorg", "Region", "LSTM", "RNN"}
     # Faster R-CNN / R-FCN layers, each with its own cases in test_caffe_rcnn.py.
     by_rcnn = {"Proposal", "Python", "ROIPooling", "PSROIPooling"}
     missing = set(tensorfmt.caffe.supported_layers()) - covered - by_corpus - by_rcnn

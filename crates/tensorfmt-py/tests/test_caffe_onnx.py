@@ -50,6 +50,11 @@ OPENCV_CANNOT = {
 # The first Axpy is checked against that definition instead.
 OPENCV_DISAGREES = {"se_resnet50": ("conv2_1_1x1_up", "conv2_1_1x1_increase", "conv2_1_1x1_proj", "conv2_1")}
 
+# SSD nets: their dense outputs (mbox_loc, mbox_conf_flatten, mbox_priorbox) are compared
+# here, converted with stop_before="DetectionOutput"; the detections of the net converted
+# with no options: test_caffe_ssd_nets.py.
+DETECTORS = {"opencv_face_detector", "mobilenet_ssd", "ssd300_vgg16_voc0712"}
+
 # Batch 1 for all; OpenPose declares a 1x1 placeholder input.
 INPUT_SHAPES = {
     "openpose_coco_linevec": {"image": (1, 3, 184, 184)},
@@ -126,11 +131,12 @@ def check_net(name, tmp_path):
             tensorfmt.caffe.to_onnx(model, prototxt, out, proto=proto, input_shape=shapes)
         assert not out.exists()
         return
-    info = tensorfmt.caffe.to_onnx(model, prototxt, out, proto=proto, input_shape=shapes)
+    stop = "DetectionOutput" if name in DETECTORS else None
+    info = tensorfmt.caffe.to_onnx(model, prototxt, out, proto=proto, input_shape=shapes, stop_before=stop)
     batch1 = {i: [1] + list(info["shapes"][i][1:]) for i in info["inputs"]}
     if any(info["shapes"][i][0] != 1 for i in info["inputs"]):
         # Batch 1 keeps CI fast; the declared batches are covered by the Rust test.
-        info = tensorfmt.caffe.to_onnx(model, prototxt, out, proto=proto, input_shape=batch1)
+        info = tensorfmt.caffe.to_onnx(model, prototxt, out, proto=proto, input_shape=batch1, stop_before=stop)
     rng = np.random.default_rng(0)
     feeds = {i: rng.standard_normal(batch1[i]).astype(np.float32) for i in info["inputs"]}
     if name in OPENCV_CANNOT:
@@ -238,7 +244,7 @@ def test_options_dynamic_batch_outputs_and_metadata(tmp_path):
 UNSUPPORTED_NET = """input: "data" input_shape { dim: 1 dim: 2 dim: 4 dim: 4 }
 layer { name: "t" type: "Tile" bottom: "data" top: "t" tile_param { axis: 1 tiles: 2 } }
 layer { name: "r" type: "ReLU" bottom: "t" top: "r" }
-layer { name: "m" type: "MVN" bottom: "r" top: "m" }
+layer { name: "m" type: "Reduction" bottom: "r" top: "m" }
 """
 
 
@@ -251,17 +257,22 @@ def test_unsupported_layers_are_all_listed_and_nothing_is_written(tmp_path):
     with pytest.raises(tensorfmt.TensorfmtError) as e:
         tensorfmt.caffe.to_onnx(w, prototxt, out)
     msg = str(e.value)
-    assert "2 unsupported layer(s): t (Tile), m (MVN)" in msg, msg
+    assert "2 unsupported layer(s): t (Tile), m (Reduction)" in msg, msg
     assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["u.prototxt", "w.caffemodel"]
 
 
-def test_ssd_stops_before_detection_output(tmp_path):
+def test_ssd_stops_before_detection_output_on_request(tmp_path):
     d = nets_dir()
     w = tmp_path / "w.caffemodel"
     tensorfmt.caffe.write_random_weights(d / "mobilenet_ssd.prototxt", w, seed=3)
     info = tensorfmt.caffe.to_onnx(w, d / "mobilenet_ssd.prototxt", tmp_path / "ssd.onnx")
+    assert info["stopped_before"] == [] and info["outputs"] == ["detection_out"]
+    info = tensorfmt.caffe.to_onnx(w, d / "mobilenet_ssd.prototxt", tmp_path / "ssd.onnx", stop_before="DetectionOutput")
     assert info["stopped_before"] == [("detection_out", "DetectionOutput")]
     assert info["outputs"] == ["mbox_loc", "mbox_conf_flatten", "mbox_priorbox"]
+    m = onnx.load(str(tmp_path / "ssd.onnx"))
+    assert {p.key: p.value for p in m.metadata_props}["tensorfmt.stopped_before"] == "detection_out (DetectionOutput)"
+    assert "NonMaxSuppression" not in {n.op_type for n in m.graph.node}
 
 
 # PyTorch names: state_dict(naming="torch") loads strict=True into torch modules.

@@ -8,12 +8,16 @@ name, and it cannot lean on files another example wrote.
 
 from __future__ import annotations
 
+import ast
 import doctest
 import importlib
+import importlib.metadata
 import os
 import pathlib
 import pkgutil
 import re
+import sys
+import tomllib
 import warnings
 
 import pytest
@@ -31,7 +35,47 @@ def _python_blocks(text: str):
     return out
 
 
-README_BLOCKS = _python_blocks((REPO / "README.md").read_text(encoding="utf-8"))
+README_TEXT = (REPO / "README.md").read_text(encoding="utf-8")
+README_BLOCKS = _python_blocks(README_TEXT)
+
+
+def _installed_before(line: int) -> set:
+    """The distributions a reader who ran every ``pip install ./crates/tensorfmt-py[...]``
+    the README shows above ``line`` has: the package's dependencies and those extras'."""
+    project = tomllib.loads((REPO / "crates/tensorfmt-py/pyproject.toml").read_text())["project"]
+    wanted = list(project["dependencies"])
+    above = "\n".join(README_TEXT.splitlines()[: line - 1])
+    for m in re.finditer(r"pip install \"?\./crates/tensorfmt-py(?:\[([\w,-]+)\])?", above):
+        for extra in (m.group(1) or "").split(","):
+            if extra:
+                wanted += project["optional-dependencies"][extra]
+    return {re.split(r"[\[<>=~! ;]", d, maxsplit=1)[0].lower().replace("_", "-") for d in wanted}
+
+
+def _imported(source: str) -> set:
+    """The top-level modules a block imports that are neither tensorfmt nor the standard
+    library."""
+    names = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names.update(a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.split(".")[0])
+    return {n for n in names if n != "tensorfmt" and n not in sys.stdlib_module_names}
+
+
+@pytest.mark.parametrize("line,source", README_BLOCKS, ids=[f"README.md:{l}" for l, _ in README_BLOCKS])
+def test_readme_blocks_import_only_what_the_readme_installs(line, source):
+    """Issue 34 item 2: a reader who installs what the README says above a block can
+    run it (the Caffe -> ONNX example needed onnxruntime, which nothing installed)."""
+    have = _installed_before(line)
+    dists = importlib.metadata.packages_distributions()
+    for module in sorted(_imported(source)):
+        provided_by = {d.lower().replace("_", "-") for d in dists.get(module, [module])}
+        assert provided_by & have, (
+            f"README.md:{line} imports {module}, which no pip install above it provides "
+            f"(installed there: {sorted(have)})"
+        )
 
 
 @pytest.fixture

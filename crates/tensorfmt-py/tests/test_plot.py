@@ -45,6 +45,8 @@ PICTURES = [
     ("cartesian som", lambda: tp.som(TESTDATA / "som" / "som_cart_3x2.bin"), "cartesian"),
     ("hex bmus", lambda: tp.bmu_counts(TESTDATA / "som" / "map_hex3.bin"), "best-matching"),
     ("cartesian bmus", lambda: tp.bmu_counts(TESTDATA / "som" / "map_cart_2x3.bin"), "3 entries"),
+    ("hex distances", lambda: tp.distances(TESTDATA / "som" / "mapping" / "map_hex5_36_flip.bin", 4), "entry 4, hexagonal"),
+    ("cartesian distances", lambda: tp.distances(TESTDATA / "som" / "mapping" / "map_cart_360_flip.bin", -1), "entry 19"),
     ("filters", lambda: tp.caffe_filters(TESTDATA / "caffe" / "v2_tiny.caffemodel"), "'conv1'"),
 ]
 

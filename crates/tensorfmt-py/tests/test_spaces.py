@@ -74,6 +74,33 @@ def test_index_to_one_hot_vectors():
     np.testing.assert_array_equal(m.toarray(), [[0, 1, 0, 1, 0]])
 
 
+def test_an_index_space_inside_a_composite_follows_pylearn2s_arithmetic():
+    """Issue 34 item 3: inside a CompositeSpace an IndexSpace counts its ``dim`` (its
+    total dimension) and is formatted into a VectorSpace of that width, as Pylearn2's
+    CompositeSpace._format_as_impl does: one-hots merged when dim == max_labels,
+    concatenated when max_labels == 1, else the IndexSpace's own size error."""
+    labels = np.array([[2, 0, 2], [1, 1, 0]], np.int64)
+    merged = IndexSpace(max_labels=3, dim=3).np_format_as(labels, VectorSpace(3))
+    comp = CompositeSpace([IndexSpace(max_labels=3, dim=3)])
+    np.testing.assert_array_equal(comp.np_format_as((labels,), VectorSpace(3)), merged)
+    assert comp.get_total_dimension() == 3
+    # With another component: columns side by side, in component order.
+    both = CompositeSpace([VectorSpace(2), IndexSpace(max_labels=3, dim=3)])
+    x = np.array([[5, 6], [7, 8]], np.float32)
+    out = both.np_format_as((x, labels), VectorSpace(5))
+    np.testing.assert_array_equal(out, np.concatenate([x, merged], axis=1))
+    # max_labels 1: the concatenated form, dim columns.
+    ones = CompositeSpace([IndexSpace(max_labels=1, dim=4)])
+    np.testing.assert_array_equal(ones.np_format_as((np.zeros((2, 4), np.int64),), VectorSpace(4)), np.ones((2, 4)))
+    # Widths Pylearn2 cannot give: its errors (the total first, then the IndexSpace's).
+    lone = CompositeSpace([IndexSpace(max_labels=5, dim=1)])
+    with pytest.raises(ValueError, match="total dimension 1"):
+        lone.np_format_as((np.array([[4]]),), VectorSpace(5))
+    with pytest.raises(ValueError, match="merged one-hots"):
+        lone.np_format_as((np.array([[4]]),), VectorSpace(1))
+
+
+
 def test_composite_batches_are_tuples():
     space = CompositeSpace([VectorSpace(2), CompositeSpace([VectorSpace(3), NullSpace()])])
     batch = (np.ones((4, 2), np.float32), (np.zeros((4, 3), np.float32), None))

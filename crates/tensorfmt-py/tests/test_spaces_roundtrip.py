@@ -2,7 +2,7 @@
 
 * a batch formatted to a space and back (``undo_np_format_as``) equals the original, for
   every invertible pair of spaces;
-* the numpy implementation agrees with the Rust core (``tensorfmt_core::space``, through
+* the numpy implementation agrees with the Rust core (``tensorfmt_spaces`` (crate ``tensorfmt-spaces``), through
   ``tensorfmt._native``) on every dense conversion, result or error class.
 """
 

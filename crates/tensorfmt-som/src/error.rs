@@ -212,6 +212,17 @@ pub enum SomError {
         /// Why.
         reason: &'static str,
     },
+    /// A mapping or transform option, or an input of the mapping, that PINK refuses or
+    /// that does not fit the other inputs (`num_rot 6: must be 1 or a multiple of 4`).
+    #[error("{option} {value}: {reason}")]
+    MapOption {
+        /// The option or input (`num_rot`, `euclidean_distance_dim`, `channels`, ...).
+        option: &'static str,
+        /// The value given, printed.
+        value: String,
+        /// Why it is refused.
+        reason: String,
+    },
     /// Arguments given to a writer or converter that do not make a valid file.
     #[error("{0}")]
     InvalidInput(String),
@@ -223,9 +234,53 @@ pub enum SomError {
     Io(#[from] std::io::Error),
 }
 
+impl tensorfmt_core::Classify for SomError {
+    fn kind(&self) -> tensorfmt_core::ErrorKind {
+        use tensorfmt_core::ErrorKind;
+        match self {
+            SomError::LimitExceeded { .. } => ErrorKind::Limit,
+            SomError::Io(_) => ErrorKind::Io,
+            SomError::Core(e) => e.kind(),
+            _ => ErrorKind::Format,
+        }
+    }
+    fn offset(&self) -> Option<u64> {
+        match self {
+            SomError::HeaderTruncated { offset, .. }
+            | SomError::UnterminatedComment { offset }
+            | SomError::Truncated { offset, .. }
+            | SomError::MapSizeMismatch { offset, .. }
+            | SomError::TrailingBytes { offset, .. }
+            | SomError::NotPink { offset, .. }
+            | SomError::BadFileType { offset, .. }
+            | SomError::BadDataType { offset, .. }
+            | SomError::BadLayout { offset, .. }
+            | SomError::BadRank { offset, .. }
+            | SomError::BadDim { offset, .. }
+            | SomError::BadHexagonal { offset, .. }
+            | SomError::BadEntryCount { offset, .. }
+            | SomError::BadFlip { offset, .. }
+            | SomError::Overflow { offset, .. } => Some(*offset),
+            SomError::Core(e) => e.offset(),
+            _ => None,
+        }
+    }
+    fn field(&self) -> Option<&str> {
+        match self {
+            SomError::HeaderTruncated { field, .. } => Some(field),
+            SomError::BadLayout { field, .. }
+            | SomError::BadRank { field, .. }
+            | SomError::BadDim { field, .. }
+            | SomError::BadHexagonal { field, .. } => Some(field),
+            SomError::Core(e) => e.field(),
+            _ => None,
+        }
+    }
+}
+
 impl From<SomError> for tensorfmt_core::Error {
     fn from(e: SomError) -> Self {
-        tensorfmt_core::Error::format("som", e)
+        tensorfmt_core::Error::classified("som", e)
     }
 }
 

@@ -12,7 +12,8 @@ use tensorfmt_core::{
 
 use crate::header::{parse_v2, CommentSpan, DataType, FileKind, ParseRules};
 use crate::hex::hex_side;
-use crate::read::{MapLayout, ReadConfig, RotFlip, SomFile};
+use crate::layout::MapLayout;
+use crate::read::{ReadConfig, RotFlip, SomFile};
 use crate::write::{write_data, write_mapping, write_rotflip, write_som, WriteConfig};
 use crate::{legacy, HexGrid, Result, SomError};
 
@@ -197,6 +198,15 @@ impl TensorFile for SomTensors {
             s.push(')');
         }
         s
+    }
+
+    fn kind_id(&self) -> &'static str {
+        match self.file.kind() {
+            FileKind::Data => "som-data",
+            FileKind::Som => "som",
+            FileKind::Mapping => "som-mapping",
+            FileKind::RotFlip => "som-rotflip",
+        }
     }
 
     /// The header fields, with the comment block bounded: `comments` holds its first

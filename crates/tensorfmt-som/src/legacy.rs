@@ -5,7 +5,7 @@
 
 use crate::header::{CommentSpan, FileKind};
 use crate::hex::hex_count;
-use crate::read::MapLayout;
+use crate::layout::MapLayout;
 use crate::HexGrid;
 
 /// Header integers larger than this are not plausible sizes (float bit patterns read

@@ -51,8 +51,13 @@ mod error;
 mod facade;
 mod header;
 mod hex;
+pub mod ids;
+mod layout;
 mod legacy;
+pub mod mapping;
+pub mod ranged;
 mod read;
+pub mod transform;
 mod write;
 
 pub use error::{Result, SomError};
@@ -64,7 +69,8 @@ pub use header::{
     SHOWN_COMMENT_LINES,
 };
 pub use hex::{hex_count, hex_distance, hex_side, HexGrid};
-pub use read::{MapLayout, ReadConfig, RotFlip, SomFile, ROTFLIP_RECORD};
+pub use layout::MapLayout;
+pub use read::{ReadConfig, RotFlip, SomFile, ROTFLIP_RECORD};
 pub use write::{
     encode_comments, encode_header, save_with, write_data, write_mapping, write_rotflip, write_som,
     DataWriter, WriteConfig,

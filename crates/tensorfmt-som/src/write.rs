@@ -10,7 +10,8 @@ use tensorfmt_core::io::AtomicFile;
 use tensorfmt_core::{DType, Order, Tensor};
 
 use crate::header::{DataType, FileKind, END_OF_HEADER};
-use crate::read::{MapLayout, RotFlip};
+use crate::layout::MapLayout;
+use crate::read::RotFlip;
 use crate::{Result, SomError};
 
 /// Header choices shared by every writer.

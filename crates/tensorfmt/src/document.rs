@@ -8,6 +8,10 @@
 //! A `Document` dereferences to [`dyn TensorFile`](TensorFile) (and implements the
 //! trait itself), so everything written against `TensorFile` takes it as it is.
 //!
+//! Its conversions ([`Document::convert_to`] and the rest) are defined with the rest of
+//! the conversion policy in `convert.rs`, which builds on this module (this module
+//! knows nothing of conversions).
+//!
 //! ```
 //! use tensorfmt::{Document, Format, Order, Tensor};
 //! let dir = tempfile::tempdir()?;
@@ -41,16 +45,15 @@ use std::sync::{Arc, OnceLock};
 use bytes::Bytes;
 use tensorfmt_core::{
     Chunks, DType, Error, FieldValue, ReadOptions, Result, Shape, Stats, Tensor, TensorFile,
-    TensorInfo, WriteOptions,
+    TensorInfo,
 };
 
-use crate::formats::{self, Format, Target, WriteReport};
-use crate::progress::Progress;
-use crate::provenance::{self, Restored};
+use crate::dispatch;
+use crate::format::{self, Format};
 
 /// An opened tensor file: detected format, path, header, warnings and named tensors.
 ///
-/// Returned by [`open`](crate::open) and [`open_as`](crate::open_as). The header,
+/// Returned by [`open`] and [`open_as`]. The header,
 /// kind, warnings and the plain [`TensorFile`] calls come through `Deref`; the
 /// methods here add what a user of one file wants: [`entries`](Document::entries),
 /// [`entry`](Document::entry), [`read_all`](Document::read_all) and
@@ -141,6 +144,9 @@ impl TensorFile for Watched {
     fn kind(&self) -> String {
         self.file.kind()
     }
+    fn kind_id(&self) -> &'static str {
+        self.file.kind_id()
+    }
     fn header(&self) -> Vec<(String, FieldValue)> {
         self.file.header()
     }
@@ -196,7 +202,7 @@ impl Document {
     /// Opens a file with default [`ReadOptions`], detecting its format (content first,
     /// extension second).
     pub fn open(path: impl AsRef<Path>) -> Result<Document> {
-        formats::open(path.as_ref(), &ReadOptions::default())
+        open(path.as_ref(), &ReadOptions::default())
     }
 
     /// Opens a file with options (frame range, sparse CSR export, limits, ...).
@@ -212,7 +218,7 @@ impl Document {
     /// # Ok::<(), tensorfmt::Error>(())
     /// ```
     pub fn open_with(path: impl AsRef<Path>, options: &ReadOptions) -> Result<Document> {
-        formats::open(path.as_ref(), options)
+        open(path.as_ref(), options)
     }
 
     /// Wraps an already opened [`TensorFile`] (e.g. from [`open_bytes`](crate::open_bytes)).
@@ -239,7 +245,7 @@ impl Document {
     /// Remembers the bytes `file` was opened from, when it was opened whole, and
     /// watches the mapped input: once it changed under the document, every later call
     /// fails (see [`Watched`]).
-    pub(crate) fn with_source(mut self, data: Bytes, whole: bool) -> Document {
+    fn with_source(mut self, data: Bytes, whole: bool) -> Document {
         let watch = Arc::new(InputWatch {
             path: self.path.clone(),
             mapped_len: data.len() as u64,
@@ -256,7 +262,7 @@ impl Document {
     }
 
     /// `Err(InputChanged)` once the mapped input changed under this document.
-    fn check_input(&self) -> Result<()> {
+    pub(crate) fn check_input(&self) -> Result<()> {
         self.watch.as_ref().map_or(Ok(()), |w| w.check())
     }
 
@@ -336,306 +342,45 @@ impl Document {
             .map(|e| Ok((e.name().to_string(), e.read()?)))
             .collect()
     }
-
-    /// Writes every tensor to `path` as `target` (a [`Format`], or a [`Target`] with a
-    /// file kind such as `"som-data".parse()?`), with default [`WriteOptions`].
-    /// npy takes exactly one tensor; npy, npz and safetensors outputs are streamed.
-    ///
-    /// Whole-file conversions lose nothing (see [`provenance`]): to
-    /// the file's own format with nothing asked, the file is copied; a legacy file's
-    /// header and layout travel in safetensors or npz metadata; and a document carrying
-    /// them, converted back to that format, becomes the original file again (values
-    /// edited in between included). When that cannot be done the report says why.
-    /// Converting no tensors (a file that has none and carries no skeleton) is an
-    /// error, not an empty file.
-    pub fn convert_to(
-        &self,
-        path: impl AsRef<Path>,
-        target: impl Into<Target>,
-    ) -> Result<WriteReport> {
-        self.convert_to_with(path, target, None, &WriteOptions::default())
-    }
-
-    /// [`convert_to`](Document::convert_to) with a selection of tensors (`None`: all)
-    /// and write options; a kind in `target` overrides `options.kind`.
-    ///
-    /// ```
-    /// use tensorfmt::{Document, Target, WriteOptions};
-    /// let dir = tempfile::tempdir()?;
-    /// let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/core/mixed.npz");
-    /// let doc = Document::open(&path)?;
-    /// let first = doc.names()[0].clone();
-    /// let out = dir.path().join("one.npy");
-    /// doc.convert_to_with(&out, Target::from(tensorfmt::Format::Npy), Some(&[first.clone()]), &WriteOptions::default())?;
-    /// assert_eq!(Document::open(&out)?.entry("one")?.read()?, doc.entry(&first)?.read()?);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn convert_to_with(
-        &self,
-        path: impl AsRef<Path>,
-        target: impl Into<Target>,
-        names: Option<&[String]>,
-        options: &WriteOptions,
-    ) -> Result<WriteReport> {
-        self.convert_tracked(path, target, names, options, &Progress::silent())
-    }
-
-    /// [`convert_to_with`](Document::convert_to_with) reporting to `hook` (see
-    /// [`crate::progress`]): `(done, total)` in bytes of the selected tensors as
-    /// listed, from `(0, total)` through every few MiB of the pieces read to
-    /// `(total, total)`, whichever way the file is written (kept, restored from
-    /// metadata, or converted). An error from the hook stops the conversion at that
-    /// piece: nothing is written, and the error is returned. The CLI's progress bar
-    /// and Python's `progress=` are hooks on this.
-    ///
-    /// ```
-    /// use std::sync::Mutex;
-    /// use tensorfmt::{Document, Format, WriteOptions};
-    /// let dir = tempfile::tempdir()?;
-    /// let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/pvp/dense_f32.pvp");
-    /// let doc = Document::open(&path)?;
-    /// let seen = Mutex::new(Vec::new());
-    /// let hook = |done, total| { seen.lock().unwrap().push((done, total)); Ok(()) };
-    /// let out = dir.path().join("act.npz");
-    /// doc.convert_with_progress(&out, Format::Npz, None, &WriteOptions::default(), &hook)?;
-    /// let seen = seen.into_inner().unwrap();
-    /// let total = tensorfmt::progress::total_bytes(&doc, &doc.names());
-    /// assert_eq!((seen[0], *seen.last().unwrap()), ((0, total), (total, total)));
-    ///
-    /// // A hook that fails stops the conversion: no file.
-    /// let stop = |done, _| if done > 0 { Err(tensorfmt::Error::Invalid("stop".into())) } else { Ok(()) };
-    /// let out = dir.path().join("never.safetensors");
-    /// assert!(doc.convert_with_progress(&out, Format::Safetensors, None, &WriteOptions::default(), &stop).is_err());
-    /// assert!(!out.exists());
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn convert_with_progress(
-        &self,
-        path: impl AsRef<Path>,
-        target: impl Into<Target>,
-        names: Option<&[String]>,
-        options: &WriteOptions,
-        hook: &crate::progress::Hook<'_>,
-    ) -> Result<WriteReport> {
-        let total = match names {
-            Some(n) => crate::progress::total_bytes(&*self.file, n),
-            None => crate::progress::total_bytes(&*self.file, &self.names()),
-        };
-        let progress = Progress::new(total, hook);
-        progress.start()?;
-        let report = self.convert_tracked(path, target, names, options, &progress)?;
-        progress.finish()?;
-        Ok(report)
-    }
-
-    /// The one whole-file conversion (the CLI's and Python's): kept, restored, or
-    /// converted with the skeleton recorded, reading through `progress`.
-    fn convert_tracked(
-        &self,
-        path: impl AsRef<Path>,
-        target: impl Into<Target>,
-        names: Option<&[String]>,
-        options: &WriteOptions,
-        progress: &Progress<'_>,
-    ) -> Result<WriteReport> {
-        self.check_input()?;
-        let target = target.into();
-        if let Some(original) = options.extra.get(crate::like::LIKE_KEY) {
-            return self.convert_like(path.as_ref(), &target, names, options, original, progress);
-        }
-        let whole = names.is_none();
-        let all;
-        let names = match names {
-            Some(n) => n,
-            None => {
-                all = self.names();
-                &all
-            }
-        };
-        let path = path.as_ref();
-        let mut notes = Vec::new();
-        let mut options = options.clone();
-        // A kind the output's extension implies (`.caffemodel`) asks for nothing new.
-        let kind = target.kind.as_ref().or(options.kind.as_ref());
-        let implied =
-            kind.is_none() || kind == Target::from_path(path).and_then(|t| t.kind).as_ref();
-        if whole && self.source.is_some() && implied {
-            let plain_target = Target::new(target.format);
-            let plain = WriteOptions {
-                kind: None,
-                ..options.clone()
-            };
-            let ext = |p: &Path| p.extension().map(|e| e.to_ascii_lowercase());
-            if kind.is_none() || ext(&self.path) == ext(path) {
-                if let Some(report) = formats::keep_unchanged_tracked(
-                    &self.path,
-                    self,
-                    path,
-                    &plain_target,
-                    &plain,
-                    progress,
-                )? {
-                    return Ok(report);
-                }
-            }
-            match self.restore_tracked(path, &plain_target, &plain, progress)? {
-                Restored::Written(report) => return Ok(report),
-                Restored::Refused(why) => notes.push(why),
-                Restored::NotRecorded => {}
-            }
-        }
-        if whole
-            && matches!(target.format, Format::Safetensors | Format::Npz)
-            && options.dtype.is_none()
-        {
-            let rec = self.record_source()?;
-            notes.extend(rec.note);
-            if let Some(json) = rec.json {
-                options
-                    .extra
-                    .entry(provenance::KEY.to_string())
-                    .or_insert(json);
-            }
-        }
-        if names.is_empty() && !options.extra.contains_key(provenance::KEY) {
-            // An empty archive would be a valid file, but some formats cannot say
-            // "empty" (an empty caffemodel is a 0-byte file), and a user converting a
-            // file with no tensors (a primitiv optimizer state, a net without weights)
-            // wants to know. With its skeleton carried in metadata such a file is not
-            // empty.
-            return Err(Error::Invalid(format!(
-                "{} holds no tensors, so there is nothing to convert",
-                self.path.display()
-            )));
-        }
-        if target.kind.is_some() {
-            options.kind = target.kind.clone();
-        }
-        let source = crate::progress::Tracked::new(&*self.file, progress);
-        let mut report = formats::convert(&source, names, path, target.format, &options)?;
-        report.warnings.extend(notes);
-        Ok(report)
-    }
 }
 
-impl Document {
-    /// `like=ORIGINAL` ([`crate::like`]): the tensors (all, or `names`; a sparse
-    /// layout seen as the original's `values`, as `convert` back to it sees it) read
-    /// through `progress`, then written into the structure of `original`.
-    fn convert_like(
-        &self,
-        path: &Path,
-        target: &Target,
-        names: Option<&[String]>,
-        options: &WriteOptions,
-        original: &str,
-        progress: &Progress<'_>,
-    ) -> Result<WriteReport> {
-        let view = crate::interop::sparse::as_original(self)?;
-        let file: &dyn TensorFile = match &view {
-            Some(v) => v,
-            None => &*self.file,
-        };
-        let source = crate::progress::Tracked::new(file, progress);
-        let all;
-        let names = match names {
-            Some(n) => n,
-            None => {
-                all = file
-                    .tensors()
-                    .into_iter()
-                    .map(|i| i.name)
-                    .collect::<Vec<_>>();
-                &all
-            }
-        };
-        let tensors = names
-            .iter()
-            .map(|n| Ok((n.clone(), source.read_tensor(n)?)))
-            .collect::<Result<Vec<_>>>()?;
-        // Every tensor is handed over: the last report comes before the write.
-        progress.finish()?;
-        let mut options = options.clone();
-        options.extra.remove(crate::like::LIKE_KEY);
-        if target.kind.is_some() {
-            options.kind = target.kind.clone();
-        }
-        crate::like::save_like(path, Path::new(original), &tensors, &options)
-    }
+/// Opens a file, detecting its format (content first, extension second), as a
+/// [`Document`]: nothing but the header is decoded until a tensor is asked for.
+///
+/// ```
+/// use tensorfmt::{Order, Tensor};
+/// let dir = tempfile::tempdir()?;
+/// let p = dir.path().join("m.safetensors");
+/// let t = Tensor::from_vec(vec![1u8, 2], [2], Order::RowMajor)?;
+/// tensorfmt::save(&p, tensorfmt::Format::Safetensors, &[("t".into(), t.clone())], &Default::default())?;
+/// let f = tensorfmt::open(&p, &Default::default())?;
+/// assert_eq!(f.file_format(), tensorfmt::Format::Safetensors);
+/// assert_eq!(f.read_tensor("t")?, t);
+/// assert_eq!(f.entry("t")?.read()?, t);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn open(path: &Path, options: &ReadOptions) -> Result<Document> {
+    let format = format::detect(path)?;
+    open_as(path, format, options)
+}
 
-    /// Records this whole legacy file's skeleton for a conversion to safetensors or
-    /// npz ([`provenance::record`] with the bytes the document was opened from).
-    ///
-    /// ```
-    /// let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/pvp/dense_f32.pvp");
-    /// let rec = tensorfmt::Document::open(&src)?.record_source()?;
-    /// assert!(rec.json.unwrap().contains("\"format\":\"pvp\""));
-    /// # Ok::<(), tensorfmt::Error>(())
-    /// ```
-    pub fn record_source(&self) -> Result<provenance::Recording> {
-        provenance::record(&*self.file, self.source.as_deref(), &self.path)
-    }
-
-    /// Rebuilds the legacy file this safetensors or npz document carries, at `path`,
-    /// when `target` is its format and nothing else is asked ([`provenance::restore`],
-    /// checked by reading the spliced file with that format's reader); the report of
-    /// the written file.
-    ///
-    /// ```
-    /// use tensorfmt::{provenance::Restored, Document, Format, Target};
-    /// let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/pvp/dense_f32.pvp");
-    /// let dir = tempfile::tempdir()?;
-    /// let npz = dir.path().join("x.npz");
-    /// Document::open(&src)?.convert_to(&npz, Format::Npz)?;
-    /// let out = dir.path().join("x.pvp");
-    /// let done = Document::open(&npz)?.restore_source(&out, &Target::new(Format::Pvp), &Default::default())?;
-    /// assert!(matches!(done, Restored::Written(_)));
-    /// assert_eq!(std::fs::read(&out)?, std::fs::read(&src)?);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn restore_source(
-        &self,
-        path: &Path,
-        target: &Target,
-        options: &WriteOptions,
-    ) -> Result<Restored<WriteReport>> {
-        self.restore_tracked(path, target, options, &Progress::silent())
-    }
-
-    /// [`restore_source`](Document::restore_source), reading the tensors through
-    /// `progress`.
-    fn restore_tracked(
-        &self,
-        path: &Path,
-        target: &Target,
-        options: &WriteOptions,
-        progress: &Progress<'_>,
-    ) -> Result<Restored<WriteReport>> {
-        if target.kind.is_some() {
-            return Ok(Restored::NotRecorded);
-        }
-        let format = target.format;
-        let reopen = |data: Bytes| formats::open_bytes(data, format, None, &ReadOptions::default());
-        // A sparse layout (npz / safetensors) stands for the original's `values`.
-        let view = crate::interop::sparse::as_original(self)?;
-        let file: &dyn TensorFile = match &view {
-            Some(v) => v,
-            None => &*self.file,
-        };
-        let tracked = crate::progress::Tracked::new(file, progress);
-        Ok(
-            match provenance::restore(&tracked, path, format.name(), options, &reopen)? {
-                Restored::Written(()) => Restored::Written(formats::report(
-                    path,
-                    format,
-                    file.tensors().len(),
-                    options,
-                )?),
-                Restored::NotRecorded => Restored::NotRecorded,
-                Restored::Refused(why) => Restored::Refused(why),
-            },
-        )
-    }
+/// Opens a file in a given format (mapped, zero copy where the format allows), as a
+/// [`Document`].
+///
+/// ```
+/// use tensorfmt::Format;
+/// let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/caffe/v2_tiny.caffemodel");
+/// let doc = tensorfmt::open_as(&path, Format::Caffe, &Default::default())?;
+/// assert_eq!(doc.file_format(), Format::Caffe);
+/// // The wrong format is an error, not a misreading.
+/// assert!(tensorfmt::open_as(&path, Format::Npy, &Default::default()).is_err());
+/// # Ok::<(), tensorfmt::Error>(())
+/// ```
+pub fn open_as(path: &Path, format: Format, options: &ReadOptions) -> Result<Document> {
+    let (file, data) = dispatch::open_mapped(path, format, options)?;
+    // A frame range or a CSR export is not the file's own tensors: no splice source.
+    let whole = options.frames.is_none() && !options.sparse_csr;
+    Ok(Document::new(format, path, file).with_source(data, whole))
 }
 
 impl fmt::Debug for Document {
@@ -675,6 +420,9 @@ impl TensorFile for Document {
     }
     fn kind(&self) -> String {
         self.file.kind()
+    }
+    fn kind_id(&self) -> &'static str {
+        self.file.kind_id()
     }
     fn header(&self) -> Vec<(String, FieldValue)> {
         self.file.header()
@@ -851,14 +599,14 @@ impl fmt::Debug for Entry<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tensorfmt_core::Order;
+    use tensorfmt_core::{Order, WriteOptions};
 
     fn sample_doc(dir: &Path) -> (Document, Tensor, Tensor) {
         let a =
             Tensor::from_vec((0..12).map(|v| v as f32).collect(), [3, 4], Order::RowMajor).unwrap();
         let b = Tensor::from_vec(vec![-1i32, 0, 5], [3], Order::RowMajor).unwrap();
         let p = dir.join("s.safetensors");
-        formats::save(
+        crate::save(
             &p,
             Format::Safetensors,
             &[("a".into(), a.clone()), ("b".into(), b.clone())],
@@ -907,148 +655,5 @@ mod tests {
         assert_eq!(doc.format(), "safetensors");
         let boxed: Box<dyn TensorFile> = doc.into();
         assert_eq!(boxed.read_tensor("a").unwrap(), a);
-    }
-
-    #[test]
-    fn convert_to_targets_and_kinds() {
-        let dir = tempfile::tempdir().unwrap();
-        let (doc, _, b) = sample_doc(dir.path());
-        let npz = dir.path().join("o.npz");
-        doc.convert_to(&npz, Format::Npz).unwrap();
-        assert_eq!(Document::open(&npz).unwrap().read_all().unwrap().len(), 2);
-        // npy takes one tensor: all of them is an error, a selection works.
-        let npy = dir.path().join("o.npy");
-        assert!(doc.convert_to(&npy, Format::Npy).is_err());
-        doc.convert_to_with(
-            &npy,
-            Format::Npy,
-            Some(&["b".into()]),
-            &WriteOptions::default(),
-        )
-        .unwrap();
-        assert_eq!(
-            Document::open(&npy)
-                .unwrap()
-                .entry("o")
-                .unwrap()
-                .read()
-                .unwrap(),
-            b
-        );
-    }
-
-    #[cfg(feature = "som")]
-    #[test]
-    fn convert_to_a_target_kind() {
-        let dir = tempfile::tempdir().unwrap();
-        let (doc, a, _) = sample_doc(dir.path());
-        // A kind from the target: a PINK data file of the 3 x 4 tensor.
-        let data = dir.path().join("d.bin");
-        doc.convert_to_with(
-            &data,
-            "som-data".parse::<Target>().unwrap(),
-            Some(&["a".into()]),
-            &WriteOptions::default(),
-        )
-        .unwrap();
-        let back = Document::open(&data).unwrap();
-        assert_eq!(back.file_format(), Format::Som);
-        let t = back.entries().next().unwrap().read().unwrap();
-        assert_eq!(t.to_vec::<f32>().unwrap(), a.to_vec::<f32>().unwrap());
-    }
-
-    /// Every way a whole file is written (kept, converted with its skeleton recorded,
-    /// restored from it) reports from `(0, total)` to `(total, total)` in order, and a
-    /// failing hook leaves no file (nor a temporary) behind.
-    #[test]
-    fn progress_on_every_conversion_path_and_a_failing_hook_writes_nothing() {
-        use std::sync::Mutex;
-        let dir = tempfile::tempdir().unwrap();
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata");
-        // A dense PVP movie of 24 MiB, so that pieces report in between.
-        let frames = 6;
-        let values: Vec<f32> = (0..frames * 1024 * 1024).map(|i| i as f32).collect();
-        let movie = Tensor::from_vec(values, [frames, 512, 512, 4], Order::RowMajor).unwrap();
-        let pvp = dir.path().join("movie.pvp");
-        formats::save(
-            &pvp,
-            Format::Pvp,
-            &[("values".into(), movie)],
-            &WriteOptions::default(),
-        )
-        .unwrap();
-        let npz = dir.path().join("movie.npz");
-        let back = dir.path().join("back.pvp");
-        let kept = dir.path().join("kept.npz");
-        let cases: [(&Path, &Path, Format); 4] = [
-            (&pvp, &npz, Format::Npz),  // converted, skeleton recorded
-            (&npz, &back, Format::Pvp), // restored from the skeleton
-            (&npz, &kept, Format::Npz), // kept
-            (
-                &root.join("pvp/dense_f32.pvp"),
-                &dir.path().join("small.safetensors"),
-                Format::Safetensors,
-            ),
-        ];
-        for (src, out, format) in cases {
-            let doc = Document::open(src).unwrap();
-            let total = crate::progress::total_bytes(&doc, &doc.names());
-            let seen = Mutex::new(Vec::new());
-            let hook = |d, t| {
-                seen.lock().unwrap().push((d, t));
-                Ok(())
-            };
-            doc.convert_with_progress(out, format, None, &WriteOptions::default(), &hook)
-                .unwrap();
-            let seen = seen.into_inner().unwrap();
-            assert_eq!(seen.first(), Some(&(0, total)), "{out:?}");
-            assert_eq!(seen.last(), Some(&(total, total)), "{out:?}");
-            assert!(
-                seen.windows(2).all(|w| w[0].0 < w[1].0),
-                "{out:?}: {seen:?}"
-            );
-            if total > 8 << 20 {
-                // Pieces of at most 16 MiB: at least one report between start and end.
-                assert!(seen.len() >= 3, "{out:?}: {seen:?}");
-            }
-        }
-        assert_eq!(std::fs::read(&back).unwrap(), std::fs::read(&pvp).unwrap());
-        // A hook failing at its second call, or at the last (done == total): nothing
-        // written, whichever path (the last report comes before the commit).
-        for (src, format, name) in [
-            (&pvp, Format::Npz, "no.npz"),
-            (&npz, Format::Pvp, "no.pvp"),
-            (&npz, Format::Npz, "no_kept.npz"),
-            (&pvp, Format::Safetensors, "no.safetensors"),
-        ] {
-            let doc = Document::open(src).unwrap();
-            for at_end in [false, true] {
-                let calls = Mutex::new(0);
-                let hook = |done, total| {
-                    let mut n = calls.lock().unwrap();
-                    *n += 1;
-                    if (!at_end && *n > 1) || (at_end && done == total) {
-                        Err(Error::Invalid("stopped by the hook".into()))
-                    } else {
-                        Ok(())
-                    }
-                };
-                let out = dir.path().join(name);
-                let err = doc
-                    .convert_with_progress(&out, format, None, &WriteOptions::default(), &hook)
-                    .unwrap_err();
-                assert!(
-                    err.to_string().contains("stopped by the hook"),
-                    "{name}: {err}"
-                );
-                assert!(!out.exists(), "{name} (at_end: {at_end})");
-            }
-        }
-        let left: Vec<_> = std::fs::read_dir(dir.path())
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .filter(|n| n.ends_with(".tmp"))
-            .collect();
-        assert!(left.is_empty(), "{left:?}");
     }
 }

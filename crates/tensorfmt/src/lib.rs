@@ -21,8 +21,9 @@
 //!   implements.
 //! - [`save`] writes `(name, tensor)` pairs in any writable format; a [`Target`] picks the
 //!   file kind inside a format (`som-data`, `pvp:sparse`, `caffe:binaryproto`, ... see
-//!   [`Format::write_kinds`]); [`convert`] and [`Document::convert_to`] write one open
-//!   file in another format (streamed for npy, npz and safetensors outputs).
+//!   [`Format::write_kinds`]); [`Document::convert_to`] writes one open file in another
+//!   format (streamed for npy, npz and safetensors outputs): the one conversion the CLI
+//!   and Python call, with every policy in [`convert`].
 //! - Re-exports: the core types ([`Tensor`], [`DType`], [`Shape`], [`Order`], [`Stats`],
 //!   [`Limits`], [`ReadOptions`], [`WriteOptions`], [`Error`], [`io`], ...), each format
 //!   crate behind its cargo feature (`pvp`, `som`, `primitiv`, `caffe`; all on by default)
@@ -66,11 +67,10 @@
 //! Document::open(&npz)?.convert_to(&st, Format::Safetensors)?;
 //! assert_eq!(Document::open(&st)?.entry("w")?.read()?, w);
 //!
-//! // The lower-level call the CLI uses: a selection of tensors and write options.
-//! let src = tensorfmt::open(&npz, &Default::default())?;
-//! let names: Vec<String> = src.tensors().into_iter().map(|i| i.name).collect();
+//! // A selection of tensors and write options (what the CLI and Python pass).
+//! let src = Document::open(&npz)?;
 //! let out = dir.path().join("w2.safetensors");
-//! tensorfmt::convert(src.as_ref(), &names, &out, Format::Safetensors, &Default::default())?;
+//! src.convert_to_with(&out, Format::Safetensors, Some(&["w".to_string()]), &Default::default())?;
 //! assert_eq!(tensorfmt::open(&out, &Default::default())?.read_tensor("w")?, w);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
@@ -135,19 +135,23 @@ pub use tensorfmt_pvp::{PvpError, PvpFile};
 #[cfg(feature = "som")]
 pub use tensorfmt_som::{HexGrid, MapLayout, SomError, SomFile};
 
+// The conversion path, bottom to top: `format` (what a file is) <- `dispatch` (open and
+// write each format) <- `document` (an opened file) <- `convert` (every policy; the
+// one way in). ARCHITECTURE.md draws it.
+pub mod convert;
 pub mod diff;
+pub mod dispatch;
 pub mod document;
-pub mod formats;
+pub mod format;
 pub mod interop;
-pub mod like;
 mod naming;
 pub mod progress;
 pub mod provenance;
+pub mod ranged;
 pub mod render;
 
-pub use document::{Document, Entries, Entry};
-pub use formats::{
-    convert, detect, detect_bytes, open, open_as, open_bytes, save, save_to, Format, Target,
-    WriteReport,
-};
+pub use convert::{save, save_to, save_with_progress};
+pub use dispatch::{open_bytes, WriteReport};
+pub use document::{open, open_as, Document, Entries, Entry};
+pub use format::{detect, detect_bytes, Format, Target};
 pub use interop::{InteropError, MemoryFile};

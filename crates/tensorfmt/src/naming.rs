@@ -11,7 +11,7 @@ use std::borrow::Cow;
 
 use tensorfmt_core::{Result, Tensor, WriteOptions};
 
-use crate::formats::Format;
+use crate::format::Format;
 
 /// `tensors`, with a lone array renamed (and for PVP reshaped) to the main tensor of
 /// the kind `options.kind` of `format`; several tensors are returned unchanged.

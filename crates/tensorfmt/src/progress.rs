@@ -14,7 +14,7 @@
 //! [`Tracked`] is the piece boundary: a [`TensorFile`] wrapper that advances a
 //! progress by every tensor, piece or sparse row read through it. The conversion path
 //! ([`Document::convert_with_progress`](crate::Document::convert_with_progress),
-//! [`save_with_progress`](crate::formats::save_with_progress)) wraps its source in
+//! [`save_with_progress`](crate::save_with_progress)) wraps its source in
 //! one; the CLI's progress bar and Python's `progress=` callback are two hooks on it.
 //!
 //! ```
@@ -109,6 +109,11 @@ impl<'a> Progress<'a> {
             total: 0,
             state: Mutex::new(State::default()),
         }
+    }
+
+    /// Whether this progress reports to nobody ([`Progress::silent`]).
+    pub fn is_silent(&self) -> bool {
+        self.hook.is_none()
     }
 
     /// The total given at creation.
@@ -223,6 +228,37 @@ impl<'a> Tracked<'a> {
     }
 }
 
+/// A file read through a progress ([`Tracked`]), or as it is when the progress reports
+/// to nobody: a conversion without a hook pays nothing for the bookkeeping (a listing
+/// by name, a lock per piece; about 10 % of writing 10k small tensors to safetensors).
+pub enum Reading<'a> {
+    /// The file itself.
+    Plain(&'a dyn TensorFile),
+    /// The file through its progress.
+    Tracked(Tracked<'a>),
+}
+
+impl<'a> Reading<'a> {
+    /// `inner` read through `progress`, unless `progress` is silent.
+    pub fn of(inner: &'a dyn TensorFile, progress: &'a Progress<'a>) -> Reading<'a> {
+        if progress.is_silent() {
+            Reading::Plain(inner)
+        } else {
+            Reading::Tracked(Tracked::new(inner, progress))
+        }
+    }
+}
+
+impl<'a> std::ops::Deref for Reading<'a> {
+    type Target = dyn TensorFile + 'a;
+    fn deref(&self) -> &Self::Target {
+        match self {
+            Reading::Plain(f) => *f,
+            Reading::Tracked(t) => t,
+        }
+    }
+}
+
 /// A piece stream that advances a progress, and adds what its pieces did not count
 /// when it ends.
 struct CountedChunks<'b> {
@@ -266,6 +302,9 @@ impl TensorFile for Tracked<'_> {
     }
     fn kind(&self) -> String {
         self.inner.kind()
+    }
+    fn kind_id(&self) -> &'static str {
+        self.inner.kind_id()
     }
     fn header(&self) -> Vec<(String, FieldValue)> {
         self.inner.header()

@@ -53,8 +53,9 @@ use tensorfmt_core::{
 };
 
 /// The safetensors `__metadata__` key that carries a legacy file's skeleton (also the
-/// header field under which npz and safetensors documents show it).
-pub const KEY: &str = "tensorfmt.source";
+/// header field under which npz and safetensors documents show it, and the `--set` /
+/// `settings=` key that hands one on): [`WriteOptions::carried`].
+pub const KEY: &str = tensorfmt_core::CARRIED_KEY;
 
 /// The npz member name (without `.npy`) that carried the skeleton in files written
 /// before it moved outside the archive's members; still read.
@@ -649,11 +650,6 @@ pub fn carried(file: &dyn TensorFile) -> Option<String> {
     }
 }
 
-/// Whether `options` ask for nothing beyond the target format (`skip_fsync` aside).
-pub fn asks_nothing(options: &WriteOptions) -> bool {
-    options.kind.is_none() && !options.hex && options.dtype.is_none() && options.extra.is_empty()
-}
-
 /// A tensor's bytes in a given order, handed out front to back.
 struct Stream<'a> {
     chunks: tensorfmt_core::Chunks<'a>,
@@ -755,7 +751,7 @@ pub type Reopen<'a> = dyn Fn(Bytes) -> Result<Box<dyn TensorFile>> + 'a;
 
 /// Rebuilds the original legacy file at `path` from `file` (a safetensors or npz view
 /// carrying its skeleton), when `target` (a format name) is that file's format and
-/// `options` ask for nothing else ([`asks_nothing`]). The tensors must keep their
+/// `options` ask for nothing else ([`WriteOptions::asks_nothing`]). The tensors must keep their
 /// names, dtypes and shapes (values may change). Before committing, the spliced file
 /// is opened again with `reopen`: it must list the same tensors, its reader must
 /// declare the recorded layout for every cut tensor, and every other tensor must read
@@ -785,7 +781,7 @@ pub fn restore(
     let Some(text) = carried(file) else {
         return Ok(Restored::NotRecorded);
     };
-    if !asks_nothing(options) {
+    if !options.asks_nothing() {
         return Ok(Restored::NotRecorded);
     }
     let skeleton = match parse(&text) {
@@ -870,9 +866,8 @@ pub fn restore(
     drop(streams);
     out.write_all(&skeleton.bytes[from_skeleton..])
         .map_err(io)?;
-    out.flush().map_err(io)?;
     // The spliced file, read as its format: it must be the document.
-    let data = tensorfmt_core::io::map_file(out.temp_path())?;
+    let data = out.read_back()?;
     if data.len() as u64 != skeleton.size {
         return refuse(format!(
             "the spliced file has {} bytes, not {}",

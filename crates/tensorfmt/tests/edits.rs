@@ -6,40 +6,14 @@
 //! The cuts come from the readers' declared layouts, never from a search, so a value
 //! that also occurs in a header can no longer attract the edit.
 
+mod common;
+
+use common::legacy_files;
 use std::path::{Path, PathBuf};
 
 use tensorfmt::{provenance, DType, Document, Format, Order, Tensor, WriteOptions};
 
 type Named = Vec<(String, Tensor)>;
-
-fn legacy_files() -> Vec<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let mut dirs: Vec<PathBuf> = ["pvp", "som", "primitiv", "caffe"]
-        .iter()
-        .map(|d| root.join("testdata").join(d))
-        .collect();
-    for format in ["pvp", "som", "primitiv", "caffe"] {
-        if let Some(dir) = tensorfmt_core::testing::corpus_dir(env!("CARGO_MANIFEST_DIR"), format) {
-            dirs.push(dir);
-        }
-    }
-    let mut files = Vec::new();
-    while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let p = entry.unwrap().path();
-            if p.is_dir() {
-                dirs.push(p);
-            } else if !matches!(
-                p.extension().and_then(|e| e.to_str()),
-                Some("dump" | "md" | "txt" | "py" | "json" | "prototxt")
-            ) {
-                files.push(p);
-            }
-        }
-    }
-    files.sort();
-    files
-}
 
 /// Another valid value of the same dtype: floats become 1.5 (2.5 if they were 1.5),
 /// integers flip their lowest bit.
@@ -271,8 +245,10 @@ fn every_tensor_of_every_file_edits_in_place_or_says_why() {
                 assert!(!report.warnings.is_empty(), "{}", src.display());
                 continue;
             };
-            let mut carried = WriteOptions::default();
-            carried.extra.insert(provenance::KEY.into(), json);
+            let carried = WriteOptions {
+                carried: Some(json),
+                ..WriteOptions::default()
+            };
             let tensors = mid_doc.read_all().unwrap();
             let case = Case {
                 src: &src,
@@ -359,11 +335,10 @@ fn edit_through<T: tensorfmt::Element>(
     let mid = dir.path().join(format!("mid.{}", via.extensions()[0]));
     doc.convert_to(&mid, via).unwrap();
     let mid_doc = Document::open(&mid).unwrap();
-    let mut options = WriteOptions::default();
-    options.extra.insert(
-        provenance::KEY.into(),
-        provenance::carried(mid_doc.file()).unwrap(),
-    );
+    let options = WriteOptions {
+        carried: provenance::carried(mid_doc.file()),
+        ..WriteOptions::default()
+    };
     let mut tensors = mid_doc.read_all().unwrap();
     let (_, t) = tensors.iter_mut().find(|(n, _)| n == name).unwrap();
     let mut v = t.to_vec::<T>().unwrap();

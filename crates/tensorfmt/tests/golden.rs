@@ -139,24 +139,22 @@ fn safetensors_sample_and_writer_identity() {
 #[test]
 fn conversions_between_the_three_formats_round_trip() {
     let dir = tempfile::tempdir().unwrap();
-    let src = open("mixed.npz");
+    let src = tensorfmt::Document::open(sample("mixed.npz")).unwrap();
     let names: Vec<String> = src.tensors().into_iter().map(|i| i.name).collect();
     let st_path = dir.path().join("m.safetensors");
-    tensorfmt::convert(
-        src.as_ref(),
-        &names,
+    src.convert_to_with(
         &st_path,
         Format::Safetensors,
+        Some(&names),
         &WriteOptions::default(),
     )
     .unwrap();
-    let mid = tensorfmt::open(&st_path, &ReadOptions::default()).unwrap();
+    let mid = tensorfmt::Document::open(&st_path).unwrap();
     let npz_path = dir.path().join("m.npz");
-    tensorfmt::convert(
-        mid.as_ref(),
-        &names,
+    mid.convert_to_with(
         &npz_path,
         Format::Npz,
+        Some(&names),
         &WriteOptions::default(),
     )
     .unwrap();

@@ -129,7 +129,9 @@ const PATHS: [(&str, Timed); 4] = [
         } else {
             Format::Safetensors
         };
-        tensorfmt::convert(s.doc.as_ref(), &s.names, &s.out, format, &quick()).unwrap();
+        s.doc
+            .convert_to_with(&s.out, format, Some(&s.names), &quick())
+            .unwrap();
     }),
     ("diff", |s| {
         let r = compare(s.doc.as_ref(), s.other.as_ref(), &DiffOptions::default()).unwrap();

@@ -6,7 +6,21 @@
 
 use std::path::{Path, PathBuf};
 
-use tensorfmt::{like::save_like, DType, Document, Order, Tensor, TensorFile};
+use tensorfmt::{DType, Document, Format, Order, Tensor, TensorFile, WriteOptions};
+
+/// Saves `tensors` as `out`'s format with `like=orig`.
+fn save_like(
+    out: &Path,
+    orig: &Path,
+    tensors: &[(String, Tensor)],
+) -> tensorfmt::Result<tensorfmt::WriteReport> {
+    let format = Format::from_path(out).expect("an extension");
+    let like = WriteOptions {
+        like: Some(orig.to_path_buf()),
+        ..WriteOptions::default()
+    };
+    tensorfmt::save(out, format, tensors, &like)
+}
 
 fn fixture(dir: &str, name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -54,8 +68,7 @@ fn edited_tensors_keep_the_original_structure() {
         let tensors = doubled(&doc);
         let out = dir.path().join(name);
         let _ = std::fs::remove_file(&out);
-        save_like(&out, &orig, &tensors, &Default::default())
-            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        save_like(&out, &orig, &tensors).unwrap_or_else(|e| panic!("{name}: {e}"));
         let back = Document::open(&out).unwrap();
         assert_eq!(back.kind(), doc.kind(), "{name}");
         // Headers of tensor-free fields are the original's. PVP weight frames' wMin/wMax
@@ -82,22 +95,15 @@ fn tensors_that_do_not_fit_are_refused_and_nothing_is_written() {
     let mut tensors = doc.read_all().unwrap();
     tensors[0].1 = Tensor::from_vec(vec![1f32; 3], [3], Order::RowMajor).unwrap();
     let out = dir.path().join("x.caffemodel");
-    let err = save_like(&out, &orig, &tensors, &Default::default())
-        .unwrap_err()
-        .to_string();
+    let err = save_like(&out, &orig, &tensors).unwrap_err().to_string();
     assert!(
         err.contains("like=") && err.contains("nothing was written"),
         "{err}"
     );
     assert!(!out.exists());
     // Another format than the original's is refused too.
-    let err = save_like(
-        &dir.path().join("x.pvp"),
-        &orig,
-        &tensors,
-        &Default::default(),
-    )
-    .unwrap_err()
-    .to_string();
+    let err = save_like(&dir.path().join("x.pvp"), &orig, &tensors)
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("the original is caffe"), "{err}");
 }

@@ -5,42 +5,15 @@
 //! bytes are listed in `CONTENT_ONLY` with the reason; the test checks the list stays
 //! true in both directions.
 
+mod common;
+
+use common::legacy_files;
 use std::path::{Path, PathBuf};
 
 use tensorfmt::{provenance, Document, Format, Target, WriteOptions};
 
 /// Files that come back content-equal rather than byte-identical, and why.
 const CONTENT_ONLY: &[(&str, &str)] = &[];
-
-fn legacy_files() -> Vec<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let mut dirs: Vec<PathBuf> = ["pvp", "som", "primitiv", "caffe"]
-        .iter()
-        .map(|d| root.join("testdata").join(d))
-        .collect();
-    for format in ["pvp", "som", "primitiv", "caffe"] {
-        // Absent: says so loudly, and fails under CI=true.
-        if let Some(dir) = tensorfmt_core::testing::corpus_dir(env!("CARGO_MANIFEST_DIR"), format) {
-            dirs.push(dir);
-        }
-    }
-    let mut files = Vec::new();
-    while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let p = entry.unwrap().path();
-            if p.is_dir() {
-                dirs.push(p);
-            } else if !matches!(
-                p.extension().and_then(|e| e.to_str()),
-                Some("dump" | "md" | "txt" | "py" | "json" | "prototxt")
-            ) {
-                files.push(p);
-            }
-        }
-    }
-    files.sort();
-    files
-}
 
 /// How a file came back.
 #[derive(Debug, PartialEq)]
@@ -198,11 +171,10 @@ fn carried(dir: &Path, src: &Path) -> (Named, WriteOptions) {
         .convert_to(&npz, Format::Npz)
         .unwrap();
     let mid = Document::open(&npz).unwrap();
-    let mut options = WriteOptions::default();
-    options.extra.insert(
-        provenance::KEY.into(),
-        provenance::carried(mid.file()).unwrap(),
-    );
+    let options = WriteOptions {
+        carried: provenance::carried(mid.file()),
+        ..WriteOptions::default()
+    };
     // A sparse source is in the sparse layout: its tensors seen as the original's.
     let view = tensorfmt::interop::sparse::as_original(&mid).unwrap();
     (view.as_ref().unwrap_or(&mid).read_all().unwrap(), options)
@@ -392,8 +364,10 @@ fn edited_copies_are_spliced_and_checked() {
         doc.convert_to(&st, Format::Safetensors).unwrap();
         let json = provenance::carried(Document::open(&st).unwrap().file()).unwrap();
         let edited = doubled(&doc);
-        let mut options = WriteOptions::default();
-        options.extra.insert(provenance::KEY.into(), json);
+        let options = WriteOptions {
+            carried: Some(json),
+            ..WriteOptions::default()
+        };
         tensorfmt::save(&st, Format::Safetensors, &edited, &options).unwrap();
         let back = dir.path().join(format!(
             "back.{}",

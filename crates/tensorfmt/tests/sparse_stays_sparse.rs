@@ -5,9 +5,9 @@
 use std::io::Cursor;
 use std::path::Path;
 
-use tensorfmt::interop::sparse::{DENSE_KEY, MAX_DENSE_BYTES};
+use tensorfmt::interop::sparse::MAX_DENSE_BYTES;
 use tensorfmt::pvp::write::SparseWriter;
-use tensorfmt::{open, Format, PvpFile, ReadOptions, TensorFile, WriteOptions};
+use tensorfmt::{open, Format, PvpFile, ReadOptions, SparseOutput, TensorFile, WriteOptions};
 
 /// A sparse-values PVP of `frames` frames over `nx x ny x nf`, frame k active at
 /// neurons k, 2k+1, ... with values k + 0.5.
@@ -118,8 +118,10 @@ fn huge_sparse_stays_small_and_dense_is_bounded() {
     );
 
     // Densifying beyond the bound is refused, naming the options; nothing is left.
-    let mut dense = WriteOptions::default();
-    dense.extra.insert(DENSE_KEY.into(), "true".into());
+    let dense = WriteOptions {
+        sparse: SparseOutput::Dense,
+        ..WriteOptions::default()
+    };
     let names = doc.names();
     let out2 = dir.path().join("dense.npz");
     let err = doc
@@ -137,15 +139,15 @@ fn huge_sparse_stays_small_and_dense_is_bounded() {
         )),
         "{err}"
     );
-    let err = tensorfmt::convert(
-        &doc,
-        &names[..1],
-        &dir.path().join("d.npy"),
-        Format::Npy,
-        &Default::default(),
-    )
-    .unwrap_err()
-    .to_string();
+    let err = doc
+        .convert_to_with(
+            dir.path().join("d.npy"),
+            Format::Npy,
+            Some(&names[..1]),
+            &Default::default(),
+        )
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("to_scipy") && err.contains("npz"), "{err}");
     assert!(!out2.exists() && !dir.path().join("d.npy").exists());
 }
@@ -156,8 +158,10 @@ fn dense_when_asked_within_the_bound() {
     let src = dir.path().join("s.pvp");
     sparse_pvp(&src, 5, 4, 3, 2);
     let doc = open(&src, &ReadOptions::default()).unwrap();
-    let mut dense = WriteOptions::default();
-    dense.extra.insert(DENSE_KEY.into(), "true".into());
+    let dense = WriteOptions {
+        sparse: SparseOutput::Dense,
+        ..WriteOptions::default()
+    };
     for (ext, format) in [("npz", Format::Npz), ("safetensors", Format::Safetensors)] {
         let out = dir.path().join(format!("d.{ext}"));
         doc.convert_to_with(&out, format, None, &dense).unwrap();
@@ -169,7 +173,7 @@ fn dense_when_asked_within_the_bound() {
         assert!(!back
             .header()
             .iter()
-            .any(|(k, v)| k == DENSE_KEY || v.to_string().contains("\"dense\"")));
+            .any(|(k, v)| k == "dense" || v.to_string().contains("\"dense\"")));
     }
 }
 

@@ -671,10 +671,10 @@ pub struct LayerParameter {
     /// farmingyard/ShuffleNet.
     #[prost(message, optional, tag = "164")]
     pub shuffle_channel_param: ::core::option::Option<ShuffleChannelParameter>,
-    /// YOLOv2 ports: Intel Caffe's reorg_param number (gklz1982/caffe-yolov2 uses 147,
-    /// choasup/caffe-yolo9000 303: fork numberings), region_param as the port described
-    /// in Ewenwan/MVision numbers it, choasup/caffe-yolo9000's region_loss_param
-    /// (gklz1982: 202, a fork numbering).
+    /// YOLOv2 ports: Intel Caffe's reorg_param number (gklz1982/caffe-yolov2 and
+    /// BirdeeChen/caffe_yolo_v2 use 147, choasup/caffe-yolo9000 303: fork numberings),
+    /// region_param as the port described in Ewenwan/MVision numbers it (BirdeeChen: 148),
+    /// choasup/caffe-yolo9000's region_loss_param (gklz1982, BirdeeChen: 202).
     #[prost(message, optional, tag = "159")]
     pub reorg_param: ::core::option::Option<ReorgParameter>,
     #[prost(message, optional, tag = "149")]
@@ -2572,6 +2572,25 @@ pub struct DetectionOutputParameter {
     pub normalized_bbox: ::core::option::Option<bool>,
     #[prost(bool, optional, tag = "1000", default = "false")]
     pub clip: ::core::option::Option<bool>,
+    /// The YOLOv2 ports' own DetectionOutputParameter (gklz1982/caffe-yolov2, whose field 2
+    /// is `num_classes`, and BirdeeChen/caffe_yolo_v2, which names it `classes`): numbers
+    /// 1-8 there, all taken here by SSD's fields: aliases 1000 + n. Its
+    /// `confidence_threshold` (5, default 0.01) and gklz1982's `num_classes` (2) parse as
+    /// the fields of the same names above.
+    #[prost(uint32, optional, tag = "1001", default = "13")]
+    pub side: ::core::option::Option<u32>,
+    #[prost(uint32, optional, tag = "1002", default = "20")]
+    pub classes: ::core::option::Option<u32>,
+    #[prost(uint32, optional, tag = "1003", default = "5")]
+    pub num_box: ::core::option::Option<u32>,
+    #[prost(uint32, optional, tag = "1004", default = "4")]
+    pub coords: ::core::option::Option<u32>,
+    #[prost(float, optional, tag = "1006", default = "0.45")]
+    pub nms_threshold: ::core::option::Option<f32>,
+    #[prost(float, repeated, packed = "false", tag = "1007")]
+    pub biases: ::prost::alloc::vec::Vec<f32>,
+    #[prost(string, optional, tag = "1008")]
+    pub label_map_file: ::core::option::Option<::prost::alloc::string::String>,
 }
 #[derive(Clone, Copy, PartialEq, ::prost::Message)]
 pub struct NonMaximumSuppressionParameter {
@@ -2684,8 +2703,8 @@ pub struct ReorgParameter {
     #[prost(bool, optional, tag = "2", default = "false")]
     pub reverse: ::core::option::Option<bool>,
 }
-/// YOLOv2 port (as Ewenwan/MVision documents it).
-#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+/// BirdeeChen/caffe_yolo_v2 (region_param = 148 there: a fork numbering).
+#[derive(Clone, PartialEq, Eq, Hash, ::prost::Message)]
 pub struct RegionParameter {
     #[prost(uint32, optional, tag = "1", default = "20")]
     pub classes: ::core::option::Option<u32>,
@@ -2695,6 +2714,8 @@ pub struct RegionParameter {
     pub boxes_of_each_grid: ::core::option::Option<u32>,
     #[prost(bool, optional, tag = "4", default = "false")]
     pub softmax: ::core::option::Option<bool>,
+    #[prost(string, optional, tag = "5")]
+    pub anchors: ::core::option::Option<::prost::alloc::string::String>,
 }
 /// gklz1982/caffe-yolov2 and choasup/caffe-yolo9000 (identical).
 #[derive(Clone, PartialEq, ::prost::Message)]

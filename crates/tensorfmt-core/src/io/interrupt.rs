@@ -131,10 +131,21 @@ pub(crate) fn unregister(slot: Option<usize>) {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn remove_live_temporaries() {
+    remove_registered(|_| true);
+}
+
+/// Unlinks the live temporaries whose path `wanted` accepts (tests pick their own, so
+/// that other tests' writes running in the same process are left alone).
+fn remove_registered(wanted: impl Fn(&[u8]) -> bool) {
     for slot in &TABLE {
         if slot.state.load(Ordering::Acquire) == LIVE {
             // SAFETY: a LIVE slot holds a NUL-terminated path.
-            unsafe { libc::unlink(slot.path.get() as *const libc::c_char) };
+            let path = unsafe { &*slot.path.get() };
+            let len = path.iter().position(|&b| b == 0).unwrap_or(0);
+            if wanted(&path[..len]) {
+                // SAFETY: as above.
+                unsafe { libc::unlink(slot.path.get() as *const libc::c_char) };
+            }
         }
     }
 }
@@ -187,7 +198,11 @@ mod tests {
 
     #[test]
     fn registered_temporaries_are_removed_and_freed_slots_reused() {
+        use std::os::unix::ffi::OsStrExt;
         let dir = tempfile::tempdir().unwrap();
+        // Only this test's files: other tests of this process write at the same time.
+        let ours = dir.path().as_os_str().as_bytes().to_vec();
+        let remove_live_temporaries = || remove_registered(|p| p.starts_with(&ours));
         let a = dir.path().join(".a.tmp");
         std::fs::write(&a, b"x").unwrap();
         let slot = register(&a);

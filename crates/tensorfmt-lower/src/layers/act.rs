@@ -3,7 +3,7 @@
 //! `bnll_layer.cpp`, `elu_layer.cpp`, `softmax_layer.cpp`; Dropout is the identity at
 //! test time, unless the Faster R-CNN fork's `scale_train: false` asks for a scale).
 
-use super::{axis, LayerCx};
+use super::context::{axis, LayerCx};
 use crate::builder::{attr, A};
 use crate::error::{Fail, LResult};
 

@@ -4,7 +4,7 @@
 
 use tensorfmt_caffe::ConvGeom;
 
-use super::{axis, LayerCx};
+use super::context::{axis, LayerCx};
 use crate::builder::{attr, A};
 use crate::error::{Fail, LResult};
 

@@ -4,7 +4,7 @@
 //! forks' sources (alexgkendall/caffe-segnet `bn_layer.cpp`, `upsample_layer.cpp`;
 //! hszhao/PSPNet `bn_layer.cpp`, `interp_layer.cpp`) without an independent check.
 
-use super::LayerCx;
+use super::context::LayerCx;
 use crate::builder::{attr, A};
 use crate::error::{Fail, LResult};
 
@@ -105,18 +105,15 @@ pub(crate) fn upsample(cx: &mut LayerCx<'_>) -> Out {
     Ok(vec![out])
 }
 
-/// `Interp`: bilinear resize with aligned corners (DeepLab/PSPNet's interp: the corner
-/// pixels of input and output coincide) to Caffe's output size.
+/// `Interp` (hszhao/PSPNet `interp_layer.cpp:10-71`, `util/interp.cpp:13-90`): the
+/// input cropped by the non-positive `pad_beg` (top and left) and `pad_end` (bottom
+/// and right), then a bilinear resize with aligned corners (the corner pixels of input
+/// and output coincide) to Caffe's output size (`shrink_factor`, `zoom_factor`,
+/// `height`/`width`, both factors, or a second bottom's size: the shape rule's).
 pub(crate) fn interp(cx: &mut LayerCx<'_>) -> Out {
     let (ins, tops) = (cx.ins, cx.tops);
     let p = cx.param().interp_param.unwrap_or_default();
-    for (f, v) in [("pad_beg", p.pad_beg()), ("pad_end", p.pad_end())] {
-        if v != 0 {
-            return Err(Fail::not_lowered(format!(
-                "interp_param.{f} other than 0 is not lowered"
-            )));
-        }
-    }
+    let (pad_beg, pad_end) = (i64::from(p.pad_beg()), i64::from(p.pad_end()));
     let out = cx.caffe.tops.first().cloned().ok_or("no Caffe shape")?;
     let x = &ins[0].shape;
     if x.len() != 4 || out.len() != 4 || x[..2] != out[..2] {
@@ -124,11 +121,24 @@ pub(crate) fn interp(cx: &mut LayerCx<'_>) -> Out {
             "input {x:?} -> {out:?}: only the spatial axes of a 4-D blob are resized"
         )));
     }
+    // Caffe's shape rule refused positive pads and crops to nothing.
+    let eff = [2, 3].map(|i| (x[i] as i64 + pad_beg + pad_end) as usize);
+    let mut src = ins[0].name.clone();
+    if pad_beg != 0 || pad_end != 0 {
+        // caffe_cpu_interp2 reads the eff_h x eff_w window at (-pad_beg, -pad_beg).
+        let starts = cx.i64s("crop_starts", vec![-pad_beg, -pad_beg])?;
+        let ends = cx.i64s(
+            "crop_ends",
+            vec![-pad_beg + eff[0] as i64, -pad_beg + eff[1] as i64],
+        )?;
+        let axes = cx.i64s("crop_axes", vec![2, 3])?;
+        src = cx.op("Slice", vec![src, starts, ends, axes], vec![]);
+    }
     // Scales, not sizes: sizes would hold the batch as a constant (--dynamic-batch).
     // The output size is floor(in * scale); (out + 0.5) / in lands it on `out` whatever
     // the float rounding, and align_corners maps coordinates by (in - 1) / (out - 1),
     // never by the scale.
-    let scale = |i: usize| (out[i] as f64 + 0.5) / x[i] as f64;
+    let scale = |i: usize| (out[i] as f64 + 0.5) / eff[i - 2] as f64;
     let scales = cx.f32s(
         "scales",
         vec![1.0, 1.0, scale(2) as f32, scale(3) as f32],
@@ -136,7 +146,7 @@ pub(crate) fn interp(cx: &mut LayerCx<'_>) -> Out {
     )?;
     cx.op_to(
         "Resize",
-        vec![ins[0].name.clone(), String::new(), scales],
+        vec![src, String::new(), scales],
         &tops[0],
         vec![
             attr("mode", A::S("linear")),

@@ -1,5 +1,6 @@
 //! The registry: one lowering function per Caffe layer type, grouped by family
-//! (`conv`, `pool`, `act`, `norm`, `shape`, `ssd`, `fork`, `rcnn`).
+//! (`conv`, `pool`, `act`, `norm`, `shape`, `ssd`, `detection`, `fork`, `mvn`, `yolo`,
+//! `recurrent`, `rcnn`).
 //!
 //! # The shape of a lowering
 //!
@@ -20,6 +21,9 @@
 //! | `cx.op`, `cx.op_to`, `cx.op_to_many`, `cx.identity`, `cx.reshape_to`, `cx.scalar_chain` | nodes (named `<layer>/<Op>`) |
 //! | `cx.init`, `cx.f32s`, `cx.i64s`, `cx.scalar`, `cx.fresh` | initializers (named `<layer>/<what>`) and fresh value names |
 //! | `cx.g.masks` | net-wide state: values holding max-pooling indices |
+//! | `cx.g.dynamic` | tops whose size is known only at run time (DetectionOutput's rows, a proposal layer's RoIs): axis and dim name; Caffe's shape is the bound |
+//! | `cx.g.from_dynamic` | values computed from those (kept by the driver): a constant must not hold their size |
+//! | `cx.g.rpn` | the user's overrides of the proposal layers' RPN constants |
 //!
 //! It emits ONNX nodes whose last ones write `cx.tops`, and returns the tops' shapes
 //! by Caffe's rule (usually `cx.caffe.tops.clone()` or the bottom's shape); the driver
@@ -40,13 +44,17 @@
 //! # How to add a layer
 //!
 //! 1. Write `fn my_layer(cx: &mut LayerCx<'_>) -> LResult<Vec<Vec<usize>>>` in the
-//!    family module it belongs to (a new module for a new family), with a doc comment
+//!    family module it belongs to (a new module for a new family; it imports the
+//!    context from `super::context`, never from this registry), with a doc comment
 //!    naming the original source (BVLC / fork file) it follows. Read parameters as
 //!    prost types with their defaults: `cx.param().my_param.clone().unwrap_or_default()`
 //!    (`p.field()` applies the schema's `[default = ...]`); a fork field the builtin
 //!    schema lacks goes into `proto/caffe.proto` first (see ARCHITECTURE.md, "fork
 //!    schemas").
 //! 2. Add one [`Lowering`] line to [`REGISTRY`]: type string, bottoms, tops, blobs.
+//!    A fork layer that reuses another layer's type string (the YOLOv2 ports'
+//!    `DetectionOutput`) goes into `VARIANTS` instead, with the `LayerDef` test that
+//!    tells it apart (and the same test guards its arm in `shapes.rs`).
 //! 3. Caffe's shape rule for the type goes into `tensorfmt-caffe`'s `shapes.rs`
 //!    (`KNOWN_LAYER_TYPES`, and an arm in `other_shapes`, or in `layer_shapes` with a
 //!    `Geometry` when it has a kernel geometry); the lowering must agree with it.
@@ -57,61 +65,30 @@
 //!    (against OpenCV 4, or the original program's definition in numpy), and a Rust
 //!    test in `crates/tensorfmt-lower/tests/layers.rs` for its errors.
 
-use std::collections::HashSet;
 use std::ops::RangeInclusive;
 
-use tensorfmt_caffe::proto::LayerParameter;
-use tensorfmt_caffe::{ConvGeom, Geometry, LayerDef, LayerShapes, PoolGeom};
-use tensorfmt_core::{DType, Tensor};
-use tensorfmt_onnx::proto::AttributeProto;
+use tensorfmt_caffe::LayerDef;
 
-use crate::builder::{Builder, Value};
 use crate::error::{Fail, LResult};
 
 mod act;
+mod context;
 mod conv;
+mod detection;
 mod fork;
+mod mvn;
 mod norm;
 mod pool;
-pub(crate) mod rcnn;
+mod rcnn;
+mod recurrent;
 mod shape;
 mod ssd;
+mod yolo;
+
+pub(crate) use context::{Graph, LayerCx};
 
 /// A layer lowering: see the module documentation.
 pub(crate) type LowerFn = fn(&mut LayerCx<'_>) -> LResult<Vec<Vec<usize>>>;
-
-/// The graph under construction and what outlives one layer.
-#[derive(Default)]
-pub(crate) struct Graph {
-    /// Nodes, initializers, value names.
-    pub b: Builder,
-    /// Values holding ONNX max-pooling indices (a Caffe pooling mask top): only
-    /// Upsample may read them.
-    pub masks: HashSet<String>,
-    /// Values computed from a data-dependent row count (a proposal layer's RoIs,
-    /// `Builder::rows`): the driver adds each layer's tops when a bottom is one.
-    pub data_dependent: HashSet<String>,
-    /// Overrides of the proposal layers' RPN constants (`LowerOptions::rpn`).
-    pub rpn: rcnn::RpnOptions,
-}
-
-/// Everything one layer's lowering reads, and the graph it writes to.
-pub(crate) struct LayerCx<'a> {
-    /// The graph (nodes, initializers, pooling masks).
-    pub g: &'a mut Graph,
-    /// The layer: name, type, typed parameters (`param`), fork fields.
-    pub layer: &'a LayerDef,
-    /// Its bottoms: ONNX value name and Caffe shape, in order.
-    pub ins: &'a [Value],
-    /// The ONNX value names its tops must be written to, in order.
-    pub tops: &'a [String],
-    /// The layer's shapes by Caffe's rules (`tensorfmt-caffe`'s `infer_shapes`):
-    /// `tops` (what the lowering must return), `params` (the shape of each blob Caffe
-    /// gives the layer) and the validated kernel `geometry` of convolution and pooling.
-    pub caffe: &'a LayerShapes,
-    /// Its blobs from the caffemodel, as stored (read them with [`LayerCx::blob`]).
-    pub blobs: &'a [Tensor],
-}
 
 /// How many blobs a layer type takes.
 #[derive(Debug, Clone, Copy)]
@@ -207,39 +184,92 @@ const REGISTRY: &[Lowering] = &[
     entry("ShuffleChannel", 1..=1, 1..=1, NONE, shape::shuffle_channel),
     entry("Axpy", 3..=3, 1..=1, NONE, shape::axpy),
     entry("PriorBox", 2..=2, 1..=1, NONE, ssd::prior_box),
+    entry(
+        "PriorBoxClustered",
+        2..=2,
+        1..=1,
+        NONE,
+        ssd::prior_box_clustered,
+    ),
+    entry(
+        "DetectionOutput",
+        3..=4,
+        1..=1,
+        NONE,
+        detection::detection_output,
+    ),
     entry("BN", 1..=1, 1..=1, ByParams, fork::bn),
     entry("Upsample", 1..=2, 1..=1, NONE, fork::upsample),
     entry("Interp", 1..=2, 1..=1, NONE, fork::interp),
+    entry("MVN", 1..=1, 1..=1, NONE, mvn::mvn),
+    entry("Reorg", 1..=1, 1..=1, NONE, yolo::reorg),
+    entry("Region", 1..=1, 1..=1, NONE, yolo::region),
+    entry("LSTM", 2..=5, 1..=3, ByParams, recurrent::lstm),
+    entry("RNN", 2..=4, 1..=2, ByParams, recurrent::rnn),
     entry("Proposal", 3..=3, 1..=2, NONE, rcnn::proposal),
-    entry("Python", from(0), from(0), NONE, rcnn::proposal),
     entry("ROIPooling", 2..=2, 1..=1, NONE, rcnn::roi_pooling),
     entry("PSROIPooling", 2..=2, 1..=1, NONE, rcnn::psroi_pooling),
 ];
 
-/// Layer types the graph stops before (their bottoms become graph outputs).
-const STOP: &[&str] = &["DetectionOutput"];
-
-/// Every Caffe layer type with a lowering, in registry order, then the types the graph
-/// stops before.
+/// Every Caffe layer type with a lowering, in registry order, then the types lowered
+/// only in one fork's form (`Python`, as py-faster-rcnn's proposal layer).
 ///
 /// ```
 /// let types = tensorfmt_lower::supported_layers();
-/// assert!(types.contains(&"Convolution") && types.contains(&"PriorBox"));
+/// assert!(types.contains(&"Convolution") && types.contains(&"DetectionOutput"));
 /// ```
 pub fn supported_layers() -> Vec<&'static str> {
-    REGISTRY
-        .iter()
-        .map(|l| l.kind)
-        .chain(STOP.iter().copied())
-        .collect()
+    let mut kinds: Vec<&'static str> = REGISTRY.iter().map(|l| l.kind).collect();
+    for (_, v) in VARIANTS {
+        // A type lowered only in a fork's form (`Python`: py-faster-rcnn's proposal).
+        if !kinds.contains(&v.kind) {
+            kinds.push(v.kind);
+        }
+    }
+    kinds
 }
 
 pub(crate) fn lookup(kind: &str) -> Option<&'static Lowering> {
     REGISTRY.iter().find(|l| l.kind == kind)
 }
 
-pub(crate) fn is_stop(kind: &str) -> bool {
-    STOP.contains(&kind)
+/// A test telling one fork's layer from another's of the same type string.
+type IsVariant = fn(&LayerDef) -> bool;
+
+/// Layers of one type string that forks gave different layers: told apart by their
+/// parameters (`LayerDef` decides), each with its own lowering and counts. A `Python`
+/// layer is lowered only as py-faster-rcnn's proposal layer (its module and class
+/// name it); any other is unsupported, listed with its module (`no_lowering_reason`).
+const VARIANTS: &[(IsVariant, Lowering)] = &[
+    (
+        LayerDef::is_yolo_detection_output,
+        entry(
+            "DetectionOutput",
+            1..=1,
+            1..=1,
+            NONE,
+            yolo::detection_output,
+        ),
+    ),
+    (
+        tensorfmt_caffe::is_python_proposal,
+        entry("Python", 3..=3, 1..=2, NONE, rcnn::proposal),
+    ),
+];
+
+/// The lowering of `l`: its type's, or the fork variant its parameters name.
+pub(crate) fn lookup_layer(l: &LayerDef) -> Option<&'static Lowering> {
+    VARIANTS
+        .iter()
+        .find(|(is, _)| is(l))
+        .map(|(_, v)| v)
+        .or_else(|| lookup(&l.kind))
+}
+
+/// Why a layer without a lowering has none, where its type alone does not say it: a
+/// `Python` layer names its module and class (`rpn.anchor_target_layer.AnchorTargetLayer`).
+pub(crate) fn no_lowering_reason(l: &LayerDef) -> Option<String> {
+    (l.kind == "Python").then(|| tensorfmt_caffe::python_layer_name(l))
 }
 
 /// "1", "1 or 2", "at least 2", "1 to 3".
@@ -280,203 +310,10 @@ impl Lowering {
     }
 }
 
-impl<'a> LayerCx<'a> {
-    /// The convolution geometry Caffe's shape rule validated (kernel, stride, pad,
-    /// dilation, group, ...).
-    pub fn conv_geom(&self) -> LResult<&'a ConvGeom> {
-        match &self.caffe.geometry {
-            Some(Geometry::Conv(g)) => Ok(g),
-            _ => Err(Fail::new("no convolution geometry from Caffe's shape rule")),
-        }
-    }
-
-    /// The pooling geometry Caffe's shape rule validated (kernel, stride, pad,
-    /// rounding, output size).
-    pub fn pool_geom(&self) -> LResult<&'a PoolGeom> {
-        match &self.caffe.geometry {
-            Some(Geometry::Pool(g)) => Ok(g),
-            _ => Err(Fail::new("no pooling geometry from Caffe's shape rule")),
-        }
-    }
-
-    /// The layer's typed parameters (the builtin schema's `LayerParameter`).
-    pub fn param(&self) -> &LayerParameter {
-        &self.layer.param
-    }
-
-    /// The layer's name (the prefix of every node and initializer it emits).
-    pub fn name(&self) -> &str {
-        &self.layer.name
-    }
-
-    /// Blob `i` as f32 with the shape Caffe expects (legacy shapes with extra 1s are
-    /// accepted, as Caffe's `ShapeEquals` does).
-    pub fn blob(&self, i: usize, expected: &[usize]) -> LResult<Tensor> {
-        let t = self.blobs.get(i).cloned().ok_or_else(|| {
-            Fail::new(format!(
-                "needs blob {i} of shape {expected:?}, the caffemodel has {} blob(s) for this layer",
-                self.blobs.len()
-            ))
-        })?;
-        let t = if t.dtype() == DType::F32 {
-            t
-        } else {
-            t.cast(DType::F32)?
-        };
-        Ok(tensorfmt_caffe::conform_blob(
-            t,
-            expected,
-            &self.layer.name,
-            i,
-        )?)
-    }
-
-    /// Checks that the layer has no more blobs than it uses.
-    pub fn blobs_at_most(&self, n: usize) -> LResult<()> {
-        if self.blobs.len() > n {
-            return Err(Fail::new(format!(
-                "has {} blobs in the caffemodel, expected at most {n}",
-                self.blobs.len()
-            )));
-        }
-        Ok(())
-    }
-
-    /// An initializer named `<layer>/<what>` holding `t`.
-    pub fn init(&mut self, what: &str, t: &Tensor) -> LResult<String> {
-        let base = format!("{}/{what}", self.layer.name);
-        Ok(self.g.b.init(&base, t)?)
-    }
-
-    /// An f32 initializer named `<layer>/<what>`.
-    pub fn f32s(&mut self, what: &str, data: Vec<f32>, shape: Vec<usize>) -> LResult<String> {
-        let base = format!("{}/{what}", self.layer.name);
-        Ok(self.g.b.f32s(&base, data, shape)?)
-    }
-
-    /// An int64 initializer (1-D) named `<layer>/<what>`.
-    pub fn i64s(&mut self, what: &str, data: Vec<i64>) -> LResult<String> {
-        let base = format!("{}/{what}", self.layer.name);
-        Ok(self.g.b.i64s(&base, data)?)
-    }
-
-    /// A constant f32 scalar (shape `[]`).
-    pub fn scalar(&mut self, v: f32) -> LResult<String> {
-        self.f32s("const", vec![v], vec![])
-    }
-
-    /// A node with one fresh output.
-    pub fn op(&mut self, op: &str, inputs: Vec<String>, attrs: Vec<AttributeProto>) -> String {
-        let out = self
-            .g
-            .b
-            .fresh(&format!("{}/{}", self.layer.name, op.to_ascii_lowercase()));
-        self.op_to(op, inputs, &out, attrs);
-        out
-    }
-
-    /// A node writing `out`.
-    pub fn op_to(&mut self, op: &str, inputs: Vec<String>, out: &str, attrs: Vec<AttributeProto>) {
-        self.op_to_many(op, inputs, vec![out.to_string()], attrs);
-    }
-
-    /// A node writing several outputs.
-    pub fn op_to_many(
-        &mut self,
-        op: &str,
-        inputs: Vec<String>,
-        outs: Vec<String>,
-        attrs: Vec<AttributeProto>,
-    ) {
-        let name = format!("{}/{}", self.layer.name, op);
-        self.g.b.node(op, &name, inputs, outs, attrs);
-    }
-
-    /// A fresh value name `base` (made unique).
-    pub fn fresh(&mut self, base: &str) -> String {
-        self.g.b.fresh(base)
-    }
-
-    /// A Reshape of `x` (shape `from`) to `to`; dim 0 is copied (`0`) when it does not
-    /// change and inferred (`-1`) when it does (the batch folded into it or out of it),
-    /// so that a symbolic batch stays symbolic wherever the other dims do not hold it
-    /// (`--dynamic-batch` checks the result).
-    pub fn reshape_to(
-        &mut self,
-        x: &str,
-        from: &[usize],
-        to: &[usize],
-        out: Option<&str>,
-    ) -> LResult<String> {
-        let mut spec: Vec<i64> = to.iter().map(|&d| d as i64).collect();
-        if !from.is_empty() && !to.is_empty() {
-            spec[0] = if from[0] == to[0] { 0 } else { -1 };
-        }
-        let s = self.i64s("shape", spec)?;
-        Ok(match out {
-            Some(o) => {
-                self.op_to("Reshape", vec![x.into(), s], o, vec![]);
-                o.to_string()
-            }
-            None => self.op("Reshape", vec![x.into(), s], vec![]),
-        })
-    }
-
-    /// An Identity node writing `out`.
-    pub fn identity(&mut self, x: &str, out: &str) {
-        self.op_to("Identity", vec![x.into()], out, vec![]);
-    }
-
-    /// Emits `x op c` for each (op, c) in order, then each unary op of `tail`, the last
-    /// writing `top`; an Identity when there is nothing to do.
-    pub fn scalar_chain(
-        &mut self,
-        x: &str,
-        steps: &[(&str, f32)],
-        tail: &[&str],
-        top: &str,
-    ) -> LResult<()> {
-        let total = steps.len() + tail.len();
-        if total == 0 {
-            self.identity(x, top);
-            return Ok(());
-        }
-        let mut cur = x.to_string();
-        let mut k = 0;
-        for (op, c) in steps {
-            k += 1;
-            let c = self.scalar(*c)?;
-            if k == total {
-                self.op_to(op, vec![cur.clone(), c], top, vec![]);
-            } else {
-                cur = self.op(op, vec![cur, c], vec![]);
-            }
-        }
-        for op in tail {
-            k += 1;
-            if k == total {
-                self.op_to(op, vec![cur.clone()], top, vec![]);
-            } else {
-                cur = self.op(op, vec![cur], vec![]);
-            }
-        }
-        Ok(())
-    }
-}
-
-/// Caffe's CanonicalAxisIndex.
-pub(crate) fn axis(a: i64, rank: usize) -> LResult<usize> {
-    let r = rank as i64;
-    if a < -r || a >= r {
-        return Err(Fail::new(format!(
-            "axis {a} out of range for a {rank}-axis blob"
-        )));
-    }
-    Ok(if a < 0 { (a + r) as usize } else { a as usize })
-}
-
 #[cfg(test)]
 mod tests {
+    use std::collections::HashSet;
+
     use super::*;
 
     #[test]
@@ -488,11 +325,10 @@ mod tests {
     }
 
     #[test]
-    fn registry_keys_are_unique_and_not_stop_types() {
+    fn registry_keys_are_unique() {
         let mut seen = HashSet::new();
         for l in REGISTRY {
             assert!(seen.insert(l.kind), "{} twice", l.kind);
-            assert!(!is_stop(l.kind));
             assert!(!l.bottoms.is_empty() && !l.tops.is_empty(), "{}", l.kind);
         }
     }

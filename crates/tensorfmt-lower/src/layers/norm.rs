@@ -3,7 +3,7 @@
 
 use tensorfmt_caffe::proto::lrn_parameter::NormRegion;
 
-use super::{axis, LayerCx};
+use super::context::{axis, LayerCx};
 use crate::builder::{attr, A};
 use crate::error::{Fail, LResult};
 

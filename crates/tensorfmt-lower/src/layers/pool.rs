@@ -10,7 +10,7 @@
 
 use tensorfmt_caffe::proto::pooling_parameter::PoolMethod;
 
-use super::LayerCx;
+use super::context::LayerCx;
 use crate::builder::{attr, A};
 use crate::error::{Fail, LResult};
 

@@ -1,20 +1,17 @@
 //! Faster R-CNN and R-FCN: the region proposal layer (OpenCV's C++ `Proposal` and
-//! py-faster-rcnn's Python `ProposalLayer`), `ROIPooling` and `PSROIPooling`; and the
-//! RPN test-time constants a user may override ([`RpnOptions`]).
+//! py-faster-rcnn's Python `ProposalLayer`, with the user's overrides of its RPN
+//! constants, `crate::rpn`), `ROIPooling` and `PSROIPooling`.
 //!
 //! The graphs transcribe `crates/tensorfmt-py/tests/onnx_designs.py` (`proposal`,
 //! `roi_pooling`, `psroi_pooling`), proven in onnxruntime against the references of
-//! `caffe_refs.py`. A proposal layer's RoI count depends on the data: its tops are
-//! registered in [`Builder::rows`](crate::builder::Builder) with the bound Caffe's rule
-//! gives, and the driver checks that everything computed from them follows that count.
-
-use std::collections::HashMap;
+//! `caffe_refs.py`. A proposal layer's RoI count depends on the data: its tops' first
+//! axis is declared in `Graph::dynamic` (a dim named `R`), Caffe's rule giving the
+//! bound, and the driver checks that everything computed from them follows that count.
 
 use tensorfmt_caffe::{ProposalKind, ProposalParams};
 use tensorfmt_core::{Order, Tensor};
-use tensorfmt_onnx::proto::NodeProto;
 
-use super::LayerCx;
+use super::context::LayerCx;
 use crate::builder::{attr, A};
 use crate::error::{Fail, LResult};
 
@@ -24,91 +21,6 @@ type Out = LResult<Vec<Vec<usize>>>;
 const FLOAT: i64 = 1;
 const INT64: i64 = 7;
 const DOUBLE: i64 = 11;
-
-/// Overrides of the test-time RPN constants of every proposal layer of a net (the
-/// CLI's `--rpn KEY=VALUE`, Python's `rpn={...}`). Unset fields keep the layer's own
-/// values: `proposal_param` for OpenCV's C++ `Proposal`, py-faster-rcnn's
-/// `config.py` (`TEST.RPN_*`, [`tensorfmt_caffe::RPN_TEST`]) for its Python layer.
-///
-/// ```
-/// let mut rpn = tensorfmt_lower::RpnOptions::default();
-/// rpn.set("post_nms_top_n", "100")?;
-/// rpn.set("TEST.RPN_NMS_THRESH", "0.6")?;   // py-faster-rcnn's config name works too
-/// assert_eq!((rpn.post_nms_top_n, rpn.nms_thresh), (Some(100), Some(0.6)));
-/// assert!(rpn.set("scales", "4").is_err());
-/// # Ok::<(), String>(())
-/// ```
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct RpnOptions {
-    /// Proposals kept before NMS (0 or less: all). py-faster-rcnn: 6000.
-    pub pre_nms_top_n: Option<i64>,
-    /// Proposals kept after NMS (0 or less: all). py-faster-rcnn: 300.
-    pub post_nms_top_n: Option<i64>,
-    /// NMS IoU threshold in [0, 1]. py-faster-rcnn: 0.7.
-    pub nms_thresh: Option<f32>,
-    /// Minimum box side in input-image pixels, times `im_info[2]` (0: no minimum).
-    /// py-faster-rcnn: 16.
-    pub min_size: Option<f32>,
-}
-
-impl RpnOptions {
-    /// The accepted keys, as written in messages.
-    pub const KEYS: &'static str = "pre_nms_top_n, post_nms_top_n, nms_thresh, min_size";
-
-    /// Sets one constant by name: `pre_nms_top_n`, `post_nms_top_n`, `nms_thresh`,
-    /// `min_size`, case-insensitive, with or without py-faster-rcnn's `TEST.RPN_`
-    /// prefix and underscores (OpenCV's `post_nms_topn` works too).
-    pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
-        let k = key.trim().to_ascii_lowercase();
-        let k = k.strip_prefix("test.").unwrap_or(&k);
-        let k = k.strip_prefix("rpn_").unwrap_or(k).replace('_', "");
-        let v = value.trim();
-        let int = || {
-            v.parse::<i64>()
-                .map_err(|_| format!("RPN constant {key}: {v:?} is not an integer"))
-        };
-        let float = |lo: f32, hi: f32| {
-            v.parse::<f32>()
-                .ok()
-                .filter(|x| x.is_finite() && (lo..=hi).contains(x))
-                .ok_or_else(|| format!("RPN constant {key}: {v:?} is not a number in [{lo}, {hi}]"))
-        };
-        match k.as_str() {
-            "prenmstopn" => self.pre_nms_top_n = Some(int()?),
-            "postnmstopn" => self.post_nms_top_n = Some(int()?),
-            "nmsthresh" => self.nms_thresh = Some(float(0.0, 1.0)?),
-            "minsize" => self.min_size = Some(float(0.0, f32::MAX)?),
-            _ => {
-                return Err(format!(
-                    "unknown RPN constant {key:?} (expected {})",
-                    Self::KEYS
-                ))
-            }
-        }
-        Ok(())
-    }
-
-    /// Parses `KEY=VALUE` and sets it (the CLI's `--rpn`).
-    pub fn parse_setting(&mut self, kv: &str) -> Result<(), String> {
-        let (k, v) = kv
-            .split_once('=')
-            .ok_or_else(|| format!("{kv:?}: expected KEY=VALUE (keys: {})", Self::KEYS))?;
-        self.set(k, v)
-    }
-
-    /// Whether nothing is overridden.
-    pub fn is_empty(&self) -> bool {
-        *self == RpnOptions::default()
-    }
-
-    fn apply(&self, p: &mut ProposalParams) {
-        let r = &mut p.rpn;
-        r.pre_nms_top_n = self.pre_nms_top_n.unwrap_or(r.pre_nms_top_n);
-        r.post_nms_top_n = self.post_nms_top_n.unwrap_or(r.post_nms_top_n);
-        r.nms_thresh = self.nms_thresh.unwrap_or(r.nms_thresh);
-        r.min_size = self.min_size.unwrap_or(r.min_size);
-    }
-}
 
 /// py-faster-rcnn `generate_anchors.py:37-97` (float64, numpy's half-to-even `round`):
 /// for each ratio (outer) and scale (inner), a box centred on the reference window
@@ -235,13 +147,6 @@ impl LayerCx<'_> {
 /// layer ignores `min_size` and pads to `post_nms_topn` rows with zeros; this follows
 /// py-faster-rcnn on both points.
 pub(crate) fn proposal(cx: &mut LayerCx<'_>) -> Out {
-    if cx.layer.kind == "Python" && !tensorfmt_caffe::is_python_proposal(cx.layer) {
-        // Listed as `name (Python: module.layer)`, as the driver lists it when Caffe's
-        // shape rules already refused the layer.
-        return Err(Fail::not_lowered(tensorfmt_caffe::python_layer_name(
-            cx.layer,
-        )));
-    }
     let mut p =
         ProposalParams::from_layer(cx.layer)?.ok_or_else(|| Fail::new("not a proposal layer"))?;
     cx.g.rpn.apply(&mut p);
@@ -449,8 +354,10 @@ pub(crate) fn proposal(cx: &mut LayerCx<'_>) -> Out {
         cx.op_to("Unsqueeze", vec![kept, axis1], &tops[1], vec![]);
         shapes.push(cx.caffe.tops[1].clone());
     }
-    for (t, s) in tops.iter().zip(&shapes) {
-        cx.g.b.rows.insert(t.clone(), s.clone());
+    // The RoI count is the data's: Caffe's shape is its bound.
+    let r = cx.fresh("R");
+    for t in tops {
+        cx.g.dynamic.insert(t.clone(), vec![(0, r.clone())]);
     }
     Ok(shapes)
 }
@@ -611,73 +518,6 @@ pub(crate) fn psroi_pooling(cx: &mut LayerCx<'_>) -> Out {
     Ok(cx.caffe.tops.clone())
 }
 
-/// ONNX's shape rules (opset 17) of the ops these lowerings add beyond `builder.rs`'s:
-/// elementwise and comparison ops (broadcasting), `CumSum`, `Gather`, `MaxRoiPool`.
-/// `None` for anything else (the data-dependent ops of the proposal layer).
-pub(crate) fn onnx_shapes(
-    n: &NodeProto,
-    ins: &[Option<&Vec<usize>>],
-    _consts: &HashMap<String, Vec<i64>>,
-) -> Option<Vec<Vec<usize>>> {
-    let x = || ins.first().copied().flatten();
-    match n.op_type.as_str() {
-        "Sign" | "Floor" | "Ceil" | "CumSum" => Some(vec![x()?.clone()]),
-        "Min" | "LessOrEqual" | "Or" | "Where" => {
-            let all: Option<Vec<&Vec<usize>>> = ins.iter().copied().collect();
-            let all = all?;
-            let rank = all.iter().map(|s| s.len()).max()?;
-            let mut out = vec![1usize; rank];
-            for s in all {
-                for (i, &d) in s.iter().enumerate() {
-                    let o = &mut out[rank - s.len() + i];
-                    if *o == 1 {
-                        *o = d;
-                    } else if d != 1 && d != *o {
-                        return None;
-                    }
-                }
-            }
-            Some(vec![out])
-        }
-        "Gather" => {
-            let data = x()?;
-            let idx = ins.get(1).copied().flatten()?;
-            let axis = n
-                .attribute
-                .iter()
-                .find(|a| a.name == "axis")
-                .map_or(0, |a| a.i);
-            let a = usize::try_from(if axis < 0 {
-                axis + data.len() as i64
-            } else {
-                axis
-            })
-            .ok()
-            .filter(|&a| a < data.len())?;
-            let mut out = data[..a].to_vec();
-            out.extend_from_slice(idx);
-            out.extend_from_slice(&data[a + 1..]);
-            Some(vec![out])
-        }
-        "MaxRoiPool" => {
-            let x = x()?;
-            let rois = ins.get(1).copied().flatten()?;
-            let pooled = n
-                .attribute
-                .iter()
-                .find(|a| a.name == "pooled_shape")
-                .map(|a| a.ints.clone())?;
-            if x.len() != 4 || rois.len() != 2 || rois[1] != 5 || pooled.len() != 2 {
-                return None;
-            }
-            let ph = usize::try_from(pooled[0]).ok()?;
-            let pw = usize::try_from(pooled[1]).ok()?;
-            Some(vec![vec![rois[0], x[1], ph, pw]])
-        }
-        _ => None,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -706,28 +546,5 @@ mod tests {
         let py = py_anchors(16.0, &[5.5], &[1.0]);
         let cv = opencv_anchors(16.0, &[5.5], &[1.0]);
         assert_eq!((py[0][3] - py[0][1], cv[0][3] - cv[0][1]), (37.0, 38.0));
-    }
-
-    #[test]
-    fn rpn_options() {
-        let mut o = RpnOptions::default();
-        assert!(o.is_empty());
-        o.parse_setting("TEST.RPN_PRE_NMS_TOP_N=1000").unwrap();
-        o.parse_setting("post_nms_topn = -1").unwrap();
-        o.parse_setting("min_size=0").unwrap();
-        assert_eq!(
-            (o.pre_nms_top_n, o.post_nms_top_n, o.min_size),
-            (Some(1000), Some(-1), Some(0.0))
-        );
-        for bad in [
-            "nms_thresh=1.5",
-            "nms_thresh=x",
-            "min_size=-1",
-            "pre_nms_top_n=1.5",
-            "feat_stride=8",
-            "x",
-        ] {
-            assert!(o.parse_setting(bad).is_err(), "{bad}");
-        }
     }
 }

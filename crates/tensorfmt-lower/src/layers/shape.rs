@@ -3,7 +3,7 @@
 
 use tensorfmt_caffe::proto::eltwise_parameter::EltwiseOp;
 
-use super::{axis, LayerCx};
+use super::context::{axis, LayerCx};
 use crate::builder::{attr, Value, A};
 use crate::error::{Fail, LResult};
 
@@ -274,9 +274,9 @@ pub(crate) fn reshape(cx: &mut LayerCx<'_>) -> Out {
     let p = cx.param().reshape_param.clone().unwrap_or_default();
     let dims = p.shape.as_ref().map(|s| s.dim.clone()).unwrap_or_default();
     let out = reshape_rule(&ins[0].shape, &dims, p.axis(), p.num_axes())?;
-    if cx.g.data_dependent.contains(&ins[0].name) {
-        // Rows whose count the data decides (RoIs): Caffe's own dims, whose 0 and -1
-        // follow that count at run time as Caffe's Reshape does.
+    if cx.g.from_dynamic.contains(&ins[0].name) {
+        // A size known only at run time (RoIs): Caffe's own dims, whose 0 and -1
+        // follow it at run time as Caffe's Reshape does.
         let spec = caffe_spec(&ins[0].shape, &dims, p.axis(), p.num_axes(), &out);
         let s = cx.i64s("shape", spec)?;
         cx.op_to("Reshape", vec![ins[0].name.clone(), s], &tops[0], vec![]);

@@ -13,10 +13,13 @@ pub struct AttributeProto {
     pub doc_string: ::prost::alloc::string::String,
     #[prost(enumeration = "attribute_proto::AttributeType", tag = "20")]
     pub r#type: i32,
-    #[prost(float, tag = "2")]
-    pub f: f32,
-    #[prost(int64, tag = "3")]
-    pub i: i64,
+    /// `optional`: ONNX's onnx.proto is proto2, and readers built on it (OpenCV's ONNX
+    /// importer) test has_f / has_i; a plain proto3 scalar would leave a zero (axis 0,
+    /// count_include_pad 0) out of the file, and such readers refuse the attribute.
+    #[prost(float, optional, tag = "2")]
+    pub f: ::core::option::Option<f32>,
+    #[prost(int64, optional, tag = "3")]
+    pub i: ::core::option::Option<i64>,
     #[prost(bytes = "bytes", tag = "4")]
     pub s: ::prost::bytes::Bytes,
     #[prost(message, optional, tag = "5")]

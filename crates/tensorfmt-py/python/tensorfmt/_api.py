@@ -10,6 +10,8 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Proto
 import numpy as np
 
 from . import _native
+from ._errors import warn_leniency as _warn_leniency
+from ._text import summary as _summary
 from ._errors import (
     InvalidArgumentError,
     LimitError,
@@ -484,29 +486,10 @@ class TensorSlice:
         return part
 
 
-def _summary(a: Any) -> str:
-    """An array as ``float32[20, 1, 5, 5]`` (reprs of typed records show shapes, not
-    megabytes of values)."""
-    if a is None:
-        return "None"
-    return f"{a.dtype}{list(a.shape)}"
-
-
 def _errors_base():
     from ._errors import TensorfmtError
 
     return TensorfmtError
-
-
-def _warn_leniency(path: str, warnings: Sequence[str], stacklevel: int = 3) -> None:
-    """Each thing the lenient reader accepted (a crash-truncated PVP file read up to its
-    last whole frame, ...) as a :class:`TensorfmtWarning`."""
-    import warnings as _warnings
-
-    from ._errors import TensorfmtWarning
-
-    for w in warnings:
-        _warnings.warn(f"{path}: {w}", TensorfmtWarning, stacklevel=stacklevel)
 
 
 def _frame_count(native: "_native.File", path: str, kind: Optional[str], strict: bool) -> int:
@@ -724,9 +707,8 @@ def save(
             }
         )
     extra = {str(k): str(v) for k, v in (settings or {}).items()}
-    if like is not None:
-        extra["like"] = os.fspath(like)
-    _report(p, *_native.save(p, items, to, dtype, hex, extra, fsync, _progress_callback(progress)))
+    original = None if like is None else os.fspath(like)
+    _report(p, *_native.save(p, items, to, dtype, hex, extra, fsync, _progress_callback(progress), original))
 
 
 def _is_scipy_sparse(value: Any) -> bool:
@@ -804,12 +786,9 @@ def _convert_open(
         for n in names:
             doc.info(n)
     extra = {str(k): str(v) for k, v in (settings or {}).items()}
-    if dense:
-        extra["dense"] = "true"
-    if like is not None:
-        extra["like"] = os.fspath(like)
+    original = None if like is None else os.fspath(like)
     hook = _progress_callback(progress)
-    return _report(p, *doc._file.convert(p, names, to, dtype, hex, extra, fsync, hook))
+    return _report(p, *doc._file.convert(p, names, to, dtype, hex, extra, fsync, hook, original, dense))
 
 
 def convert(

@@ -14,7 +14,7 @@ from the builtin exception a Python user would catch for the same problem, so ex
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Sequence
 
 
 class TensorfmtError(Exception):
@@ -182,3 +182,12 @@ __all__ = [
     "TensorfmtTypeError",
     "TensorfmtIndexError",
 ]
+
+
+def warn_leniency(path: str, warnings: Sequence[str], stacklevel: int = 3) -> None:
+    """Each thing the lenient reader accepted (a crash-truncated PVP file read up to its
+    last whole frame, ...) as a :class:`TensorfmtWarning`."""
+    import warnings as _warnings
+
+    for w in warnings:
+        _warnings.warn(f"{path}: {w}", TensorfmtWarning, stacklevel=stacklevel)

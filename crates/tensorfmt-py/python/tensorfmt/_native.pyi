@@ -28,6 +28,13 @@ __all__ = [
     "primitiv_model_entries",
     "Som",
     "open_som",
+    "som_map",
+    "som_map_files",
+    "som_geometry",
+    "som_transform",
+    "som_align",
+    "som_ids",
+    "som_write_data",
     "save",
     "diff",
     "formats",
@@ -41,6 +48,8 @@ __all__ = [
     "specs_nest",
     "specs_n_unique",
     "detect",
+    "describe_remote",
+    "detect_content",
     "__version__",
 ]
 
@@ -87,6 +96,8 @@ class File:
         settings: Optional[Dict[str, str]] = None,
         fsync: bool = True,
         progress: Optional[Callable[[int, int], Any]] = None,
+        like: Optional[_Path] = None,
+        dense: bool = False,
     ) -> Tuple[int, List[str], List[str]]: ...
     def close(self) -> None: ...
 
@@ -163,6 +174,7 @@ def caffe_to_onnx(
     outputs: Optional[List[str]] = None,
     dynamic_batch: bool = False,
     strict: bool = False,
+    stop_before: Optional[List[str]] = None,
     rpn: Optional[List[Tuple[str, str]]] = None,
 ) -> Dict[str, Any]: ...
 def caffe_state_dict(
@@ -194,6 +206,55 @@ class Som:
     def rotflip(self, e: int, n: int, numrot: int) -> Tuple[bool, float, int]: ...
 
 def open_som(path: _Path, kind: Optional[str] = None, strict: bool = False) -> Som: ...
+def som_map(
+    data_path: Optional[_Path],
+    data_array: Optional[Dict[str, Any]],
+    som_path: Optional[_Path],
+    som_array: Optional[Dict[str, Any]],
+    num_rot: int,
+    flip: bool,
+    neuron_dim: Optional[int],
+    euclidean_distance_dim: Optional[int],
+    euclidean_distance_shape: str,
+    interpolation: str,
+    threads: Optional[int],
+    progress: Optional[Callable[[int, int], Any]] = None,
+) -> Tuple[Array, Array, Array, Optional[Tuple[str, List[int]]]]: ...
+def som_map_files(
+    data: _Path,
+    som: _Path,
+    map_out: _Path,
+    rotflip_out: Optional[_Path],
+    ids: Optional[List[str]],
+    num_rot: int,
+    flip: bool,
+    neuron_dim: Optional[int],
+    euclidean_distance_dim: Optional[int],
+    euclidean_distance_shape: str,
+    interpolation: str,
+    threads: Optional[int],
+    progress: Optional[Callable[[int, int], Any]] = None,
+) -> Tuple[int, int, int]: ...
+def som_geometry(
+    image_dims: List[int],
+    neuron_dims: List[int],
+    num_rot: int,
+    flip: bool,
+    neuron_dim: Optional[int],
+    euclidean_distance_dim: Optional[int],
+    euclidean_distance_shape: str,
+    interpolation: str,
+) -> Tuple[int, int, int, int, int]: ...
+def som_transform(
+    image: bytes, channels: int, image_dim: int, neuron_dim: int, num_rot: int, flip: bool, t: int, interpolation: str
+) -> bytes: ...
+def som_align(
+    neuron: bytes, channels: int, neuron_dim: int, image_dim: int, num_rot: int, flip: bool, t: int
+) -> bytes: ...
+def som_ids(path: _Path) -> Optional[List[str]]: ...
+def som_write_data(
+    path: _Path, data: Dict[str, Any], ids: Optional[List[str]] = None, comments: Optional[List[str]] = None
+) -> int: ...
 def primitiv_model_entries(
     path: _Path, strict: bool = False
 ) -> Optional[List[Tuple[str, str, List[Tuple[str, str]]]]]: ...
@@ -206,6 +267,7 @@ def save(
     settings: Optional[Dict[str, str]] = None,
     fsync: bool = True,
     progress: Optional[Callable[[int, int], Any]] = None,
+    like: Optional[_Path] = None,
 ) -> Tuple[int, List[str], List[str]]: ...
 def diff(
     a: _Path,
@@ -218,6 +280,20 @@ def diff(
 ) -> Dict[str, Any]: ...
 def formats() -> List[Tuple[str, List[str], List[str], bool]]: ...
 def detect(path: _Path) -> str: ...
+def detect_content(head: bytes, size: int) -> Optional[str]: ...
+def describe_remote(
+    read_range: Callable[[int, int], bytes],
+    size: int,
+    name: Optional[str] = None,
+    format: Optional[str] = None,
+    kind: Optional[str] = None,
+    strict: bool = False,
+    read_ranges: Optional[Callable[[List[int], List[int]], List[bytes]]] = None,
+    block: Optional[int] = None,
+    max_fetch: Optional[int] = None,
+    chunk_bytes: int = ...,
+    fortran_columns: bool = False,
+) -> Dict[str, Any]: ...
 
 # tensorfmt_core::space (tensorfmt.spaces cross-checks its numpy implementation with
 # these): a space is a nested tuple ("vector", dim, dtype) / ("conv2d", rows, cols,

@@ -31,3 +31,16 @@ def name(s: Any) -> str:
     if len(e) <= NAME_MAX:
         return e
     return f"{e[: NAME_MAX - 24]}... ({len(str(s).encode('utf-8', 'surrogateescape'))} bytes)"
+
+
+def summary(a: Any) -> str:
+    """An array as ``float32[20, 1, 5, 5]`` (reprs of typed records show shapes, not
+    megabytes of values).
+
+    >>> import numpy as np
+    >>> summary(np.zeros((2, 3), np.float32))
+    'float32[2, 3]'
+    """
+    if a is None:
+        return "None"
+    return f"{a.dtype}{list(a.shape)}"

@@ -32,8 +32,8 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 
 from . import _native
-from ._api import _summary
-from ._errors import InvalidArgumentError, TensorfmtTypeError, TensorNotFoundError
+from ._text import summary as _summary
+from ._errors import InvalidArgumentError, TensorfmtTypeError, TensorNotFoundError, warn_leniency
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -305,10 +305,8 @@ def open(path: PathLike, *, kind: Optional[str] = None, strict: bool = False) ->
     >>> net.kind, [l.name for l in net.layers], net["ip"].blobs[0].shape
     ('caffemodel', ['ip'], (3, 2))
     """
-    from ._api import _warn_leniency
-
     f = CaffeFile(path, kind=kind, strict=strict)
-    _warn_leniency(f.path, f.warnings)
+    warn_leniency(f.path, f.warnings)
     return f
 
 
@@ -332,6 +330,7 @@ def to_onnx(
     outputs: Optional[Sequence[str]] = None,
     dynamic_batch: bool = False,
     strict: bool = False,
+    stop_before: Union[str, Sequence[str], None] = None,
     rpn: Optional[Mapping[str, Union[int, float]]] = None,
 ) -> Dict[str, Any]:
     """Converts a Caffe net (weights + deploy prototxt) to an ONNX model (opset 17),
@@ -341,13 +340,19 @@ def to_onnx(
     ``proto``: a fork's ``caffe.proto`` for prototxts with fields the builtin schema
     lacks (SegNet, ENet, PSPNet; SSD's, OpenCV's, Faster R-CNN's are built in); ``input_shape``: ``{"data": (1, 3, 224, 224)}`` replaces the prototxt's
     shapes; ``outputs``: blob names to expose instead of the net's outputs;
-    ``dynamic_batch``: a symbolic batch dimension; ``rpn``: Faster R-CNN / R-FCN
-    test-time RPN constants of the proposal layers, ``{"post_nms_top_n": 100}``
+    ``dynamic_batch``: a symbolic batch dimension; ``stop_before``: layer names or types
+    (``"DetectionOutput"``) the graph stops before, with every layer that reads what
+    they compute: the blobs they read become the outputs (for runtimes without
+    NonMaxSuppression, or NMS of your own); ``rpn``: Faster R-CNN / R-FCN test-time
+    RPN constants of the proposal layers, ``{"post_nms_top_n": 100}``
     (``pre_nms_top_n``, ``post_nms_top_n``, ``nms_thresh``, ``min_size``; default: the
     prototxt's ``proposal_param``, or py-faster-rcnn's 6000, 300, 0.7, 16). A net with
     layers that have no lowering raises (listing every one of them) and writes nothing.
 
-    Returns ``{"inputs", "outputs", "shapes", "stopped_before", "warnings", "nodes"}``::
+    Returns ``{"inputs", "outputs", "shapes", "stopped_before", "warnings", "nodes"}``
+    (``stopped_before``: the ``(name, type)`` of every layer cut by ``stop_before``;
+    ``shapes``: Caffe's shapes, for a DetectionOutput top the bound ``[1, 1,
+    keep_top_k, 7]`` of its run-time row count)::
 
         >>> import numpy as np, onnxruntime as ort, tensorfmt.caffe
         >>> net = "testdata/nets/lenet_tiny.prototxt"
@@ -370,6 +375,7 @@ def to_onnx(
         outputs=None if outputs is None else [str(o) for o in outputs],
         dynamic_batch=dynamic_batch,
         strict=strict,
+        stop_before=None if stop_before is None else [stop_before] if isinstance(stop_before, str) else [str(s) for s in stop_before],
         rpn=None if rpn is None else [(str(k), _rpn_value(k, v)) for k, v in rpn.items()],
     )
 
@@ -422,9 +428,9 @@ def write_random_weights(
 
 
 def supported_layers() -> List[str]:
-    """The Caffe layer types :func:`to_onnx` lowers, then those the graph stops before
-    (``DetectionOutput``). A type may still be refused for its parameters (STOCHASTIC
-    pooling, ``use_global_stats: false``, ...): the error lists every such layer.
+    """The Caffe layer types :func:`to_onnx` lowers. A type may still be refused for its
+    parameters (STOCHASTIC pooling, ``use_global_stats: false``, DetectionOutput's
+    ``eta < 1``, ...): the error lists every such layer.
 
     >>> import tensorfmt.caffe
     >>> "Convolution" in tensorfmt.caffe.supported_layers()

@@ -33,7 +33,7 @@ from ._errors import InvalidArgumentError
 
 PathLike = Union[str, "os.PathLike[str]"]
 
-__all__ = ["activity", "weights_tableau", "som", "bmu_counts", "caffe_filters", "caffe_mean"]
+__all__ = ["activity", "weights_tableau", "som", "bmu_counts", "distances", "caffe_filters", "caffe_mean"]
 
 
 def _plt() -> Any:
@@ -207,38 +207,97 @@ def som(path: PathLike, *, channel: int = 0, cmap: str = "viridis", ax: Any = No
     return _show(fig, ax, _tiles(list(neurons), columns=cols), cmap, lo, hi, "weight")
 
 
-def bmu_counts(path: PathLike, *, cmap: str = "magma", ax: Any = None) -> Any:
-    """How many entries of a PINK mapping file each neuron best matches, on the map,
-    with each count written on its cell."""
-    m = _som.open(path)
-    if m.kind != "mapping":
-        raise InvalidArgumentError(f"{path} is a {m.kind} file, not a mapping")
-    counts = np.asarray(m.bmu_counts(), dtype=np.float64)
-    lo, hi = float(counts.min()), float(max(counts.max(), counts.min() + 1))
-    fig, ax = _figure(ax)
-    _title(ax, f"{_name(path)}: best-matching units, {m.layout} {m.map_shape}", f"{int(counts.sum())} entries", lo, hi)
+def _map_heatmap(
+    fig: Any, ax: Any, m: Any, values: np.ndarray, cmap: str, label: str, fmt: Any, lo: float, hi: float,
+    mark: Optional[int] = None,
+) -> Any:
+    """One cell per neuron of the mapping ``m``'s map (hexagons at axial coordinates,
+    or a grid), coloured by ``values`` and labelled with ``fmt(value)``; the cell
+    ``mark`` (storage order) outlined."""
     plt = _plt()
     norm = plt.Normalize(lo, hi)
     colours = plt.get_cmap(cmap)
+
+    def ink(v: float) -> str:
+        return "white" if norm(v) < 0.5 else "black"
+
     if m.hexagonal:
         from matplotlib.patches import RegularPolygon
 
         centres = _hex_centres(m.axial())
-        for (x, y), c in zip(centres, counts):
-            ax.add_patch(RegularPolygon((x, -y), 6, radius=1.0, facecolor=colours(norm(c)), edgecolor="white"))
-            ax.text(x, -y, f"{int(c)}", ha="center", va="center", fontsize=8, color="white" if norm(c) < 0.5 else "black")
+        for i, ((x, y), v) in enumerate(zip(centres, values)):
+            edge, width = ("red", 2.5) if i == mark else ("white", 1.0)
+            ax.add_patch(RegularPolygon((x, -y), 6, radius=1.0, facecolor=colours(norm(v)), edgecolor=edge, linewidth=width))
+            ax.text(x, -y, fmt(v), ha="center", va="center", fontsize=7, color=ink(v))
         ax.set_xlim(centres[:, 0].min() - 1.2, centres[:, 0].max() + 1.2)
         ax.set_ylim(-centres[:, 1].max() - 1.2, -centres[:, 1].min() + 1.2)
         ax.set_aspect("equal")
         ax.set_xticks([])
         ax.set_yticks([])
-        fig.colorbar(plt.cm.ScalarMappable(norm=norm, cmap=colours), ax=ax, label="entries")
+        fig.colorbar(plt.cm.ScalarMappable(norm=norm, cmap=colours), ax=ax, label=label)
         return fig
-    dims = list(m.map_shape or (len(counts),))
-    grid = counts.reshape(dims if len(dims) == 2 else (1, -1))
-    for (i, j), c in np.ndenumerate(grid):
-        ax.text(j, i, f"{int(c)}", ha="center", va="center", fontsize=8, color="white" if norm(c) < 0.5 else "black")
-    return _show(fig, ax, grid, cmap, lo, hi, "entries")
+    dims = list(m.map_shape or (len(values),))
+    grid = values.reshape(dims if len(dims) == 2 else (1, -1))
+    for (i, j), v in np.ndenumerate(grid):
+        ax.text(j, i, fmt(v), ha="center", va="center", fontsize=7, color=ink(v))
+    if mark is not None:
+        from matplotlib.patches import Rectangle
+
+        row, col = (int(v) for v in np.unravel_index(mark, grid.shape))
+        ax.add_patch(Rectangle((col - 0.5, row - 0.5), 1, 1, fill=False, edgecolor="red", linewidth=2.5))
+    return _show(fig, ax, grid, cmap, lo, hi, label)
+
+
+def _mapping(path: PathLike) -> Any:
+    import warnings
+
+    from ._errors import TensorfmtWarning
+
+    with warnings.catch_warnings():
+        # PINK labels hexagonal mappings cartesian; the inference is expected here.
+        warnings.simplefilter("ignore", TensorfmtWarning)
+        m = _som.open(path)
+    if m.kind != "mapping":
+        raise InvalidArgumentError(f"{path} is a {m.kind} file, not a mapping")
+    return m
+
+
+def bmu_counts(path: PathLike, *, cmap: str = "magma", ax: Any = None) -> Any:
+    """How many entries of a PINK mapping file each neuron best matches, on the map,
+    with each count written on its cell."""
+    m = _mapping(path)
+    counts = np.asarray(m.bmu_counts(), dtype=np.float64)
+    lo, hi = float(counts.min()), float(max(counts.max(), counts.min() + 1))
+    fig, ax = _figure(ax)
+    _title(ax, f"{_name(path)}: best-matching units, {m.layout} {m.map_shape}", f"{int(counts.sum())} entries", lo, hi)
+    return _map_heatmap(fig, ax, m, counts, cmap, "entries", lambda c: f"{int(c)}", lo, hi)
+
+
+def distances(path: PathLike, entry: int = 0, *, cmap: str = "viridis_r", ax: Any = None) -> Any:
+    """One entry's distance to every neuron of a PINK mapping file, on the map
+    (hexagons for a hexagonal SOM), each value written on its cell and the
+    best-matching neuron outlined in red.
+
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import tensorfmt.plot
+    >>> fig = tensorfmt.plot.distances("testdata/som/mapping/map_hex5_36_flip.bin", entry=3)
+    >>> fig.axes[0].get_title().splitlines()[0]
+    'map_hex5_36_flip.bin: distances of entry 3, hexagonal (5, 5)'
+    """
+    m = _mapping(path)
+    n = len(m)
+    e = int(entry) + (n if int(entry) < 0 else 0)
+    if not 0 <= e < n:
+        raise InvalidArgumentError(f"entry {entry}: {path} has {n} entries")
+    values = np.asarray(m.distances[e], dtype=np.float64).reshape(-1)
+    finite = np.where(np.isnan(values), np.inf, values)
+    best = int(np.argmin(finite)) if np.isfinite(finite).any() else None
+    lo, hi = _range(values)
+    fig, ax = _figure(ax)
+    what = f"best match neuron {best} (outlined)" if best is not None else "no finite distance"
+    _title(ax, f"{_name(path)}: distances of entry {e}, {m.layout} {m.map_shape}", what, lo, hi)
+    return _map_heatmap(fig, ax, m, values, cmap, "distance", lambda v: f"{v:.3g}", lo, hi, mark=best)
 
 
 def _bgr_to_rgb(chw: np.ndarray) -> np.ndarray:

@@ -29,9 +29,10 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 import numpy as np
 
 from . import _native
-from ._api import Document, _summary
+from ._api import Document
 from ._api import open as _open_document
 from ._errors import InvalidArgumentError
+from ._text import summary as _summary
 
 PathLike = Union[str, "os.PathLike[str]"]
 

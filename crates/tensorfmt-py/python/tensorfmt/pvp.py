@@ -38,8 +38,8 @@ except ImportError:  # pragma: no cover
 import numpy as np
 
 from . import _native
-from ._api import _summary
-from ._errors import InvalidArgumentError, TensorfmtIndexError, TensorfmtTypeError
+from ._text import summary as _summary
+from ._errors import InvalidArgumentError, TensorfmtIndexError, TensorfmtTypeError, warn_leniency
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -295,9 +295,7 @@ def _open(path: PathLike, strict: bool = False, kind: Optional[str] = None, warn
     f = _CLASSES[base.kind].__new__(_CLASSES[base.kind])
     f.__dict__.update(base.__dict__)
     if warn:
-        from ._api import _warn_leniency
-
-        _warn_leniency(p, f.warnings, stacklevel=4)
+        warn_leniency(p, f.warnings, stacklevel=4)
     return f
 
 

@@ -22,7 +22,7 @@ whose layout needs it).
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, List, Optional, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -188,4 +188,400 @@ def open(path: PathLike, *, kind: Optional[str] = None, strict: bool = False) ->
     return SomFile(path, kind=kind, strict=strict)
 
 
-__all__ = ["open", "SomFile"]
+# ---- PINK's mapping step, transforms and best-match tools (issue 32) ----
+
+Source = Union[PathLike, np.ndarray]
+
+_DEFAULTS: Dict[str, Any] = {
+    "num_rot": 360,
+    "flip": True,
+    "neuron_dim": None,
+    "euclidean_distance_dim": None,
+    "euclidean_distance_shape": "quadratic",
+    "interpolation": "bilinear",
+}
+
+
+def _options(options: Dict[str, Any]) -> Dict[str, Any]:
+    unknown = set(options) - set(_DEFAULTS) - {"threads"}
+    if unknown:
+        raise InvalidArgumentError(
+            f"unknown mapping option(s) {sorted(unknown)}; expected {sorted(_DEFAULTS)} or threads"
+        )
+    out = {**_DEFAULTS, "threads": None, **options}
+    out["num_rot"] = int(out["num_rot"])
+    out["flip"] = bool(out["flip"])
+    return out
+
+
+def _f32(name: str, value: Any) -> Dict[str, Any]:
+    a = np.require(np.asarray(value, dtype=np.float32), requirements=["C", "A"])
+    return {
+        "owner": a,
+        "address": a.__array_interface__["data"][0] if a.size else 0,
+        "len": int(a.size),
+        "shape": list(a.shape),
+    }
+
+
+def _is_path(x: Any) -> bool:
+    return isinstance(x, (str, bytes, os.PathLike))
+
+
+def _path_of(x: Any) -> Optional[str]:
+    """The path ``x`` names, or None for an array."""
+    if isinstance(x, (str, os.PathLike)):
+        return os.fspath(x)
+    if isinstance(x, bytes):
+        return os.fsdecode(x)
+    return None
+
+
+def map(data: Source, som: Source, *, progress: Any = None, **options: Any) -> Tuple[np.ndarray, Dict[str, np.ndarray]]:  # noqa: A001
+    """PINK's mapping step, as ``Pink --cuda-off --map`` computes it (bit for bit):
+    every entry's distance to every neuron, minimised over the entry's rotations and
+    flips, and the best rotation/flip.
+
+    ``data`` is a PINK data file or an array ``[entries, d, d]`` / ``[entries,
+    channels, d, d]``; ``som`` a SOM file or an array ``[*map dims, (channels,) nd,
+    nd]``. Options, with PINK's defaults: ``num_rot=360`` (1 or a multiple of 4),
+    ``flip=True``, ``neuron_dim`` (must equal the SOM's), ``euclidean_distance_dim``
+    (image side x sqrt(2)/2 when rotating with a quadratic region, else the image side),
+    ``euclidean_distance_shape`` (``"quadratic"`` or ``"circular"``), ``interpolation``
+    (``"bilinear"``; ``"nearest_neighbor"`` only with 1 or 4 rotations, as on PINK's CPU
+    path); ``threads`` (default: every core); ``progress(done, total)`` counts entries.
+    The work runs without the GIL; Ctrl-C stops it at the next entry.
+
+    Returns ``(distances, rotflip)``: ``distances`` shaped as ``tensorfmt.load`` of
+    PINK's mapping file (``[entries, *map dims]``, ``[entries, neurons]`` for a
+    hexagonal SOM), ``rotflip`` as ``tensorfmt.load`` of its rotation/flip file
+    (``{"flip": uint8, "angle": float32 radians}``, each ``[entries, neurons]``).
+
+    >>> import numpy as np, tensorfmt.som
+    >>> d = "testdata/som/mapping/"
+    >>> dist, rf = tensorfmt.som.map(d + "data_16.bin", d + "som_cart3x3.bin", num_rot=4, flip=False)
+    >>> dist.shape, rf["angle"].shape
+    ((20, 3, 3), (20, 9))
+    >>> bool((dist == tensorfmt.load(d + "map_cart_4_noflip.bin")["distances"]).all())
+    True
+    """
+    o = _options(options)
+    data_path = _path_of(data)
+    som_path = _path_of(som)
+    data_array = None if data_path is not None else _f32("data", data)
+    som_array = None
+    map_dims: Optional[Tuple[int, ...]] = None
+    if som_path is None:
+        s = np.asarray(som, dtype=np.float32)
+        if data_array is not None:
+            rank = len(data_array["shape"]) - 1
+        else:
+            with open(data_path) as f:  # type: ignore[arg-type]
+                rank = len(f.item_shape or ())
+        if data_array is not None and len(data_array["shape"]) not in (3, 4):
+            raise InvalidArgumentError(
+                f"data: expected [entries, d, d] or [entries, channels, d, d], got shape {tuple(data_array['shape'])}"
+            )
+        if s.ndim <= rank:
+            raise InvalidArgumentError(f"som: expected [*map dims, *neuron dims of rank {rank}], got shape {s.shape}")
+        map_dims = tuple(s.shape[: s.ndim - rank])
+        som_array = _f32("som", s.reshape((-1,) + s.shape[s.ndim - rank :]))
+    elif data_array is not None and len(data_array["shape"]) not in (3, 4):
+        raise InvalidArgumentError(
+            f"data: expected [entries, d, d] or [entries, channels, d, d], got shape {tuple(data_array['shape'])}"
+        )
+    dist, flip, angle, layout = _native.som_map(
+        data_path,
+        data_array,
+        som_path,
+        som_array,
+        o["num_rot"],
+        o["flip"],
+        o["neuron_dim"],
+        o["euclidean_distance_dim"],
+        o["euclidean_distance_shape"],
+        o["interpolation"],
+        o["threads"],
+        _progress(progress),
+    )
+    distances = np.asarray(dist)
+    dims = tuple(layout[1]) if layout is not None else map_dims
+    if dims is not None:
+        distances = distances.reshape((distances.shape[0],) + tuple(dims))
+    return distances, {"flip": np.asarray(flip), "angle": np.asarray(angle)}
+
+
+def geometry(image_shape: Sequence[int], neuron_shape: Sequence[int], **options: Any) -> Dict[str, int]:
+    """What :func:`map` resolves for images of ``image_shape`` and neurons of
+    ``neuron_shape`` (each ``(d, d)`` or ``(channels, d, d)``) with ``options``: PINK's
+    defaults filled in and checked (the same errors :func:`map` raises).
+
+    >>> import tensorfmt.som
+    >>> tensorfmt.som.geometry((64, 64), (91, 91))
+    {'channels': 1, 'image_dim': 64, 'neuron_dim': 91, 'euclidean_distance_dim': 45, 'transforms': 720}
+    """
+    o = _options(options)
+    c, d, nd, edd, t = _native.som_geometry(
+        [int(v) for v in image_shape], [int(v) for v in neuron_shape], o["num_rot"], o["flip"],
+        o["neuron_dim"], o["euclidean_distance_dim"], o["euclidean_distance_shape"], o["interpolation"],
+    )
+    return {"channels": c, "image_dim": d, "neuron_dim": nd, "euclidean_distance_dim": edd, "transforms": t}
+
+
+def _progress(progress: Any) -> Any:
+    from ._api import _progress_callback
+
+    return _progress_callback(progress)
+
+
+def map_files(
+    data: PathLike,
+    som: PathLike,
+    map_path: PathLike,
+    rotflip_path: Optional[PathLike] = None,
+    *,
+    ids: Optional[Sequence[str]] = None,
+    progress: Any = None,
+    **options: Any,
+) -> Dict[str, int]:
+    """``Pink --map DATA MAP SOM --store-rot-flip ROTFLIP`` (the CLI's ``tensorfmt
+    som-map``): writes PINK's mapping file and, with ``rotflip_path``, its rotation/flip
+    file, byte for byte as PINK 2.5 writes them (each written to a temporary file and
+    renamed: nothing is left behind on error). ``ids`` (one per entry; default: the data
+    file's ``# id`` lines) go into both files' comment blocks. Options as :func:`map`.
+    Returns ``{"entries", "neurons", "ids"}``.
+
+    >>> import tensorfmt.som
+    >>> from pathlib import Path
+    >>> d = "testdata/som/mapping/"
+    >>> tensorfmt.som.map_files(d + "data_15.bin", d + "som_cart4x2_d15.bin", "out.map", "out.rotflip", num_rot=28)
+    {'entries': 12, 'neurons': 8, 'ids': 0}
+    >>> Path("out.map").read_bytes() == Path(d + "map_d15_28_flip.bin").read_bytes()
+    True
+    """
+    o = _options(options)
+    entries, neurons, n_ids = _native.som_map_files(
+        os.fspath(data),
+        os.fspath(som),
+        os.fspath(map_path),
+        None if rotflip_path is None else os.fspath(rotflip_path),
+        None if ids is None else [str(i) for i in ids],
+        o["num_rot"],
+        o["flip"],
+        o["neuron_dim"],
+        o["euclidean_distance_dim"],
+        o["euclidean_distance_shape"],
+        o["interpolation"],
+        o["threads"],
+        _progress(progress),
+    )
+    return {"entries": int(entries), "neurons": int(neurons), "ids": int(n_ids)}
+
+
+def _chw(a: np.ndarray, what: str) -> Tuple[np.ndarray, int, int]:
+    if a.ndim == 2:
+        c, d = 1, a.shape[0]
+    elif a.ndim == 3:
+        c, d = a.shape[0], a.shape[1]
+    else:
+        raise InvalidArgumentError(f"{what}: expected [d, d] or [channels, d, d], got shape {a.shape}")
+    if a.shape[-1] != a.shape[-2]:
+        raise InvalidArgumentError(f"{what}: must be square, got shape {a.shape}")
+    return np.ascontiguousarray(a, dtype="<f4"), c, d
+
+
+def _index(flip: Any, angle: float, num_rot: int) -> int:
+    step = np.float32(2 * np.pi) / np.float32(num_rot)
+    k = int(round(float(angle) / float(step))) % num_rot if num_rot > 0 else 0
+    return k + (num_rot if bool(flip) else 0)
+
+
+def transform(
+    image: Any, flip: Any, angle: float, *, num_rot: int = 360, neuron_dim: Optional[int] = None,
+    interpolation: str = "bilinear",
+) -> np.ndarray:
+    """The image as PINK compares it with a neuron under rotation/flip ``(flip,
+    angle)`` (a record of a rotation/flip file; ``angle`` in radians, a multiple of
+    ``2 pi / num_rot``): rotated clockwise by ``angle`` (quarter turns exact, the rest
+    bilinear, in PINK's float32 arithmetic), mirrored upside down when ``flip``, at
+    neuron size (``neuron_dim``, default PINK's: ``int(2 d / sqrt(2) + 1)``, or ``d``
+    for one rotation). ``image``: ``[d, d]`` or ``[channels, d, d]``.
+
+    >>> import numpy as np, tensorfmt.som
+    >>> img = np.zeros((3, 3), np.float32); img[0, 1] = 1      # top centre
+    >>> float(tensorfmt.som.transform(img, False, np.pi / 2, num_rot=4, neuron_dim=3)[1, 2])   # now right
+    1.0
+    """
+    a, c, d = _chw(np.asarray(image), "image")
+    nd = neuron_dim if neuron_dim is not None else (d if num_rot == 1 else int(2 * d / np.sqrt(2) + 1))
+    t = _index(flip, angle, int(num_rot))
+    out = _native.som_transform(a.tobytes(), c, d, int(nd), int(num_rot), bool(flip), t, interpolation)
+    shape = (nd, nd) if a.ndim == 2 else (c, nd, nd)
+    return np.frombuffer(out, dtype="<f4").reshape(shape).copy()
+
+
+def align(neuron: Any, flip: Any, angle: float, *, num_rot: int = 360, image_dim: Optional[int] = None) -> np.ndarray:
+    """The inverse of :func:`transform`: ``neuron`` (``[nd, nd]`` or ``[channels, nd,
+    nd]``) brought into the frame of an image it matched under ``(flip, angle)``, at
+    ``image_dim`` (default ``nd``): mirror undone, quarter turns undone exactly, the
+    rest rotated back bilinearly; 0 where the neuron does not reach.
+
+    >>> import numpy as np, tensorfmt.som
+    >>> img = np.arange(16, dtype=np.float32).reshape(4, 4)
+    >>> n = tensorfmt.som.transform(img, True, np.pi / 2, num_rot=4, neuron_dim=4)
+    >>> bool((tensorfmt.som.align(n, True, np.pi / 2, num_rot=4) == img).all())
+    True
+    """
+    a, c, nd = _chw(np.asarray(neuron), "neuron")
+    d = nd if image_dim is None else int(image_dim)
+    t = _index(flip, angle, int(num_rot))
+    out = _native.som_align(a.tobytes(), c, nd, d, int(num_rot), bool(flip), t)
+    shape = (d, d) if a.ndim == 2 else (c, d, d)
+    return np.frombuffer(out, dtype="<f4").reshape(shape).copy()
+
+
+def crop(image: Any, euclidean_distance_dim: int) -> np.ndarray:
+    """The central ``euclidean_distance_dim`` square of ``image`` (``[d, d]`` or
+    ``[channels, d, d]``), from row and column ``(d - edd) // 2``: the region PINK's
+    quadratic distance sums over.
+
+    >>> import numpy as np, tensorfmt.som
+    >>> tensorfmt.som.crop(np.arange(16).reshape(4, 4), 2).tolist()
+    [[5, 6], [9, 10]]
+    """
+    a = np.asarray(image)
+    d, e = a.shape[-1], int(euclidean_distance_dim)
+    if a.ndim not in (2, 3) or a.shape[-2] != d or not 0 < e <= d:
+        raise InvalidArgumentError(f"euclidean_distance_dim {e}: must be 1..={d} for an image of shape {a.shape}")
+    b = (d - e) // 2
+    return a[..., b : b + e, b : b + e]
+
+
+def ids(path: PathLike) -> Optional[List[str]]:
+    """The catalogue ids a PINK file carries (one ``# id <text>`` comment line per
+    entry, written by :func:`write_data` and carried by :func:`map_files` and
+    ``tensorfmt som-map``), or None.
+
+    >>> import tensorfmt.som
+    >>> tensorfmt.som.ids("testdata/som/mapping/data_16.bin")[:2]
+    ['J1000+0000', 'J1037+7919']
+    """
+    return _native.som_ids(os.fspath(path))
+
+
+def write_data(path: PathLike, data: Any, *, ids: Optional[Sequence[str]] = None, comments: Sequence[str] = ()) -> int:
+    """Writes a PINK data file (f32) from ``[entries, d, d]`` or ``[entries, channels,
+    d, d]``, with the catalogue ``ids`` (one per entry: ASCII, no line breaks) as ``#
+    id`` comment lines, which PINK skips and :func:`map_files` carries into its outputs.
+    Returns the number of entries.
+
+    >>> import numpy as np, tensorfmt.som
+    >>> tensorfmt.som.write_data("cat.bin", np.zeros((2, 8, 8)), ids=["src-1", "src-2"])
+    2
+    >>> tensorfmt.som.ids("cat.bin")
+    ['src-1', 'src-2']
+    """
+    a = np.asarray(data, dtype=np.float32)
+    if a.ndim not in (3, 4) or a.shape[0] == 0:
+        raise InvalidArgumentError(f"data: expected [entries, d, d] or [entries, channels, d, d], got shape {a.shape}")
+    return int(
+        _native.som_write_data(
+            os.fspath(path), _f32("data", a), None if ids is None else [str(i) for i in ids], [str(c) for c in comments]
+        )
+    )
+
+
+def _distances(distances: Any) -> np.ndarray:
+    if _is_path(distances):
+        import warnings
+
+        from ._errors import TensorfmtWarning
+
+        with warnings.catch_warnings():
+            # PINK labels hexagonal mappings cartesian: expected here, not news.
+            warnings.simplefilter("ignore", TensorfmtWarning)
+            distances = open(distances).distances  # type: ignore[arg-type]
+    d = np.asarray(distances)
+    if d.ndim < 2:
+        raise InvalidArgumentError(f"distances: expected [entries, *map dims], got shape {d.shape}")
+    return d.reshape(d.shape[0], -1)
+
+
+def best_matches(distances: Any) -> np.ndarray:
+    """The best-matching neuron (storage order) of every entry of a mapping (a file or
+    :func:`map`'s ``distances``): the first smallest distance, NaN ignored, -1 where
+    every distance is NaN.
+
+    >>> import tensorfmt.som
+    >>> m = "testdata/som/mapping/map_hex5_36_flip.bin"
+    >>> tensorfmt.som.best_matches(m)[:5].tolist()
+    [18, 14, 10, 15, 15]
+    >>> int(tensorfmt.som.counts(m).sum())
+    20
+    """
+    d = _distances(distances)
+    filled = np.where(np.isnan(d), np.inf, d)
+    best = np.argmin(filled, axis=1).astype(np.int64)
+    best[np.isnan(d).all(axis=1)] = -1
+    return best
+
+
+def counts(distances: Any) -> np.ndarray:
+    """How many entries each neuron best matches (storage order, ``[neurons]``)."""
+    d = _distances(distances)
+    b = best_matches(d)
+    return np.bincount(b[b >= 0], minlength=d.shape[1]).astype(np.int64)
+
+
+def neuron_entries(distances: Any, neuron: int) -> Tuple[np.ndarray, np.ndarray]:
+    """The entries whose best match is ``neuron``, closest first: ``(entries,
+    distances)`` (ties keep entry order).
+
+    >>> import tensorfmt.som
+    >>> e, dist = tensorfmt.som.neuron_entries("testdata/som/mapping/map_hex5_36_flip.bin", 0)
+    >>> bool((dist[:-1] <= dist[1:]).all())
+    True
+    """
+    d = _distances(distances)
+    if not 0 <= int(neuron) < d.shape[1]:
+        raise InvalidArgumentError(f"neuron {neuron}: the map has {d.shape[1]} neurons")
+    entries = np.flatnonzero(best_matches(d) == int(neuron))
+    values = d[entries, int(neuron)]
+    order = np.argsort(values, kind="stable")
+    return entries[order], values[order]
+
+
+def worst_matches(distances: Any, count: int = 10) -> Tuple[np.ndarray, np.ndarray]:
+    """The ``count`` entries farthest from their best-matching neuron, worst first:
+    ``(entries, distances to their best match)`` (the outliers a SOM does not
+    describe; ties keep entry order).
+
+    >>> import tensorfmt.som
+    >>> e, dist = tensorfmt.som.worst_matches("testdata/som/mapping/map_hex5_36_flip.bin", 3)
+    >>> len(e), bool(dist[0] >= dist[-1])
+    (3, True)
+    """
+    d = _distances(distances)
+    b = best_matches(d)
+    valid = np.flatnonzero(b >= 0)
+    best = d[valid, b[valid]]
+    order = np.argsort(-best, kind="stable")[: max(0, int(count))]
+    return valid[order], best[order]
+
+
+__all__ = [
+    "open",
+    "SomFile",
+    "map",
+    "map_files",
+    "geometry",
+    "transform",
+    "align",
+    "crop",
+    "ids",
+    "write_data",
+    "best_matches",
+    "counts",
+    "neuron_entries",
+    "worst_matches",
+]

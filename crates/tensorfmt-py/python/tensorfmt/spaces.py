@@ -50,8 +50,6 @@ The semantics are Pylearn2's numeric ones (``pylearn2/space/__init__.py``,
   ``max_labels`` >= 1 and ``dim`` >= 1.
 * The ``dtype`` setter keeps IndexSpace integer-only (upstream's setter bypassed the
   rule its constructor applies).
-* An IndexSpace inside a CompositeSpace formatted to a VectorSpace contributes
-  ``dim * max_labels`` columns, its one-hot width (as an IndexSpace alone does).
 * Error messages are well formed (upstream misses a space before "because" and names
   the source's ``max_labels`` in IndexSpace size errors).
 
@@ -736,11 +734,12 @@ class IndexSpace(SimplyTypedSpace):
 class CompositeSpace(Space):
     """A tuple of spaces; its batches are tuples of their batches (nestable).
 
-    Formatted to a VectorSpace, an IndexSpace component gives its one-hot columns
-    (``dim * max_labels``, a deliberate deviation: upstream mixed widths), while
-    :meth:`get_total_dimension` counts its ``dim`` as Pylearn2 does; such a vector
-    batch cannot be formatted back (``undo_np_format_as`` refuses it, naming both
-    totals), every other composite -> vector conversion can.
+    Formatted to a VectorSpace, each component goes into a VectorSpace of its
+    :meth:`get_total_dimension` columns, side by side, as Pylearn2 does. For an
+    IndexSpace component that is ``dim`` columns: its one-hots merged when ``dim ==
+    max_labels``, concatenated when ``max_labels == 1``, else the IndexSpace's size
+    error (Pylearn2's arithmetic; a vector cannot be formatted back into an
+    IndexSpace, there as here).
     """
 
     def __init__(self, components: Union[List[Space], Tuple[Space, ...]], **kwargs: Any) -> None:
@@ -858,20 +857,12 @@ class CompositeSpace(Space):
             size = n
         return size
 
-    def _flat_width(self) -> int:
-        return sum(_flat_width(c) for c in self.components)
-
     def _format_as(self, batch: Batch, space: Space) -> Batch:
         if isinstance(space, VectorSpace):
-            width = self._flat_width()
-            if width != space.dim:
-                raise InvalidArgumentError(
-                    f"{self} with total dimension {width} can't format a batch into {space} because its "
-                    f"total dimension is {space.dim}"
-                )
+            self._check_sizes(space)
             pieces: List[Any] = []
             for c, b in zip(self.components, batch):
-                w = _flat_width(c)
+                w = c.get_total_dimension()
                 if w == 0 or isinstance(c, NullSpace):
                     continue
                 tmp = VectorSpace(w, sparse=space.sparse, dtype=space.dtype)
@@ -905,18 +896,6 @@ class CompositeSpace(Space):
         if not isinstance(space, (NullSpace, SequenceSpace, VectorSequenceSpace, IndexSequenceSpace)):
             self._check_sizes(space)
         raise SpaceNotImplementedError(f"{self} does not know how to format as {space}")
-
-
-def _flat_width(space: Space) -> int:
-    """Width of a space's vector form inside a composite -> vector conversion: an
-    IndexSpace contributes its concatenated one-hots (``dim * max_labels``)."""
-    if isinstance(space, IndexSpace):
-        return space.dim * space.max_labels
-    if isinstance(space, CompositeSpace):
-        return space._flat_width()
-    if isinstance(space, NullSpace):
-        return 0
-    return space.get_total_dimension()
 
 
 class NullSpace(Space):
@@ -1342,7 +1321,7 @@ def is_flat_specs(data_specs: Tuple[Any, Any]) -> bool:
 
 def _native_spec(space: Space) -> Tuple[Any, ...]:
     """The description of ``space`` for the Rust core (``tensorfmt._native.space_*``);
-    used to cross-check this module against ``tensorfmt_core::space``."""
+    used to cross-check this module against ``tensorfmt_spaces`` (crate ``tensorfmt-spaces``)."""
     short = {
         "float16": "f16", "float32": "f32", "float64": "f64", "int8": "i8", "int16": "i16", "int32": "i32",
         "int64": "i64", "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",

@@ -452,10 +452,10 @@ fn lying(
 ) -> bool {
     let dir = tempfile::tempdir().unwrap();
     let mid = dir.path().join(format!("m.{}", via.extensions()[0]));
-    let mut options = WriteOptions::default();
-    options
-        .extra
-        .insert(crate::provenance::KEY.into(), meta.to_string());
+    let options = WriteOptions {
+        carried: Some(meta.to_string()),
+        ..WriteOptions::default()
+    };
     crate::save(&mid, via, tensors, &options).unwrap();
     let out = dir.path().join("out.pvp");
     let report =
@@ -532,10 +532,10 @@ fn carried_metadata_that_lies_is_never_trusted() {
         assert!(!lying(&zeros, &m, via, max));
         let dir = tempfile::tempdir().unwrap();
         let mid = dir.path().join("m.safetensors");
-        let mut options = WriteOptions::default();
-        options
-            .extra
-            .insert(crate::provenance::KEY.into(), m.to_string());
+        let options = WriteOptions {
+            carried: Some(m.to_string()),
+            ..WriteOptions::default()
+        };
         crate::save(&mid, crate::Format::Safetensors, &zeros, &options).unwrap();
         let report = crate::Document::open(&mid)
             .unwrap()

@@ -60,6 +60,27 @@ pub enum InteropError {
     Zip(#[from] zip::result::ZipError),
 }
 
+impl tensorfmt_core::Classify for InteropError {
+    fn kind(&self) -> tensorfmt_core::ErrorKind {
+        match self {
+            InteropError::Unsupported(_) => tensorfmt_core::ErrorKind::Unsupported,
+            _ => tensorfmt_core::ErrorKind::Format,
+        }
+    }
+    fn offset(&self) -> Option<u64> {
+        match self {
+            InteropError::Malformed { offset, .. } => Some(*offset),
+            _ => None,
+        }
+    }
+    fn field(&self) -> Option<&str> {
+        match self {
+            InteropError::Malformed { field, .. } => Some(field),
+            _ => None,
+        }
+    }
+}
+
 impl InteropError {
     /// A [`InteropError::Malformed`].
     pub fn malformed(offset: u64, field: &'static str, message: impl Into<String>) -> Self {
@@ -208,24 +229,15 @@ pub(crate) fn stored_dtype(info: &TensorInfo, options: &WriteOptions) -> DType {
     options.dtype.unwrap_or(info.dtype)
 }
 
-/// How many threads the streaming writers use: `options.extra["threads"]` when given
-/// (`1` turns the pipeline off; any larger number turns it on: the pipeline has two
-/// stages, so 2 and more behave alike), else 2 when the machine has more than one core.
-///
-/// The key is a writer setting, not data: safetensors does not copy it into
-/// `__metadata__`.
-pub(crate) fn threads(options: &WriteOptions) -> Result<usize> {
-    match options.extra.get(THREADS_KEY) {
-        Some(v) => match v.trim().parse::<usize>() {
-            Ok(n) if n >= 1 => Ok(n),
-            _ => Err(Error::Invalid(format!(
-                "threads={v:?}: expected a positive whole number (1 turns the pipeline off)"
-            ))),
-        },
-        None => Ok(std::thread::available_parallelism()
+/// How many threads the streaming writers use: `options.threads` when given (`1`
+/// turns the pipeline off; any larger number turns it on: the pipeline has two stages,
+/// so 2 and more behave alike), else 2 when the machine has more than one core.
+pub(crate) fn threads(options: &WriteOptions) -> usize {
+    options.threads.unwrap_or_else(|| {
+        std::thread::available_parallelism()
             .map(|n| n.get().min(2))
-            .unwrap_or(1)),
-    }
+            .unwrap_or(1)
+    })
 }
 
 /// The thread count for streaming one tensor: 1 for a tensor of at most one piece
@@ -246,17 +258,15 @@ pub(crate) fn threads_for(info: &TensorInfo, dtype: DType, threads: usize) -> us
 /// thread to do (the pieces are the caller's own buffers), and the hand-over costs
 /// about 10 % of a 256 MiB save (benches/python/bench.py), so the pipeline is off.
 pub(crate) fn in_memory_options(options: &WriteOptions) -> std::borrow::Cow<'_, WriteOptions> {
-    if options.extra.contains_key(THREADS_KEY) || options.dtype.is_some() {
+    if options.threads.is_some() || options.dtype.is_some() {
         std::borrow::Cow::Borrowed(options)
     } else {
-        let mut single = options.clone();
-        single.extra.insert(THREADS_KEY.into(), "1".into());
-        std::borrow::Cow::Owned(single)
+        std::borrow::Cow::Owned(WriteOptions {
+            threads: Some(1),
+            ..options.clone()
+        })
     }
 }
-
-/// The `WriteOptions.extra` key read by [`threads`].
-pub(crate) const THREADS_KEY: &str = "threads";
 
 /// One piece as the writer stores it: checked against the listing, row-major, `dtype`.
 /// A source piece that was converted into a fresh buffer hands its mapped pages to
@@ -614,28 +624,28 @@ mod tests {
     #[test]
     fn threads_setting() {
         let mut o = WriteOptions::default();
-        assert!((1..=2).contains(&threads(&o).unwrap()));
-        o.extra.insert("threads".into(), "1".into());
-        assert_eq!(threads(&o).unwrap(), 1);
+        assert!((1..=2).contains(&threads(&o)));
+        o.set("threads", "1").unwrap();
+        assert_eq!(threads(&o), 1);
         for bad in ["0", "-1", "two", ""] {
-            o.extra.insert("threads".into(), bad.into());
-            assert!(threads(&o).is_err(), "{bad}");
+            assert!(o.set("threads", bad).is_err(), "{bad}");
         }
+        assert!(o.extra.is_empty());
     }
 
     #[test]
     fn in_memory_saves_run_without_the_pipeline_unless_asked() {
         let mut o = WriteOptions::default();
-        assert_eq!(threads(&in_memory_options(&o)).unwrap(), 1);
+        assert_eq!(threads(&in_memory_options(&o)), 1);
         o.dtype = Some(DType::F16);
-        assert!((1..=2).contains(&threads(&in_memory_options(&o)).unwrap()));
+        assert!((1..=2).contains(&threads(&in_memory_options(&o))));
         assert!(matches!(
             in_memory_options(&o),
             std::borrow::Cow::Borrowed(_)
         ));
         o.dtype = None;
-        o.extra.insert("threads".into(), "2".into());
-        assert_eq!(threads(&in_memory_options(&o)).unwrap(), 2);
+        o.threads = Some(2);
+        assert_eq!(threads(&in_memory_options(&o)), 2);
     }
 
     /// Whole files through each writer: identical bytes with `threads=1` and the default.
@@ -647,12 +657,16 @@ mod tests {
         let single = |extra: &[(&str, &str)]| {
             let mut o = WriteOptions::default();
             for (k, v) in extra {
-                o.extra.insert(k.to_string(), v.to_string());
+                o.set(k, v).unwrap();
             }
-            let mut one = o.clone();
-            one.extra.insert("threads".into(), "1".into());
-            let mut two = o.clone();
-            two.extra.insert("threads".into(), "2".into());
+            let one = WriteOptions {
+                threads: Some(1),
+                ..o.clone()
+            };
+            let two = WriteOptions {
+                threads: Some(2),
+                ..o.clone()
+            };
             (o, one, two)
         };
         for compress in ["stored", "deflate"] {

@@ -24,7 +24,7 @@ use tensorfmt_core::{
 use super::{info_of, row_chunks, stored_dtype, threads, write_chunks, InteropError, MemoryFile};
 
 /// The six magic bytes every `.npy` file starts with.
-pub const MAGIC: &[u8; 6] = b"\x93NUMPY";
+pub const MAGIC: &[u8; 6] = crate::format::NPY_MAGIC;
 
 /// Largest header text accepted (numpy's own default cap is 10 000 bytes).
 pub const MAX_HEADER_LEN: usize = 1 << 20;
@@ -33,7 +33,7 @@ pub const MAX_HEADER_LEN: usize = 1 << 20;
 const MAX_NESTING: usize = 8;
 
 fn err(e: InteropError) -> Error {
-    Error::format("npy", e)
+    Error::classified("npy", e)
 }
 
 /// True when `head` starts with the npy magic.
@@ -619,7 +619,7 @@ pub fn write_header(w: &mut dyn Write, dtype: DType, shape: &Shape) -> Result<()
 }
 
 /// Writes tensor `name` of `file` as an npy file (streamed; atomically replaced).
-/// `options.dtype` converts the elements; `options.extra["threads"] = "1"` decodes and
+/// `options.dtype` converts the elements; `options.threads = Some(1)` decodes and
 /// writes on one thread instead of pipelining them on two.
 pub fn write_from(
     path: &Path,
@@ -629,7 +629,7 @@ pub fn write_from(
 ) -> Result<()> {
     let info = info_of(file, name)?;
     let dtype = stored_dtype(&info, options);
-    let n_threads = threads(options)?;
+    let n_threads = threads(options);
     let data_len = info.shape.byte_len(dtype.size())?;
     let mut out = AtomicFile::create(path)?.sync(!options.skip_fsync);
     // The header is at most a few hundred bytes; commit releases what is not used.

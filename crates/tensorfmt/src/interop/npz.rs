@@ -23,8 +23,8 @@ use std::sync::Mutex;
 use bytes::Bytes;
 use tensorfmt_core::io::AtomicFile;
 use tensorfmt_core::{
-    Chunks, Error, FieldValue, Limits, ReadOptions, Result, Tensor, TensorFile, TensorInfo,
-    WriteOptions,
+    Chunks, Compression, Error, FieldValue, Limits, ReadOptions, Result, Tensor, TensorFile,
+    TensorInfo, WriteOptions,
 };
 use zip::write::SimpleFileOptions;
 use zip::{CompressionMethod, ZipArchive, ZipWriter};
@@ -37,7 +37,7 @@ use super::{
 use crate::provenance::{self, NPZ_MEMBER};
 
 fn err(e: InteropError) -> Error {
-    Error::format("npz", e)
+    Error::classified("npz", e)
 }
 
 fn zip_err(e: zip::result::ZipError) -> Error {
@@ -54,7 +54,7 @@ const MAX_DEFLATE_RATIO: u64 = 1032;
 /// assert!(!tensorfmt::interop::npz::sniff(b"\x93NUMPY"));
 /// ```
 pub fn sniff(head: &[u8]) -> bool {
-    head.starts_with(b"PK\x03\x04") || head.starts_with(b"PK\x05\x06")
+    crate::format::Format::Npz.sniff(head, head.len() as u64)
 }
 
 #[derive(Debug, Clone)]
@@ -326,6 +326,11 @@ fn read_hidden(data: &[u8], members_end: u64, directory: u64) -> Result<Option<S
         .map(|(a, b)| &data[a..b])
     else {
         return Ok(None);
+    };
+    // An archive without members starts with an empty end record (see `hidden_block`).
+    let gap = match gap.strip_prefix(&EMPTY_ARCHIVE[..]) {
+        Some(rest) if members_end == 0 => rest,
+        _ => gap,
     };
     let Some(rest) = gap.strip_prefix(&HIDDEN_MAGIC[..]) else {
         return Ok(None);
@@ -671,24 +676,17 @@ impl TensorFile for NpzFile {
 }
 
 /// Writes the named tensors of `file` as an npz archive (streamed; atomically
-/// replaced). `options.dtype` converts every tensor; `options.extra["compress"] ==
-/// "deflate"` deflates the members; `options.extra["threads"] == "1"` decodes and
-/// writes on one thread instead of pipelining them on two (the output is the same).
+/// replaced). `options.dtype` converts every tensor; `options.compress` deflates the
+/// members; `options.carried` is kept outside every member; `options.threads =
+/// Some(1)` decodes and writes on one thread instead of pipelining them on two (the
+/// output is the same).
 pub fn write_from(
     path: &Path,
     file: &dyn TensorFile,
     names: &[String],
     options: &WriteOptions,
 ) -> Result<()> {
-    let method = match options.extra.get("compress").map(String::as_str) {
-        None | Some("none" | "stored" | "false") => CompressionMethod::Stored,
-        Some("deflate" | "true") => CompressionMethod::Deflated,
-        Some(other) => {
-            return Err(Error::Invalid(format!(
-                "unknown npz compression {other:?} (use none or deflate)"
-            )))
-        }
-    };
+    let method = zip_method(options.compress);
     // Zip stores a member name's length in 16 bits: refuse a longer name before any
     // file exists (the zip crate would fail half-way and complain while dropping).
     if let Some(long) = names
@@ -701,7 +699,7 @@ pub fn write_from(
             long.len()
         )));
     }
-    let n_threads = threads(options)?;
+    let n_threads = threads(options);
     let mut output = AtomicFile::create(path)?.sync(!options.skip_fsync);
     if method == CompressionMethod::Stored {
         // The members' data plus generous room for the zip and npy headers (commit
@@ -738,15 +736,15 @@ pub fn write_from(
         drop(zip);
         return Err(e);
     }
-    let Some(text) = options.extra.get(provenance::KEY) else {
+    let Some(text) = &options.carried else {
         return zip.finish().map_err(zip_err)?.file.commit();
     };
     // The metadata goes between the last member and the central directory, where no
     // member (and so neither `np.load` nor `zipfile`) sees it: zip finishes the
     // archive, a copy of what it wrote last gives the central directory and end
     // records, and those are written again after the metadata, their offset moved.
-    let hidden = hidden_block(text);
     let from = position.get();
+    let hidden = hidden_block(text, from);
     *capture.borrow_mut() = Some((from, Vec::new()));
     if from.saturating_add(hidden.len() as u64) >= 0xFFFF_0000 {
         // The moved directory offset must fit: zip64 end records carry 64 bits.
@@ -767,16 +765,22 @@ pub fn write_from(
     out.file.commit()
 }
 
+/// The zip method of a compression choice.
+pub(crate) fn zip_method(compress: Compression) -> CompressionMethod {
+    match compress {
+        Compression::Stored => CompressionMethod::Stored,
+        Compression::Deflate => CompressionMethod::Deflated,
+    }
+}
+
 /// A whole archive built in memory with `text` placed as [`write_from`] places it:
 /// between the last member and the central directory, the directory's offset moved
 /// (`interop::sparse` builds its scipy-layout archives this way).
 pub(crate) fn hide_in_archive(archive: Vec<u8>, text: &str) -> Result<Vec<u8>> {
-    let hidden = hidden_block(text);
     let (at, tail) = directory_of(&archive, 0)
-        .and_then(|(at, tail)| {
-            let moved = move_directory(tail.to_vec(), at, hidden.len() as u64)?;
-            Ok((at, moved))
-        })
+        .map_err(|why| Error::Invalid(format!("npz end records: {why}; please report this")))?;
+    let hidden = hidden_block(text, at);
+    let tail = move_directory(tail.to_vec(), at, hidden.len() as u64)
         .map_err(|why| Error::Invalid(format!("npz end records: {why}; please report this")))?;
     let at = usize::try_from(at).map_err(|_| Error::Invalid("npz too large".into()))?;
     let mut out = Vec::with_capacity(archive.len() + hidden.len());
@@ -786,10 +790,25 @@ pub(crate) fn hide_in_archive(archive: Vec<u8>, text: &str) -> Result<Vec<u8>> {
     Ok(out)
 }
 
+/// An empty zip archive: its end record alone (no entries, a directory of 0 bytes at
+/// offset 0).
+const EMPTY_ARCHIVE: [u8; 22] = [
+    b'P', b'K', 5, 6, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+];
+
 /// The metadata as it lies between the members and the central directory (read back by
 /// [`read_hidden`]): [`HIDDEN_MAGIC`], a little-endian u64 length, the UTF-8 text.
-fn hidden_block(text: &str) -> Vec<u8> {
-    let mut hidden = Vec::with_capacity(HIDDEN_MAGIC.len() + 8 + text.len());
+///
+/// Placed at offset `at` 0 (an archive without members), it is preceded by
+/// [`EMPTY_ARCHIVE`], so that the file still starts like a zip archive: `np.load`
+/// decides by the first bytes (`PK\x03\x04`, or `PK\x05\x06` for an empty
+/// archive), and a reader that reads from the front sees an empty archive there, as
+/// the end record at the back says.
+fn hidden_block(text: &str, at: u64) -> Vec<u8> {
+    let mut hidden = Vec::with_capacity(EMPTY_ARCHIVE.len() + HIDDEN_MAGIC.len() + 8 + text.len());
+    if at == 0 {
+        hidden.extend_from_slice(&EMPTY_ARCHIVE);
+    }
     hidden.extend_from_slice(HIDDEN_MAGIC);
     hidden.extend_from_slice(&(text.len() as u64).to_le_bytes());
     hidden.extend_from_slice(text.as_bytes());
@@ -1094,8 +1113,8 @@ mod tests {
         let text = "{\"tensorfmt\":2, \"x\": \"\u{e9}\"}".repeat(100);
         for compress in ["none", "deflate"] {
             let mut o = WriteOptions::default();
-            o.extra.insert("compress".into(), compress.into());
-            o.extra.insert(provenance::KEY.into(), text.clone());
+            o.set("compress", compress).unwrap();
+            o.carried = Some(text.clone());
             let f = roundtrip(&o);
             assert_eq!(f.carried.as_deref(), Some(text.as_str()));
             let dir = tempfile::tempdir().unwrap();
@@ -1125,6 +1144,37 @@ mod tests {
         }
     }
 
+    /// Issue 34 item 1: an archive without members (a primitiv optimizer state, a net
+    /// without weights) still starts like a zip archive, so `np.load` (which decides by
+    /// the first bytes: `PK\x03\x04`, or `PK\x05\x06` for an empty archive) opens it,
+    /// and zip readers list no member; the metadata still comes back.
+    #[test]
+    fn an_archive_without_members_starts_like_one_and_keeps_its_metadata() {
+        let text = "{\"tensorfmt\":2}".repeat(5000); // past zipfile's 64 KiB search
+        for compress in ["none", "deflate"] {
+            let mut o = WriteOptions::default();
+            o.set("compress", compress).unwrap();
+            o.carried = Some(text.clone());
+            let dir = tempfile::tempdir().unwrap();
+            let p = dir.path().join("empty.npz");
+            save(&p, &[], &o).unwrap();
+            let data = std::fs::read(&p).unwrap();
+            assert!(
+                data.starts_with(b"PK\x05\x06") || data.starts_with(b"PK\x03\x04"),
+                "{:?}",
+                &data[..16]
+            );
+            assert!(sniff(&data));
+            // The end record a reader finds from the back names no member and a
+            // directory that lies where it says.
+            let z = ZipArchive::new(Cursor::new(data.clone())).unwrap();
+            assert_eq!(z.len(), 0);
+            let f = open(Bytes::from(data), &ReadOptions::default()).unwrap();
+            assert!(f.tensors().is_empty());
+            assert_eq!(f.carried.as_deref(), Some(text.as_str()));
+        }
+    }
+
     /// Archives with zip64 end records (over 65,535 members) carry the metadata too:
     /// the zip64 end record's directory offset and the locator's pointer to it move
     /// with the metadata, and zip readers still list and check every member.
@@ -1142,7 +1192,7 @@ mod tests {
             skip_fsync: true,
             ..WriteOptions::default()
         };
-        o.extra.insert(provenance::KEY.into(), text.clone());
+        o.carried = Some(text.clone());
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("many.npz");
         save(&p, &tensors, &o).unwrap();
@@ -1241,12 +1291,11 @@ mod tests {
         let f = roundtrip(&WriteOptions::default());
         assert_eq!(f.kind(), "archive (stored)");
         let mut o = WriteOptions::default();
-        o.extra.insert("compress".into(), "deflate".into());
+        o.set("compress", "deflate").unwrap();
         let f = roundtrip(&o);
         assert_eq!(f.kind(), "archive (deflated)");
-        o.extra.insert("compress".into(), "lzma".into());
-        let dir = tempfile::tempdir().unwrap();
-        assert!(save(&dir.path().join("y.npz"), &sample(), &o).is_err());
+        let e = o.set("compress", "lzma").unwrap_err().to_string();
+        assert!(e.contains("use none or deflate"), "{e}");
     }
 
     #[test]

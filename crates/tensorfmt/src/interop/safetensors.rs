@@ -21,16 +21,16 @@ use bytes::Bytes;
 use tensorfmt_core::io::AtomicFile;
 use tensorfmt_core::{
     Chunks, DType, Error, FieldValue, Order, ReadOptions, Result, Shape, Tensor, TensorFile,
-    TensorInfo, WriteOptions,
+    TensorInfo, WriteOptions, CARRIED_KEY,
 };
 
 use super::{
     check_unique, row_chunks, stored_dtype, threads, threads_for, write_chunks, InteropError,
-    Listing, MemoryFile, THREADS_KEY,
+    Listing, MemoryFile,
 };
 
 fn err(e: InteropError) -> Error {
-    Error::format("safetensors", e)
+    Error::classified("safetensors", e)
 }
 
 /// A cheap content check: a little-endian header length that fits in the file,
@@ -43,11 +43,7 @@ fn err(e: InteropError) -> Error {
 /// assert!(!tensorfmt::interop::safetensors::sniff(&f, 9));
 /// ```
 pub fn sniff(head: &[u8], file_len: u64) -> bool {
-    let Some(n) = head.get(..8) else {
-        return false;
-    };
-    let n = u64::from_le_bytes(n.try_into().unwrap_or([0xff; 8]));
-    n >= 2 && n.checked_add(8).is_some_and(|end| end <= file_len) && head.get(8) == Some(&b'{')
+    crate::format::Format::Safetensors.sniff(head, file_len)
 }
 
 /// Our dtype for a safetensors dtype (`None` for those tensorfmt does not handle).
@@ -376,13 +372,26 @@ impl TensorFile for SafetensorsFile {
 
 /// Writes the named tensors of `file` as a safetensors file (streamed; atomically
 /// replaced). `options.dtype` converts every tensor; `options.extra` becomes
-/// `__metadata__`, except the writer setting `threads` (`"1"` decodes and writes on
-/// one thread instead of pipelining them on two; the output is the same).
+/// `__metadata__`, with `options.carried` under [`CARRIED_KEY`]; `options.threads =
+/// Some(1)` decodes and writes on one thread instead of pipelining them on two (the
+/// output is the same).
 pub fn write_from(
     path: &Path,
     file: &dyn TensorFile,
     names: &[String],
     options: &WriteOptions,
+) -> Result<()> {
+    write_with_metadata(path, file, names, options, &[])
+}
+
+/// [`write_from`] with more `__metadata__` entries of the writer's own (the sparse
+/// layout's `format = csr`).
+pub(crate) fn write_with_metadata(
+    path: &Path,
+    file: &dyn TensorFile,
+    names: &[String],
+    options: &WriteOptions,
+    more: &[(&str, &str)],
 ) -> Result<()> {
     check_unique(names)?;
     let listing = Listing::of(file);
@@ -413,13 +422,16 @@ pub fn write_from(
         ));
         offset = end;
     }
-    let n_threads = threads(options)?;
-    let meta: HashMap<String, String> = options
+    let n_threads = threads(options);
+    let mut meta: HashMap<String, String> = options
         .extra
         .iter()
-        .filter(|(k, _)| k.as_str() != THREADS_KEY)
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
+    if let Some(text) = &options.carried {
+        meta.insert(CARRIED_KEY.to_string(), text.clone());
+    }
+    meta.extend(more.iter().map(|(k, v)| (k.to_string(), v.to_string())));
     let meta = (!meta.is_empty()).then_some(meta);
     let meta = Metadata::new(meta, header).map_err(|e| err(e.into()))?;
     let mut text = serde_json::to_vec(&meta)
@@ -451,12 +463,23 @@ pub fn write_from(
 
 /// Saves named tensors as a safetensors file (atomically).
 pub fn save(path: &Path, tensors: &[(String, Tensor)], options: &WriteOptions) -> Result<()> {
+    save_with_metadata(path, tensors, options, &[])
+}
+
+/// [`save`] with more `__metadata__` entries of the writer's own.
+pub(crate) fn save_with_metadata(
+    path: &Path,
+    tensors: &[(String, Tensor)],
+    options: &WriteOptions,
+    more: &[(&str, &str)],
+) -> Result<()> {
     let names: Vec<String> = tensors.iter().map(|(n, _)| n.clone()).collect();
-    write_from(
+    write_with_metadata(
         path,
         &MemoryFile::new(tensors.to_vec()),
         &names,
         &super::in_memory_options(options),
+        more,
     )
 }
 

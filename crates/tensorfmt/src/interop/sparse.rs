@@ -13,12 +13,10 @@
 //! otherwise; `data` is `float32` (ones for sparse-binary files). Converting such a
 //! file to PVP writes the sparse PVP again (geometry from `frame_shape`).
 //!
-//! Densifying happens only when asked (`WriteOptions.extra["dense"] = "true"`: the
-//! CLI's `--dense`, Python's `dense=True`), and is refused beyond [`MAX_DENSE_BYTES`]
-//! with a message naming the options; a target without a sparse layout (npy, the
-//! legacy formats) densifies silently only up to that bound.
+//! This module is the layout (writing it, and reading it back as the original's
+//! `values`); the policy (keep sparse unless `dense` is asked, refuse densifying beyond
+//! [`MAX_DENSE_BYTES`]) is the conversion's, in `convert.rs`.
 
-use std::borrow::Cow;
 use std::io::{Cursor, Write};
 use std::path::Path;
 
@@ -28,37 +26,15 @@ use tensorfmt_core::{
     Tensor, TensorFile, TensorInfo, WriteOptions,
 };
 use zip::write::SimpleFileOptions;
-use zip::{CompressionMethod, ZipWriter};
+use zip::ZipWriter;
 
 use super::npy;
-use crate::formats::{Format, WriteReport};
-use crate::Document;
+use crate::dispatch::{self, WriteReport};
+use crate::document::{self, Document};
+use crate::format::Format;
 
 /// The largest dense size (bytes) a sparse tensor is expanded to: 1 GiB.
 pub const MAX_DENSE_BYTES: u64 = 1 << 30;
-
-/// The write setting that asks for dense output of sparse tensors.
-pub const DENSE_KEY: &str = "dense";
-
-/// Whether `options` ask to densify sparse tensors.
-pub fn dense_asked(options: &WriteOptions) -> bool {
-    options
-        .extra
-        .get(DENSE_KEY)
-        .is_some_and(|v| matches!(v.as_str(), "true" | "1" | "yes"))
-}
-
-/// `options` without the [`DENSE_KEY`] setting (which is no format's setting, and
-/// would otherwise land in safetensors metadata).
-pub fn without_dense_key(options: &WriteOptions) -> Cow<'_, WriteOptions> {
-    if options.extra.contains_key(DENSE_KEY) {
-        let mut o = options.clone();
-        o.extra.remove(DENSE_KEY);
-        Cow::Owned(o)
-    } else {
-        Cow::Borrowed(options)
-    }
-}
 
 /// How many tensors a PVP writer is offered when `names` hold a CSR group
 /// (`indptr`, `indices`, `data`, `shape`, `frame_shape` become one `values`), so that
@@ -70,65 +46,6 @@ pub(crate) fn offered(names: &[String], format: Format) -> usize {
         return names.len();
     }
     names.iter().filter(|n| !csr.contains(&n.as_str())).count() + 1
-}
-
-/// The names among `names` that `file` stores sparsely.
-fn sparse_names(file: &dyn TensorFile, names: &[String]) -> Vec<String> {
-    names
-        .iter()
-        .filter(|n| file.sparse_rows(n).is_some())
-        .cloned()
-        .collect()
-}
-
-fn dense_bytes(file: &dyn TensorFile, name: &str) -> Result<u64> {
-    let info = super::info_of(file, name)?;
-    Ok(info.shape.byte_len(info.dtype.size()).unwrap_or(usize::MAX) as u64)
-}
-
-fn gib(b: u64) -> String {
-    format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64)
-}
-
-/// Writes `names` of `file` to `path` keeping sparse tensors sparse (npz, safetensors),
-/// or checks the bound before a dense write. `Ok(None)`: nothing sparse here (or
-/// densifying was asked and fits), the caller writes as usual.
-pub(crate) fn convert(
-    file: &dyn TensorFile,
-    names: &[String],
-    path: &Path,
-    format: Format,
-    options: &WriteOptions,
-) -> Result<Option<WriteReport>> {
-    let sparse = sparse_names(file, names);
-    if sparse.is_empty() {
-        return Ok(None);
-    }
-    let sparse_target = matches!(format, Format::Npz | Format::Safetensors);
-    if sparse_target && !dense_asked(options) {
-        if let [name] = &sparse[..] {
-            return write_csr(file, name, names, path, format, options).map(Some);
-        }
-    }
-    for name in &sparse {
-        let bytes = dense_bytes(file, name)?;
-        if bytes > MAX_DENSE_BYTES {
-            let keep = if sparse_target {
-                "keep it sparse (without --dense / dense=True: scipy's save_npz layout in \
-                 npz, the CSR triple in safetensors)"
-            } else {
-                "keep it sparse by converting to npz (scipy's save_npz layout) or \
-                 safetensors (CSR), or read it with --sparse / sparse=True / .to_scipy()"
-            };
-            return Err(Error::Invalid(format!(
-                "densifying sparse {name:?} would write {} (the bound for dense output is \
-                 {}); {keep}, or select fewer frames with --frames / frames=",
-                gib(bytes),
-                gib(MAX_DENSE_BYTES)
-            )));
-        }
-    }
-    Ok(None)
 }
 
 /// The CSR arrays of sparse tensor `name`.
@@ -223,7 +140,9 @@ fn csr_tensors(csr: Csr) -> Result<Vec<(String, Tensor)>> {
     ])
 }
 
-fn write_csr(
+/// Writes `names` of `file` with sparse tensor `name` in the sparse layout of `format`
+/// (npz or safetensors), the other tensors as they are; the report of the written file.
+pub(crate) fn write_csr(
     file: &dyn TensorFile,
     name: &str,
     names: &[String],
@@ -241,25 +160,18 @@ fn write_csr(
         tensors.push((other.clone(), file.read_tensor(other)?));
     }
     // A whole legacy file's skeleton rides along (see `as_original`).
-    let mut options = without_dense_key(options).into_owned();
     match format {
-        Format::Npz => write_npz(path, &tensors, &options)?,
-        _ => {
-            options.extra.insert("format".into(), "csr".into());
-            super::safetensors::save(path, &tensors, &options)?;
-        }
+        Format::Npz => write_npz(path, &tensors, options)?,
+        _ => super::safetensors::save_with_metadata(path, &tensors, options, &[("format", "csr")])?,
     }
     // Offered: the arrays of the sparse layout (so the summary says "wrote 6 tensors").
-    crate::formats::report(path, format, tensors.len(), &options)
+    dispatch::report(path, format, tensors.len(), options)
 }
 
 /// An npz in scipy's `save_npz` layout: built in memory (the entries of a sparse
 /// file, no more than its own size in bytes), then written through [`AtomicFile`].
 fn write_npz(path: &Path, tensors: &[(String, Tensor)], options: &WriteOptions) -> Result<()> {
-    let method = match options.extra.get("compress").map(String::as_str) {
-        Some("deflate" | "true") => CompressionMethod::Deflated,
-        _ => CompressionMethod::Stored,
-    };
+    let method = super::npz::zip_method(options.compress);
     let zerr = |e: zip::result::ZipError| Error::Invalid(format!("npz: {e}"));
     let mut zip = ZipWriter::new(Cursor::new(Vec::new()));
     let opts = SimpleFileOptions::default()
@@ -276,7 +188,7 @@ fn write_npz(path: &Path, tensors: &[(String, Tensor)], options: &WriteOptions) 
         }
     }
     let mut bytes = zip.finish().map_err(zerr)?.into_inner();
-    if let Some(text) = options.extra.get(crate::provenance::KEY) {
+    if let Some(text) = &options.carried {
         // The skeleton, where the npz writer keeps it: outside every member, so
         // `np.load` and `scipy.sparse.load_npz` list only the arrays (see `npz::write_from`).
         bytes = super::npz::hide_in_archive(bytes, text)?;
@@ -321,7 +233,7 @@ pub fn as_original(doc: &Document) -> Result<Option<Document>> {
     if !is_sparse_layout(doc.file()) {
         return Ok(None);
     }
-    let reopened = crate::formats::open_as(doc.path(), doc.file_format(), &ReadOptions::default())?;
+    let reopened = document::open_as(doc.path(), doc.file_format(), &ReadOptions::default())?;
     let view = CsrView::new(reopened.into_inner())?;
     Ok(Some(Document::new(
         doc.file_format(),
@@ -437,6 +349,9 @@ where
     }
     fn kind(&self) -> String {
         self.inner.kind()
+    }
+    fn kind_id(&self) -> &'static str {
+        self.inner.kind_id()
     }
     fn header(&self) -> Vec<(String, FieldValue)> {
         self.inner.header()

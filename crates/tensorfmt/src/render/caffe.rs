@@ -24,8 +24,8 @@ use tensorfmt_core::DType;
 
 use super::colormap::Colormap;
 use super::legend::{count, Legend, Picture, Stats};
+use super::options::RenderOptions;
 use super::tableau::{colour_scale, enlarge, tableau, Block};
-use super::RenderOptions;
 use crate::{Error, Result};
 
 /// Renders a whole Caffe file held in `data` (see the module docs).

@@ -4,7 +4,7 @@
 //! SOM pictures and, later, PVP weight tableaus and Caffe filters.
 
 use super::colormap::{Colormap, BACKGROUND};
-use super::Image;
+use super::image::Image;
 use crate::{Error, Result};
 
 /// Shape of a drawn cell.

@@ -19,7 +19,7 @@
 //! # Ok::<(), tensorfmt::Error>(())
 //! ```
 
-use super::Image;
+use super::image::Image;
 
 /// Width of a character cell at scale 1 (5 glyph columns and 1 of spacing).
 pub const CELL_W: usize = 6;

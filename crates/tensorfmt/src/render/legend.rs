@@ -26,7 +26,7 @@
 
 use super::colormap::{Colormap, BACKGROUND, NAN_COLOR};
 use super::font::{draw_text, escape, text_width, truncate, CELL_H, CELL_W};
-use super::Image;
+use super::image::Image;
 use crate::Result;
 
 /// Text is drawn twice as large on pictures at least this many pixels wide.

@@ -22,7 +22,9 @@ pub mod caffe;
 pub mod canvas;
 pub mod colormap;
 pub mod font;
+mod image;
 pub mod legend;
+mod options;
 mod png_out;
 #[cfg(feature = "pvp")]
 pub mod pvp;
@@ -38,30 +40,10 @@ mod tests_legend;
 #[cfg(all(test, feature = "pvp"))]
 mod tests_pvp;
 
+pub use image::Image;
 pub use legend::Picture;
+pub use options::RenderOptions;
 pub use png_out::encode_png;
-
-/// What to render from a file.
-#[derive(Debug, Clone, Default)]
-pub struct RenderOptions {
-    /// For mapping files: a heat map of best-match counts per neuron.
-    pub counts: bool,
-    /// For frame files: which frame.
-    pub frame: Option<usize>,
-    /// For models: which layer.
-    pub layer: Option<String>,
-}
-
-/// An 8-bit RGB image.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Image {
-    /// Width in pixels.
-    pub width: u32,
-    /// Height in pixels.
-    pub height: u32,
-    /// Row-major RGB bytes, `3 * width * height` long.
-    pub rgb: Vec<u8>,
-}
 
 /// Renders a file to an image with its legend: [`render_picture`], then
 /// [`legend::annotate`] draws a title band on top (file name, tensor, frame and PVP
@@ -96,8 +78,8 @@ pub fn render_path(path: &Path, options: &RenderOptions) -> Result<Image> {
 /// on Caffe files, `layer` on activity files), are errors.
 pub fn render_picture(path: &Path, options: &RenderOptions) -> Result<Picture> {
     let data = tensorfmt_core::io::map_file(path)?;
-    let head = &data[..data.len().min(crate::formats::SNIFF_LEN)];
-    let format = crate::formats::detect_bytes(head, data.len() as u64, Some(path));
+    let head = &data[..data.len().min(crate::format::SNIFF_LEN)];
+    let format = crate::format::detect_bytes(head, data.len() as u64, Some(path));
     match format {
         #[cfg(feature = "som")]
         Some(crate::Format::Som) => {

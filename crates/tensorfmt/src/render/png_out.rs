@@ -4,7 +4,7 @@ use std::path::Path;
 
 use tensorfmt_core::io::AtomicFile;
 
-use super::Image;
+use super::image::Image;
 use crate::{Error, Result};
 
 /// Encodes an image as an 8-bit RGB PNG into `w`.

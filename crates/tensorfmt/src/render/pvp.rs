@@ -23,9 +23,10 @@ use tensorfmt_core::DType;
 use tensorfmt_pvp::{DenseElement, DenseReader, PvpFile, SparseReader, WeightReader};
 
 use super::colormap::Colormap;
+use super::image::Image;
 use super::legend::{count, Legend, Picture, Stats};
+use super::options::RenderOptions;
 use super::tableau::{colour_scale, enlarge, tableau, Block, PANEL_GAP};
-use super::{Image, RenderOptions};
 use crate::{Error, Result};
 
 /// Renders a whole PVP file held in `data` (see the module docs), with the frame index

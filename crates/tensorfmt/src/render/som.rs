@@ -9,8 +9,9 @@ use tensorfmt_som::{FileKind, MapLayout, SomFile};
 use super::canvas::{auto_scale, min_max, normalize, CellShape, Tile};
 use super::colormap::{Colormap, BACKGROUND};
 use super::font::{draw_text, text_width};
+use super::image::Image;
 use super::legend::{count, format_value, Legend, Picture, Scale, Stats};
-use super::{Image, RenderOptions};
+use super::options::RenderOptions;
 use crate::{Error, Result};
 
 /// Background pixels around and between cells.

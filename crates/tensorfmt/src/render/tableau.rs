@@ -14,8 +14,8 @@
 
 use super::canvas::{auto_scale, normalize};
 use super::colormap::{Colormap, BACKGROUND, NAN_COLOR};
+use super::image::Image;
 use super::legend::Scale;
-use super::Image;
 use crate::{Error, Result};
 
 /// Background pixels around and between cells.

@@ -1,0 +1,104 @@
+//! An ONNX model described from ranged reads (see [`tensorfmt_core::ranged`]): the
+//! structure walker fetches the model's header fields, the graph's name, inputs and
+//! outputs, and every initializer but its values (`raw_data`, `float_data`,
+//! `double_data`); nodes are only counted, so they are skipped too. The reader then
+//! opens the image, and an initializer stored as `raw_data` is a zero-copy slice of it
+//! whose offset is where its bytes lie.
+//!
+//! ```
+//! use tensorfmt_core::{ranged::SparseImage, Order, Tensor, TensorFile};
+//! let w = Tensor::from_vec(vec![0.25f32; 4096], [64, 64], Order::RowMajor)?;
+//! let mut file = Vec::new();
+//! tensorfmt_onnx::write_tensors(&mut file, &[("fc.weight".into(), w)])?;
+//! let mut src = |o: u64, l: u64| Ok(bytes::Bytes::copy_from_slice(&file[o as usize..(o + l) as usize]));
+//! let mut image = SparseImage::new(&mut src, file.len() as u64, 1024, u64::MAX)?;
+//! tensorfmt_onnx::ranged::fetch_structure(&mut image)?;
+//! assert!(image.fetched() <= 2048); // of 16 KiB: the values stay unread
+//! let m = tensorfmt_onnx::read_model_file(image.into_bytes(), &Default::default())?;
+//! assert_eq!(m.initializers[0].1.dims(), &[64, 64]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use tensorfmt_core::ranged::{walk_protobuf, ProtoField, SparseImage};
+
+use crate::error::Result;
+
+/// Payloads shorter than this are fetched with their neighbours anyway.
+const SKIP_MIN: u64 = 1024;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Msg {
+    Model,
+    Graph,
+    Tensor,
+}
+
+/// What the reader ([`crate::read_model_file`]) decodes of each message: the rest is
+/// skipped (payloads), or fetched where it is small structure.
+fn schema(msg: Msg, field: u32) -> ProtoField<Msg> {
+    use ProtoField::{Fetch, Message, Payload};
+    match (msg, field) {
+        (Msg::Model, 7) => Message(Msg::Graph),
+        // ir_version, producer name and version, opset imports, metadata_props
+        (Msg::Model, 1 | 2 | 3 | 8 | 14) => Fetch,
+        (Msg::Graph, 5) => Message(Msg::Tensor),
+        // name, inputs, outputs
+        (Msg::Graph, 2 | 11 | 12) => Fetch,
+        // raw_data, float_data, double_data (fixed-width, so their count is their length)
+        (Msg::Tensor, 9 | 4 | 10) => Payload,
+        (Msg::Tensor, _) => Fetch,
+        // Nodes are counted, functions and the rest not read: keys and lengths suffice.
+        _ => Payload,
+    }
+}
+
+/// Fetches into `image` what [`crate::read_model_file`] looks at to open the model.
+pub fn fetch_structure(image: &mut SparseImage<'_>) -> Result<()> {
+    let len = image.len();
+    walk_protobuf(image, 0, len, Msg::Model, &schema, SKIP_MIN)?;
+    Ok(())
+}
+
+/// Opens an image filled by [`fetch_structure`] (or the whole file) and says where each
+/// initializer's values lie: `raw_data` is a zero-copy slice of the image, so its
+/// offset is exact; values decoded from typed fields (`float_data`, `int64_data`...)
+/// are listed as not virtual.
+pub fn describe(
+    image: bytes::Bytes,
+    options: &tensorfmt_core::ReadOptions,
+) -> Result<Vec<tensorfmt_core::ranged::VirtualTensor>> {
+    use tensorfmt_core::ranged::{Placement, VirtualTensor};
+    use tensorfmt_core::{SourceLayout, TensorInfo};
+    let model = crate::read_model_file(image.clone(), options)?;
+    let (base, end) = (
+        image.as_ptr() as usize,
+        image.as_ptr() as usize + image.len(),
+    );
+    Ok(model
+        .initializers
+        .into_iter()
+        .map(|(name, t)| {
+            let at = t.bytes().as_ptr() as usize;
+            let inside = !t.bytes().is_empty() && at >= base && at + t.bytes().len() <= end;
+            let placement = if inside {
+                Placement::Bytes {
+                    layout: SourceLayout::contiguous((at - base) as u64, t.bytes().len() as u64),
+                    big_endian: false,
+                }
+            } else if t.bytes().is_empty() {
+                Placement::NotVirtual("an empty tensor".into())
+            } else {
+                Placement::NotVirtual(
+                    "stored in a typed field (float_data, int64_data...), decoded by the reader; \
+                     only raw_data is a byte range"
+                        .into(),
+                )
+            };
+            VirtualTensor {
+                info: TensorInfo::new(name, t.dtype(), t.shape().clone()),
+                placement,
+                frame_axis: false,
+            }
+        })
+        .collect())
+}

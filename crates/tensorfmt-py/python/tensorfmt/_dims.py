@@ -1,0 +1,79 @@
+"""Dimension names and attributes shared by the xarray engine
+(:mod:`tensorfmt.xarray_backend`) and the VirtualiZarr parser (:mod:`tensorfmt.virtual`),
+so both give a file the same names and dimensions."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Mapping, Sequence, Tuple
+
+#: Variables whose axis 0 counts frames (PVP) or entries (PINK data, mappings,
+#: rotation/flip files): chunked one index at a time where a chunk must be a byte range.
+FRAME_AXES = {"frame", "entry"}
+
+
+def _item(rank: int, prefix: str = "") -> Tuple[str, ...]:
+    """Names of an image's axes: ``x``; ``y, x``; ``channel, y, x``."""
+    names = {1: ("x",), 2: ("y", "x"), 3: ("channel", "y", "x")}.get(rank)
+    if names is None:
+        names = tuple(f"item_{i}" for i in range(rank))
+    return tuple(prefix + n for n in names)
+
+
+def _map(rank: int) -> Tuple[str, ...]:
+    """Names of a SOM's map axes: ``neuron`` (hexagonal or 1-d), ``neuron_y, neuron_x``..."""
+    if rank == 1:
+        return ("neuron",)
+    return tuple("neuron_" + n for n in _item(rank))
+
+
+def _layout_rank(header: Mapping[str, Any], key: str) -> int:
+    layout = header.get(key)
+    if isinstance(layout, Mapping) and isinstance(layout.get("dims"), list):
+        return len(layout["dims"])
+    return -1
+
+
+def dims_for(fmt: str, name: str, shape: Sequence[int], header: Mapping[str, Any], names: Sequence[str]) -> Tuple[str, ...]:
+    """The dimension names of tensor ``name`` of shape ``shape`` in a file of format
+    ``fmt`` whose header is ``header`` and whose tensors are ``names``:
+
+    - PVP: ``values`` ``(frame, y, x, f)`` (a random-state file adds ``word``), ``time``
+      ``(frame,)``, ``weights`` ``(frame, arbor, patch, nyp, nxp, nfp)``;
+    - PINK: ``data`` ``(entry, y, x)`` (``x`` / ``channel, y, x`` by rank), ``som``
+      ``(neuron, y, x)`` hexagonal or ``(neuron_y, neuron_x, y, x)`` cartesian,
+      ``hex_axial`` ``(neuron, axial)``, ``distances`` ``(entry, neuron...)``, ``flip`` /
+      ``angle`` ``(entry, neuron)``;
+    - anything else: ``<name>_dim0, <name>_dim1, ...`` (each tensor its own axes).
+    """
+    n = len(shape)
+    generic = tuple(f"{name}_dim{i}" for i in range(n))
+    if fmt == "pvp":
+        if name == "time" and n == 1:
+            return ("frame",)
+        if name == "weights" and n == 6:
+            return ("frame", "arbor", "patch", "nyp", "nxp", "nfp")
+        if name == "values" and n >= 4:
+            return ("frame", "y", "x", "f") + tuple("word" if i == 0 else f"word_{i}" for i in range(n - 4))
+        return generic
+    if fmt == "som" and n >= 1:
+        if name == "data":
+            return ("entry",) + _item(n - 1)
+        if name == "hex_axial" and n == 2:
+            return ("neuron", "axial")
+        if name in ("flip", "angle") and n == 2:
+            return ("entry", "neuron")
+        if name == "distances":
+            return ("entry",) + _map(n - 1)
+        if name == "som":
+            item = _layout_rank(header, "neuron_layout")
+            if "hex_axial" in names:
+                return ("neuron",) + _item(n - 1)
+            if 0 <= item < n:
+                return _map(n - item) + _item(item)
+        return generic
+    return generic
+
+
+def header_attrs(header: Mapping[str, Any]) -> Dict[str, Any]:
+    """Header fields as attributes: plain numbers, strings, lists and dicts."""
+    return {str(k): v for k, v in header.items()}

@@ -1,0 +1,377 @@
+"""``tensorfmt.virtual.Parser`` (issue 31): chunk references from headers read through
+an object store (obstore's local store, and its HTTP store against a range-capable
+server on 127.0.0.1 that counts the bytes it serves), read back through the
+ManifestStore, kerchunk JSON and parquet references and a local Icechunk repository with
+xarray's default decoding, equal to ``tensorfmt.load``; byte budgets; series
+concatenated along ``frame``; hostile headers refused; changed files refused."""
+
+import datetime
+import os
+import shutil
+import struct
+import time
+import warnings
+
+import numpy as np
+import pytest
+
+import tensorfmt
+from conftest import TESTDATA, corpus_dir, fixtures, require_module
+from rangeserver import RangeServer
+
+xr = require_module("xarray")
+require_module("virtualizarr")
+obstore_store = require_module("obstore.store")
+registry_mod = require_module("obspec_utils.registry")
+
+import tensorfmt.virtual as tv  # noqa: E402
+from virtualizarr import open_virtual_dataset  # noqa: E402
+
+LocalStore, HTTPStore = obstore_store.LocalStore, obstore_store.HTTPStore
+ObjectStoreRegistry = registry_mod.ObjectStoreRegistry
+
+
+def local():
+    return ObjectStoreRegistry({"file://": LocalStore()})
+
+
+def url_of(p):
+    return "file://" + os.path.abspath(p)
+
+
+def quiet_load(p, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return tensorfmt.load(p, **kw)
+
+
+def same(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    return a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b, equal_nan=a.dtype.kind == "f")
+
+
+def candidate_files():
+    out = [p for p in fixtures() if p.suffix != ".npz"]
+    root = corpus_dir()
+    if root.is_dir():
+        out += sorted(p for p in root.rglob("*") if p.is_file() and p.suffix not in (".md", ".json", ".prototxt", ".txt"))
+    return out
+
+
+# Refusals that protect references (the engine and tensorfmt.load still read these).
+PROTECTIVE = ("MPI-split", "border", "truncated", "not a multiple", "partial", "differs from frame 0", "pre-version-2")
+
+
+def open_store(store):
+    return xr.open_zarr(store, consolidated=False, zarr_format=3)
+
+
+def test_every_file_reads_back_equal_to_load():
+    """Through the ManifestStore (zarr v3, default decoding): every virtual array is
+    the tensor load gives; every other tensor is listed in ``not_virtual``."""
+    reg = local()
+    described = refused = 0
+    bad = []
+    for p in candidate_files():
+        try:
+            want = quiet_load(p)
+        except tensorfmt.TensorfmtError:
+            with pytest.raises(tensorfmt.TensorfmtError):
+                tv.Parser()(url_of(p), reg)
+            continue
+        try:
+            store = tv.Parser()(url_of(p), reg)
+        except tensorfmt.TensorfmtError as e:
+            assert any(s in str(e) for s in PROTECTIVE), f"{p}: {e}"
+            refused += 1
+            continue
+        described += 1
+        ds = open_store(store)
+        names = tv.zarr_names(want)
+        listed = set(ds.attrs["not_virtual"])
+        for name, w in want.items():
+            z = names[name]
+            if z in listed:
+                assert z not in ds.variables
+                continue
+            if z not in ds.variables or not same(ds[z].values, w):
+                bad.append(f"{p}: {name}")
+        assert set(ds.variables) | listed == set(names.values()), p
+    assert not bad, "\n".join(bad)
+    assert described > 40 and refused <= 5
+
+
+def test_names_and_dims_are_the_engines():
+    reg = local()
+    for rel in ["pvp/dense_f32.pvp", "pvp/kernel_f32.pvp", "som/som_hex3.bin", "som/map_cart_2x3.bin", "caffe/v2_tiny.caffemodel"]:
+        p = TESTDATA / rel
+        engine = xr.open_dataset(p, engine="tensorfmt")
+        virtual = open_store(tv.Parser()(url_of(p), reg))
+        names = tv.zarr_names(list(engine.variables))
+        for name in virtual.variables:
+            original = next(k for k, v in names.items() if v == name)
+            assert virtual[name].dims == engine[original].dims, (rel, name)
+        assert virtual.attrs["nx" if "pvp" in rel else "tensorfmt_format"] == engine.attrs["nx" if "pvp" in rel else "tensorfmt_format"]
+    ds = open_store(tv.Parser()(url_of(TESTDATA / "pvp/dense_f32.pvp"), reg))
+    assert "time" in ds.coords  # a coordinate along frame, as in the engine
+    caffe = open_store(tv.Parser()(url_of(TESTDATA / "caffe/v2_tiny.caffemodel"), reg))
+    assert caffe["conv1.0"].attrs["tensorfmt_name"] == "conv1/0"
+
+
+def test_zarr_names_never_collide():
+    assert tv.zarr_names(["a/0", "a.0", "b/1"]) == {"a/0": "a%2F0", "a.0": "a.0", "b/1": "b.1"}
+
+
+def test_not_virtual_tensors_are_listed_with_reasons():
+    reg = local()
+    cases = {
+        "pvp/sparse_values_dt3.pvp": ["values"],
+        "pvp/kernel_byte.pvp": ["weights"],
+        "som/rotflip_hex3_pink.bin": ["flip", "angle"],
+        "som/som_hex3.bin": ["hex_axial"],
+    }
+    for rel, names in cases.items():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ds = open_store(tv.Parser()(url_of(TESTDATA / rel), reg))
+        for n in names:
+            assert n in ds.attrs["not_virtual"] and ds.attrs["not_virtual"][n], (rel, n)
+            assert n not in ds.variables
+    # What is a byte range stays: the times of a sparse file's frames are not, a weight file's are.
+    ds = open_store(tv.Parser()(url_of(TESTDATA / "pvp/kernel_byte.pvp"), reg))
+    assert same(ds["time"].values, quiet_load(TESTDATA / "pvp/kernel_byte.pvp")["time"])
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    root = tmp_path_factory.mktemp("served")
+    rng = np.random.default_rng(7)
+    movie = rng.random((10_000, 4, 4, 1), dtype=np.float32)
+    movie[::7] = 0.0  # real zeros: never masked
+    tensorfmt.save(root / "movie.pvp", {"values": movie, "time": np.arange(10_000, dtype=np.float64) * 0.5})
+    tensorfmt.save(root / "short.pvp", {"values": movie[:200], "time": np.arange(200, dtype=np.float64)})
+    for rel in ["pvp/dense_f32.pvp", "pvp/kernel_f32.pvp", "som/som_hex3.bin", "som/data_f32_2ch_comments.bin", "caffe/v2_tiny.caffemodel", "core/model.safetensors", "primitiv/model_nested_adam.data", "core/f32_2x3.npy"]:
+        shutil.copy(TESTDATA / rel, root / os.path.basename(rel))
+    onnx_w = rng.random((64, 32), dtype=np.float32)
+    tensorfmt.save(root / "w.onnx", {"fc.weight": onnx_w, "fc.bias": np.zeros(64, np.float32)})
+    with RangeServer(str(root)) as srv:
+        store = HTTPStore.from_url(srv.base, client_options={"allow_http": True})
+        yield srv, ObjectStoreRegistry({srv.base: store}), root, movie
+
+
+def test_http_parse_reads_headers_only(served):
+    srv, reg, root, movie = served
+    srv.reset()
+    p = tv.Parser()
+    store = p(srv.url("movie.pvp"), reg)
+    fetched = srv.served("movie.pvp")
+    assert fetched <= (64 << 10) + 16 * 10_000, fetched
+    assert fetched == p.last_fetch["fetched"] == 64 << 10  # one block: header and layout
+    srv.reset()
+    ds = open_store(store)
+    part = ds["values"].isel(frame=slice(5000, 5010)).values
+    assert same(part, movie[5000:5010])
+    assert srv.served("movie.pvp") <= 1.05 * part.nbytes, srv.served("movie.pvp")
+
+
+def test_http_every_format_reads_back(served):
+    srv, reg, root, _ = served
+    for name in sorted(os.listdir(root)):
+        if name == "movie.pvp":
+            continue  # 10,000 chunks: the byte-budget test reads part of it
+        want = quiet_load(root / name)
+        ds = open_store(tv.Parser()(srv.url(name), reg))
+        names = tv.zarr_names(want)
+        got = {k: ds[names[k]].values for k in want if names[k] in ds.variables}
+        assert got and all(same(got[k], want[k]) for k in got), name
+
+
+def roundtrip_kerchunk(vds, path, fmt, **open_kw):
+    vds.vz.to_kerchunk(str(path), format=fmt)
+    return xr.open_dataset(str(path), engine="kerchunk", **open_kw)
+
+
+@pytest.mark.parametrize("fmt", ["json", "parquet"])
+def test_kerchunk_roundtrip_is_exact_with_default_decoding(served, tmp_path, fmt):
+    require_module("kerchunk")
+    if fmt == "parquet":
+        require_module("fastparquet")
+    srv, reg, root, movie = served
+    for name in ["short.pvp", "kernel_f32.pvp", "som_hex3.bin", "data_f32_2ch_comments.bin", "v2_tiny.caffemodel", "w.onnx", "model.safetensors"]:
+        vds = open_virtual_dataset(srv.url(name), registry=reg, parser=tv.Parser())
+        ds = roundtrip_kerchunk(vds, tmp_path / f"{name}.{fmt}", fmt)
+        want = quiet_load(root / name)
+        names = tv.zarr_names(want)
+        for k, w in want.items():
+            if names[k] not in ds.variables:
+                continue
+            if w.dtype.kind in "iub":
+                # zarr v2 readers treat any fill value as missing (see tensorfmt.virtual)
+                ds2 = roundtrip_kerchunk(vds, tmp_path / f"{name}2.{fmt}", fmt, mask_and_scale=False)
+                assert same(ds2[names[k]].values, w), (name, k)
+            else:
+                assert same(ds[names[k]].values, w), (name, k)
+    # A stored 0.0 stays 0.0.
+    ds = xr.open_dataset(str(tmp_path / f"short.pvp.{fmt}"), engine="kerchunk")
+    assert float(ds["values"][7].sum()) == 0.0 and not np.isnan(ds["values"].values).any()
+
+
+def test_column_major_tensors(tmp_path):
+    """primitiv's column-major tensors: zarr's transpose codec (zarr v3), or single
+    columns that need no codec (kerchunk)."""
+    reg = local()
+    p = TESTDATA / "primitiv/model_nested_adam.data"
+    want = quiet_load(p)
+    names = tv.zarr_names(want)
+    ds = open_store(tv.Parser()(url_of(p), reg))
+    for k, w in want.items():
+        assert same(ds[names[k]].values, w), k
+    require_module("kerchunk")
+    vds = open_virtual_dataset(url_of(p), registry=reg, parser=tv.Parser(fortran="columns"))
+    back = roundtrip_kerchunk(vds, tmp_path / "p.json", "json")
+    for k, w in want.items():
+        if w.ndim == 0:
+            # VirtualiZarr 2.5 writes a 0-d array's chunk key as "" (not "0") in
+            # kerchunk references, so they read back as the fill value; the
+            # ManifestStore and Icechunk read scalars (above and below).
+            continue
+        assert same(back[names[k]].values, w), k
+    npy = TESTDATA / "core/i16_fortran_2x3.npy"
+    vds = open_virtual_dataset(url_of(npy), registry=reg, parser=tv.Parser(fortran="columns"))
+    back = roundtrip_kerchunk(vds, tmp_path / "f.json", "json", mask_and_scale=False)
+    assert same(back["i16_fortran_2x3"].values, quiet_load(npy)["i16_fortran_2x3"])
+
+
+def icechunk_repo(tmp_path, src):
+    icechunk = require_module("icechunk")
+    config = icechunk.RepositoryConfig.default()
+    prefix = "file://" + str(src) + "/"
+    config.set_virtual_chunk_container(icechunk.VirtualChunkContainer(prefix, icechunk.local_filesystem_store(str(src))))
+    storage = icechunk.local_filesystem_storage(str(tmp_path / "repo"))
+    return icechunk.Repository.create(storage, config, authorize_virtual_chunk_access={prefix: None}), prefix
+
+
+def test_icechunk_roundtrip_and_changed_files_refused(tmp_path):
+    src = tmp_path / "data"
+    src.mkdir()
+    for rel in ["pvp/dense_f32.pvp", "pvp/kernel_f32.pvp", "primitiv/model_nested_adam.data", "core/i16_fortran_2x3.npy", "som/som_cart_2x2_2ch.bin"]:
+        shutil.copy(TESTDATA / rel, src)
+    repo, prefix = icechunk_repo(tmp_path, src)
+    reg = local()
+    for name in sorted(os.listdir(src)):
+        vds = open_virtual_dataset(prefix + name, registry=reg, parser=tv.Parser())
+        session = repo.writable_session("main")
+        vds.vz.to_icechunk(session.store, group=name.replace(".", "_"), last_updated_at=tv.last_updated_at(vds))
+        session.commit(f"add {name}")
+    ro = repo.readonly_session("main")
+    for name in sorted(os.listdir(src)):
+        ds = xr.open_zarr(ro.store, group=name.replace(".", "_"), consolidated=False, zarr_format=3)
+        want = quiet_load(src / name)
+        names = tv.zarr_names(want)
+        for k, w in want.items():
+            assert same(ds[names[k]].values, w), (name, k)  # integers too: zarr v3 does not mask
+    # A file rewritten after it was referenced is refused, not read as garbage.
+    time.sleep(1.1)
+    target = src / "dense_f32.pvp"
+    data = bytearray(target.read_bytes())
+    data[-1] ^= 0x40
+    target.write_bytes(bytes(data))
+    ds = xr.open_zarr(repo.readonly_session("main").store, group="dense_f32_pvp", consolidated=False, zarr_format=3)
+    with pytest.raises(Exception, match="changed"):
+        ds["values"].values
+
+
+def test_series_concatenate_along_frame(tmp_path):
+    require_module("kerchunk")
+    rng = np.random.default_rng(3)
+    parts = []
+    for i in range(4):
+        v = rng.random((3 + i, 5, 4, 2), dtype=np.float32)
+        t = np.arange(v.shape[0], dtype=np.float64) + 10 * i
+        tensorfmt.save(tmp_path / f"run{i}.pvp", {"values": v, "time": t})
+        parts.append((v, t))
+    reg = local()
+    vdss = [open_virtual_dataset(url_of(tmp_path / f"run{i}.pvp"), registry=reg, parser=tv.Parser()) for i in range(4)]
+    combined = xr.concat(vdss, dim="frame", coords="minimal", compat="override", combine_attrs="override")
+    assert combined["values"].shape == (sum(v.shape[0] for v, _ in parts), 5, 4, 2)
+    back = roundtrip_kerchunk(combined, tmp_path / "all.json", "json")
+    assert same(back["values"].values, np.concatenate([v for v, _ in parts]))
+    assert same(back["time"].values, np.concatenate([t for _, t in parts]))
+    nested = xr.combine_nested(vdss, concat_dim="frame", coords="minimal", compat="override", combine_attrs="override")
+    assert nested["values"].shape == combined["values"].shape
+    # Every file of the series is checked, not only the first one's record.
+    tv.check_unchanged(combined, reg)
+    time.sleep(1.1)
+    (tmp_path / "run2.pvp").write_bytes((tmp_path / "run2.pvp").read_bytes())
+    with pytest.raises(tensorfmt.InputChangedError, match="run2.pvp"):
+        tv.check_unchanged(combined, reg)
+
+
+def pvp_header(**fields):
+    h = tensorfmt.pvp.Header if hasattr(tensorfmt.pvp, "Header") else None
+    del h
+    names = ["headersize", "numparams", "filetype", "nx", "ny", "nf", "numrecords", "recordsize", "datasize", "datatype",
+             "nxprocs", "nyprocs", "nxGlobal", "nyGlobal", "kx0", "ky0", "nbatch", "nbands"]
+    base = dict(headersize=80, numparams=20, filetype=4, nx=2, ny=2, nf=1, numrecords=1, recordsize=16, datasize=4,
+                datatype=3, nxprocs=1, nyprocs=1, nxGlobal=2, nyGlobal=2, kx0=0, ky0=0, nbatch=1, nbands=1)
+    base.update(fields)
+    return struct.pack("<18i", *[base[n] for n in names]) + struct.pack("<d", 0.0)
+
+
+def test_hostile_headers_are_refused_without_references(tmp_path):
+    reg = local()
+    cases = {
+        # a frame that does not fit the file
+        "partial.pvp": pvp_header() + struct.pack("<d", 0.0) + bytes(15),
+        # sizes whose product overflows
+        "overflow.pvp": pvp_header(nx=2**31 - 1, ny=2**31 - 1, nf=2**31 - 1) + bytes(24),
+        # frames beyond the file
+        "huge.pvp": pvp_header(nx=4096, ny=4096, nf=64) + bytes(24),
+        # PINK: entries beyond the payload
+        "entries.bin": struct.pack("<8i", 2, 0, 0, 1_000_000, 0, 2, 16, 16) + bytes(1024),
+        # npy: a shape beyond the data, and one that overflows
+        "short.npy": b"\x93NUMPY\x01\x00" + struct.pack("<H", 118) + b"{'descr': '<f4', 'fortran_order': False, 'shape': (1000, 1000), }".ljust(117) + b"\n" + bytes(16),
+        "wide.npy": b"\x93NUMPY\x01\x00" + struct.pack("<H", 118) + b"{'descr': '<f8', 'fortran_order': False, 'shape': (4294967296, 4294967296, 4294967296), }".ljust(117) + b"\n",
+        # safetensors: offsets past the end
+        "beyond.safetensors": (lambda h: struct.pack("<Q", len(h)) + h)(b'{"w":{"dtype":"F32","shape":[1000],"data_offsets":[0,4000]}}') + bytes(8),
+        # Caffe: a blob whose packed run claims more bytes than the file has
+        "blob.caffemodel": bytes([0x0A, 3]) + b"net" + bytes([0xA2, 0x06, 0x0C, 0x0A, 0x01, 0x61, 0x3A, 0x07, 0x2A, 0xFF, 0xFF, 0x03]) + bytes(4),
+    }
+    for name, data in cases.items():
+        p = tmp_path / name
+        p.write_bytes(data)
+        with pytest.raises(tensorfmt.TensorfmtError):
+            tv.Parser()(url_of(p), reg)
+    # A legacy MPI-split movie reads with tensorfmt.load, but no reference describes its frames.
+    mpi = corpus_dir() / "pvp/legacy/GPUSystemTest/a6.pvp"
+    if mpi.is_file():
+        with pytest.raises(tensorfmt.FormatError, match="MPI-split") as e:
+            tv.Parser()(url_of(mpi), reg)
+        assert e.value.field == "nxprocs"
+
+
+def test_weight_frames_that_disagree_are_refused(tmp_path):
+    src = TESTDATA / "pvp/kernel_f32.pvp"
+    data = bytearray(src.read_bytes())
+    n = quiet_load(src)["weights"].shape[0]
+    if n < 2:
+        pytest.skip("needs two frames")
+    frame = len(data) // n
+    data[frame + 80] += 1  # frame 1's nxp
+    p = tmp_path / "bad.pvp"
+    p.write_bytes(bytes(data))
+    with pytest.raises(tensorfmt.FormatError, match="weight frame 1"):
+        tv.Parser()(url_of(p), local())
+
+
+def test_check_unchanged_and_last_updated_at(tmp_path):
+    p = tmp_path / "a.pvp"
+    shutil.copy(TESTDATA / "pvp/dense_f32.pvp", p)
+    reg = local()
+    vds = open_virtual_dataset(url_of(p), registry=reg, parser=tv.Parser())
+    tv.check_unchanged(vds, reg)
+    assert tv.last_updated_at(vds) > tv.parsed_at(vds) > datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(minutes=1)
+    with open(p, "ab") as f:
+        f.write(bytes(32))
+    with pytest.raises(tensorfmt.InputChangedError):
+        tv.check_unchanged(vds, reg)

@@ -1,0 +1,231 @@
+"""The xarray engine ``tensorfmt`` (issue 31): every file tensorfmt reads opens with the
+names and values of ``tensorfmt.load``, named dimensions and header attributes; lazily
+(opening reads no frames, indexing only the frames touched); with dask under
+``chunks=``; sparse PVP as pydata ``sparse``; directories as trees."""
+
+import os
+import pathlib
+import shutil
+import warnings
+
+import numpy as np
+import pytest
+
+import tensorfmt
+from conftest import TESTDATA, corpus_dir, fixtures, require_module
+
+xr = require_module("xarray")
+sparse = require_module("sparse")
+
+from tensorfmt import xarray_backend  # noqa: E402
+
+
+def readable_files():
+    """Every fixture and corpus file tensorfmt opens (the rest is tested elsewhere)."""
+    out = list(fixtures())
+    root = corpus_dir()
+    if root.is_dir():
+        out += sorted(p for p in root.rglob("*") if p.is_file() and p.suffix not in (".md", ".json", ".prototxt", ".txt"))
+    keep = []
+    for p in out:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                tensorfmt.open(p).close()
+        except tensorfmt.TensorfmtError:
+            continue
+        keep.append(p)
+    return keep
+
+
+def same(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    return a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b, equal_nan=a.dtype.kind == "f")
+
+
+def test_every_file_opens_with_the_names_and_values_of_load():
+    files = readable_files()
+    assert len(files) > 40
+    bad = []
+    for p in files:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            want = tensorfmt.load(p)
+            ds = xr.open_dataset(p, engine="tensorfmt")
+        names = set(ds.variables) - {"q", "r"}
+        if names != set(want):
+            bad.append(f"{p}: names {sorted(names)} != {sorted(want)}")
+            continue
+        for name, w in want.items():
+            v = ds[name].data
+            got = v.todense() if isinstance(v, sparse.COO) else ds[name].values
+            if not same(got, w):
+                bad.append(f"{p}: {name} differs")
+        ds.close()
+    assert not bad, "\n".join(bad)
+
+
+def test_named_dimensions_and_header_attributes():
+    ds = xr.open_dataset(TESTDATA / "pvp/dense_f32.pvp", engine="tensorfmt")
+    assert ds["values"].dims == ("frame", "y", "x", "f")
+    assert "time" in ds.coords and ds["time"].dims == ("frame",)
+    assert ds.attrs["nbands"] == 3 and ds.attrs["tensorfmt_kind"] == "dense"
+    w = xr.open_dataset(TESTDATA / "pvp/kernel_f32.pvp", engine="tensorfmt")
+    assert w["weights"].dims == ("frame", "arbor", "patch", "nyp", "nxp", "nfp")
+    d = xr.open_dataset(TESTDATA / "som/data_f32_2ch_comments.bin", engine="tensorfmt")
+    assert d["data"].dims == ("entry", "channel", "y", "x")
+    s = xr.open_dataset(TESTDATA / "som/som_hex3.bin", engine="tensorfmt")
+    assert s["som"].dims[0] == "neuron"
+    axial = tensorfmt.som.open(TESTDATA / "som/som_hex3.bin").axial()
+    assert s["q"].values.tolist() == axial[:, 0].tolist() and s["r"].values.tolist() == axial[:, 1].tolist()
+    c = xr.open_dataset(TESTDATA / "som/som_cart_3x2.bin", engine="tensorfmt")
+    assert c["som"].dims[:2] == ("neuron_y", "neuron_x")
+    m = xr.open_dataset(TESTDATA / "som/map_hex3.bin", engine="tensorfmt")
+    assert m["distances"].dims == ("entry", "neuron")
+    r = xr.open_dataset(TESTDATA / "som/rotflip_hex3_pink.bin", engine="tensorfmt")
+    assert r["flip"].dims == r["angle"].dims == ("entry", "neuron")
+    caffe = xr.open_dataset(TESTDATA / "caffe/v2_tiny.caffemodel", engine="tensorfmt")
+    assert caffe["conv1/0"].dims == ("conv1/0_dim0", "conv1/0_dim1", "conv1/0_dim2", "conv1/0_dim3")
+
+
+@pytest.fixture
+def movie(tmp_path):
+    values = np.random.default_rng(1).random((200, 8, 6, 2), dtype=np.float32)
+    values[3] = 0.0
+    p = tmp_path / "movie.pvp"
+    tensorfmt.save(p, {"values": values})
+    return p, values
+
+
+def test_lazy_reads_touch_only_the_frames_indexed(movie, monkeypatch):
+    p, values = movie
+    reads = []
+    real = xarray_backend._File.frames
+
+    def counting(self, name, start, stop):
+        reads.append((name, start, stop))
+        return real(self, name, start, stop)
+
+    monkeypatch.setattr(xarray_backend._File, "frames", counting)
+    ds = xr.open_dataset(p, engine="tensorfmt")
+    assert reads == []  # the header only
+    got = ds["values"].isel(frame=7, y=slice(2, 5)).values
+    assert reads == [("values", 7, 8)]
+    assert same(got, values[7, 2:5])
+    got = ds["values"][10:20:3].values
+    assert reads[-1] == ("values", 10, 20)
+    assert same(got, values[10:20:3])
+    assert same(ds["values"][[5, 1]].values, values[[5, 1]])
+    assert same(ds["values"][::-50].values, values[::-50])
+
+
+def test_chunks_give_dask_arrays(movie):
+    da = require_module("dask.array")
+    p, values = movie
+    ds = xr.open_dataset(p, engine="tensorfmt", chunks={"frame": 64})
+    v = ds["values"].data
+    assert isinstance(v, da.Array) and v.chunks[0] == (64, 64, 64, 8)
+    assert np.allclose(ds["values"].mean("frame").values, values.mean(0))
+    per_frame = xr.open_dataset(p, engine="tensorfmt", chunks={})
+    assert per_frame["values"].chunks[0][0] == 1  # one stored frame per chunk: the preferred chunk
+    auto = xr.open_dataset(p, engine="tensorfmt", chunks="auto")
+    assert auto["values"].chunks[0] == (200,)  # 200 small frames fit dask's chunk size
+    assert same(auto["time"].values, tensorfmt.load(p)["time"])
+
+
+def test_sparse_pvp_opens_sparse_and_dense_only_when_asked():
+    p = TESTDATA / "pvp/sparse_values_dt3.pvp"
+    want = tensorfmt.load(p)["values"]
+    ds = xr.open_dataset(p, engine="tensorfmt")
+    assert isinstance(ds["values"].data, sparse.COO)
+    assert ds["values"].data.nnz == tensorfmt.load(p, sparse=True)["data"].size  # the stored entries
+    assert same(ds["values"].data.todense(), want)
+    dense = xr.open_dataset(p, engine="tensorfmt", dense=True)
+    assert "LazilyIndexedArray" in repr(dense["values"].variable._data)
+    assert same(dense["values"].values, want)
+
+
+def test_repeated_sparse_indices_keep_the_last_value(tmp_path):
+    # A sparse-values file with neuron 1 twice in frame 0: the reader's dense frames keep
+    # the last value; the sparse array must agree.
+    import struct
+
+    from tensorfmt import pvp
+
+    p = tmp_path / "dup.pvp"
+    with pvp.SparseWriter(p, nx=3, ny=1, nf=1, values=True) as w:
+        w.write_frame(0.0, [1, 2], [5.0, 6.0])
+    raw = bytearray(p.read_bytes())
+    # frame 0: time (8), count (4), entries (index i32, value f32): rewrite entry 1 to neuron 1.
+    raw[80 + 12 + 8 : 80 + 12 + 12] = struct.pack("<i", 1)
+    p.write_bytes(bytes(raw))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = tensorfmt.load(p)["values"]
+        got = xr.open_dataset(p, engine="tensorfmt")["values"].data.todense()
+    assert same(got, want) and want[0, 0, 1, 0] == 6.0
+
+
+def test_guess_can_open_answers_from_content(tmp_path):
+    e = xarray_backend.TensorfmtBackendEntrypoint()
+    pvp = tmp_path / "movie.dat"
+    shutil.copy(TESTDATA / "pvp/dense_f32.pvp", pvp)
+    assert e.guess_can_open(pvp)
+    fake = tmp_path / "fake.pvp"
+    fake.write_bytes(b"not a tensor file at all" * 10)
+    assert not e.guess_can_open(fake)
+    nc = tmp_path / "x.nc"
+    nc.write_bytes(b"CDF\x01" + bytes(100))
+    assert not e.guess_can_open(nc)
+    assert not e.guess_can_open(tmp_path / "missing.pvp")
+    assert xr.open_dataset(pvp)["values"].shape == (3, 2, 3, 2)  # engine found by content
+
+
+def test_openpv_output_directory_opens_as_a_tree(tmp_path):
+    out = tmp_path / "output"
+    (out / "Checkpoints" / "Checkpoint0010").mkdir(parents=True)
+    shutil.copy(TESTDATA / "pvp/dense_f32.pvp", out / "V1.pvp")
+    shutil.copy(TESTDATA / "pvp/sparse_binary.pvp", out / "S1.pvp")
+    shutil.copy(TESTDATA / "pvp/kernel_f32.pvp", out / "Checkpoints" / "Checkpoint0010" / "W_V1.pvp")
+    (out / "Checkpoints" / "Checkpoint0010" / "timers.txt").write_text("not a tensor file\n")
+    (out / "params.lua").write_text("-- params\n")
+    tree = xr.open_datatree(out, engine="tensorfmt")
+    assert sorted(tree.children) == ["Checkpoints", "S1", "V1"]
+    node = tree["Checkpoints/Checkpoint0010/W_V1"]
+    assert node["weights"].dims == ("frame", "arbor", "patch", "nyp", "nxp", "nfp")
+    assert same(node["weights"].values, tensorfmt.load(TESTDATA / "pvp/kernel_f32.pvp")["weights"])
+    assert same(tree["V1"]["values"].values, tensorfmt.load(TESTDATA / "pvp/dense_f32.pvp")["values"])
+    assert isinstance(tree["S1"]["values"].data, sparse.COO)
+    groups = xr.open_groups(out, engine="tensorfmt")
+    assert "/Checkpoints/Checkpoint0010/W_V1" in groups
+
+
+def test_pink_job_opens_as_a_tree(tmp_path):
+    job = tmp_path / "job"
+    job.mkdir()
+    for src, dst in [
+        ("som/data_f32_2x3.bin", "images.bin"),
+        ("som/som_hex5_pink.bin", "som.bin"),
+        ("som/map_hex3_pink.bin", "mapping.bin"),
+        ("som/rotflip_hex3_pink.bin", "rotflip.bin"),
+    ]:
+        shutil.copy(TESTDATA / src, job / dst)
+    tree = xr.open_datatree(job, engine="tensorfmt")
+    assert sorted(tree.children) == ["images", "mapping", "rotflip", "som"]
+    assert tree["som"]["som"].dims[0] == "neuron" and "q" in tree["som"].coords
+    assert tree["mapping"]["distances"].dims == ("entry", "neuron")
+    assert tree["images"]["data"].dims[0] == "entry"
+    for node, path in [("rotflip", "rotflip.bin"), ("mapping", "mapping.bin"), ("images", "images.bin")]:
+        want = tensorfmt.load(job / path)
+        for name, w in want.items():
+            assert same(tree[node][name].values, w), (node, name)
+
+
+def test_drop_variables_and_corpus_directories():
+    ds = xr.open_dataset(TESTDATA / "pvp/dense_f32.pvp", engine="tensorfmt", drop_variables=["time"])
+    assert list(ds.variables) == ["values"]
+    root = corpus_dir() / "pvp" / "BufferUtilsPvpTest"
+    if not root.is_dir():
+        return
+    tree = xr.open_datatree(root, engine="tensorfmt")
+    assert sorted(tree.children) == sorted(p.stem for p in root.glob("*.pvp"))

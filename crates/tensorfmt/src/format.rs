@@ -1,0 +1,391 @@
+//! What a file is: every [`Format`] tensorfmt knows, the file kinds inside a format
+//! ([`Target`]), and how a file is recognised ([`detect`]: the content first, each
+//! format's content check on the first [`SNIFF_LEN`] bytes, the extension second).
+//!
+//! A leaf: it imports nothing of the facade (the content checks of the interchange
+//! formats live here, the format crates' come from their `sniff`). Opening and writing
+//! a format is the dispatch table's business (`dispatch.rs`); what a conversion does is
+//! `convert.rs`'s. Adding a format means one enum variant and one arm in each `match`
+//! here and in `dispatch.rs`; the CLI does not change.
+
+use std::fmt;
+use std::io::Read;
+use std::path::Path;
+use std::str::FromStr;
+
+use tensorfmt_core::{Error, Result};
+
+/// How many leading bytes [`detect`] reads.
+pub const SNIFF_LEN: usize = 4096;
+
+/// What every npy file starts with (`\x93NUMPY`).
+pub(crate) const NPY_MAGIC: &[u8; 6] = b"\x93NUMPY";
+
+/// A safetensors file: a little-endian header length that fits in the file, followed
+/// by `{`.
+fn safetensors_header_fits(head: &[u8], file_len: u64) -> bool {
+    let Some(n) = head.get(..8) else {
+        return false;
+    };
+    let n = u64::from_le_bytes(n.try_into().unwrap_or([0xff; 8]));
+    n >= 2 && n.checked_add(8).is_some_and(|end| end <= file_len) && head.get(8) == Some(&b'{')
+}
+
+/// A file format.
+///
+/// ```
+/// use tensorfmt::Format;
+/// assert_eq!("safetensors".parse::<Format>()?, Format::Safetensors);
+/// assert_eq!(Format::Pvp.extensions(), &["pvp"]);
+/// assert_eq!(Format::from_path("m.caffemodel".as_ref()), Some(Format::Caffe));
+/// # Ok::<(), tensorfmt::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Format {
+    /// numpy `.npy`.
+    Npy,
+    /// numpy `.npz`.
+    Npz,
+    /// Hugging Face `.safetensors`.
+    Safetensors,
+    /// PetaVision `.pvp`.
+    Pvp,
+    /// PINK binary files (data, SOM, mapping, rotation/flip), `.bin`.
+    Som,
+    /// primitiv MessagePack files, `.data`.
+    Primitiv,
+    /// Caffe protobuf files: `.caffemodel`, `.binaryproto`, `.solverstate`.
+    Caffe,
+    /// ONNX models, `.onnx`: their initializers as tensors.
+    Onnx,
+}
+
+impl Format {
+    /// Every format, in detection order (strong magics first).
+    pub const ALL: [Format; 8] = [
+        Format::Npy,
+        Format::Npz,
+        Format::Safetensors,
+        Format::Pvp,
+        Format::Som,
+        Format::Primitiv,
+        Format::Onnx,
+        Format::Caffe,
+    ];
+
+    /// Short name (`npy`, `pvp`, ...), as in `--from`/`--to` and `TensorFile::format`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Format::Npy => "npy",
+            Format::Npz => "npz",
+            Format::Safetensors => "safetensors",
+            Format::Pvp => "pvp",
+            Format::Som => "som",
+            Format::Primitiv => "primitiv",
+            Format::Caffe => "caffe",
+            Format::Onnx => "onnx",
+        }
+    }
+
+    /// File extensions (without the dot), the usual one first.
+    pub const fn extensions(self) -> &'static [&'static str] {
+        match self {
+            Format::Npy => &["npy"],
+            Format::Npz => &["npz"],
+            Format::Safetensors => &["safetensors"],
+            Format::Pvp => &["pvp"],
+            Format::Som => &["bin"],
+            Format::Primitiv => &["data"],
+            Format::Caffe => &[
+                "caffemodel",
+                "binaryproto",
+                "blobprotovector",
+                "solverstate",
+            ],
+            Format::Onnx => &["onnx"],
+        }
+    }
+
+    /// True when support for the format is compiled in (cargo features).
+    pub const fn is_enabled(self) -> bool {
+        match self {
+            Format::Npy | Format::Npz | Format::Safetensors => true,
+            Format::Pvp => cfg!(feature = "pvp"),
+            Format::Som => cfg!(feature = "som"),
+            Format::Primitiv => cfg!(feature = "primitiv"),
+            Format::Caffe => cfg!(feature = "caffe"),
+            Format::Onnx => cfg!(feature = "onnx"),
+        }
+    }
+
+    /// The file kinds [`save`](crate::save) can write in this format (the `kind` of a [`Target`],
+    /// `WriteOptions::kind`), the default choice first; empty when the format has one
+    /// kind only. Without a kind, the format chooses from the tensor names.
+    ///
+    /// ```
+    /// use tensorfmt::Format;
+    /// assert_eq!(Format::Pvp.write_kinds(), &["dense", "sparse", "weights"]);
+    /// assert!(Format::Npz.write_kinds().is_empty());
+    /// ```
+    pub const fn write_kinds(self) -> &'static [&'static str] {
+        match self {
+            Format::Npy | Format::Npz | Format::Safetensors => &[],
+            Format::Pvp => &["dense", "sparse", "weights"],
+            Format::Som => &["som-data", "som", "som-mapping", "som-rotflip"],
+            Format::Primitiv => &["model", "parameter", "tensor"],
+            Format::Caffe => &[
+                "caffemodel",
+                "binaryproto",
+                "blobprotovector",
+                "solverstate",
+            ],
+            Format::Onnx => &[],
+        }
+    }
+
+    /// Every file kind a file of this format can be, as the identifier
+    /// [`TensorFile::kind_id`](tensorfmt_core::TensorFile::kind_id) gives (what Python's
+    /// `Document.kind` shows): the [`write_kinds`](Format::write_kinds) and the kinds
+    /// only read (primitiv's `shape` and `optimizer`); the format name for formats with
+    /// one kind.
+    ///
+    /// ```
+    /// use tensorfmt::Format;
+    /// assert_eq!(Format::Primitiv.kinds(), &["model", "parameter", "tensor", "shape", "optimizer"]);
+    /// assert_eq!(Format::Npz.kinds(), &["npz"]);
+    /// ```
+    pub const fn kinds(self) -> &'static [&'static str] {
+        match self {
+            Format::Npy => &["npy"],
+            Format::Npz => &["npz"],
+            Format::Safetensors => &["safetensors"],
+            Format::Onnx => &["onnx"],
+            Format::Primitiv => &["model", "parameter", "tensor", "shape", "optimizer"],
+            Format::Pvp | Format::Som | Format::Caffe => self.write_kinds(),
+        }
+    }
+
+    /// The format an extension belongs to.
+    pub fn from_path(path: &Path) -> Option<Format> {
+        let ext = path.extension()?.to_str()?.to_ascii_lowercase();
+        Format::ALL
+            .into_iter()
+            .find(|f| f.extensions().contains(&ext.as_str()))
+    }
+
+    /// The format's content check on the first bytes of a file.
+    pub fn sniff(self, head: &[u8], file_len: u64) -> bool {
+        match self {
+            Format::Npy => head.starts_with(NPY_MAGIC),
+            Format::Npz => head.starts_with(b"PK\x03\x04") || head.starts_with(b"PK\x05\x06"),
+            Format::Safetensors => safetensors_header_fits(head, file_len),
+            #[cfg(feature = "pvp")]
+            Format::Pvp => tensorfmt_pvp::sniff(head, file_len),
+            #[cfg(feature = "som")]
+            Format::Som => tensorfmt_som::sniff(head, file_len),
+            #[cfg(feature = "primitiv")]
+            Format::Primitiv => tensorfmt_primitiv::sniff(head, file_len),
+            #[cfg(feature = "caffe")]
+            Format::Caffe => tensorfmt_caffe::sniff(head, file_len),
+            #[cfg(feature = "onnx")]
+            Format::Onnx => tensorfmt_onnx::sniff(head, file_len),
+            #[allow(unreachable_patterns)]
+            _ => false,
+        }
+    }
+
+    /// The error of a format whose cargo feature is off.
+    pub(crate) fn not_enabled(self) -> Error {
+        Error::Invalid(format!(
+            "support for the {} format is not compiled in (enable the `{}` feature of tensorfmt)",
+            self.name(),
+            self.name()
+        ))
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Format {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Format> {
+        let s = s.to_ascii_lowercase();
+        Format::ALL
+            .into_iter()
+            .find(|f| f.name() == s || f.extensions().contains(&s.as_str()))
+            .ok_or_else(|| {
+                let names: Vec<&str> = Format::ALL.iter().map(|f| f.name()).collect();
+                Error::Invalid(format!(
+                    "unknown format {s:?} (known: {})",
+                    names.join(", ")
+                ))
+            })
+    }
+}
+
+/// An output target: a format plus, for formats with several file kinds, which one.
+///
+/// ```
+/// use tensorfmt::{Format, Target};
+/// let t: Target = "som-data".parse()?;
+/// assert_eq!((t.format, t.kind.as_deref()), (Format::Som, Some("som-data")));
+/// assert_eq!(Target::from_path("mean.binaryproto".as_ref()).unwrap().kind.as_deref(), Some("binaryproto"));
+/// # Ok::<(), tensorfmt::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// The format.
+    pub format: Format,
+    /// The file kind within the format (`WriteOptions::kind`), if fixed.
+    pub kind: Option<String>,
+}
+
+impl Target {
+    /// A format with the kind left to the writer.
+    pub fn new(format: Format) -> Target {
+        Target { format, kind: None }
+    }
+
+    /// The same format with a fixed file kind (see [`Format::write_kinds`]).
+    pub fn with_kind(self, kind: impl Into<String>) -> Target {
+        Target {
+            kind: Some(kind.into()),
+            ..self
+        }
+    }
+
+    /// The target implied by a path's extension.
+    pub fn from_path(path: &Path) -> Option<Target> {
+        let format = Format::from_path(path)?;
+        let ext = path.extension()?.to_str()?.to_ascii_lowercase();
+        let kind = match ext.as_str() {
+            "caffemodel" | "binaryproto" | "blobprotovector" | "solverstate" => Some(ext),
+            _ => None,
+        };
+        Some(Target { format, kind })
+    }
+}
+
+impl From<Format> for Target {
+    fn from(format: Format) -> Target {
+        Target::new(format)
+    }
+}
+
+impl fmt::Display for Target {
+    /// `format` or `format:kind`, which [`FromStr`] reads back.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.kind {
+            Some(k) => write!(f, "{}:{k}", self.format),
+            None => write!(f, "{}", self.format),
+        }
+    }
+}
+
+impl FromStr for Target {
+    type Err = Error;
+    /// Accepts a format name or extension (`npz`, `pvp`, `caffemodel`, ...), a
+    /// `format:kind` pair (`pvp:sparse`, `primitiv:parameter`, `som:som-mapping`; kinds
+    /// from [`Format::write_kinds`]), and the kinds that name their format alone:
+    /// `som-data`, `som-mapping`, `som-rotflip`, `caffemodel`, `binaryproto`,
+    /// `blobprotovector`, `solverstate`.
+    ///
+    /// ```
+    /// use tensorfmt::{Format, Target};
+    /// assert_eq!("pvp:sparse".parse::<Target>()?, Target::new(Format::Pvp).with_kind("sparse"));
+    /// assert_eq!("solverstate".parse::<Target>()?.kind.as_deref(), Some("solverstate"));
+    /// assert!("pvp:som-data".parse::<Target>().is_err());
+    /// assert_eq!(Target::new(Format::Som).with_kind("som").to_string(), "som:som");
+    /// # Ok::<(), tensorfmt::Error>(())
+    /// ```
+    fn from_str(s: &str) -> Result<Target> {
+        let s = s.to_ascii_lowercase();
+        if let Some((format, kind)) = s.split_once(':') {
+            let format: Format = format.parse()?;
+            if !format.write_kinds().contains(&kind) {
+                return Err(Error::Invalid(format!(
+                    "{format} has no file kind {kind:?} (kinds: {})",
+                    if format.write_kinds().is_empty() {
+                        "none, it has one kind only".to_string()
+                    } else {
+                        format.write_kinds().join(", ")
+                    }
+                )));
+            }
+            return Ok(Target::new(format).with_kind(kind));
+        }
+        const BARE_KINDS: [(&str, Format); 7] = [
+            ("som-data", Format::Som),
+            ("som-mapping", Format::Som),
+            ("som-rotflip", Format::Som),
+            ("caffemodel", Format::Caffe),
+            ("binaryproto", Format::Caffe),
+            ("blobprotovector", Format::Caffe),
+            ("solverstate", Format::Caffe),
+        ];
+        if let Some((kind, format)) = BARE_KINDS.iter().find(|(k, _)| *k == s) {
+            return Ok(Target::new(*format).with_kind(*kind));
+        }
+        Ok(Target::new(s.parse()?))
+    }
+}
+
+/// Which format a byte prefix (and, failing that, a path's extension) belongs to.
+pub fn detect_bytes(head: &[u8], file_len: u64, path: Option<&Path>) -> Option<Format> {
+    Format::ALL
+        .into_iter()
+        .find(|f| f.is_enabled() && f.sniff(head, file_len))
+        .or_else(|| path.and_then(Format::from_path))
+}
+
+/// Detects the format of a file: content first, extension second.
+///
+/// ```
+/// let dir = tempfile::tempdir()?;
+/// let p = dir.path().join("weights"); // no extension: the content decides
+/// let t = tensorfmt::Tensor::from_vec(vec![1f32], [1], tensorfmt::Order::RowMajor)?;
+/// tensorfmt::interop::npy::save(&p, &t, &Default::default())?;
+/// assert_eq!(tensorfmt::detect(&p)?, tensorfmt::Format::Npy);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn detect(path: &Path) -> Result<Format> {
+    let file = tensorfmt_core::io::open_regular(path)?;
+    let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
+    let mut head = Vec::new();
+    file.take(SNIFF_LEN as u64)
+        .read_to_end(&mut head)
+        .map_err(|e| Error::io(path, e))?;
+    detect_bytes(&head, len, Some(path)).ok_or_else(|| {
+        Error::Invalid(format!(
+            "{}: cannot tell the file format from its content or extension (name it with --from)",
+            path.display()
+        ))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_extensions_and_targets() {
+        for f in Format::ALL {
+            assert_eq!(f.name().parse::<Format>().unwrap(), f);
+            for e in f.extensions() {
+                assert_eq!(Format::from_path(Path::new(&format!("x.{e}"))), Some(f));
+            }
+        }
+        assert!("hdf5".parse::<Format>().is_err());
+        assert_eq!(Format::from_path(Path::new("X.NPY")), Some(Format::Npy));
+        assert_eq!(Format::from_path(Path::new("noext")), None);
+        assert_eq!(
+            "binaryproto".parse::<Target>().unwrap().format,
+            Format::Caffe
+        );
+        assert_eq!("primitiv".parse::<Target>().unwrap().kind, None);
+    }
+}
