@@ -157,6 +157,12 @@ MODEL.caffemodel OUT.onnx --prototxt as a child process (start-up included) agai
 caffe_pb2's NetParameter.ParseFromString of the same file in-process, alternated; then
 onnx.checker and onnxruntime against OpenCV's readNetFromCaffe on one input." \
         bash benches/caffe_onnx.sh "$REPEAT"
+    section "Caffe -> ONNX, the largest net (issue 30)" \
+"py-faster-rcnn's VGG16 Faster R-CNN test net with seeded random weights (548 MB, written
+by gen_caffe at bench time): tensorfmt convert --prototxt against cp of the caffemodel,
+both child processes, alternated; targets: time <= 2 x cp, peak RSS <= caffemodel + 64
+MiB. cp + sync of the copy is shown for context (the converter syncs its output)." \
+        bash benches/caffe_large.sh "$REPEAT"
     if [ -n "${PINK_BIN:-}" ]; then
         section "PINK mapping against Pink --cuda-off (issue 32)" \
 "tensorfmt som-map against PINK 2.5's own CPU mapper (PINK_BIN, a CPU build of HITS-AIN/PINK
@@ -168,7 +174,7 @@ byte for byte." \
         missing "PINK mapping against Pink --cuda-off (issue 32)" "PINK_BIN is not set (a CPU build of PINK 2.5)"
     fi
 else
-    for t in "Python (issue 13)" "Python spaces (issue 26)" "Python on dask (issue 27)" "xarray and VirtualiZarr (issue 31)" "Caffe -> ONNX (issue 22)" "PINK mapping against Pink --cuda-off (issue 32)"; do
+    for t in "Python (issue 13)" "Python spaces (issue 26)" "Python on dask (issue 27)" "xarray and VirtualiZarr (issue 31)" "Caffe -> ONNX (issue 22)" "Caffe -> ONNX, the largest net (issue 30)" "PINK mapping against Pink --cuda-off (issue 32)"; do
         missing "$t" "the package is not installed in $PY (run cargo xtask test --python-only)"
     done
 fi

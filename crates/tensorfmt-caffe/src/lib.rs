@@ -59,6 +59,7 @@ mod params;
 mod prototxt;
 pub mod ranged;
 mod raw;
+mod rcnn;
 mod read;
 mod shapes;
 mod upgrade;
@@ -87,6 +88,9 @@ pub use prototxt::{ForkValue, Schema, MAX_NESTING, MAX_SCHEMA_BYTES, PROTOTXT_AL
 pub use raw::{
     decode_f32, decode_f64, raw_type, shape_string, v0_type_to_v1, v1_type_name, MixedLayers,
     Model, NetVersion, RawBlob, RawLayer, RawSolverState, ValueSource, MAX_BLOB_AXES,
+};
+pub use rcnn::{
+    is_python_proposal, python_layer_name, ProposalKind, ProposalParams, RpnConstants, RPN_TEST,
 };
 pub use read::{
     batch_norm_stats, detect_kind, map_path, read_blob_proto, read_blob_proto_with,

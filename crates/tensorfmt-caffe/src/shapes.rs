@@ -21,7 +21,8 @@ use crate::proto;
 pub const MAX_BLOB_COUNT: u64 = i32::MAX as u64;
 
 /// The layer types [`infer_shapes`] knows: BVLC Caffe's deploy-time layers and the fork
-/// layers of the corpus (SSD, SegNet/ENet, PSPNet, ShuffleNet, SENet).
+/// layers of the corpus (SSD, SegNet/ENet, PSPNet, ShuffleNet, SENet) and of Faster R-CNN /
+/// R-FCN (`Proposal`, py-faster-rcnn's Python proposal layer, `ROIPooling`, `PSROIPooling`).
 pub const KNOWN_LAYER_TYPES: &[&str] = &[
     // BVLC
     "AbsVal",
@@ -72,6 +73,10 @@ pub const KNOWN_LAYER_TYPES: &[&str] = &[
     "Permute",
     "PriorBox",
     "PriorBoxClustered",
+    "Proposal",
+    "PSROIPooling",
+    "Python",
+    "ROIPooling",
     "Region",
     "Reorg",
     "ShuffleChannel",
@@ -1012,6 +1017,15 @@ fn other_shapes(l: &LayerDef, bottoms: &[Vec<usize>]) -> R<Shapes> {
             Ok((vec![vec![b[0], b[1], h, w]], vec![]))
         }
         "Interp" => interp(l, bottoms),
+        "Proposal" | "Python" => match crate::rcnn::ProposalParams::from_layer(l)? {
+            Some(p) => crate::rcnn::proposal_shapes(&p, bottoms, n_tops),
+            None => Err(format!(
+                "Python layer {} has no shape rule (only py-faster-rcnn's rpn.proposal_layer.ProposalLayer is known)",
+                crate::rcnn::python_layer_name(l)
+            )),
+        },
+        "ROIPooling" => crate::rcnn::roi_pooling_shapes(l, bottoms),
+        "PSROIPooling" => crate::rcnn::psroi_pooling_shapes(l, bottoms),
         "Reorg" => reorg(l, bottoms),
         "Region" => region(l, bottoms),
         other => Err(format!("no shape rule for layer type {other:?}")),

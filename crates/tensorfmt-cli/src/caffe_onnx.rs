@@ -59,6 +59,22 @@ pub struct NetArgs {
         help_heading = "Caffe to ONNX"
     )]
     pub stop_before: Vec<String>,
+    /// Faster R-CNN / R-FCN: a test-time RPN constant of the proposal layers,
+    /// `KEY=VALUE` (repeatable): pre_nms_top_n, post_nms_top_n, nms_thresh, min_size
+    /// (default: the prototxt's proposal_param, or py-faster-rcnn's 6000, 300, 0.7, 16).
+    #[arg(
+        long = "rpn",
+        value_name = "KEY=VALUE",
+        value_parser = parse_rpn,
+        requires = "prototxt",
+        help_heading = "Caffe to ONNX"
+    )]
+    pub rpn: Vec<String>,
+}
+
+fn parse_rpn(s: &str) -> Result<String, String> {
+    tensorfmt_lower::RpnOptions::default().parse_setting(s)?;
+    Ok(s.to_string())
 }
 
 fn parse_input_shape(s: &str) -> Result<(String, Vec<usize>), String> {
@@ -135,6 +151,10 @@ pub fn convert(
         check_output(input, out, true)?;
     }
     check_output(model, out, force)?;
+    let mut rpn = tensorfmt_lower::RpnOptions::default();
+    for kv in &net.rpn {
+        rpn.parse_setting(kv).map_err(Failure::Usage)?;
+    }
     let opts = LowerOptions {
         input_shapes: net.input_shapes.clone(),
         outputs: net.outputs.clone(),
@@ -142,6 +162,7 @@ pub fn convert(
         strict: read.strict,
         stop_before: net.stop_before.clone(),
         limits: read.limits,
+        rpn,
     };
     let src = Sources {
         caffemodel: model,

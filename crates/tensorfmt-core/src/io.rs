@@ -3,15 +3,18 @@
 //! [`install_fault_guard`]) and giving the pages of a streamed map back to the kernel
 //! ([`release_pages`]). Writing goes through [`AtomicFile`] (`io/atomic.rs`): a
 //! temporary file renamed into place, which removes the stale temporary files of
-//! killed writers.
+//! killed writers. Large slices of a mapped input are written by the kernel from their
+//! file ([`BulkWrite`], `io/bulk.rs`).
 
 mod atomic;
+mod bulk;
 mod fault_guard;
 mod interrupt;
 
 pub use atomic::{
     remove_stale_temporaries, synced_outputs, write_atomic, write_atomic_with, AtomicFile,
 };
+pub use bulk::BulkWrite;
 
 pub use interrupt::{
     check_stop, install_termination_cleanup, remove_live_temporaries, stop_writes, writes_stopped,
@@ -62,7 +65,8 @@ pub fn map_file(path: impl AsRef<Path>) -> Result<Bytes> {
     // `tests::a_shrinking_input_reads_zeros_and_blocks_commits`.
     let map = unsafe { Mapping::new(&file) }.map_err(|e| Error::io(path, e))?;
     let guard = fault_guard::register(&map, path);
-    let map = Arc::new(map);
+    // The file stays open with its mapping: `AtomicFile::write_mapped` copies from it.
+    let map = Arc::new(Source { map, file });
     {
         let mut live = MAPS.lock().unwrap_or_else(|p| p.into_inner());
         live.retain(|w| w.strong_count() > 0);
@@ -124,15 +128,41 @@ impl std::ops::Deref for Mapping {
     }
 }
 
+/// A mapping made by [`map_file`] and the open file under it.
+struct Source {
+    map: Mapping,
+    file: File,
+}
+
+impl std::ops::Deref for Source {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.map
+    }
+}
+
 /// Every mapping made by [`map_file`] that is still alive, so [`release_pages`] can tell
-/// a mapped slice from heap memory (where dropping pages would destroy data).
-static MAPS: Mutex<Vec<Weak<Mapping>>> = Mutex::new(Vec::new());
+/// a mapped slice from heap memory (where dropping pages would destroy data), and
+/// [`AtomicFile::write_mapped`] the file a slice comes from.
+static MAPS: Mutex<Vec<Weak<Source>>> = Mutex::new(Vec::new());
+
+/// The live mapping of [`map_file`] holding all of `data`, and `data`'s offset in its
+/// file; `None` for any other memory.
+fn mapped_source(data: &[u8]) -> Option<(Arc<Source>, u64)> {
+    let start = data.as_ptr() as usize;
+    let live = MAPS.lock().unwrap_or_else(|p| p.into_inner());
+    live.iter().filter_map(Weak::upgrade).find_map(|map| {
+        let base = map.as_ptr() as usize;
+        (start >= base && start - base + data.len() <= map.len())
+            .then(|| (map.clone(), (start - base) as u64))
+    })
+}
 
 /// The owner behind a mapped `Bytes`. Fields drop in order: the fault-guard
 /// registration goes before the mapping is unmapped.
 struct SharedMap {
     _guard: Option<fault_guard::Registration>,
-    map: Arc<Mapping>,
+    map: Arc<Source>,
 }
 
 impl AsRef<[u8]> for SharedMap {
@@ -190,7 +220,7 @@ fn release_span(start: usize, data_len: usize) -> usize {
             // observes different bytes; widening to page boundaries is harmless for the
             // same reason. Tested by `tests::released_pages_read_back_the_same`.
             let advised = unsafe {
-                map.unchecked_advise_range(
+                map.map.unchecked_advise_range(
                     memmap2::UncheckedAdvice::DontNeed,
                     start - base,
                     data_len,
@@ -460,7 +490,7 @@ mod tests {
         let strict = std::fs::read_to_string("/proc/sys/vm/overcommit_memory")
             .is_ok_and(|m| m.trim() == "2");
         assert!(
-            matches!(*map, Mapping::Private(_)) || strict,
+            matches!(map.map, Mapping::Private(_)) || strict,
             "a private (copy-on-write) mapping"
         );
         assert!(b.iter().all(|&x| x == 5));

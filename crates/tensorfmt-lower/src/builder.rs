@@ -132,7 +132,7 @@ impl Builder {
     }
 
     /// Counts `bytes` of computed constants against `Limits::max_computed`.
-    fn charge_computed(&mut self, bytes: u64) -> tensorfmt_core::Result<()> {
+    pub(crate) fn charge_computed(&mut self, bytes: u64) -> tensorfmt_core::Result<()> {
         self.check_computed(bytes)?;
         self.computed += bytes;
         Ok(())
@@ -253,8 +253,9 @@ pub(crate) fn onnx_shapes(
     match n.op_type.as_str() {
         "Relu" | "LeakyRelu" | "Sigmoid" | "Tanh" | "Elu" | "Abs" | "Softplus" | "Exp" | "Log"
         | "Identity" | "Softmax" | "LRN" | "Cast" | "BatchNormalization" | "Sqrt"
-        | "Reciprocal" | "Neg" => one(x()?.clone()),
-        "Add" | "Mul" | "Sub" | "Div" | "Pow" | "Max" | "Sum" | "PRelu" | "Greater" => {
+        | "Reciprocal" | "Neg" | "Sign" | "Floor" | "Ceil" | "CumSum" => one(x()?.clone()),
+        "Add" | "Mul" | "Sub" | "Div" | "Pow" | "Max" | "Min" | "Sum" | "PRelu" | "Greater"
+        | "LessOrEqual" | "Or" | "Where" => {
             let all: Option<Vec<&Vec<usize>>> = ins.iter().copied().collect();
             one(broadcast(&all?)?)
         }
@@ -518,6 +519,25 @@ pub(crate) fn onnx_shapes(
                 outs.push(state);
             }
             Some(outs)
+        }
+        "Gather" => {
+            let (data, idx) = (x()?, ins.get(1).copied().flatten()?);
+            let a = norm_axis(int(n, "axis").unwrap_or(0), data.len())?;
+            let mut o = data[..a].to_vec();
+            o.extend_from_slice(idx);
+            o.extend_from_slice(&data[a + 1..]);
+            one(o)
+        }
+        "MaxRoiPool" => {
+            // X [N, C, H, W], rois [R, 5] -> [R, C, pooled_h, pooled_w].
+            let (x, rois) = (x()?, ins.get(1).copied().flatten()?);
+            let pooled = ints(n, "pooled_shape")?;
+            if x.len() != 4 || rois.len() != 2 || rois[1] != 5 || pooled.len() != 2 {
+                return None;
+            }
+            let ph = usize::try_from(pooled[0]).ok()?;
+            let pw = usize::try_from(pooled[1]).ok()?;
+            one(vec![rois[0], x[1], ph, pw])
         }
         _ => None,
     }

@@ -45,6 +45,7 @@ mod error;
 #[doc(hidden)]
 pub mod fuzzing;
 mod layers;
+mod rpn;
 mod state_dict;
 mod stop;
 
@@ -62,6 +63,7 @@ use tensorfmt_onnx::proto::{
 pub use builder::Value;
 pub use error::{LowerError, UnsupportedLayer};
 pub use layers::supported_layers;
+pub use rpn::RpnOptions;
 pub use state_dict::{state_dict, torch_name, Naming};
 
 use builder::Builder;
@@ -117,6 +119,8 @@ pub struct LowerOptions {
     pub stop_before: Vec<String>,
     /// Bounds of the conversion: `max_computed` (the constants it computes, in all).
     pub limits: tensorfmt_core::Limits,
+    /// Overrides of the proposal layers' test-time RPN constants (the CLI's `--rpn`).
+    pub rpn: RpnOptions,
 }
 
 /// The result of [`lower`].
@@ -205,7 +209,7 @@ pub fn lower(
                 .map(|l| UnsupportedLayer {
                     name: l.name.clone(),
                     kind: l.kind.clone(),
-                    reason: None,
+                    reason: layers::no_lowering_reason(l),
                 })
                 .collect();
             if unknown.is_empty() {
@@ -220,7 +224,10 @@ pub fn lower(
     // a layer that fails on one is a consequence, not another report.
     let mut unsupported: Vec<UnsupportedLayer> = Vec::new();
     let mut placeholders: HashSet<String> = HashSet::new();
-    let mut graph = layers::Graph::default();
+    let mut graph = layers::Graph {
+        rpn: opts.rpn.clone(),
+        ..Default::default()
+    };
     graph.b.limits = opts.limits;
     // 2. Inputs.
     let input_names: HashSet<&str> = net.inputs.iter().map(|i| i.name.as_str()).collect();
@@ -291,6 +298,8 @@ pub fn lower(
         .map(|v| (v.name.clone(), v.shape.clone()))
         .collect();
     let mut verified: Vec<Value> = Vec::new();
+    // Caffe's shapes of the tops sized at run time (`Graph::dynamic`): their bounds.
+    let mut bounds: HashMap<String, Vec<usize>> = HashMap::new();
     // Which layer top each value is: (layer index, top index).
     let mut origin: HashMap<String, (usize, usize)> = HashMap::new();
     for (li, l) in net.layers.iter().enumerate() {
@@ -344,7 +353,9 @@ pub fn lower(
                 caffe: layer_shapes,
                 blobs: &layer_blobs,
             }),
-            None => Err(Fail::not_lowered(String::new())),
+            None => Err(Fail::not_lowered(
+                layers::no_lowering_reason(l).unwrap_or_default(),
+            )),
         };
         let shapes = match lowered {
             Ok(shapes) => shapes,
@@ -375,6 +386,12 @@ pub fn lower(
                 continue;
             }
         };
+        // A top computed from a size known only at run time follows it.
+        if ins.iter().any(|v| graph.from_dynamic.contains(&v.name))
+            || tops.iter().any(|t| graph.dynamic.contains_key(t))
+        {
+            graph.from_dynamic.extend(tops.iter().cloned());
+        }
         let expected = caffe_shapes.layers.get(li).map(|s| &s.tops);
         if expected != Some(&shapes) {
             return Err(layer_err(
@@ -392,8 +409,19 @@ pub fn lower(
                 ),
             ));
         }
-        // ONNX's shape rules over the new nodes.
-        propagate(&graph.b, &graph.b.nodes[first_node..], &mut onnx_shapes);
+        // ONNX's shape rules over the new nodes; a top sized at run time takes Caffe's
+        // shape, its bound (checked below at a larger size).
+        for (t, s) in tops.iter().zip(&shapes) {
+            if graph.dynamic.contains_key(t) {
+                bounds.insert(t.clone(), s.clone());
+            }
+        }
+        propagate(
+            &graph.b,
+            &graph.b.nodes[first_node..],
+            &mut onnx_shapes,
+            &bounds,
+        );
         for (ti, ((t, name), shape)) in l.tops.iter().zip(&tops).zip(shapes).enumerate() {
             origin.insert(name.clone(), (li, ti));
             check_shape(&shape).map_err(|e| layer_err(l, format!("top {t:?}: {e}")))?;
@@ -404,8 +432,6 @@ pub fn lower(
                 ));
             }
             match onnx_shapes.get(name) {
-                // A size known only at run time: Caffe's shape is a bound, not checked.
-                _ if graph.dynamic.contains_key(name) => {}
                 Some(s) if *s == shape => verified.push(Value { name: name.clone(), shape: shape.clone() }),
                 Some(s) => {
                     return Err(layer_err(
@@ -490,24 +516,41 @@ pub fn lower(
     // shapes for that batch (a constant holding the batch, such as a Reshape target that
     // folds the batch axis, would not). Outputs whose first axis is not the batch
     // (SSD's prior boxes) keep their fixed size.
+    let checked = Checked {
+        b: &graph.b,
+        nodes: &nodes,
+        verified: &verified,
+        origin: &origin,
+        bounds: &bounds,
+    };
+    // Sizes known only at run time: everything computed from them must follow them.
+    let run_time =
+        check_run_time_sizes(net, &graph_inputs, &caffe_shapes, &graph.dynamic, &checked)?;
     let batch_axes = if opts.dynamic_batch {
         check_dynamic_batch(
             net,
             &caffe_shapes,
             &graph_inputs,
-            &graph.b,
-            &nodes,
-            &verified,
-            &origin,
             &out_values,
-            &graph.dynamic,
+            &run_time,
+            &graph.from_dynamic,
+            &checked,
         )?
     } else {
         HashMap::new()
     };
+    let from_dynamic = std::mem::take(&mut graph.from_dynamic);
     let out_names: HashSet<&str> = out_values.iter().map(|v| v.name.as_str()).collect();
     // 7. Warnings: caffemodel layers nobody asked for.
     let mut warnings = net.warnings.clone();
+    let proposals = net
+        .layers
+        .iter()
+        .any(|l| l.kind == "Proposal" || tensorfmt_caffe::is_python_proposal(l));
+    if !opts.rpn.is_empty() && !proposals {
+        warnings
+            .push("the RPN constants given (rpn) are unused: the net has no proposal layer".into());
+    }
     let unused = blobs.unused();
     if !unused.is_empty() {
         let list = unused.join(", ");
@@ -560,7 +603,7 @@ pub fn lower(
             metadata.push(("preprocess.crop_size".into(), t.crop_size.to_string()));
         }
     }
-    let graph = GraphProto {
+    let mut graph = GraphProto {
         node: nodes,
         name: if net.name.is_empty() {
             "caffe".into()
@@ -574,12 +617,7 @@ pub fn lower(
             .collect(),
         output: out_values
             .iter()
-            .map(|v| {
-                let n_axes = batch_axes.get(&v.name).map_or(&[][..], Vec::as_slice);
-                let mut vi = value_info(v, n_axes);
-                mark_dynamic(&mut vi, graph.dynamic.get(&v.name));
-                vi
-            })
+            .map(|v| value_info(v, batch_axes.get(&v.name).map_or(&[][..], Vec::as_slice)))
             .collect(),
         value_info: if opts.dynamic_batch {
             Vec::new()
@@ -588,6 +626,13 @@ pub fn lower(
         },
         ..Default::default()
     };
+    for v in graph.output.iter_mut().chain(graph.value_info.iter_mut()) {
+        match run_time.get(&v.name) {
+            Some(axes) => name_run_time_axes(v, Some(axes.as_slice())),
+            None if from_dynamic.contains(&v.name) => name_run_time_axes(v, None),
+            None => {}
+        }
+    }
     let model = ModelProto {
         ir_version: tensorfmt_onnx::IR_VERSION,
         opset_import: vec![OperatorSetIdProto {
@@ -615,11 +660,14 @@ pub fn lower(
 }
 
 /// ONNX's shape rules over `nodes`, in order, from the shapes already in `shapes`
-/// (graph inputs, earlier values) and the builder's initializers.
+/// (graph inputs, earlier values) and the builder's initializers. A value in `fixed` (a
+/// top sized at run time) takes that shape instead of its rule's, which cannot follow
+/// the data-dependent ops that make it (NonMaxSuppression, Compress).
 fn propagate(
     b: &Builder,
     nodes: &[tensorfmt_onnx::proto::NodeProto],
     shapes: &mut HashMap<String, Vec<usize>>,
+    fixed: &HashMap<String, Vec<usize>>,
 ) {
     for n in nodes {
         let in_shapes: Vec<Option<&Vec<usize>>> = n
@@ -627,12 +675,196 @@ fn propagate(
             .iter()
             .map(|i| shapes.get(i).or_else(|| b.init_shapes.get(i)))
             .collect();
-        if let Some(outs) = builder::onnx_shapes(n, &in_shapes, &b.ints, &b.floats) {
-            for (o, s) in n.output.iter().zip(outs) {
-                shapes.insert(o.clone(), s);
+        let outs = builder::onnx_shapes(n, &in_shapes, &b.ints, &b.floats);
+        for (i, o) in n.output.iter().enumerate() {
+            match fixed.get(o) {
+                Some(s) => {
+                    shapes.insert(o.clone(), s.clone());
+                }
+                None => {
+                    if let Some(s) = outs.as_ref().and_then(|outs| outs.get(i)) {
+                        shapes.insert(o.clone(), s.clone());
+                    }
+                }
             }
         }
     }
+}
+
+/// What the checks at another size read: the final graph and what the walk verified.
+struct Checked<'a> {
+    b: &'a Builder,
+    /// The final (pruned) nodes.
+    nodes: &'a [tensorfmt_onnx::proto::NodeProto],
+    /// Values whose ONNX shape equals Caffe's.
+    verified: &'a [Value],
+    /// Which layer top each value is: (layer index, top index).
+    origin: &'a HashMap<String, (usize, usize)>,
+    /// The tops sized at run time, at their bound (Caffe's shape).
+    bounds: &'a HashMap<String, Vec<usize>>,
+}
+
+impl Checked<'_> {
+    /// The verified values the final graph computes (a pruned node's are not checked:
+    /// nothing runs it), with their layer and top index, tops sized at run time aside
+    /// (their shape is declared, not derived).
+    fn derived(&self) -> Vec<(&Value, usize, usize)> {
+        let computed: HashSet<&str> = self
+            .nodes
+            .iter()
+            .flat_map(|n| n.output.iter().map(String::as_str))
+            .collect();
+        self.verified
+            .iter()
+            .filter(|v| computed.contains(v.name.as_str()) && !self.bounds.contains_key(&v.name))
+            .filter_map(|v| self.origin.get(&v.name).map(|&(li, ti)| (v, li, ti)))
+            .collect()
+    }
+}
+
+/// One axis of a value sized at run time, as the graph states it.
+#[derive(Debug, Clone, PartialEq)]
+enum RunTimeAxis {
+    /// A size fixed at conversion.
+    Fixed,
+    /// A size following one run-time size: its `dim_param` (`R`, or `R*84` for an axis
+    /// holding 84 values per RoI).
+    Named(String),
+    /// A size following several run-time sizes at once: left unknown.
+    Unknown,
+}
+
+/// Sizes known only at run time (`Graph::dynamic`: DetectionOutput's rows, a proposal
+/// layer's RoIs). For each dim name: propagates ONNX's shape rules over the final
+/// nodes with the axes of that name one larger than their bound, and checks every
+/// verified value computed from them against Caffe's shapes for that size (the
+/// declaring layers' tops given as net inputs of that size). A lowering that put the
+/// size in a constant fails here, naming the layer. Returns, for each value whose
+/// shape follows a run-time size (the declared tops included), what each axis holds.
+fn check_run_time_sizes(
+    net: &NetDef,
+    inputs: &[Value],
+    caffe_shapes: &tensorfmt_caffe::NetShapes,
+    dynamic: &HashMap<String, Vec<(usize, String)>>,
+    c: &Checked<'_>,
+) -> Result<HashMap<String, Vec<RunTimeAxis>>, LowerError> {
+    let mut axes: HashMap<String, Vec<RunTimeAxis>> = HashMap::new();
+    // Declared: the tops of the lowerings that size them.
+    let mut sources: Vec<usize> = Vec::new();
+    for (name, declared) in dynamic {
+        let (Some(&(li, _)), Some(bound)) = (c.origin.get(name), c.bounds.get(name)) else {
+            continue;
+        };
+        if !sources.contains(&li) {
+            sources.push(li);
+        }
+        let mut a = vec![RunTimeAxis::Fixed; bound.len()];
+        for (axis, dim) in declared {
+            if let Some(x) = a.get_mut(*axis) {
+                *x = RunTimeAxis::Named(dim.clone());
+            }
+        }
+        axes.insert(name.clone(), a);
+    }
+    sources.sort_unstable();
+    let mut dims: Vec<&str> = dynamic
+        .values()
+        .flatten()
+        .map(|(_, d)| d.as_str())
+        .collect();
+    dims.sort_unstable();
+    dims.dedup();
+    // Derived: per value and axis, the (dim, values per unit of it) it grows by.
+    let mut growth: HashMap<String, Vec<Vec<(String, usize)>>> = HashMap::new();
+    let overrides: Vec<(String, Vec<usize>)> = inputs
+        .iter()
+        .map(|v| (v.name.clone(), v.shape.clone()))
+        .collect();
+    for dim in dims {
+        // The declaring layers' tops become inputs, those of `dim` one larger.
+        let mut bigger = net.clone();
+        let mut fixed: HashMap<String, Vec<usize>> = HashMap::new();
+        for (value, &(li, ti)) in c.origin {
+            if sources.binary_search(&li).is_err() {
+                continue;
+            }
+            let Some(mut shape) = caffe_shapes
+                .layers
+                .get(li)
+                .and_then(|s| s.tops.get(ti))
+                .cloned()
+            else {
+                continue;
+            };
+            for (axis, d) in dynamic.get(value).into_iter().flatten() {
+                if d == dim {
+                    if let Some(x) = shape.get_mut(*axis) {
+                        *x += 1;
+                    }
+                }
+            }
+            bigger.inputs.push(tensorfmt_caffe::NetInput {
+                name: net.layers[li].tops[ti].clone(),
+                shape: shape.iter().map(|&d| d as i64).collect(),
+                line: 0,
+            });
+            fixed.insert(value.clone(), shape);
+        }
+        for &li in &sources {
+            let l = &mut bigger.layers[li];
+            l.kind = "Silence".into();
+            l.tops.clear();
+        }
+        let caffe = tensorfmt_caffe::infer_shapes(&bigger, &overrides).map_err(|e| {
+            LowerError::Net(format!(
+                "the net's shapes do not follow its size {dim:?}, known only at run time: {e}"
+            ))
+        })?;
+        let mut shapes: HashMap<String, Vec<usize>> = overrides.iter().cloned().collect();
+        propagate(c.b, c.nodes, &mut shapes, &fixed);
+        for (v, li, ti) in c.derived() {
+            let Some(want) = caffe.layers.get(li).and_then(|s| s.tops.get(ti)) else {
+                continue;
+            };
+            let got = shapes.get(&v.name);
+            if got != Some(want) {
+                return Err(layer_err(
+                    &net.layers[li],
+                    format!(
+                        "its ONNX nodes do not follow the size {dim:?} known only at run time \
+                         (one larger than its bound, ONNX's shape rules give {}, Caffe's \
+                         {want:?}; a lowering bug)",
+                        got.map_or("no shape".to_string(), |s| format!("{s:?}"))
+                    ),
+                ));
+            }
+            if want != &v.shape {
+                let g = growth
+                    .entry(v.name.clone())
+                    .or_insert_with(|| vec![Vec::new(); v.shape.len()]);
+                for (i, (&a, &b)) in v.shape.iter().zip(want).enumerate() {
+                    if b != a {
+                        // A size that shrinks as the run-time size grows has no name.
+                        let k = b.saturating_sub(a);
+                        g[i].push((dim.to_string(), k));
+                    }
+                }
+            }
+        }
+    }
+    for (name, per_axis) in growth {
+        let a = per_axis
+            .into_iter()
+            .map(|grows| match grows.as_slice() {
+                [] => RunTimeAxis::Fixed,
+                [(d, 1)] => RunTimeAxis::Named(d.clone()),
+                [(d, k)] if *k > 1 => RunTimeAxis::Named(format!("{d}*{k}")),
+                _ => RunTimeAxis::Unknown,
+            })
+            .collect();
+        axes.insert(name, a);
+    }
+    Ok(axes)
 }
 
 /// `--dynamic-batch`: the signature with a symbolic batch `N` must hold at every batch.
@@ -645,17 +877,14 @@ fn propagate(
 /// Flatten from axis 0 gives 12N) has no true declaration with one `N`, and the net is
 /// refused. The batch is the first input's first axis, shared by the inputs whose first
 /// axis has its size. Returns, per batched input and per output, the axes that are `N`.
-#[allow(clippy::too_many_arguments)]
 fn check_dynamic_batch(
     net: &NetDef,
     declared: &tensorfmt_caffe::NetShapes,
     inputs: &[Value],
-    b: &Builder,
-    nodes: &[tensorfmt_onnx::proto::NodeProto],
-    verified: &[Value],
-    origin: &HashMap<String, (usize, usize)>,
     outputs: &[Value],
-    run_time: &HashMap<String, Vec<(usize, String)>>,
+    run_time: &HashMap<String, Vec<RunTimeAxis>>,
+    from_dynamic: &HashSet<String>,
+    c: &Checked<'_>,
 ) -> Result<HashMap<String, Vec<usize>>, LowerError> {
     // The batch is the first input's first axis; the inputs whose first axis has the
     // same size are batched with it, the others (a constant table fed as an input) keep
@@ -666,11 +895,6 @@ fn check_dynamic_batch(
         ));
     };
     let batched = |v: &Value| v.shape.first() == Some(&b0);
-    // Values the final graph computes (a pruned node's are not checked: nothing runs it).
-    let computed: HashSet<&str> = nodes
-        .iter()
-        .flat_map(|n| n.output.iter().map(String::as_str))
-        .collect();
     // Each output's shape at each batch tried: the declared one first.
     let mut out_shapes: Vec<Vec<Vec<usize>>> =
         outputs.iter().map(|v| vec![v.shape.clone()]).collect();
@@ -708,14 +932,8 @@ fn check_dynamic_batch(
             }
         }
         let mut shapes: HashMap<String, Vec<usize>> = bigger.iter().cloned().collect();
-        propagate(b, nodes, &mut shapes);
-        for v in verified
-            .iter()
-            .filter(|v| computed.contains(v.name.as_str()))
-        {
-            let Some(&(li, ti)) = origin.get(&v.name) else {
-                continue;
-            };
+        propagate(c.b, c.nodes, &mut shapes, c.bounds);
+        for (v, li, ti) in c.derived() {
             let Some(want) = caffe.layers.get(li).and_then(|s| s.tops.get(ti)) else {
                 continue;
             };
@@ -738,7 +956,7 @@ fn check_dynamic_batch(
         for (v, seen) in outputs.iter().zip(&mut out_shapes) {
             // Caffe's shape at this batch (for an output no ONNX rule verified, e.g. a
             // size known only at run time, the bound Caffe gives).
-            let shape = match origin.get(&v.name) {
+            let shape = match c.origin.get(&v.name) {
                 Some(&(li, ti)) => caffe.layers.get(li).and_then(|s| s.tops.get(ti)).cloned(),
                 None => bigger
                     .iter()
@@ -755,9 +973,21 @@ fn check_dynamic_batch(
         .map(|v| (v.name.clone(), vec![0]))
         .collect();
     for (v, seen) in outputs.iter().zip(&out_shapes) {
+        // Axes sized at run time are named by their size, not the batch; a value computed
+        // from several such sizes has no axis stated at all.
+        if from_dynamic.contains(&v.name) && !run_time.contains_key(&v.name) {
+            axes_of_n.insert(v.name.clone(), Vec::new());
+            continue;
+        }
         let run_time_axes: Vec<usize> = run_time
             .get(&v.name)
-            .map(|a| a.iter().map(|(axis, _)| *axis).collect())
+            .map(|a| {
+                a.iter()
+                    .enumerate()
+                    .filter(|(_, x)| **x != RunTimeAxis::Fixed)
+                    .map(|(i, _)| i)
+                    .collect()
+            })
             .unwrap_or_default();
         let mut n_axes = Vec::new();
         for axis in 0..v.shape.len() {
@@ -791,19 +1021,26 @@ fn check_dynamic_batch(
     Ok(axes_of_n)
 }
 
-/// Names the axes of `vi` whose size is known only at run time (`dim_param`).
-fn mark_dynamic(vi: &mut ValueInfoProto, axes: Option<&Vec<(usize, String)>>) {
-    let Some(axes) = axes else { return };
-    if let Some(type_proto::Value::TensorType(t)) =
-        vi.r#type.as_mut().and_then(|t| t.value.as_mut())
+/// States the axes of `v` sized at run time (`check_run_time_sizes`): a `dim_param` for
+/// an axis following one size, no value for one following several. Without `axes` (no
+/// shape rule could follow the value), every axis is left unknown rather than stated
+/// wrongly.
+fn name_run_time_axes(v: &mut ValueInfoProto, axes: Option<&[RunTimeAxis]>) {
+    let Some(type_proto::Value::TensorType(t)) = v.r#type.as_mut().and_then(|t| t.value.as_mut())
+    else {
+        return;
+    };
+    for (i, d) in t
+        .shape
+        .iter_mut()
+        .flat_map(|s| s.dim.iter_mut())
+        .enumerate()
     {
-        if let Some(shape) = t.shape.as_mut() {
-            for (axis, name) in axes {
-                if let Some(d) = shape.dim.get_mut(*axis) {
-                    d.value = Some(DimValue::DimParam(name.clone()));
-                }
-            }
-        }
+        d.value = match axes.map(|a| a.get(i).unwrap_or(&RunTimeAxis::Fixed)) {
+            Some(RunTimeAxis::Fixed) => continue,
+            Some(RunTimeAxis::Named(n)) => Some(DimValue::DimParam(n.clone())),
+            Some(RunTimeAxis::Unknown) | None => None,
+        };
     }
 }
 
@@ -866,7 +1103,8 @@ pub fn convert_files(
     let (net, mut blobs) = load(src, read)?;
     // What the lowering finds is about the net, as the prototxt gives it.
     let lowered = lower(&net, &mut blobs, opts).map_err(|e| e.in_file(src.prototxt))?;
-    tensorfmt_core::io::write_atomic(out, |w| tensorfmt_onnx::write_model(w, &lowered.model))
+    // Weights that are slices of the mapped caffemodel are copied by the kernel.
+    tensorfmt_core::io::write_atomic(out, |w| tensorfmt_onnx::write_model_bulk(w, &lowered.model))
         .map_err(|e| LowerError::from(e).in_file(out))?;
     Ok(lowered)
 }

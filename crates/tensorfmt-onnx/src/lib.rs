@@ -52,7 +52,9 @@ pub use error::{OnnxError, Result};
 pub use file::OnnxFile;
 pub use read::{read_model_file, sniff, ModelFile};
 pub use tensor::{dtype_of, onnx_data_type, tensor_from_proto, tensor_to_proto};
-pub use write::{weights_model, write_model, write_tensors, IR_VERSION, MAX_MODEL_BYTES, OPSET};
+pub use write::{
+    weights_model, write_model, write_model_bulk, write_tensors, IR_VERSION, MAX_MODEL_BYTES, OPSET,
+};
 
 /// Opens an ONNX model as named tensors: its initializers, under their own names.
 ///
@@ -88,5 +90,5 @@ pub fn save_tensors(
     options: &WriteOptions,
 ) -> Result<()> {
     let model = weights_model(tensors)?;
-    tensorfmt_core::io::write_atomic_with(path, options, |w| write_model(w, &model))
+    tensorfmt_core::io::write_atomic_with(path, options, |w| write_model_bulk(w, &model))
 }

@@ -5,6 +5,7 @@
 use std::io::Write;
 
 use prost::Message;
+use tensorfmt_core::io::BulkWrite;
 use tensorfmt_core::Tensor;
 
 use crate::error::{OnnxError, Result};
@@ -53,17 +54,34 @@ impl SplitTensor {
         }
         n
     }
-    fn write(&self, w: &mut dyn Write) -> std::io::Result<()> {
+    fn write(&self, w: &mut dyn BulkWrite) -> std::io::Result<()> {
         w.write_all(&self.head)?;
         if !self.raw.is_empty() {
             let mut k = vec![key(9)];
             put_varint(&mut k, self.raw.len() as u64);
             w.write_all(&k)?;
-            w.write_all(&self.raw)?;
+            w.write_bulk(&self.raw)?;
         }
         Ok(())
     }
 }
+
+/// A plain writer as a [`BulkWrite`] that writes every payload.
+struct Plain<'a>(&'a mut dyn Write);
+
+impl Write for Plain<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.write(buf)
+    }
+    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        self.0.write_all(buf)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
+}
+
+impl BulkWrite for Plain<'_> {}
 
 /// Encodes `model` to `w`, streaming each initializer's `raw_data` from its bytes (a
 /// 100 MB model is not copied into a second 100 MB buffer). Fields come out in the
@@ -83,6 +101,28 @@ impl SplitTensor {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn write_model(w: &mut dyn Write, model: &ModelProto) -> Result<()> {
+    write_model_bulk(&mut Plain(w), model)
+}
+
+/// [`write_model`] to a [`BulkWrite`]: into an `AtomicFile`, each initializer payload
+/// that is a slice of a mapped input file (the weights of a caffemodel being converted)
+/// is copied by the kernel from that file, as `cp` copies, instead of through this
+/// process ([`AtomicFile::write_mapped`](tensorfmt_core::io::AtomicFile::write_mapped)).
+///
+/// ```
+/// use prost::Message;
+/// use tensorfmt_onnx::proto::{GraphProto, ModelProto, TensorProto};
+/// let m = ModelProto { ir_version: 8, graph: Some(GraphProto {
+///     initializer: vec![TensorProto { name: "w".into(), dims: vec![1], data_type: 1,
+///                                     raw_data: vec![0, 0, 128, 63].into(), ..Default::default() }],
+///     ..Default::default() }), ..Default::default() };
+/// let dir = tempfile::tempdir()?;
+/// let out = dir.path().join("m.onnx");
+/// tensorfmt_core::io::write_atomic(&out, |f| tensorfmt_onnx::write_model_bulk(f, &m))?;
+/// assert_eq!(ModelProto::decode(std::fs::read(&out)?.as_slice())?, m);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn write_model_bulk(w: &mut dyn BulkWrite, model: &ModelProto) -> Result<()> {
     let mut top = model.clone();
     let graph = top.graph.take();
     let top = top.encode_to_vec();
@@ -104,7 +144,10 @@ pub fn write_model(w: &mut dyn Write, model: &ModelProto) -> Result<()> {
     let mut head = vec![key(7)];
     put_varint(&mut head, len);
     // Refused before the first byte is written: the caller's temporary file is removed.
-    check_model_size(top.len() as u64 + head.len() as u64 + len)?;
+    let total = top.len() as u64 + head.len() as u64 + len;
+    check_model_size(total)?;
+    // An output that knows its size skips the file system's per-page allocation.
+    w.expect_len(total)?;
     w.write_all(&top)?;
     w.write_all(&head)?;
     w.write_all(&rest)?;

@@ -17,7 +17,7 @@ fn lower_err(e: tensorfmt_lower::LowerError) -> Error {
 
 /// Lowers a caffemodel + deploy prototxt to an ONNX file; returns a summary dict.
 #[pyfunction]
-#[pyo3(signature = (caffemodel, prototxt, out, proto=None, input_shape=None, outputs=None, dynamic_batch=false, strict=false, stop_before=None))]
+#[pyo3(signature = (caffemodel, prototxt, out, proto=None, input_shape=None, outputs=None, dynamic_batch=false, strict=false, stop_before=None, rpn=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn caffe_to_onnx<'py>(
     py: Python<'py>,
@@ -30,14 +30,22 @@ pub fn caffe_to_onnx<'py>(
     dynamic_batch: bool,
     strict: bool,
     stop_before: Option<Vec<String>>,
+    rpn: Option<Vec<(String, String)>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let lowered = run(py, move || {
+        let mut rpn_options = tensorfmt_lower::RpnOptions::default();
+        for (k, v) in rpn.unwrap_or_default() {
+            rpn_options
+                .set(&k, &v)
+                .map_err(|e| Error::Invalid(format!("rpn: {e}")))?;
+        }
         let opts = LowerOptions {
             input_shapes: input_shape.unwrap_or_default(),
             outputs: outputs.unwrap_or_default(),
             dynamic_batch,
             strict,
             stop_before: stop_before.unwrap_or_default(),
+            rpn: rpn_options,
             ..Default::default()
         };
         let read = ReadOptions {

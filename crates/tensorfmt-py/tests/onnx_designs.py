@@ -1,7 +1,7 @@
 """The planned ONNX lowerings of issue 30's layers, built with ``onnx.helper`` in standard
 ONNX opset 17 (no custom domain), so that the Rust lowering can transcribe graphs already
 known to give the references' numbers (``test_caffe_refs.py`` runs each one in
-onnxruntime against ``caffe_refs.py``). ``docs/caffe-layers.md`` ("Planned lowerings")
+onnxruntime against ``caffe_refs.py``). ``docs/caffe-layers.md`` ("References and designs")
 describes each graph in words; the function here is the exact node sequence.
 
 Each builder returns a ``ModelProto`` whose inputs and outputs carry the Caffe blob names

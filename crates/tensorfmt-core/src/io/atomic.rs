@@ -305,7 +305,7 @@ impl AtomicFile {
         })
     }
 
-    fn inner(&mut self) -> io::Result<&mut io::BufWriter<File>> {
+    pub(super) fn inner(&mut self) -> io::Result<&mut io::BufWriter<File>> {
         self.file
             .as_mut()
             .ok_or_else(|| io::Error::other("atomic file already committed"))
@@ -364,8 +364,13 @@ impl AtomicFile {
     /// An I/O error of the temporary file, reworded to name the output and what was
     /// being done (`writing out.npz: No space left on device (os error 28)`), so every
     /// caller's message says which file failed even where it only sees an `io::Error`.
-    fn name_error(&self, op: &str, e: io::Error) -> io::Error {
+    pub(super) fn name_error(&self, op: &str, e: io::Error) -> io::Error {
         io::Error::new(e.kind(), format!("{op} {}: {e}", self.target.display()))
+    }
+
+    /// Whether the file is synced at commit ([`AtomicFile::sync`]).
+    pub(super) fn syncs(&self) -> bool {
+        self.sync
     }
 
     /// A write error; `EFAULT` from a source buffer in a mapped input means that input
@@ -387,7 +392,7 @@ impl AtomicFile {
 
 /// The error of a write stopped by [`stop_writes`] (not `ErrorKind::Interrupted`,
 /// which `write_all` would retry).
-fn stopped() -> io::Error {
+pub(super) fn stopped() -> io::Error {
     io::Error::other("interrupted (a signal asked to stop)")
 }
 

@@ -12,6 +12,7 @@ use tensorfmt_onnx::proto::AttributeProto;
 
 use crate::builder::{Builder, Value};
 use crate::error::{Fail, LResult};
+use crate::rpn::RpnOptions;
 
 /// The graph under construction and what outlives one layer.
 #[derive(Default)]
@@ -25,9 +26,18 @@ pub(crate) struct Graph {
     /// indices address it, so an Upsample reading the mask must restore that size.
     pub mask_inputs: HashMap<String, [usize; 2]>,
     /// Tops whose size along some axes is known only at run time (DetectionOutput's
-    /// row count): value name -> (axis, ONNX `dim_param`). Caffe's shape is their bound;
-    /// ONNX's shape rules do not check them and the graph output carries the dim name.
+    /// row count, a proposal layer's RoI count): value name -> (axis, ONNX
+    /// `dim_param`), declared by the lowering that makes them. Caffe's shape is their
+    /// bound: ONNX's shape rules take it for them, and the driver checks that whatever
+    /// is computed from them follows each named size (at the bound and one larger) and
+    /// names the axes that do in the graph's outputs and `value_info`.
     pub dynamic: HashMap<String, Vec<(usize, String)>>,
+    /// The values computed from a `dynamic` top (the driver adds a layer's tops when
+    /// one of its bottoms is one): a lowering reading one must not put its size in a
+    /// constant (Reshape keeps Caffe's `0` / `-1` for it).
+    pub from_dynamic: HashSet<String>,
+    /// Overrides of the proposal layers' RPN constants (`LowerOptions::rpn`).
+    pub rpn: RpnOptions,
 }
 
 /// Everything one layer's lowering reads, and the graph it writes to.

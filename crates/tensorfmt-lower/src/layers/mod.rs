@@ -1,6 +1,6 @@
 //! The registry: one lowering function per Caffe layer type, grouped by family
 //! (`conv`, `pool`, `act`, `norm`, `shape`, `ssd`, `detection`, `fork`, `mvn`, `yolo`,
-//! `recurrent`).
+//! `recurrent`, `rcnn`).
 //!
 //! # The shape of a lowering
 //!
@@ -22,7 +22,9 @@
 //! | `cx.init`, `cx.f32s`, `cx.i64s`, `cx.scalar`, `cx.fresh` | initializers (named `<layer>/<what>`) and fresh value names (unique: a taken name gets the next `_<n>` of its base's counter) |
 //! | `cx.check_computed(what, bytes)` | before computing a constant whose size grows with the input: the conversion's budget (`Limits::max_computed`), which `f32s`/`i64s` charge |
 //! | `cx.g.masks` | net-wide state: values holding max-pooling indices |
-//! | `cx.g.dynamic` | tops whose size is known only at run time (DetectionOutput's rows): axis and dim name |
+//! | `cx.g.dynamic` | tops whose size is known only at run time (DetectionOutput's rows, a proposal layer's RoIs): axis and dim name; Caffe's shape is the bound |
+//! | `cx.g.from_dynamic` | values computed from those (kept by the driver): a constant must not hold their size |
+//! | `cx.g.rpn` | the user's overrides of the proposal layers' RPN constants |
 //!
 //! It emits ONNX nodes whose last ones write `cx.tops`, and returns the tops' shapes
 //! by Caffe's rule (usually `cx.caffe.tops.clone()` or the bottom's shape); the driver
@@ -84,6 +86,7 @@ mod fork;
 mod mvn;
 mod norm;
 mod pool;
+mod rcnn;
 mod recurrent;
 mod shape;
 mod ssd;
@@ -210,16 +213,27 @@ const REGISTRY: &[Lowering] = &[
     entry("Region", 1..=1, 1..=1, NONE, yolo::region),
     entry("LSTM", 2..=5, 1..=3, ByParams, recurrent::lstm),
     entry("RNN", 2..=4, 1..=2, ByParams, recurrent::rnn),
+    entry("Proposal", 3..=3, 1..=2, NONE, rcnn::proposal),
+    entry("ROIPooling", 2..=2, 1..=1, NONE, rcnn::roi_pooling),
+    entry("PSROIPooling", 2..=2, 1..=1, NONE, rcnn::psroi_pooling),
 ];
 
-/// Every Caffe layer type with a lowering, in registry order.
+/// Every Caffe layer type with a lowering, in registry order, then the types lowered
+/// only in one fork's form (`Python`, as py-faster-rcnn's proposal layer).
 ///
 /// ```
 /// let types = tensorfmt_lower::supported_layers();
 /// assert!(types.contains(&"Convolution") && types.contains(&"DetectionOutput"));
 /// ```
 pub fn supported_layers() -> Vec<&'static str> {
-    REGISTRY.iter().map(|l| l.kind).collect()
+    let mut kinds: Vec<&'static str> = REGISTRY.iter().map(|l| l.kind).collect();
+    for (_, v) in VARIANTS {
+        // A type lowered only in a fork's form (`Python`: py-faster-rcnn's proposal).
+        if !kinds.contains(&v.kind) {
+            kinds.push(v.kind);
+        }
+    }
+    kinds
 }
 
 pub(crate) fn lookup(kind: &str) -> Option<&'static Lowering> {
@@ -230,17 +244,25 @@ pub(crate) fn lookup(kind: &str) -> Option<&'static Lowering> {
 type IsVariant = fn(&LayerDef) -> bool;
 
 /// Layers of one type string that forks gave different layers: told apart by their
-/// parameters (`LayerDef` decides), each with its own lowering and counts.
-const VARIANTS: &[(IsVariant, Lowering)] = &[(
-    LayerDef::is_yolo_detection_output,
-    entry(
-        "DetectionOutput",
-        1..=1,
-        1..=1,
-        NONE,
-        yolo::detection_output,
+/// parameters (`LayerDef` decides), each with its own lowering and counts. A `Python`
+/// layer is lowered only as py-faster-rcnn's proposal layer (its module and class
+/// name it); any other is unsupported, listed with its module (`no_lowering_reason`).
+const VARIANTS: &[(IsVariant, Lowering)] = &[
+    (
+        LayerDef::is_yolo_detection_output,
+        entry(
+            "DetectionOutput",
+            1..=1,
+            1..=1,
+            NONE,
+            yolo::detection_output,
+        ),
     ),
-)];
+    (
+        tensorfmt_caffe::is_python_proposal,
+        entry("Python", 3..=3, 1..=2, NONE, rcnn::proposal),
+    ),
+];
 
 /// The lowering of `l`: its type's, or the fork variant its parameters name.
 pub(crate) fn lookup_layer(l: &LayerDef) -> Option<&'static Lowering> {
@@ -249,6 +271,12 @@ pub(crate) fn lookup_layer(l: &LayerDef) -> Option<&'static Lowering> {
         .find(|(is, _)| is(l))
         .map(|(_, v)| v)
         .or_else(|| lookup(&l.kind))
+}
+
+/// Why a layer without a lowering has none, where its type alone does not say it: a
+/// `Python` layer names its module and class (`rpn.anchor_target_layer.AnchorTargetLayer`).
+pub(crate) fn no_lowering_reason(l: &LayerDef) -> Option<String> {
+    (l.kind == "Python").then(|| tensorfmt_caffe::python_layer_name(l))
 }
 
 /// "1", "1 or 2", "at least 2", "1 to 3".

@@ -274,8 +274,43 @@ pub(crate) fn reshape(cx: &mut LayerCx<'_>) -> Out {
     let p = cx.param().reshape_param.clone().unwrap_or_default();
     let dims = p.shape.as_ref().map(|s| s.dim.clone()).unwrap_or_default();
     let out = reshape_rule(&ins[0].shape, &dims, p.axis(), p.num_axes())?;
+    if cx.g.from_dynamic.contains(&ins[0].name) {
+        // A size known only at run time (RoIs): Caffe's own dims, whose 0 and -1
+        // follow it at run time as Caffe's Reshape does.
+        let spec = caffe_spec(&ins[0].shape, &dims, p.axis(), p.num_axes(), &out);
+        let s = cx.i64s("shape", spec)?;
+        cx.op_to("Reshape", vec![ins[0].name.clone(), s], &tops[0], vec![]);
+        return Ok(vec![out]);
+    }
     cx.reshape_to(&ins[0].name, &ins[0].shape, &out, Some(&tops[0]))?;
     Ok(vec![out])
+}
+
+/// An ONNX Reshape target equal to Caffe's `dims` put at axes `axis..axis+num_axes`
+/// (validated by `reshape_rule`): the axes before them are copied (0), Caffe's 0 copies
+/// the input axis at the same place in both, and the axes after them are copied where
+/// they keep their place, else given.
+fn caffe_spec(x: &[usize], dims: &[i64], ax: i32, num_axes: i32, out: &[usize]) -> Vec<i64> {
+    let rank = x.len() as i64;
+    let start = if ax < 0 {
+        i64::from(ax) + rank + 1
+    } else {
+        i64::from(ax)
+    } as usize;
+    let end = if num_axes == -1 {
+        x.len()
+    } else {
+        start + num_axes as usize
+    };
+    let mut spec: Vec<i64> = vec![0; start];
+    spec.extend_from_slice(dims);
+    let kept = start + dims.len() == end;
+    spec.extend(
+        out[start + dims.len()..]
+            .iter()
+            .map(|&d| if kept { 0 } else { d as i64 }),
+    );
+    spec
 }
 
 /// `Crop`: bottom 0 cut to bottom 1's shape from `axis` on, at `offset`s.

@@ -175,6 +175,7 @@ def caffe_to_onnx(
     dynamic_batch: bool = False,
     strict: bool = False,
     stop_before: Optional[List[str]] = None,
+    rpn: Optional[List[Tuple[str, str]]] = None,
 ) -> Dict[str, Any]: ...
 def caffe_state_dict(
     caffemodel: _Path, prototxt: Optional[_Path] = None, proto: Optional[_Path] = None, naming: str = "torch"

@@ -24,15 +24,16 @@ For a flat ``{"conv1/0": array}`` dict use :func:`tensorfmt.load`.
 from __future__ import annotations
 
 import functools
+import numbers
 import os
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from . import _native
 from ._text import summary as _summary
-from ._errors import InvalidArgumentError, TensorNotFoundError, warn_leniency
+from ._errors import InvalidArgumentError, TensorfmtTypeError, TensorNotFoundError, warn_leniency
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -330,6 +331,7 @@ def to_onnx(
     dynamic_batch: bool = False,
     strict: bool = False,
     stop_before: Union[str, Sequence[str], None] = None,
+    rpn: Optional[Mapping[str, Union[int, float]]] = None,
 ) -> Dict[str, Any]:
     """Converts a Caffe net (weights + deploy prototxt) to an ONNX model (opset 17),
     written atomically to ``out``; the same as ``tensorfmt convert MODEL.caffemodel
@@ -341,8 +343,11 @@ def to_onnx(
     ``dynamic_batch``: a symbolic batch dimension; ``stop_before``: layer names or types
     (``"DetectionOutput"``) the graph stops before, with every layer that reads what
     they compute: the blobs they read become the outputs (for runtimes without
-    NonMaxSuppression, or NMS of your own). A net with layers that have no lowering
-    raises (listing every one of them) and writes nothing.
+    NonMaxSuppression, or NMS of your own); ``rpn``: Faster R-CNN / R-FCN test-time
+    RPN constants of the proposal layers, ``{"post_nms_top_n": 100}``
+    (``pre_nms_top_n``, ``post_nms_top_n``, ``nms_thresh``, ``min_size``; default: the
+    prototxt's ``proposal_param``, or py-faster-rcnn's 6000, 300, 0.7, 16). A net with
+    layers that have no lowering raises (listing every one of them) and writes nothing.
 
     Returns ``{"inputs", "outputs", "shapes", "stopped_before", "warnings", "nodes"}``
     (``stopped_before``: the ``(name, type)`` of every layer cut by ``stop_before``;
@@ -371,7 +376,14 @@ def to_onnx(
         dynamic_batch=dynamic_batch,
         strict=strict,
         stop_before=None if stop_before is None else [stop_before] if isinstance(stop_before, str) else [str(s) for s in stop_before],
+        rpn=None if rpn is None else [(str(k), _rpn_value(k, v)) for k, v in rpn.items()],
     )
+
+
+def _rpn_value(key: Any, value: Any) -> str:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TensorfmtTypeError(f"rpn[{key!r}]: expected a number, got {value!r}")
+    return str(int(value)) if isinstance(value, numbers.Integral) else repr(float(value))
 
 
 def state_dict(
