@@ -1369,7 +1369,9 @@ fn detection_output_checks(dp: &proto::DetectionOutputParameter, bottoms: &[Vec<
         _ => return Err("must specify num_classes (a positive number)".into()),
     };
     let (loc, conf, prior) = (&bottoms[0], &bottoms[1], &bottoms[2]);
-    if prior.len() < 3 || prior[2] % 4 != 0 {
+    // Caffe reads `height()` (axis 2); axes after it of size 1 (OpenCV's VGG16 Faster
+    // R-CNN reshapes its proposals to [1, 1, R*4, 1]) leave the layout as it is.
+    if prior.len() < 3 || prior[2] % 4 != 0 || prior[3..].iter().any(|&d| d != 1) {
         return Err(format!(
             "the prior bottom has shape {prior:?}: [1, 2, priors * 4] expected"
         ));

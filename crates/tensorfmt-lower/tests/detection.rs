@@ -139,6 +139,18 @@ fn counts_that_disagree_name_the_layer_and_both_numbers() {
     );
     let e = err(&det_net(40, 30, &[1, 2, 42], PARAMS));
     assert!(e.contains("the prior bottom has shape [1, 2, 42]"), "{e}");
+    // Caffe reads the prior's axis 2: trailing axes of 1 keep the layout (OpenCV's VGG16
+    // Faster R-CNN reshapes its proposals to [1, 1, R*4, 1]); any other is refused.
+    net(
+        &det_net(40, 30, &[1, 2, 40, 1], PARAMS),
+        &LowerOptions::default(),
+    )
+    .unwrap();
+    let e = err(&det_net(40, 30, &[1, 2, 20, 2], PARAMS));
+    assert!(
+        e.contains("the prior bottom has shape [1, 2, 20, 2]"),
+        "{e}"
+    );
     // Locations per class (share_location false): 10 x 3 x 4.
     let e = err(&det_net(40, 30, &[1, 2, 40], "share_location: false"));
     assert!(

@@ -210,7 +210,7 @@ pub(crate) fn detection_output(cx: &mut LayerCx<'_>) -> LResult<Vec<Vec<usize>>>
     // Caffe's Reshape checks (the shape rule of tensorfmt-caffe makes them first; these
     // guard the lowering's own assumptions).
     let prior = &prior_v.shape;
-    if prior.len() != 3 || prior[0] != 1 || prior[2] % 4 != 0 {
+    if prior.len() < 3 || prior[0] != 1 || prior[2] % 4 != 0 || prior[3..].iter().any(|&d| d != 1) {
         return Err(Fail::new(format!(
             "the prior bottom {:?} has shape {prior:?}; [1, 2, priors * 4] expected (PriorBox's)",
             prior_v.name
