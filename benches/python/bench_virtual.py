@@ -31,6 +31,7 @@ Times are min / median of REPEAT alternated runs after a warm-up.
 """
 
 import argparse
+import importlib.util
 import json
 import os
 import pathlib
@@ -150,19 +151,31 @@ def main():
 
 
 def run(a, tmp):
+    """Section 3 needs only xarray and dask (so that it runs in an environment of
+    ``tensorfmt[xarray]`` and dask alone, where the imports weigh what a user's do);
+    the others need the ``[virtual]`` extra and distributed."""
     import dask
-    import distributed
-    import virtualizarr
     import xarray as xr
-    from obspec_utils.registry import ObjectStoreRegistry
-    from obstore.store import HTTPStore
 
-    import tensorfmt.dask
-    import tensorfmt.virtual as tv
+    virtual = any(s in a.sections for s in "124")
+    if virtual:
+        import distributed
+        import virtualizarr
+        from obspec_utils.registry import ObjectStoreRegistry
+        from obstore.store import HTTPStore
 
+        import tensorfmt.virtual as tv
+
+    import tensorfmt.dask  # noqa: F401
+
+    installed = sorted(
+        m for m in ("sparse", "numba", "scipy", "distributed", "kerchunk", "zarr", "virtualizarr")
+        if importlib.util.find_spec(m) is not None
+    )
     print(
-        f"tensorfmt {tensorfmt.__version__}, xarray {xr.__version__}, virtualizarr {virtualizarr.__version__}, "
-        f"dask {dask.__version__}, numpy {np.__version__}; {os.cpu_count()} CPUs; files in {tmp}"
+        f"tensorfmt {tensorfmt.__version__}, xarray {xr.__version__}, dask {dask.__version__}, "
+        f"numpy {np.__version__}; also installed: {', '.join(installed) or 'none of the optional packages'}; "
+        f"{os.cpu_count()} CPUs; files in {tmp}"
     )
     print()
 

@@ -6,6 +6,7 @@ names and values of ``tensorfmt.load``, named dimensions and header attributes; 
 import os
 import pathlib
 import shutil
+import sys
 import warnings
 
 import numpy as np
@@ -167,6 +168,17 @@ def test_sparse_pvp_opens_sparse_and_dense_only_when_asked():
     dense = xr.open_dataset(p, engine="tensorfmt", dense=True)
     assert "LazilyIndexedArray" in repr(dense["values"].variable._data)
     assert same(dense["values"].values, want)
+
+
+def test_sparse_pvp_without_sparse_names_the_extra(monkeypatch):
+    """pydata sparse is its own extra (dask imports it, and numba, whenever installed):
+    without it a sparse file is an ImportError naming the extra, never densified; dense
+    files and ``dense=True`` need nothing more."""
+    monkeypatch.setitem(sys.modules, "sparse", None)
+    p = TESTDATA / "pvp/sparse_values_dt3.pvp"
+    with pytest.raises(ImportError, match=r"tensorfmt\[sparse\].*dense=True"):
+        xr.open_dataset(p, engine="tensorfmt")
+    assert same(xr.open_dataset(p, engine="tensorfmt", dense=True)["values"].values, tensorfmt.load(p)["values"])
 
 
 def test_repeated_sparse_indices_keep_the_last_value(tmp_path):

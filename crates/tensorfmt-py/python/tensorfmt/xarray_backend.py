@@ -18,8 +18,9 @@ entries (PINK) it touches, each read through tensorfmt's readers (no GIL while
 decoding); ``chunks=`` gives dask arrays over the same reads (``chunks={}`` the engine's
 preferred chunks: a power of two of whole frames within :data:`PREFERRED_CHUNK_BYTES`,
 one chunk for a smaller tensor; see :func:`preferred_frames`). A sparse PVP file opens
-as a pydata ``sparse`` array built from its stored entries (``dense=True`` reads dense
-frames lazily instead), never densified behind your back.
+as a pydata ``sparse`` array built from its stored entries (``pip install
+'tensorfmt[sparse]'``; ``dense=True`` reads dense frames lazily instead), never densified
+behind your back.
 
 Options of ``open_dataset``: ``format`` and ``kind`` as :func:`tensorfmt.open` takes them,
 ``strict``, and ``dense`` (sparse PVP).
@@ -183,7 +184,7 @@ def _sparse_values(path: str, strict: bool) -> Any:
     try:
         import sparse
     except ImportError as e:  # pragma: no cover - depends on the environment
-        raise ImportError("sparse PVP files open as pydata sparse arrays: pip install sparse (or dense=True)") from e
+        raise ImportError("sparse PVP files open as pydata sparse arrays: pip install 'tensorfmt[sparse]' (or open with dense=True)") from e
     f = tensorfmt.pvp.open(path, strict=strict, kind="sparse")
     ny, nx, nf = f.shape
     indptr, indices, data, width = f.csr()
