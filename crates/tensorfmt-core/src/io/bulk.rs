@@ -21,7 +21,7 @@ impl AtomicFile {
 
     /// Writes `data` as `write_all` does. Where `data` is a slice of at least
     /// [`MAPPED_COPY_MIN`](AtomicFile::MAPPED_COPY_MIN) bytes of a file mapped by
-    /// [`map_file`] (a weight of a model being converted), the kernel copies it from
+    /// [`map_file`](crate::io::map_file) (a weight of a model being converted), the kernel copies it from
     /// that file (`copy_file_range`, as `cp` does): nothing goes through this process
     /// and no page of the mapping is touched, so it does not count in the resident
     /// set. When the file is synced at commit (the default), the writeback of each 8
