@@ -151,6 +151,11 @@ cache, peak RSS with the post-import baseline); a mean over 200 files on a 2-wor
 LocalCluster through one virtual dataset (kerchunk over HTTP, kerchunk over the local
 files, Icechunk) against tensorfmt.dask. Ratio as in each table's header." \
         "$PY" benches/python/bench_virtual.py --repeat "$REPEAT" --size-mib 1024 --files 200
+    section "xarray engine where tensorfmt[xarray] alone is installed (issue 31)" \
+"The engine rows again, in a venv of xarray, dask[array], numpy and the package (no
+sparse, numba, scipy, distributed or kerchunk, which dask.array and xarray's engine list
+import whenever installed): the memory a user of the extra sees." \
+        bash benches/xarray_extra_env.sh 15
     section "Caffe -> ONNX (issue 22)" \
 "ResNet-50 with seeded random weights written by tensorfmt (gen_caffe): tensorfmt convert
 MODEL.caffemodel OUT.onnx --prototxt as a child process (start-up included) against
