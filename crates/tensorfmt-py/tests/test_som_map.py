@@ -117,6 +117,18 @@ def test_align_undoes_transform_where_exact():
     assert np.abs(back[4:11, 4:11] - smooth[4:11, 4:11]).max() < 0.05  # two bilinear passes; a wrong direction is ~0.5
 
 
+def test_transform_and_align_sizes_are_checked_before_allocating():
+    """A neuron or image size the caller chose is checked (overflow, zero, the allocation
+    limit) before the output is allocated: an InvalidArgumentError naming it, where an
+    'internal error' (a Rust panic) came back before."""
+    img = np.ones((4, 4), np.float32)
+    for size in (0, 2**31, 2**40):
+        with pytest.raises(InvalidArgumentError, match="neuron_dim"):
+            som.transform(img, False, 0.0, num_rot=4, neuron_dim=size)
+        with pytest.raises(InvalidArgumentError, match="image_dim"):
+            som.align(img, False, 0.0, num_rot=4, image_dim=size)
+
+
 def test_best_match_tools():
     m = DIR / "map_cart_360_flip.bin"
     with _quiet():

@@ -207,26 +207,11 @@ pub fn transform(
     t: u32,
     interpolation: Interpolation,
 ) -> Result<Vec<f32>> {
-    check_num_rot(num_rot, interpolation)?;
-    let count = num_rot * if use_flip { 2 } else { 1 };
-    if t >= count {
-        return Err(SomError::MapOption {
-            option: "transform index",
-            value: t.to_string(),
-            reason: format!("{count} transforms for num_rot {num_rot}, flip {use_flip}"),
-        });
-    }
+    let Steps { flipped, q, i } = Steps::of(num_rot, use_flip, t, interpolation)?;
     check_image(image, channels, image_dim)?;
+    let mut out = vec![0f32; output_len(channels, neuron_dim, "neuron_dim")?];
     let plane = neuron_dim * neuron_dim;
-    let (flipped, k) = (t >= num_rot, t % num_rot);
-    let nrr = (num_rot / 4).max(1);
-    let (q, i) = if num_rot == 1 {
-        (0, 0)
-    } else {
-        (k / nrr, k % nrr)
-    };
     let step = angle_step(num_rot);
-    let mut out = vec![0f32; channels * plane];
     let mut tmp = vec![0f32; plane];
     for c in 0..channels {
         let src = &image[c * image_dim * image_dim..(c + 1) * image_dim * image_dim];
@@ -287,26 +272,11 @@ pub fn align(
     use_flip: bool,
     t: u32,
 ) -> Result<Vec<f32>> {
-    check_num_rot(num_rot, Interpolation::Bilinear)?;
-    let count = num_rot * if use_flip { 2 } else { 1 };
-    if t >= count {
-        return Err(SomError::MapOption {
-            option: "transform index",
-            value: t.to_string(),
-            reason: format!("{count} transforms for num_rot {num_rot}, flip {use_flip}"),
-        });
-    }
+    let Steps { flipped, q, i } = Steps::of(num_rot, use_flip, t, Interpolation::Bilinear)?;
     check_image(neuron, channels, neuron_dim)?;
     let plane = neuron_dim * neuron_dim;
-    let (flipped, k) = (t >= num_rot, t % num_rot);
-    let nrr = (num_rot / 4).max(1);
-    let (q, i) = if num_rot == 1 {
-        (0, 0)
-    } else {
-        (k / nrr, k % nrr)
-    };
     let step = angle_step(num_rot);
-    let mut out = vec![0f32; channels * image_dim * image_dim];
+    let mut out = vec![0f32; output_len(channels, image_dim, "image_dim")?];
     let mut cur = vec![0f32; plane];
     let mut tmp = vec![0f32; plane];
     for c in 0..channels {
@@ -359,6 +329,64 @@ pub fn crop(image: &[f32], channels: usize, dim: usize, edd: usize) -> Result<Ve
     Ok(out)
 }
 
+/// Transform `t` as PINK applies it: the bilinear rotation by `i` small steps, `q`
+/// clockwise quarter turns, then the mirror when `flipped`.
+struct Steps {
+    flipped: bool,
+    q: u32,
+    i: u32,
+}
+
+impl Steps {
+    /// Checks `num_rot` and `t` (one of `num_rot`, twice that with `use_flip`).
+    fn of(num_rot: u32, use_flip: bool, t: u32, interpolation: Interpolation) -> Result<Steps> {
+        check_num_rot(num_rot, interpolation)?;
+        let count = num_rot * if use_flip { 2 } else { 1 };
+        if t >= count {
+            return Err(SomError::MapOption {
+                option: "transform index",
+                value: t.to_string(),
+                reason: format!("{count} transforms for num_rot {num_rot}, flip {use_flip}"),
+            });
+        }
+        let (flipped, k) = (t >= num_rot, t % num_rot);
+        if num_rot == 1 {
+            return Ok(Steps {
+                flipped,
+                q: 0,
+                i: 0,
+            });
+        }
+        let per_quarter = num_rot / 4;
+        Ok(Steps {
+            flipped,
+            q: k / per_quarter,
+            i: k % per_quarter,
+        })
+    }
+}
+
+/// The values of a `[channels, dim, dim]` output whose `dim` the caller chose: checked
+/// arithmetic and `Limits::max_alloc`, before it is allocated.
+fn output_len(channels: usize, dim: usize, option: &'static str) -> Result<usize> {
+    let n = channels
+        .checked_mul(dim)
+        .and_then(|v| v.checked_mul(dim))
+        .filter(|_| dim > 0);
+    let bytes = n.and_then(|n| (n as u64).checked_mul(4));
+    match (n, bytes) {
+        (Some(n), Some(b)) if tensorfmt_core::Limits::default().check_alloc(b).is_ok() => Ok(n),
+        _ => Err(SomError::MapOption {
+            option,
+            value: dim.to_string(),
+            reason: format!(
+                "{channels} channels of {dim}x{dim} f32 values: not a positive size within the \
+                 allocation limit (Limits::max_alloc)"
+            ),
+        }),
+    }
+}
+
 fn check_image(image: &[f32], channels: usize, dim: usize) -> Result<()> {
     let want = channels.checked_mul(dim).and_then(|v| v.checked_mul(dim));
     if dim == 0 || channels == 0 || want != Some(image.len()) {
@@ -374,6 +402,19 @@ fn check_image(image: &[f32], channels: usize, dim: usize) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn output_sizes_the_caller_chose_are_checked_before_allocating() {
+        // Overflowing, over the allocation limit, and zero: errors naming the option
+        // (they were a multiply-overflow panic and a capacity-overflow panic).
+        let img = vec![0f32; 16];
+        for nd in [1usize << 33, 1 << 40, usize::MAX, 0] {
+            let e = transform(&img, 1, 4, nd, 4, false, 0, Interpolation::Bilinear).unwrap_err();
+            assert!(e.to_string().contains("neuron_dim"), "{e}");
+            let e = align(&img, 1, 4, nd, 4, false, 0).unwrap_err();
+            assert!(e.to_string().contains("image_dim"), "{e}");
+        }
+    }
 
     #[test]
     fn quarter_turn_is_clockwise_and_bilinear_agrees() {
