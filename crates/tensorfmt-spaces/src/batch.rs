@@ -3,7 +3,9 @@
 
 use bytes::Bytes;
 
-use super::error::Result;
+use std::fmt::Display;
+
+use super::error::{Result, SpaceError};
 use tensorfmt_core::{DType, Order, Tensor};
 
 /// One mini-batch: a tensor for an elementary space, a tuple of batches (same nesting)
@@ -138,6 +140,27 @@ pub(crate) fn concat_columns(pieces: &[Tensor], n: usize, dtype: DType) -> Resul
         Order::RowMajor,
         Bytes::from(buf),
     )?)
+}
+
+/// A batch of rows of `width` values (Vector and Index spaces): rank 2, axis 1 `width`.
+pub(crate) fn check_rows(space: &dyn Display, t: &Tensor, width: usize) -> Result<()> {
+    if t.shape().rank() != 2 {
+        return Err(SpaceError::RankMismatch {
+            space: space.to_string(),
+            expected: 2,
+            actual: t.shape().rank(),
+        });
+    }
+    if t.dims()[1] != width {
+        return Err(SpaceError::ShapeMismatch {
+            space: space.to_string(),
+            axis: 1,
+            label: "width",
+            expected: width,
+            actual: t.dims()[1],
+        });
+    }
+    Ok(())
 }
 
 #[cfg(test)]

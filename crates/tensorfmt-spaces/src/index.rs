@@ -2,6 +2,7 @@
 
 use bytes::Bytes;
 
+use super::batch::check_rows;
 use super::dtype_rule::{check_cast, resolve};
 use super::error::{Result, SpaceError};
 use tensorfmt_core::{DType, Order, Tensor};
@@ -109,22 +110,7 @@ impl IndexSpace {
                 actual: format!("{} tensor {}", t.dtype(), t.shape()),
             });
         }
-        if t.shape().rank() != 2 {
-            return Err(SpaceError::RankMismatch {
-                space: self.to_string(),
-                expected: 2,
-                actual: t.shape().rank(),
-            });
-        }
-        if t.dims()[1] != self.dim {
-            return Err(SpaceError::ShapeMismatch {
-                space: self.to_string(),
-                axis: 1,
-                label: "width",
-                expected: self.dim,
-                actual: t.dims()[1],
-            });
-        }
+        check_rows(self, t, self.dim)?;
         let max = self.max_labels as i128;
         if let Some(i) = labels(t)?.iter().position(|&l| l < 0 || l >= max) {
             return Err(SpaceError::LabelOutOfRange {

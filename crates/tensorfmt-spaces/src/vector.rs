@@ -1,7 +1,8 @@
 //! [`VectorSpace`]: a batch is an `(n, dim)` matrix.
 
+use super::batch::check_rows;
 use super::dtype_rule::{check_cast, check_space_dtype, resolve, DEFAULT_FLOAT};
-use super::error::{Result, SpaceError};
+use super::error::Result;
 use tensorfmt_core::{DType, Order, Tensor};
 
 /// A batch of `dim`-dimensional vectors: a rank-2 tensor of shape `(n, dim)`.
@@ -51,22 +52,7 @@ impl VectorSpace {
     /// Checks a batch: the dtype rule, rank 2, width `dim`.
     pub fn validate(&self, t: &Tensor) -> Result<()> {
         check_cast(self, t.dtype(), self.dtype)?;
-        if t.shape().rank() != 2 {
-            return Err(SpaceError::RankMismatch {
-                space: self.to_string(),
-                expected: 2,
-                actual: t.shape().rank(),
-            });
-        }
-        if t.dims()[1] != self.dim {
-            return Err(SpaceError::ShapeMismatch {
-                space: self.to_string(),
-                axis: 1,
-                label: "width",
-                expected: self.dim,
-                actual: t.dims()[1],
-            });
-        }
+        check_rows(self, t, self.dim)?;
         Ok(())
     }
 
@@ -86,6 +72,7 @@ impl VectorSpace {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::SpaceError;
 
     fn t(dtype: DType, dims: &[usize]) -> Tensor {
         Tensor::zeros(dtype, dims, Order::RowMajor).unwrap()
