@@ -720,6 +720,33 @@ impl Checked<'_> {
             .filter_map(|v| self.origin.get(&v.name).map(|&(li, ti)| (v, li, ti)))
             .collect()
     }
+
+    /// Runs ONNX's shape rules over the final nodes from `start` (the graph inputs at
+    /// other sizes; `fixed` for the tops whose shape is declared) and compares every
+    /// derived value with Caffe's shape in `caffe` for those sizes. Returns each value
+    /// with Caffe's shape, or the first that disagrees: `(layer index, ONNX's shape,
+    /// Caffe's)`.
+    #[allow(clippy::type_complexity)]
+    fn recheck<'s>(
+        &'s self,
+        caffe: &'s tensorfmt_caffe::NetShapes,
+        start: HashMap<String, Vec<usize>>,
+        fixed: &HashMap<String, Vec<usize>>,
+    ) -> Result<Vec<(&'s Value, &'s Vec<usize>)>, (usize, Option<Vec<usize>>, &'s Vec<usize>)> {
+        let mut shapes = start;
+        propagate(self.b, self.nodes, &mut shapes, fixed);
+        let mut out = Vec::new();
+        for (v, li, ti) in self.derived() {
+            let Some(want) = caffe.layers.get(li).and_then(|s| s.tops.get(ti)) else {
+                continue;
+            };
+            match shapes.get(&v.name) {
+                Some(got) if got == want => out.push((v, want)),
+                got => return Err((li, got.cloned(), want)),
+            }
+        }
+        Ok(out)
+    }
 }
 
 /// One axis of a value sized at run time, as the graph states it.
@@ -820,15 +847,10 @@ fn check_run_time_sizes(
                 "the net's shapes do not follow its size {dim:?}, known only at run time: {e}"
             ))
         })?;
-        let mut shapes: HashMap<String, Vec<usize>> = overrides.iter().cloned().collect();
-        propagate(c.b, c.nodes, &mut shapes, &fixed);
-        for (v, li, ti) in c.derived() {
-            let Some(want) = caffe.layers.get(li).and_then(|s| s.tops.get(ti)) else {
-                continue;
-            };
-            let got = shapes.get(&v.name);
-            if got != Some(want) {
-                return Err(layer_err(
+        let checked = c
+            .recheck(&caffe, overrides.iter().cloned().collect(), &fixed)
+            .map_err(|(li, got, want)| {
+                layer_err(
                     &net.layers[li],
                     format!(
                         "its ONNX nodes do not follow the size {dim:?} known only at run time \
@@ -836,8 +858,9 @@ fn check_run_time_sizes(
                          {want:?}; a lowering bug)",
                         got.map_or("no shape".to_string(), |s| format!("{s:?}"))
                     ),
-                ));
-            }
+                )
+            })?;
+        for (v, want) in checked {
             if want != &v.shape {
                 let g = growth
                     .entry(v.name.clone())
@@ -931,15 +954,9 @@ fn check_dynamic_batch(
                 ));
             }
         }
-        let mut shapes: HashMap<String, Vec<usize>> = bigger.iter().cloned().collect();
-        propagate(c.b, c.nodes, &mut shapes, c.bounds);
-        for (v, li, ti) in c.derived() {
-            let Some(want) = caffe.layers.get(li).and_then(|s| s.tops.get(ti)) else {
-                continue;
-            };
-            let got = shapes.get(&v.name);
-            if got != Some(want) {
-                return Err(layer_err(
+        c.recheck(&caffe, bigger.iter().cloned().collect(), c.bounds)
+            .map_err(|(li, got, want)| {
+                layer_err(
                     &net.layers[li],
                     format!(
                         "--dynamic-batch: its ONNX nodes do not follow the batch (at batch {at} \
@@ -950,9 +967,8 @@ fn check_dynamic_batch(
                             |s| format!("{s:?}")
                         ),
                     ),
-                ));
-            }
-        }
+                )
+            })?;
         for (v, seen) in outputs.iter().zip(&mut out_shapes) {
             // Caffe's shape at this batch (for an output no ONNX rule verified, e.g. a
             // size known only at run time, the bound Caffe gives).
