@@ -126,6 +126,20 @@ impl<'a> LayerCx<'a> {
         Ok(self.g.b.init(&base, t)?)
     }
 
+    /// A constant computed by the lowering (any element type), named `<layer>/<what>`,
+    /// charged to the conversion's budget of computed constants like [`LayerCx::f32s`].
+    pub fn constant<T: tensorfmt_core::Element>(
+        &mut self,
+        what: &str,
+        data: Vec<T>,
+        shape: Vec<usize>,
+    ) -> LResult<String> {
+        let bytes = (data.len() as u64).saturating_mul(std::mem::size_of::<T>() as u64);
+        self.g.b.charge_computed(bytes)?;
+        let t = Tensor::from_vec(data, shape, tensorfmt_core::Order::RowMajor)?;
+        self.init(what, &t)
+    }
+
     /// An f32 initializer named `<layer>/<what>`.
     pub fn f32s(&mut self, what: &str, data: Vec<f32>, shape: Vec<usize>) -> LResult<String> {
         let base = format!("{}/{what}", self.layer.name);

@@ -19,8 +19,8 @@
 //! | `cx.conv_geom()`, `cx.pool_geom()` | the convolution / pooling geometry Caffe's shape rule validated |
 //! | `cx.blob(i, &shape)`, `cx.blobs_at_most(n)`, `cx.blobs` | blob `i` as f32, checked against the shape Caffe expects |
 //! | `cx.op`, `cx.op_to`, `cx.op_to_many`, `cx.identity`, `cx.reshape_to`, `cx.scalar_chain` | nodes (named `<layer>/<Op>`) |
-//! | `cx.init`, `cx.f32s`, `cx.i64s`, `cx.scalar`, `cx.fresh` | initializers (named `<layer>/<what>`) and fresh value names (unique: a taken name gets the next `_<n>` of its base's counter) |
-//! | `cx.check_computed(what, bytes)` | before computing a constant whose size grows with the input: the conversion's budget (`Limits::max_computed`), which `f32s`/`i64s` charge |
+//! | `cx.init`, `cx.f32s`, `cx.i64s`, `cx.constant`, `cx.scalar`, `cx.fresh` | initializers (named `<layer>/<what>`; `init` for tensors of the caffemodel, the others for constants the lowering computes) and fresh value names (unique: a taken name gets the next `_<n>` of its base's counter) |
+//! | `cx.check_computed(what, bytes)` | before computing a constant whose size grows with the input: the conversion's budget (`Limits::max_computed`), which `f32s`/`i64s`/`constant` charge |
 //! | `cx.g.masks` | net-wide state: values holding max-pooling indices |
 //! | `cx.g.dynamic` | tops whose size is known only at run time (DetectionOutput's rows, a proposal layer's RoIs): axis and dim name; Caffe's shape is the bound |
 //! | `cx.g.from_dynamic` | values computed from those (kept by the driver): a constant must not hold their size |

@@ -9,7 +9,6 @@
 //! bound, and the driver checks that everything computed from them follows that count.
 
 use tensorfmt_caffe::{ProposalKind, ProposalParams};
-use tensorfmt_core::{Order, Tensor};
 
 use super::context::LayerCx;
 use crate::builder::{attr, A};
@@ -93,17 +92,11 @@ impl LayerCx<'_> {
     }
 
     fn i64_tensor(&mut self, what: &str, data: Vec<i64>, shape: Vec<usize>) -> LResult<String> {
-        self.g
-            .b
-            .charge_computed((data.len() as u64).saturating_mul(8))?;
-        let t = Tensor::from_vec(data, shape, Order::RowMajor)?;
-        self.init(what, &t)
+        self.constant(what, data, shape)
     }
 
     fn f64_scalar(&mut self, v: f64) -> LResult<String> {
-        self.g.b.charge_computed(8)?;
-        let t = Tensor::from_vec(vec![v], Vec::<usize>::new(), Order::RowMajor)?;
-        self.init("const", &t)
+        self.constant("const", vec![v], vec![])
     }
 
     /// C's `round` (halves away from zero): `Sign(x) * Floor(|x| + 0.5)`; ONNX `Round`

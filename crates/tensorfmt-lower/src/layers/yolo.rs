@@ -334,14 +334,8 @@ pub(crate) fn detection_output(cx: &mut LayerCx<'_>) -> Out {
         // ConstantOfShape's default value is 0: negate for "all alive".
         cx.op("Not", vec![a], vec![])
     };
-    let i64_zero = {
-        let t = Tensor::from_vec(vec![0i64], Vec::<usize>::new(), Order::RowMajor)?;
-        cx.init("i0", &t)?
-    };
-    let i64_one = {
-        let t = Tensor::from_vec(vec![1i64], Vec::<usize>::new(), Order::RowMajor)?;
-        cx.init("i1", &t)?
-    };
+    let i64_zero = cx.constant("i0", vec![0i64], vec![])?;
+    let i64_one = cx.constant("i1", vec![1i64], vec![])?;
     let scalar_shape = cx.i64s("scalar_shape", vec![])?;
     let k_scalar = cx.op("Reshape", vec![count, scalar_shape], vec![]);
     let idx = cx.op("Range", vec![i64_zero, k_scalar.clone(), i64_one], vec![]);
