@@ -30,18 +30,9 @@ onnx = require_module("onnx")
 ort = require_module("onnxruntime")
 
 import caffe_refs as R  # noqa: E402
+from test_caffe_refs import close, inputs, sort_rows  # noqa: E402  (helpers only: no test is imported)
 
 NETS = TESTDATA / "nets"
-
-
-def close(a, b, what, atol=1e-3, rtol=1e-4):
-    """Issue 30's tolerance: per value |diff| <= 1e-3 + 1e-4 |ref| (pixels for boxes)."""
-    a = np.asarray(a, np.float64)
-    b = np.asarray(b, np.float64)
-    assert a.shape == b.shape, f"{what}: shape {a.shape} vs {b.shape}"
-    if a.size:
-        bad = np.abs(a - b) > atol + rtol * np.abs(b)
-        assert not bad.any(), f"{what}: max |diff| {np.abs(a - b).max():.3g} at {np.argwhere(bad)[:3].tolist()}"
 
 
 def match_rows(a, b):
@@ -68,10 +59,6 @@ def as_set(rows):
     """Rows in a canonical (lexicographic) order."""
     rows = np.asarray(rows).reshape(len(rows), -1)
     return rows[np.lexsort(rows.T[::-1])] if len(rows) else rows
-
-
-def inputs(**shapes):
-    return "".join(f'input: "{k}" input_shape {{ {" ".join(f"dim: {d}" for d in v)} }}\n' for k, v in shapes.items())
 
 
 def convert(tmp_path, text, name="net", **kw):
@@ -426,19 +413,13 @@ def test_published_net_gives_opencvs_rois_and_heads(name, weights, tmp_path):
 DETECTION_INPUTS = ["bbox_pred_reshape", "cls_prob_reshape", "proposal_reshape"]
 
 
-def detection_rows(det):
-    """Caffe's ``[1, 1, N, 7]`` as rows, best score first (label, then box, on ties)."""
-    rows = np.asarray(det, np.float64).reshape(-1, 7)
-    return rows[np.lexsort((rows[:, 3], rows[:, 1], -rows[:, 2]))]
-
-
 def same_detections(got, ref, what, box_atol=1e-3):
     """Issue 30's comparison: the same count, and row by row after sorting by score
     |diff| <= 1e-3 + 1e-4 |ref| (boxes in pixels: ``box_atol`` + 1e-4 |ref|). Rows within
     1e-4 of the lowest score kept are left out: which of near-equal scores takes the
     last of ``keep_top_k``'s places follows differences of 1e-7 (random weights give
     near-uniform class scores)."""
-    a, b = detection_rows(got), detection_rows(ref)
+    a, b = (sort_rows(np.asarray(d, np.float64).reshape(-1, 7), 2) for d in (got, ref))
     assert len(a) == len(b), f"{what}: {len(a)} detections vs {len(b)}"
     if not len(a):
         return
