@@ -3,12 +3,15 @@
 //! naming the layer and both numbers). The numbers themselves are checked in Python
 //! against weiliu89's layer in numpy and OpenCV 4 (`tests/test_caffe_detection.py`).
 
+mod common;
+
 use std::collections::HashMap;
+
+use common::output_dims;
 
 use tensorfmt_caffe::{parse_net, Schema};
 use tensorfmt_core::{Order, Tensor};
 use tensorfmt_lower::{lower, LowerError, LowerOptions, Lowered};
-use tensorfmt_onnx::proto::tensor_shape_proto::dimension::Value as Dim;
 
 fn net(text: &str, opts: &LowerOptions) -> Result<Lowered, LowerError> {
     net_with(text, HashMap::new(), opts)
@@ -26,26 +29,6 @@ fn net_with(
 fn ops(l: &Lowered) -> Vec<&str> {
     let g = l.model.graph.as_ref().unwrap();
     g.node.iter().map(|n| n.op_type.as_str()).collect()
-}
-
-fn output_dims(l: &Lowered, i: usize) -> Vec<String> {
-    let g = l.model.graph.as_ref().unwrap();
-    let Some(tensorfmt_onnx::proto::type_proto::Value::TensorType(t)) =
-        g.output[i].r#type.as_ref().unwrap().value.as_ref()
-    else {
-        panic!("not a tensor")
-    };
-    t.shape
-        .as_ref()
-        .unwrap()
-        .dim
-        .iter()
-        .map(|d| match &d.value {
-            Some(Dim::DimValue(v)) => v.to_string(),
-            Some(Dim::DimParam(p)) => p.clone(),
-            None => "?".into(),
-        })
-        .collect()
 }
 
 fn det_net(loc: usize, conf: usize, prior: &[usize], params: &str) -> String {

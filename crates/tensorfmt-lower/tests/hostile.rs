@@ -1,8 +1,11 @@
 //! The fuzz target's body (`fuzzing::prototxt_to_onnx`) over mutated corpus prototxts:
 //! every mutation gives a model or an error, never a panic, within bounded time.
 
+mod common;
+
 use std::time::Instant;
 
+use common::{ops, output_dims};
 use tensorfmt_lower::fuzzing::prototxt_to_onnx;
 
 #[test]
@@ -215,27 +218,6 @@ fn name_collisions_resolve_in_linear_time() {
 }
 
 /// The graph output `i`'s dims as text: numbers, or the `dim_param` name.
-fn output_dims(l: &Lowered, i: usize) -> Vec<String> {
-    use tensorfmt_onnx::proto::{tensor_shape_proto::dimension::Value as D, type_proto};
-    let g = l.model.graph.as_ref().unwrap();
-    let Some(type_proto::Value::TensorType(t)) =
-        g.output[i].r#type.as_ref().and_then(|t| t.value.as_ref())
-    else {
-        panic!("not a tensor")
-    };
-    t.shape
-        .as_ref()
-        .unwrap()
-        .dim
-        .iter()
-        .map(|d| match &d.value {
-            Some(D::DimValue(v)) => v.to_string(),
-            Some(D::DimParam(p)) => p.clone(),
-            None => "?".into(),
-        })
-        .collect()
-}
-
 fn dynamic() -> LowerOptions {
     LowerOptions {
         dynamic_batch: true,
@@ -405,12 +387,6 @@ fn the_layer_count_is_bounded_before_parsing() {
         e.contains("count of blob references (bottoms and tops) of 402 exceeds the limit of 400"),
         "{e}"
     );
-}
-
-/// The ops of a lowered model.
-fn ops(l: &Lowered) -> Vec<String> {
-    let g = l.model.graph.as_ref().unwrap();
-    g.node.iter().map(|n| n.op_type.clone()).collect()
 }
 
 /// A 4-D input of 1x3x4x4 and a max pooling 2x2 with its mask `m`.

@@ -2,7 +2,11 @@
 //! shapes, SSA naming of in-place tops, and the errors (unsupported layers listed at
 //! once, cycles, kernel > input, absurd shapes, bad blobs).
 
+mod common;
+
 use std::collections::HashMap;
+
+use common::ops;
 
 use tensorfmt_caffe::{parse_net, Schema};
 use tensorfmt_core::{Order, Tensor};
@@ -32,17 +36,6 @@ fn net(
         .map(|(n, v)| (n.to_string(), v.clone()))
         .collect();
     lower(&net, &mut b, opts)
-}
-
-fn ops(l: &Lowered) -> Vec<String> {
-    l.model
-        .graph
-        .as_ref()
-        .unwrap()
-        .node
-        .iter()
-        .map(|n| n.op_type.clone())
-        .collect()
 }
 
 fn node<'a>(l: &'a Lowered, op: &str) -> &'a NodeProto {

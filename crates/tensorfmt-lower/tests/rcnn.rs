@@ -5,14 +5,15 @@
 //! the layer and the two numbers, nothing written). The numbers are checked in Python
 //! (`crates/tensorfmt-py/tests/test_caffe_rcnn.py`).
 
+mod common;
+
 use std::collections::HashMap;
+
+use common::{dims, ops};
 
 use tensorfmt_caffe::{infer_shapes, parse_net, random_weights, Schema};
 use tensorfmt_core::Tensor;
 use tensorfmt_lower::{lower, LowerError, LowerOptions, Lowered, RpnOptions};
-use tensorfmt_onnx::proto::{
-    tensor_shape_proto::dimension::Value as Dim, type_proto, ValueInfoProto,
-};
 
 fn lower_text(text: &str, opts: &LowerOptions) -> Result<Lowered, LowerError> {
     let net = parse_net(text, Schema::builtin(), &Default::default()).map_err(LowerError::from)?;
@@ -20,22 +21,6 @@ fn lower_text(text: &str, opts: &LowerOptions) -> Result<Lowered, LowerError> {
     let mut blobs: HashMap<String, Vec<Tensor>> =
         random_weights(&net, &shapes, 3).into_iter().collect();
     lower(&net, &mut blobs, opts)
-}
-
-fn dims(v: &ValueInfoProto) -> Vec<String> {
-    let Some(type_proto::Value::TensorType(t)) = v.r#type.as_ref().and_then(|t| t.value.as_ref())
-    else {
-        panic!("{}: no tensor type", v.name)
-    };
-    t.shape
-        .iter()
-        .flat_map(|s| &s.dim)
-        .map(|d| match &d.value {
-            Some(Dim::DimValue(n)) => n.to_string(),
-            Some(Dim::DimParam(p)) => p.clone(),
-            None => "?".into(),
-        })
-        .collect()
 }
 
 fn outputs(l: &Lowered) -> Vec<(String, Vec<String>)> {
@@ -46,17 +31,6 @@ fn outputs(l: &Lowered) -> Vec<(String, Vec<String>)> {
         .output
         .iter()
         .map(|v| (v.name.clone(), dims(v)))
-        .collect()
-}
-
-fn ops(l: &Lowered) -> Vec<String> {
-    l.model
-        .graph
-        .as_ref()
-        .unwrap()
-        .node
-        .iter()
-        .map(|n| n.op_type.clone())
         .collect()
 }
 
