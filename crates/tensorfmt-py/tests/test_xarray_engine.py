@@ -120,6 +120,18 @@ def test_lazy_reads_touch_only_the_frames_indexed(movie, monkeypatch):
     assert same(ds["values"][::-50].values, values[::-50])
 
 
+def test_a_frame_out_of_range_says_which(movie):
+    """The reads take slice rules (which clamp); an integer frame beyond the file is
+    numpy's IndexError naming the index and the size, not an error about an empty read."""
+    p, values = movie
+    ds = xr.open_dataset(p, engine="tensorfmt")
+    n = len(values)
+    for k in (n, n + 7):  # (xarray wraps a negative index modulo the size before us)
+        with pytest.raises(IndexError, match=f"index {k} is out of bounds for axis 0 with size {n}"):
+            ds["values"].isel(frame=k).values
+    assert same(ds["values"].isel(frame=-n).values, values[0])
+
+
 def test_chunks_give_dask_arrays(movie):
     da = require_module("dask.array")
     p, values = movie

@@ -173,6 +173,9 @@ class TensorfmtArray(BackendArray):
             block = self.file.frames(self.name, start, stop)
             return np.asarray(block[(slice(None, None, step),) + tuple(rest)])
         k = int(first)
+        if not -n <= k < n:  # the reads take slice rules, which clamp: say what numpy says
+            raise IndexError(f"index {k} is out of bounds for axis 0 with size {n}")
+        k %= n
         block = self.file.frames(self.name, k, k + 1)
         return np.asarray(block[(0,) + tuple(rest)])
 
