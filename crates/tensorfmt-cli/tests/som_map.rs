@@ -191,7 +191,7 @@ fn som_map_refusals_name_the_value_and_leave_nothing() {
         (
             vec![s(&data), s(&data), s(&m)],
             2,
-            "som a data file: expected a SOM file",
+            "som is a data file: expected a SOM file",
         ),
         (
             vec![

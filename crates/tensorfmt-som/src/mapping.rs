@@ -711,7 +711,7 @@ fn need_kind(f: &SomFile, kind: FileKind, what: &'static str) -> Result<()> {
     } else {
         Err(SomError::MapOption {
             option: what,
-            value: format!("a {} file", f.kind().name()),
+            value: format!("is a {} file", f.kind().name()),
             reason: format!("expected a {} file", kind.name()),
         })
     }
