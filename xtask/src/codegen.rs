@@ -42,11 +42,22 @@ fn generate_all() -> Result<(String, Vec<u8>), String> {
 
 /// Compiles the schema and returns the contents of the checked-in file.
 fn generate() -> Result<String, String> {
+    prost_module("caffe", PREAMBLE)
+}
+
+/// The prost module of `proto/{stem}.proto` behind `preamble`: compiled with protox and
+/// generated into a fresh temporary directory (removed afterwards), so that a check
+/// never touches the checked-in file. Shared by the Caffe and ONNX halves.
+pub(crate) fn prost_module(stem: &str, preamble: &str) -> Result<String, String> {
     let proto_dir = project_root().join("proto");
-    let fds = protox::compile(["caffe.proto"], [&proto_dir]).map_err(|e| format!("protox: {e}"))?;
+    let fds = protox::compile([format!("{stem}.proto")], [&proto_dir])
+        .map_err(|e| format!("protox: {e}"))?;
     static RUN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let run = RUN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let tmp = std::env::temp_dir().join(format!("tensorfmt-codegen-{}-{run}", std::process::id()));
+    let tmp = std::env::temp_dir().join(format!(
+        "tensorfmt-codegen-{stem}-{}-{run}",
+        std::process::id()
+    ));
     std::fs::create_dir_all(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
     let result = (|| {
         prost_build::Config::new()
@@ -54,12 +65,11 @@ fn generate() -> Result<String, String> {
             .bytes(["."])
             .compile_fds(fds)
             .map_err(|e| format!("prost-build: {e}"))?;
-        let path = tmp.join("caffe.rs");
+        let path = tmp.join(format!("{stem}.rs"));
         std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))
     })();
     let _ = std::fs::remove_dir_all(&tmp);
-    let body = result?;
-    Ok(format!("{PREAMBLE}\n{body}"))
+    Ok(format!("{preamble}\n{}", result?))
 }
 
 #[cfg(test)]

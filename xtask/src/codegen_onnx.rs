@@ -26,27 +26,7 @@ pub fn run(check: bool) -> Result<(), String> {
 
 /// Compiles the schema and returns the contents of the checked-in file.
 fn generate() -> Result<String, String> {
-    let proto_dir = project_root().join("proto");
-    let fds = protox::compile(["onnx.proto"], [&proto_dir]).map_err(|e| format!("protox: {e}"))?;
-    static RUN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let run = RUN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let tmp = std::env::temp_dir().join(format!(
-        "tensorfmt-codegen-onnx-{}-{run}",
-        std::process::id()
-    ));
-    std::fs::create_dir_all(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
-    let result = (|| {
-        prost_build::Config::new()
-            .out_dir(&tmp)
-            .bytes(["."])
-            .compile_fds(fds)
-            .map_err(|e| format!("prost-build: {e}"))?;
-        let path = tmp.join("onnx.rs");
-        std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))
-    })();
-    let _ = std::fs::remove_dir_all(&tmp);
-    let body = result?;
-    Ok(format!("{PREAMBLE}\n{body}"))
+    crate::codegen::prost_module("onnx", PREAMBLE)
 }
 
 #[cfg(test)]
