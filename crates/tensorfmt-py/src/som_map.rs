@@ -70,27 +70,39 @@ fn som_error(e: SomError) -> Error {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn options(
+/// PINK's `--map` options as `tensorfmt.som._options` hands them over: one dict with
+/// every key (defaults filled in), parsed into [`MapOptions`] once by [`MapArgs::resolve`].
+#[derive(FromPyObject)]
+#[pyo3(from_item_all)]
+pub struct MapArgs {
     num_rot: u32,
     flip: bool,
     neuron_dim: Option<usize>,
     euclidean_distance_dim: Option<usize>,
-    euclidean_distance_shape: &str,
-    interpolation: &str,
+    euclidean_distance_shape: String,
+    interpolation: String,
     threads: Option<usize>,
-) -> Result<MapOptions, Error> {
-    Ok(MapOptions {
-        num_rot,
-        flip,
-        neuron_dim,
-        euclidean_distance_dim,
-        euclidean_distance_shape: euclidean_distance_shape
-            .parse::<DistanceShape>()
-            .map_err(som_error)?,
-        interpolation: interpolation.parse::<Interpolation>().map_err(som_error)?,
-        threads: threads.filter(|&t| t > 0),
-    })
+}
+
+impl MapArgs {
+    /// The typed options (a bad shape or interpolation name is InvalidArgumentError).
+    fn resolve(&self) -> Result<MapOptions, Error> {
+        Ok(MapOptions {
+            num_rot: self.num_rot,
+            flip: self.flip,
+            neuron_dim: self.neuron_dim,
+            euclidean_distance_dim: self.euclidean_distance_dim,
+            euclidean_distance_shape: self
+                .euclidean_distance_shape
+                .parse::<DistanceShape>()
+                .map_err(som_error)?,
+            interpolation: self
+                .interpolation
+                .parse::<Interpolation>()
+                .map_err(som_error)?,
+            threads: self.threads.filter(|&t| t > 0),
+        })
+    }
 }
 
 fn open(path: &PathBuf) -> Result<SomFile, Error> {
@@ -106,36 +118,21 @@ type Mapped = (Array, Array, Array, Option<(String, Vec<usize>)>);
 /// Maps a data file or array onto a SOM file or array (`tensorfmt.som.map`). Arrays:
 /// data `[entries, *image dims]`, SOM `[neurons, *neuron dims]`.
 #[pyfunction]
-#[pyo3(signature = (data_path, data_array, som_path, som_array, num_rot, flip, neuron_dim, euclidean_distance_dim, euclidean_distance_shape, interpolation, threads, progress=None))]
-#[allow(clippy::too_many_arguments)] // Python keyword arguments
+#[pyo3(signature = (data_path, data_array, som_path, som_array, options, progress=None))]
 pub fn som_map(
     py: Python<'_>,
     data_path: Option<PathBuf>,
     data_array: Option<F32Array>,
     som_path: Option<PathBuf>,
     som_array: Option<F32Array>,
-    num_rot: u32,
-    flip: bool,
-    neuron_dim: Option<usize>,
-    euclidean_distance_dim: Option<usize>,
-    euclidean_distance_shape: String,
-    interpolation: String,
-    threads: Option<usize>,
+    options: MapArgs,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<Mapped> {
     let progress = PyProgress::new(progress);
     let hooked = progress.as_ref();
     let (data_b, som_b) = (Borrowed::of(&data_array), Borrowed::of(&som_array));
     let result = run_interruptible(py, move || {
-        let o = options(
-            num_rot,
-            flip,
-            neuron_dim,
-            euclidean_distance_dim,
-            &euclidean_distance_shape,
-            &interpolation,
-            threads,
-        )?;
+        let o = options.resolve()?;
         let data_file = data_path.as_ref().map(open).transpose()?;
         let som_file = som_path.as_ref().map(open).transpose()?;
         let (image_dims, entries) = match (&data_file, &data_b) {
@@ -252,8 +249,8 @@ pub fn som_map(
 /// `Pink --map` to files (`tensorfmt.som.map_files`): returns `(entries, neurons, ids
 /// written)`.
 #[pyfunction]
-#[pyo3(signature = (data, som, map_out, rotflip_out, ids, num_rot, flip, neuron_dim, euclidean_distance_dim, euclidean_distance_shape, interpolation, threads, progress=None))]
-#[allow(clippy::too_many_arguments)] // Python keyword arguments
+#[pyo3(signature = (data, som, map_out, rotflip_out, ids, options, progress=None))]
+#[allow(clippy::too_many_arguments)] // Python's positional arguments: paths, ids, options, progress
 pub fn som_map_files(
     py: Python<'_>,
     data: PathBuf,
@@ -261,27 +258,13 @@ pub fn som_map_files(
     map_out: PathBuf,
     rotflip_out: Option<PathBuf>,
     ids: Option<Vec<String>>,
-    num_rot: u32,
-    flip: bool,
-    neuron_dim: Option<usize>,
-    euclidean_distance_dim: Option<usize>,
-    euclidean_distance_shape: String,
-    interpolation: String,
-    threads: Option<usize>,
+    options: MapArgs,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<(usize, usize, usize)> {
     let progress = PyProgress::new(progress);
     let hooked = progress.as_ref();
     let result = run_interruptible(py, move || {
-        let o = options(
-            num_rot,
-            flip,
-            neuron_dim,
-            euclidean_distance_dim,
-            &euclidean_distance_shape,
-            &interpolation,
-            threads,
-        )?;
+        let o = options.resolve()?;
         let (d, s) = (open(&data)?, open(&som)?);
         let ids = match ids {
             Some(v) => Some(v),
@@ -313,29 +296,15 @@ pub fn som_map_files(
 /// `(channels, image_dim, neuron_dim, euclidean_distance_dim, transforms)` for image
 /// dims and neuron dims.
 #[pyfunction]
-#[pyo3(signature = (image_dims, neuron_dims, num_rot, flip, neuron_dim, euclidean_distance_dim, euclidean_distance_shape, interpolation))]
-#[allow(clippy::too_many_arguments)] // Python keyword arguments
+#[pyo3(signature = (image_dims, neuron_dims, options))]
 pub fn som_geometry(
     py: Python<'_>,
     image_dims: Vec<usize>,
     neuron_dims: Vec<usize>,
-    num_rot: u32,
-    flip: bool,
-    neuron_dim: Option<usize>,
-    euclidean_distance_dim: Option<usize>,
-    euclidean_distance_shape: String,
-    interpolation: String,
+    options: MapArgs,
 ) -> PyResult<(usize, usize, usize, usize, u32)> {
     crate::errors::run(py, move || {
-        let o = options(
-            num_rot,
-            flip,
-            neuron_dim,
-            euclidean_distance_dim,
-            &euclidean_distance_shape,
-            &interpolation,
-            None,
-        )?;
+        let o = options.resolve()?;
         let g = tensorfmt::som::mapping::MapGeometry::resolve(&image_dims, &neuron_dims, &o)
             .map_err(som_error)?;
         Ok((

@@ -211,13 +211,7 @@ def som_map(
     data_array: Optional[Dict[str, Any]],
     som_path: Optional[_Path],
     som_array: Optional[Dict[str, Any]],
-    num_rot: int,
-    flip: bool,
-    neuron_dim: Optional[int],
-    euclidean_distance_dim: Optional[int],
-    euclidean_distance_shape: str,
-    interpolation: str,
-    threads: Optional[int],
+    options: Dict[str, Any],
     progress: Optional[Callable[[int, int], Any]] = None,
 ) -> Tuple[Array, Array, Array, Optional[Tuple[str, List[int]]]]: ...
 def som_map_files(
@@ -226,24 +220,13 @@ def som_map_files(
     map_out: _Path,
     rotflip_out: Optional[_Path],
     ids: Optional[List[str]],
-    num_rot: int,
-    flip: bool,
-    neuron_dim: Optional[int],
-    euclidean_distance_dim: Optional[int],
-    euclidean_distance_shape: str,
-    interpolation: str,
-    threads: Optional[int],
+    options: Dict[str, Any],
     progress: Optional[Callable[[int, int], Any]] = None,
 ) -> Tuple[int, int, int]: ...
 def som_geometry(
     image_dims: List[int],
     neuron_dims: List[int],
-    num_rot: int,
-    flip: bool,
-    neuron_dim: Optional[int],
-    euclidean_distance_dim: Optional[int],
-    euclidean_distance_shape: str,
-    interpolation: str,
+    options: Dict[str, Any],
 ) -> Tuple[int, int, int, int, int]: ...
 def som_transform(
     image: bytes, channels: int, image_dim: int, neuron_dim: int, num_rot: int, flip: bool, t: int, interpolation: str

@@ -295,13 +295,7 @@ def map(data: Source, som: Source, *, progress: Any = None, **options: Any) -> T
         data_array,
         som_path,
         som_array,
-        o["num_rot"],
-        o["flip"],
-        o["neuron_dim"],
-        o["euclidean_distance_dim"],
-        o["euclidean_distance_shape"],
-        o["interpolation"],
-        o["threads"],
+        o,
         _progress(progress),
     )
     distances = np.asarray(dist)
@@ -321,10 +315,7 @@ def geometry(image_shape: Sequence[int], neuron_shape: Sequence[int], **options:
     {'channels': 1, 'image_dim': 64, 'neuron_dim': 91, 'euclidean_distance_dim': 45, 'transforms': 720}
     """
     o = _options(options)
-    c, d, nd, edd, t = _native.som_geometry(
-        [int(v) for v in image_shape], [int(v) for v in neuron_shape], o["num_rot"], o["flip"],
-        o["neuron_dim"], o["euclidean_distance_dim"], o["euclidean_distance_shape"], o["interpolation"],
-    )
+    c, d, nd, edd, t = _native.som_geometry([int(v) for v in image_shape], [int(v) for v in neuron_shape], o)
     return {"channels": c, "image_dim": d, "neuron_dim": nd, "euclidean_distance_dim": edd, "transforms": t}
 
 
@@ -366,13 +357,7 @@ def map_files(
         os.fspath(map_path),
         None if rotflip_path is None else os.fspath(rotflip_path),
         None if ids is None else [str(i) for i in ids],
-        o["num_rot"],
-        o["flip"],
-        o["neuron_dim"],
-        o["euclidean_distance_dim"],
-        o["euclidean_distance_shape"],
-        o["interpolation"],
-        o["threads"],
+        o,
         _progress(progress),
     )
     return {"entries": int(entries), "neurons": int(neurons), "ids": int(n_ids)}
