@@ -47,6 +47,12 @@ pub const FASTER_RCNN: &str = "rbgirshick/caffe-fast-rcnn";
 pub const RFCN: &str = "daijifeng001/caffe-rfcn";
 /// DeepLab (deeplab-public-ver2) and hszhao/PSPNet.
 pub const DEEPLAB: &str = "DeepLab / hszhao/PSPNet";
+/// hszhao/PSPNet's own numbers beyond DeepLab's (`bn_param` 152).
+pub const PSPNET: &str = "hszhao/PSPNet";
+/// alexgkendall/caffe-segnet (`bn_param` 45, `upsample_param` 137).
+pub const SEGNET: &str = "alexgkendall/caffe-segnet";
+/// TimoSaemann/caffe-enet (`bn_param` 45, `upsample_param` 147).
+pub const ENET: &str = "TimoSaemann/caffe-enet";
 /// farmingyard/ShuffleNet.
 pub const SHUFFLENET: &str = "farmingyard/ShuffleNet";
 /// gklz1982/caffe-yolov2 and its fork BirdeeChen/caffe_yolo_v2, which keeps its
@@ -92,6 +98,7 @@ const fn f(
 
 const LP: &str = "LayerParameter";
 const DOP: &str = "DetectionOutputParameter";
+const BNP: &str = "BNParameter";
 
 /// Every meaning a known fork gives a contested field number, and every fork field of
 /// `LayerParameter` (canonical or not): the data `canonical_layer` resolves numbers
@@ -106,6 +113,10 @@ const DOP: &str = "DetectionOutputParameter";
 /// assert_eq!(field_10, [(SSD, "visualize"), (OPENCV, "normalized_bbox")]);
 /// ```
 pub const FORK_FIELDS: &[ForkField] = &[
+    f(SEGNET, LP, 45, "bn_param", &["BN"]),
+    f(ENET, LP, 45, "bn_param", &["BN"]),
+    f(BVLC, LP, 137, "embed_param", &["Embed"]),
+    f(SEGNET, LP, 137, "upsample_param", &["Upsample"]),
     f(BVLC, LP, 143, "input_param", &["Input"]),
     f(DEEPLAB, LP, 143, "interp_param", &["Interp"]),
     f(BVLC, LP, 147, "swish_param", &["Swish"]),
@@ -117,6 +128,7 @@ pub const FORK_FIELDS: &[ForkField] = &[
         &["DetectionOutput"],
     ),
     f(YOLO_GKLZ, LP, 147, "reorg_param", &["Reorg"]),
+    f(ENET, LP, 147, "upsample_param", &["Upsample"]),
     f(BVLC, LP, 148, "clip_param", &["Clip"]),
     f(OPENCV, LP, 148, "permute_param", &["Permute"]),
     f(YOLO_GKLZ, LP, 148, "region_param", &["Region"]),
@@ -129,6 +141,7 @@ pub const FORK_FIELDS: &[ForkField] = &[
         "prior_box_param",
         &["PriorBox", "PriorBoxClustered"],
     ),
+    f(PSPNET, LP, 152, "bn_param", &["BN"]),
     f(YOLO, LP, 159, "reorg_param", &["Reorg"]),
     f(
         SHUFFLENET,
@@ -216,6 +229,15 @@ pub const FORK_FIELDS: &[ForkField] = &[
         "normalized_bbox",
         &[],
     ),
+    f(SEGNET, BNP, 1, "scale_filler", &[]),
+    f(ENET, BNP, 1, "scale_filler", &[]),
+    f(PSPNET, BNP, 1, "slope_filler", &[]),
+    f(SEGNET, BNP, 2, "shift_filler", &[]),
+    f(ENET, BNP, 2, "shift_filler", &[]),
+    f(PSPNET, BNP, 2, "bias_filler", &[]),
+    f(SEGNET, BNP, 3, "bn_mode", &[]),
+    f(ENET, BNP, 3, "bn_mode", &[]),
+    f(PSPNET, BNP, 3, "momentum", &[]),
     f(BVLC, "PoolingParameter", 13, "round_mode", &[]),
     f(OPENCV, "PoolingParameter", 13, "ceil_mode", &[]),
     f(RFCN, "LossParameter", 4, "pre_fixed_normalizer", &[]),

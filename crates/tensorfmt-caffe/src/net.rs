@@ -365,7 +365,7 @@ impl NetDef {
 ///            inner_product_param { num_output: 2 } }\n";
 /// let net = parse_net(v1, Schema::builtin(), &Default::default())?;
 /// assert_eq!((net.layers[0].kind.as_str(), net.layers[0].line), ("InnerProduct", 2));
-/// let err = parse_net("layer { name: 'u' upsample_param { scale: 2 } }", Schema::builtin(),
+/// let err = parse_net("layer { name: 'u' upsampel_param { scale: 2 } }", Schema::builtin(),
 ///                     &Default::default()).unwrap_err();
 /// assert!(matches!(err, CaffeError::UnknownField { line: 1, .. }));
 /// assert!(err.to_string().contains("--proto"));

@@ -39,10 +39,11 @@ pub const PROTOTXT_ALLOC_FACTOR: u64 = 64;
 /// A Caffe schema: the descriptor pool prototxts are parsed with.
 ///
 /// [`Schema::builtin`] is `proto/caffe.proto` (BVLC's caffe.proto with the fields of
-/// SSD, OpenCV, py-faster-rcnn, R-FCN, DeepLab/PSPNet's Interp, ShuffleNet and the
-/// YOLOv2 ports built in: see [`crate::forks`]); [`Schema::compile`] compiles another
-/// fork's `caffe.proto` at run time so that its extra fields (`upsample_param`,
-/// `bn_param`, ...) parse and are readable through [`crate::LayerDef::fork_field`].
+/// SSD, OpenCV, py-faster-rcnn, R-FCN, DeepLab/PSPNet's Interp, SegNet/ENet/PSPNet's BN
+/// and Upsample, ShuffleNet and the YOLOv2 ports built in: see [`crate::forks`]);
+/// [`Schema::compile`] compiles another fork's `caffe.proto` at run time so that its
+/// extra fields (`dense_image_data_param`, `seg_accuracy_param`, ...) parse and are
+/// readable through [`crate::LayerDef::fork_field`].
 ///
 /// ```
 /// let schema = tensorfmt_caffe::Schema::builtin();
@@ -50,7 +51,8 @@ pub const PROTOTXT_ALLOC_FACTOR: u64 = 64;
 /// assert!(schema.has_field("LayerParameter", "prior_box_param"));
 /// assert!(schema.has_field("DetectionOutputParameter", "visualize"));
 /// assert!(schema.has_field("DetectionOutputParameter", "normalized_bbox"));
-/// assert!(!schema.has_field("LayerParameter", "upsample_param"));
+/// assert!(schema.has_field("LayerParameter", "upsample_param"));
+/// assert!(!schema.has_field("LayerParameter", "dense_image_data_param"));
 /// ```
 #[derive(Clone)]
 pub struct Schema {

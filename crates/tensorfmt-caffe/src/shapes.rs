@@ -565,14 +565,33 @@ fn other_shapes(l: &LayerDef, bottoms: &[Vec<usize>]) -> R<Shapes> {
                 return Err(format!("bottom must have a channel axis, got {b:?}"));
             }
             let c = vec![1, b[1], 1, 1];
-            // SegNet/ENet's BN (bn_mode in its BNParameter): scale, shift. PSPNet's
-            // (yjxiong's): slope, bias, mean, variance.
-            let n = if l.fork_field("bn_param", "bn_mode").is_some()
-                || (!l.has_param("bn_param") && l.fork_field("bn_param", "frozen").is_none())
-            {
-                2
-            } else {
-                4
+            // SegNet/ENet's BN: scale, shift. PSPNet's (yjxiong's): slope, bias, mean,
+            // variance. The builtin BNParameter holds both forks' fields, so the fields
+            // the layer sets tell which it is; with neither set, the schema's message
+            // (a fork's own `--proto`) does, else SegNet's, the fork's default.
+            let set = |fields: &[&'static str]| -> Option<&'static str> {
+                fields
+                    .iter()
+                    .copied()
+                    .find(|f| l.fork_field_if_set("bn_param", f).is_some())
+            };
+            let segnet = set(&["bn_mode", "scale_filler", "shift_filler"]);
+            let pspnet = set(&["slope_filler", "bias_filler", "momentum", "eps", "frozen", "engine"]);
+            let n = match (segnet, pspnet) {
+                (Some(a), Some(b)) => {
+                    return Err(format!(
+                        "bn_param sets SegNet/ENet's {a} and PSPNet's {b}: one BN layer is one fork's"
+                    ))
+                }
+                (Some(_), None) => 2,
+                (None, Some(_)) => 4,
+                (None, None)
+                    if l.has_param("bn_param")
+                        && l.fork_field("bn_param", "bn_mode").is_none() =>
+                {
+                    4
+                }
+                (None, None) => 2,
             };
             Ok((vec![b.clone()], vec![c; n]))
         }

@@ -295,6 +295,9 @@ fn public_fork_nets_parse_without_proto() {
         "mobilenet_ssd",
         "shufflenet_1x_g3",
         "shufflenet_v2_1x",
+        "segnet_driving_webdemo",
+        "enet_cityscapes",
+        "pspnet50_ade20k",
     ] {
         let text = std::fs::read_to_string(dir.join(format!("{net}.prototxt"))).unwrap();
         let parsed = parse_net(&text, Schema::builtin(), &Default::default())
@@ -335,9 +338,9 @@ fn genuinely_unknown_fields_are_still_errors() {
         }) => (field, message, line),
         other => panic!("{text}: {other:?}"),
     };
-    // A misspelt fork field, a misspelt parameter message, the forks still left to
-    // --proto (SegNet/ENet/PSPNet's BN and Upsample), and a field of another fork's
-    // message put in the wrong one.
+    // A misspelt fork field, a misspelt parameter message, the fork fields still left
+    // to --proto (training layers: PSPNet's SegAccuracy, SegNet/ENet's DenseImageData),
+    // and a field of another fork's message put in the wrong one.
     assert_eq!(
         unknown("layer { name: 'd' type: 'DetectionOutput'\n detection_output_param { visualise: true } }"),
         ("visualise".into(), "DetectionOutputParameter".into(), 2)
@@ -347,12 +350,16 @@ fn genuinely_unknown_fields_are_still_errors() {
         ("proposal_parm".into(), "LayerParameter".into(), 1)
     );
     assert_eq!(
-        unknown("layer { name: 'b' type: 'BN' bn_param { bn_mode: INFERENCE } }").0,
-        "bn_param"
+        unknown("layer { name: 'a' type: 'SegAccuracy' seg_accuracy_param { } }").0,
+        "seg_accuracy_param"
     );
     assert_eq!(
-        unknown("layer { name: 'u' type: 'Upsample' upsample_param { scale: 2 } }").0,
-        "upsample_param"
+        unknown("layer { name: 'd' type: 'DenseImageData' dense_image_data_param { } }").0,
+        "dense_image_data_param"
+    );
+    assert_eq!(
+        unknown("layer { name: 'b' type: 'BN' bn_param { bn_mod: INFERENCE } }"),
+        ("bn_mod".into(), "BNParameter".into(), 1)
     );
     assert_eq!(
         unknown("layer { name: 'r' type: 'Reorg' reorg_param { group: 2 } }"),
@@ -518,6 +525,48 @@ fn caffemodel_fields_decode_by_the_fork_the_net_points_to() {
         v2_layer("det", "DetectionOutput", &[(147, det)]),
     ]);
     assert!(ok(&pointed[0]).get("detection_output_param").is_some());
+}
+
+#[test]
+fn segmentation_fork_caffemodels_decode_by_their_numbering() {
+    // BNParameter fields 1 (a FillerParameter with value 1.0 = field 3, fixed32), 3 and 5:
+    // SegNet/ENet's scale_filler and bn_mode INFERENCE under bn_param 45; PSPNet's
+    // slope_filler, momentum (here a fixed32 0.5) and frozen under its bn_param 152.
+    let mut filler = Vec::new();
+    key(&mut filler, 3, 5);
+    filler.extend_from_slice(&1.0f32.to_le_bytes());
+    let mut segnet_bn = Vec::new();
+    bytes_field(&mut segnet_bn, 1, &filler);
+    varint_field(&mut segnet_bn, 3, 1);
+    let seg = model(&[v2_layer("bn", "BN", &[(45, segnet_bn)])]);
+    let b = param(ok(&seg[0]), "bn_param");
+    assert!(b.get("scale_filler").is_some() && b.get("slope_filler").is_none());
+    assert_eq!(b.get("bn_mode"), Some(&ParamValue::Enum(1)));
+    let mut psp_bn = Vec::new();
+    bytes_field(&mut psp_bn, 1, &filler);
+    key(&mut psp_bn, 3, 5);
+    psp_bn.extend_from_slice(&0.5f32.to_le_bytes());
+    varint_field(&mut psp_bn, 5, 1);
+    let psp = model(&[v2_layer("bn", "BN", &[(152, psp_bn)])]);
+    let b = param(ok(&psp[0]), "bn_param");
+    assert!(b.get("slope_filler").is_some() && b.get("scale_filler").is_none());
+    assert_eq!(b.get("momentum"), Some(&ParamValue::Float(0.5)));
+    assert_eq!(b.get("frozen"), Some(&ParamValue::Bool(true)));
+    assert_eq!(b.get("bn_mode"), None);
+    // UpsampleParameter scale 4: SegNet's 137 (BVLC's embed_param on an Embed layer),
+    // ENet's 147 (BVLC's swish_param on a Swish layer).
+    let mut up = Vec::new();
+    varint_field(&mut up, 1, 4);
+    for number in [137, 147] {
+        let m = model(&[v2_layer("u", "Upsample", &[(number, up.clone())])]);
+        assert_eq!(
+            param(ok(&m[0]), "upsample_param").get("scale"),
+            Some(&ParamValue::UInt(4)),
+            "{number}"
+        );
+    }
+    let embed = model(&[v2_layer("e", "Embed", &[(137, up)])]);
+    assert!(ok(&embed[0]).get("embed_param").is_some());
 }
 
 #[test]

@@ -233,15 +233,21 @@ fn crlf_nets_parse_with_the_same_lines() {
 #[test]
 fn unknown_fields_name_the_field_the_line_and_the_proto_option() {
     let Some(dir) = nets_dir() else { return };
-    let err = parse_file(&dir, "segnet_driving_webdemo", Schema::builtin()).unwrap_err();
+    // SegNet's training data layer (its deploy net's fields are built in).
+    let err = parse_net(
+        "name: 'segnet'\nlayer {\n  name: 'data'\n  type: 'DenseImageData'\n  dense_image_data_param { source: 'train.txt' }\n}\n",
+        Schema::builtin(),
+        &Default::default(),
+    )
+    .unwrap_err();
     let msg = err.to_string();
     assert!(
-        matches!(&err, CaffeError::UnknownField { field, line: 47, column: 3, .. } if field == "bn_param"),
+        matches!(&err, CaffeError::UnknownField { field, line: 5, column: 3, .. } if field == "dense_image_data_param"),
         "{err:?}"
     );
     assert!(
-        msg.contains("`bn_param`")
-            && msg.contains("line 47:3")
+        msg.contains("`dense_image_data_param`")
+            && msg.contains("line 5:3")
             && msg.contains("--proto FORK.proto"),
         "{msg}"
     );

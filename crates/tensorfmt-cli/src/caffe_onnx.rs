@@ -19,8 +19,9 @@ pub struct NetArgs {
     /// Caffe → ONNX: the deploy prototxt of the caffemodel (the output must be .onnx).
     #[arg(long, value_name = "DEPLOY.prototxt", help_heading = "Caffe to ONNX")]
     pub prototxt: Option<PathBuf>,
-    /// A fork's caffe.proto, for prototxts with fields the builtin schema lacks (SegNet,
-    /// ENet, PSPNet; SSD's, OpenCV's, Faster R-CNN's and others are built in).
+    /// A fork's caffe.proto, for prototxts with fields the builtin schema lacks (the
+    /// deploy fields of SSD, OpenCV, Faster R-CNN, R-FCN, DeepLab, PSPNet, SegNet, ENet,
+    /// ShuffleNet and the YOLOv2 ports are built in).
     #[arg(
         long = "proto",
         value_name = "FORK.proto",

@@ -185,11 +185,12 @@ fn fork_schemas_and_unsupported_layers_from_the_command_line() {
         let r = convert_net(&model, &out, &prototxt, extra);
         (r, out.exists())
     };
-    let upsample = "layer { name: 'u' type: 'Upsample' bottom: 'data' top: 'u' upsample_param { scale: 2 } }\n";
-    let ((code, _, err), written) = convert(upsample, &[]);
+    // SegNet's training data layer: a fork field that is not built in.
+    let dense = "layer { name: 'd' type: 'DenseImageData' top: 'd' dense_image_data_param { source: 'x' } }\n";
+    let ((code, _, err), written) = convert(dense, &[]);
     assert_eq!(code, 1, "{err}");
     assert!(
-        err.contains("upsample_param") && err.contains("line 2") && err.contains("--proto"),
+        err.contains("dense_image_data_param") && err.contains("line 2") && err.contains("--proto"),
         "{err}"
     );
     assert!(!written);

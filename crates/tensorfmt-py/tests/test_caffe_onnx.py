@@ -34,6 +34,10 @@ FORKS = {
     "shufflenet_v2_1x": "farmingyard_ShuffleNet_caffe.proto.snippet",
 }
 
+# Fork nets whose fields are built in: converted without their proto, and the model
+# must equal the one converted with it (the fork's own schema).
+BUILTIN_FORKS = {"pspnet50_ade20k", "enet_cityscapes", "segnet_driving_webdemo"}
+
 # Nets tensorfmt does not lower, and why (README: "What does not convert").
 NOT_LOWERED: dict = {}
 
@@ -125,6 +129,9 @@ def check_net(name, tmp_path):
     shapes = INPUT_SHAPES.get(name)
     model = tmp_path / "w.caffemodel"
     tensorfmt.caffe.write_random_weights(prototxt, model, seed=1, proto=proto, input_shape=shapes)
+    fork_proto = proto
+    if name in BUILTIN_FORKS:
+        proto = None
     out = tmp_path / "net.onnx"
     if name in NOT_LOWERED:
         with pytest.raises(tensorfmt.TensorfmtError, match=NOT_LOWERED[name]):
@@ -142,6 +149,12 @@ def check_net(name, tmp_path):
     if name in OPENCV_CANNOT:
         onnx.checker.check_model(onnx.load(str(out)), full_check=True)
         ort.InferenceSession(str(out), providers=["CPUExecutionProvider"]).run(None, feeds)
+        if name in BUILTIN_FORKS:
+            with_fork = tmp_path / "fork.onnx"
+            tensorfmt.caffe.to_onnx(model, prototxt, with_fork, proto=fork_proto, input_shape=batch1)
+            a, b = onnx.load(str(out)).graph, onnx.load(str(with_fork)).graph
+            assert a.SerializeToString() == b.SerializeToString(), f"{name}: builtin schema and {fork_proto.name} disagree"
+            assert len(a.node) > 0
         pytest.skip(f"{name}: OpenCV 4 cannot read {OPENCV_CANNOT[name]}; ONNX checked and run only")
     if name in OPENCV_DISAGREES:
         a, x, y, top = OPENCV_DISAGREES[name]

@@ -686,6 +686,14 @@ pub struct LayerParameter {
     /// (201 = multibox_loss_param).
     #[prost(message, optional, tag = "1143")]
     pub interp_param: ::core::option::Option<InterpParameter>,
+    /// SegNet and ENet number it 45, hszhao/PSPNet 152 (a fork numbering): BNParameter
+    /// below holds both forks' fields.
+    #[prost(message, optional, tag = "45")]
+    pub bn_param: ::core::option::Option<BnParameter>,
+    /// SegNet/ENet's Upsample: SegNet numbers it 137 (BVLC's embed_param here: alias),
+    /// ENet 147 (a fork numbering).
+    #[prost(message, optional, tag = "1137")]
+    pub upsample_param: ::core::option::Option<UpsampleParameter>,
     #[prost(message, optional, tag = "1201")]
     pub proposal_param: ::core::option::Option<ProposalParameter>,
 }
@@ -2687,6 +2695,137 @@ pub struct InterpParameter {
     pub pad_beg: ::core::option::Option<i32>,
     #[prost(int32, optional, tag = "6", default = "0")]
     pub pad_end: ::core::option::Option<i32>,
+}
+/// BN of alexgkendall/caffe-segnet and TimoSaemann/caffe-enet (scale_filler 1,
+/// shift_filler 2, bn_mode 3) and of hszhao/PSPNet (yjxiong's: slope_filler 1,
+/// bias_filler 2, momentum 3, eps 4, frozen 5, engine 6) in one message: PSPNet's first
+/// three fields get the alias numbers 1001..1003.
+#[derive(Clone, PartialEq, ::prost::Message)]
+pub struct BnParameter {
+    #[prost(message, optional, tag = "1")]
+    pub scale_filler: ::core::option::Option<FillerParameter>,
+    #[prost(message, optional, tag = "2")]
+    pub shift_filler: ::core::option::Option<FillerParameter>,
+    #[prost(
+        enumeration = "bn_parameter::BnMode",
+        optional,
+        tag = "3",
+        default = "Learn"
+    )]
+    pub bn_mode: ::core::option::Option<i32>,
+    #[prost(message, optional, tag = "1001")]
+    pub slope_filler: ::core::option::Option<FillerParameter>,
+    #[prost(message, optional, tag = "1002")]
+    pub bias_filler: ::core::option::Option<FillerParameter>,
+    #[prost(float, optional, tag = "1003", default = "0.9")]
+    pub momentum: ::core::option::Option<f32>,
+    #[prost(float, optional, tag = "4", default = "0.00001")]
+    pub eps: ::core::option::Option<f32>,
+    #[prost(bool, optional, tag = "5", default = "false")]
+    pub frozen: ::core::option::Option<bool>,
+    #[prost(
+        enumeration = "bn_parameter::Engine",
+        optional,
+        tag = "6",
+        default = "Default"
+    )]
+    pub engine: ::core::option::Option<i32>,
+}
+/// Nested message and enum types in `BNParameter`.
+pub mod bn_parameter {
+    #[derive(
+        Clone,
+        Copy,
+        Debug,
+        PartialEq,
+        Eq,
+        Hash,
+        PartialOrd,
+        Ord,
+        ::prost::Enumeration
+    )]
+    #[repr(i32)]
+    pub enum BnMode {
+        Learn = 0,
+        Inference = 1,
+    }
+    impl BnMode {
+        /// String value of the enum field names used in the ProtoBuf definition.
+        ///
+        /// The values are not transformed in any way and thus are considered stable
+        /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+        pub fn as_str_name(&self) -> &'static str {
+            match self {
+                Self::Learn => "LEARN",
+                Self::Inference => "INFERENCE",
+            }
+        }
+        /// Creates an enum from field names used in the ProtoBuf definition.
+        pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+            match value {
+                "LEARN" => Some(Self::Learn),
+                "INFERENCE" => Some(Self::Inference),
+                _ => None,
+            }
+        }
+    }
+    #[derive(
+        Clone,
+        Copy,
+        Debug,
+        PartialEq,
+        Eq,
+        Hash,
+        PartialOrd,
+        Ord,
+        ::prost::Enumeration
+    )]
+    #[repr(i32)]
+    pub enum Engine {
+        Default = 0,
+        Caffe = 1,
+        Cudnn = 2,
+    }
+    impl Engine {
+        /// String value of the enum field names used in the ProtoBuf definition.
+        ///
+        /// The values are not transformed in any way and thus are considered stable
+        /// (if the ProtoBuf definition does not change) and safe for programmatic use.
+        pub fn as_str_name(&self) -> &'static str {
+            match self {
+                Self::Default => "DEFAULT",
+                Self::Caffe => "CAFFE",
+                Self::Cudnn => "CUDNN",
+            }
+        }
+        /// Creates an enum from field names used in the ProtoBuf definition.
+        pub fn from_str_name(value: &str) -> ::core::option::Option<Self> {
+            match value {
+                "DEFAULT" => Some(Self::Default),
+                "CAFFE" => Some(Self::Caffe),
+                "CUDNN" => Some(Self::Cudnn),
+                _ => None,
+            }
+        }
+    }
+}
+/// alexgkendall/caffe-segnet and TimoSaemann/caffe-enet (the same message).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
+pub struct UpsampleParameter {
+    #[prost(uint32, optional, tag = "1", default = "2")]
+    pub scale: ::core::option::Option<u32>,
+    #[prost(uint32, optional, tag = "2")]
+    pub scale_h: ::core::option::Option<u32>,
+    #[prost(uint32, optional, tag = "3")]
+    pub scale_w: ::core::option::Option<u32>,
+    #[prost(bool, optional, tag = "4", default = "false")]
+    pub pad_out_h: ::core::option::Option<bool>,
+    #[prost(bool, optional, tag = "5", default = "false")]
+    pub pad_out_w: ::core::option::Option<bool>,
+    #[prost(uint32, optional, tag = "6")]
+    pub upsample_h: ::core::option::Option<u32>,
+    #[prost(uint32, optional, tag = "7")]
+    pub upsample_w: ::core::option::Option<u32>,
 }
 /// farmingyard/ShuffleNet.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, ::prost::Message)]
