@@ -290,8 +290,8 @@ const MAX_DEPTH: usize = 16;
 /// `True`/`False`/`None` or lists/tuples of them. The original reads it with
 /// `yaml.load`, so entries may also be separated by newlines and a list may carry
 /// YAML's `!!python/tuple` tag, as py-faster-rcnn's COCO nets write it
-/// (`"'feat_stride': 16 \n'scales': !!python/tuple [4, 8, 16, 32]"`). Anything else is
-/// an error saying where.
+/// (`"'feat_stride': 16 \n'scales': !!python/tuple [4, 8, 16, 32]"`) and keys may be
+/// YAML's unquoted names (`"feat_stride: 16"`). Anything else is an error saying where.
 fn parse_param_str(s: &str) -> Result<Vec<(String, Literal)>, String> {
     let mut p = Parser {
         s: s.as_bytes(),
@@ -316,9 +316,23 @@ fn parse_param_str(s: &str) -> Result<Vec<(String, Literal)>, String> {
             None => return Err(p.err("no closing brace")),
             _ => {}
         }
-        let key = match p.value(0)? {
-            Literal::Str(k) => k,
-            v => return Err(p.err(&format!("dict keys must be strings, got {v}"))),
+        let key = match p.peek() {
+            // YAML's plain scalar key (`feat_stride: 16`), which yaml.load reads as a
+            // string: the original accepts it.
+            Some(c) if c.is_ascii_alphabetic() || c == b'_' => {
+                let start = p.pos;
+                while p
+                    .peek()
+                    .is_some_and(|c| c.is_ascii_alphanumeric() || c == b'_')
+                {
+                    p.pos += 1;
+                }
+                p.text[start..p.pos].to_string()
+            }
+            _ => match p.value(0)? {
+                Literal::Str(k) => k,
+                v => return Err(p.err(&format!("dict keys must be strings, got {v}"))),
+            },
         };
         p.skip_ws(false);
         if !p.eat(b':') {
@@ -704,6 +718,14 @@ mod tests {
             entries("\"ratios\": [0.5, 1.0, 2e0,],")[0].1.to_string(),
             "[0.5, 1, 2]"
         );
+        // YAML's unquoted keys, which yaml.load (the original's reader) takes.
+        assert_eq!(
+            entries("feat_stride: 4\nscales: [8]"),
+            [
+                ("feat_stride".to_string(), Literal::Int(4)),
+                ("scales".to_string(), Literal::Seq(vec![Literal::Int(8)]))
+            ]
+        );
         assert_eq!(entries("").len(), 0);
         assert_eq!(entries("{}").len(), 0);
         // The last value of a repeated key wins, as in Python.
@@ -716,7 +738,7 @@ mod tests {
     #[test]
     fn param_str_that_is_no_dict_literal_says_where() {
         for (bad, why) in [
-            ("feat_stride: 16", "is a name"),
+            ("feat_stride: scales", "is a name"),
             ("[16]", "dict keys must be strings"),
             ("'feat_stride': open('x')", "is a name"),
             ("'feat_stride' 16", "expected ':'"),

@@ -289,7 +289,7 @@ fn bad_inputs_name_the_layer_and_both_numbers() {
         (psroi(20, "dim: 7 dim: 5"), &["\"ps\"", "input channels 20", "output_dim 2 × group_size² 9"]),
         // param_str that is not a Python dict literal.
         (
-            faster_rcnn(PY_PROPOSAL, "").replace("\"'feat_stride': 16\"", "\"feat_stride: 16\""),
+            faster_rcnn(PY_PROPOSAL, "").replace("\"'feat_stride': 16\"", "\"feat_stride: scales\""),
             &["\"proposal\"", "not a Python dict literal"],
         ),
         // Scores and deltas channels that disagree.

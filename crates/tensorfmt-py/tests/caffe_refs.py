@@ -440,15 +440,21 @@ def nms_plus_one(dets: np.ndarray, thresh: float, impl: str = "gpu", order: Opti
 def parse_param_str(param_str: str) -> dict:
     """py-faster-rcnn's ``ProposalLayer.setup`` reads ``param_str`` with ``yaml.load``
     (proposal_layer.py:26); the published nets write a Python dict literal without its
-    braces (``"'feat_stride': 16"``). Parsed here as a Python literal, braces optional;
-    anything that is not a dict is an error."""
+    braces (``"'feat_stride': 16"``). Parsed here as a Python literal, braces optional,
+    else as YAML as the original does (``"feat_stride: 16"``); anything that is not a
+    dict is an error."""
     s = param_str.strip()
     if not s.startswith("{"):
         s = "{" + s + "}"
     try:
         value = ast.literal_eval(s)
     except (ValueError, SyntaxError, TypeError) as e:
-        raise ValueError(f"param_str is not a Python dict literal: {param_str!r} ({e})") from None
+        import yaml  # PyYAML, as py-faster-rcnn reads it (dask installs it)
+
+        try:
+            value = yaml.load(param_str, Loader=yaml.FullLoader)
+        except yaml.YAMLError:
+            raise ValueError(f"param_str is not a Python dict literal: {param_str!r} ({e})") from None
     if not isinstance(value, dict):
         raise ValueError(f"param_str is not a dict: {param_str!r}")
     return value

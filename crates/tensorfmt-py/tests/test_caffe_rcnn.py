@@ -211,7 +211,7 @@ def test_rpn_option_checks(tmp_path):
 
 
 @pytest.mark.parametrize("text,match", [
-    (proposal_net(9, 4, 4, python_layer("feat_stride: 16")), r'"proposal".*not a Python dict literal'),
+    (proposal_net(9, 4, 4, python_layer("feat_stride: scales")), r'"proposal".*not a Python dict literal'),
     (proposal_net(9, 4, 4, python_layer("'feat_stride': 16, 'pre_nms_topN': 10")), r'"proposal".*pre_nms_topN.*not a ProposalLayer parameter'),
     (proposal_net(9, 4, 4, python_layer("'feat_stride': 16")).replace('bottom: "im_info" ', ""), r'"proposal".*3 bottoms.*got 2'),
     (proposal_net(9, 4, 4, python_layer("'feat_stride': 16")).replace("dim: 36", "dim: 40"), r'"proposal".*deltas have 40 channels.*need 36'),
