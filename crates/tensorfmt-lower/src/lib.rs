@@ -1186,7 +1186,8 @@ pub fn write_random_weights(
     read: &ReadOptions,
 ) -> Result<Vec<String>, LowerError> {
     let net = load_net(prototxt, fork_proto, read)?;
-    let shapes = tensorfmt_caffe::infer_shapes(&net, input_shapes)?;
+    let shapes = tensorfmt_caffe::infer_shapes(&net, input_shapes)
+        .map_err(|e| LowerError::from(e).in_file(prototxt))?;
     // Every parameter blob is made in memory: their total is checked first.
     let bytes = shapes
         .layers

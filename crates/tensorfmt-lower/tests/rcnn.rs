@@ -307,15 +307,14 @@ fn bad_inputs_name_the_layer_and_both_numbers() {
         std::fs::write(&proto, &text).unwrap();
         let model = dir.path().join("w.caffemodel");
         let out = dir.path().join("out.onnx");
-        // Random weights for the layers Caffe's rules accept; a net they refuse has none.
-        let _ = tensorfmt_lower::write_random_weights(
-            &proto,
-            None,
-            &model,
-            1,
-            &[],
-            &Default::default(),
-        );
+        // Random weights for the layers Caffe's rules accept; a net they refuse has none,
+        // and the error names the prototxt (as convert's does).
+        if let Err(e) =
+            tensorfmt_lower::write_random_weights(&proto, None, &model, 1, &[], &Default::default())
+        {
+            let e = e.to_string();
+            assert!(e.contains(&proto.display().to_string()), "{e}");
+        }
         if !model.exists() {
             tensorfmt_caffe::write_weights_model(
                 &mut std::fs::File::create(&model).unwrap(),
