@@ -201,9 +201,15 @@ fn python_proposal(param_str: &str) -> Result<ProposalParams, String> {
             "feat_stride" => {
                 let s = match v {
                     Literal::Int(i) if i > 0 && i <= i64::from(u32::MAX) => i as u32,
+                    // `16.0`: the original multiplies with it (proposal_layer.py:
+                    // shift_x = np.arange(0, width) * self._feat_stride), so an integral
+                    // float strides as its integer does.
+                    Literal::Float(f) if f >= 1.0 && f.fract() == 0.0 && f <= f64::from(u32::MAX) => {
+                        f as u32
+                    }
                     v => {
                         return Err(format!(
-                            "param_str: 'feat_stride' must be a positive integer, got {v}"
+                            "param_str: 'feat_stride' must be a positive whole number, got {v}"
                         ))
                     }
                 };
@@ -264,7 +270,8 @@ impl std::fmt::Display for Literal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Literal::Int(i) => write!(f, "{i}"),
-            Literal::Float(x) => write!(f, "{x}"),
+            // As Python prints it: 16.0, not 16.
+            Literal::Float(x) => write!(f, "{x:?}"),
             Literal::Str(s) => write!(f, "{s:?}"),
             Literal::Bool(b) => write!(f, "{}", if *b { "True" } else { "False" }),
             Literal::None => write!(f, "None"),
@@ -716,7 +723,7 @@ mod tests {
         assert_eq!(coco.len(), 2);
         assert_eq!(
             entries("\"ratios\": [0.5, 1.0, 2e0,],")[0].1.to_string(),
-            "[0.5, 1, 2]"
+            "[0.5, 1.0, 2.0]"
         );
         // YAML's unquoted keys, which yaml.load (the original's reader) takes.
         assert_eq!(
@@ -766,10 +773,16 @@ mod tests {
     fn python_proposal_params() {
         let p = python_proposal("'feat_stride': 8, 'scales': [2, 4], 'ratios': (1,)").unwrap();
         assert_eq!((p.feat_stride, p.num_anchors()), (8, 2));
+        // yaml.load gives 16.0 for `16.0`; the original strides with it as with 16.
+        assert_eq!(
+            python_proposal("'feat_stride': 16.0").unwrap().feat_stride,
+            16
+        );
         assert_eq!(p.rpn, RPN_TEST);
         for (bad, why) in [
             ("'scales': [8]", "no 'feat_stride'"),
-            ("'feat_stride': 16.5", "positive integer"),
+            ("'feat_stride': 16.5", "positive whole number, got 16.5"),
+            ("'feat_stride': 0.0", "positive whole number, got 0.0"),
             ("'feat_stride': 16, 'scales': 8", "list or tuple"),
             ("'feat_stride': 16, 'scales': ['a']", "not a number"),
             (

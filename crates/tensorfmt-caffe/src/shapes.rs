@@ -1405,9 +1405,12 @@ fn detection_output_checks(dp: &proto::DetectionOutputParameter, bottoms: &[Vec<
         .ok_or("overflow")?;
     if loc_n != want {
         return Err(format!(
-            "the location bottom has {loc_n} values per image, the priors need {want} ({priors} priors x {} x 4{})",
-            num_loc,
-            if num_loc == 1 { ", shared locations" } else { " classes" }
+            "the location bottom has {loc_n} values per image, the priors need {want} ({priors} priors x {})",
+            if num_loc == 1 {
+                "4 coordinates, shared locations".to_string()
+            } else {
+                format!("{num_loc} classes x 4 coordinates")
+            }
         ));
     }
     let want = priors.checked_mul(classes).ok_or("overflow")?;

@@ -504,6 +504,23 @@ fn caffemodel_fields_decode_by_the_fork_the_net_points_to() {
     let mbox = model(&[v2_layer("loss", "MultiBoxLoss", &[(201, prop)])]);
     assert!(ok(&mbox[0]).get("multibox_loss_param").is_some());
 
+    // OpenCV's DetectionOutputParameter numbers fields 1..9 as weiliu89 does: in a net
+    // that also points to the YOLO ports (a Reorg under 147), OpenCV's 147 on a
+    // DetectionOutput still reads field 1 as num_classes, as it reads 10 as OpenCV's.
+    let mut cv_det = Vec::new();
+    varint_field(&mut cv_det, 1, 21);
+    varint_field(&mut cv_det, 10, 0);
+    let mut reorg = Vec::new();
+    varint_field(&mut reorg, 1, 2);
+    let mixed = model(&[
+        v2_layer("r", "Reorg", &[(147, reorg)]),
+        v2_layer("det", "DetectionOutput", &[(147, cv_det)]),
+    ]);
+    let d = param(ok(&mixed[1]), "detection_output_param");
+    assert_eq!(d.get("num_classes"), Some(&ParamValue::UInt(21)), "{d:?}");
+    assert_eq!(d.get("normalized_bbox"), Some(&ParamValue::Bool(false)));
+    assert_eq!(d.get("side"), None);
+
     // A contested number on a layer whose type none of its meanings belongs to, in a
     // net that points to no fork: cannot tell.
     let unknown_type = model(&[v2_layer("x", "MyLayer", &[(147, det.clone())])]);

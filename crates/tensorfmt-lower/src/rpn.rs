@@ -47,17 +47,22 @@ impl RpnOptions {
             v.parse::<i64>()
                 .map_err(|_| format!("RPN constant {key}: {v:?} is not an integer"))
         };
-        let float = |lo: f32, hi: f32| {
+        let float = |lo: f32, hi: Option<f32>| {
             v.parse::<f32>()
                 .ok()
-                .filter(|x| x.is_finite() && (lo..=hi).contains(x))
-                .ok_or_else(|| format!("RPN constant {key}: {v:?} is not a number in [{lo}, {hi}]"))
+                .filter(|x| x.is_finite() && *x >= lo && hi.is_none_or(|hi| *x <= hi))
+                .ok_or_else(|| match hi {
+                    Some(hi) => {
+                        format!("RPN constant {key}: {v:?} is not a number in [{lo}, {hi}]")
+                    }
+                    None => format!("RPN constant {key}: {v:?} is not a finite number >= {lo}"),
+                })
         };
         match k.as_str() {
             "prenmstopn" => self.pre_nms_top_n = Some(int()?),
             "postnmstopn" => self.post_nms_top_n = Some(int()?),
-            "nmsthresh" => self.nms_thresh = Some(float(0.0, 1.0)?),
-            "minsize" => self.min_size = Some(float(0.0, f32::MAX)?),
+            "nmsthresh" => self.nms_thresh = Some(float(0.0, Some(1.0))?),
+            "minsize" => self.min_size = Some(float(0.0, None)?),
             _ => {
                 return Err(format!(
                     "unknown RPN constant {key:?} (expected {})",

@@ -112,7 +112,7 @@ fn counts_that_disagree_name_the_layer_and_both_numbers() {
     let e = err(&det_net(44, 30, &[1, 2, 40], PARAMS));
     assert!(
         e.contains("\"det\" (DetectionOutput)")
-            && e.contains("the location bottom has 44 values per image, the priors need 40 (10 priors x 1 x 4, shared locations)"),
+            && e.contains("the location bottom has 44 values per image, the priors need 40 (10 priors x 4 coordinates, shared locations)"),
         "{e}"
     );
     let e = err(&det_net(40, 31, &[1, 2, 40], PARAMS));
@@ -137,7 +137,7 @@ fn counts_that_disagree_name_the_layer_and_both_numbers() {
     // Locations per class (share_location false): 10 x 3 x 4.
     let e = err(&det_net(40, 30, &[1, 2, 40], "share_location: false"));
     assert!(
-        e.contains("the priors need 120 (10 priors x 3 x 4 classes)"),
+        e.contains("the priors need 120 (10 priors x 3 classes x 4 coordinates)"),
         "{e}"
     );
     let e = err(&det_net(40, 30, &[1, 2, 40], "").replace("num_classes: 3", ""));

@@ -20,6 +20,7 @@ from ._errors import (
     TensorfmtTypeError,
     TensorNotFoundError,
     UnsupportedError,
+    naming,
 )
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -547,7 +548,8 @@ def open(  # noqa: A001 - the name users expect, like io.open / safetensors.safe
     if framework not in _FRAMEWORKS:
         raise InvalidArgumentError(f"framework= is 'numpy' or 'pt', not {framework!r}")
     p = os.fspath(path)
-    native = _native.open_file(p, format, kind, strict, None, sparse, max_alloc)
+    with naming(p):
+        native = _native.open_file(p, format, kind, strict, None, sparse, max_alloc)
     selected: Optional[Tuple[int, Optional[int]]] = None
     step = 1
     if frames is not None:
@@ -560,7 +562,8 @@ def open(  # noqa: A001 - the name users expect, like io.open / safetensors.safe
         if (start, stop) != (0, count):
             fmt = native.format
             native.close()
-            native = _native.open_file(p, fmt, kind, strict, selected, sparse, max_alloc)
+            with naming(p):
+                native = _native.open_file(p, fmt, kind, strict, selected, sparse, max_alloc)
     doc = Document(native, selected, sparse, step=step, framework=framework)
     _warn_leniency(p, native.warnings)
     return doc
@@ -584,7 +587,7 @@ def load(
     >>> {name: a.shape for name, a in arrays.items()}
     {'conv1/0': (2, 1, 2, 2), 'conv1/1': (2,), 'ip/0': (3, 2)}
     """
-    with open(
+    with naming(os.fspath(path)), open(
         path,
         format=format,
         kind=kind,

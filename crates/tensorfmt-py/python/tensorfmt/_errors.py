@@ -14,7 +14,8 @@ from the builtin exception a Python user would catch for the same problem, so ex
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+import contextlib
+from typing import Iterator, Optional, Sequence
 
 
 class TensorfmtError(Exception):
@@ -191,3 +192,16 @@ def warn_leniency(path: str, warnings: Sequence[str], stacklevel: int = 3) -> No
 
     for w in warnings:
         _warnings.warn(f"{path}: {w}", TensorfmtWarning, stacklevel=stacklevel)
+
+
+@contextlib.contextmanager
+def naming(where: str) -> Iterator[None]:
+    """A :class:`TensorfmtError` raised inside names ``where`` (a path or URL) first,
+    unless its message already does: one bad file among thousands (an archive's tree, a
+    series) is found by its name."""
+    try:
+        yield
+    except TensorfmtError as e:
+        if e.args and isinstance(e.args[0], str) and where not in e.args[0]:
+            e.args = (f"{where}: {e.args[0]}",) + e.args[1:]
+        raise

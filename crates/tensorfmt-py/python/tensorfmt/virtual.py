@@ -14,7 +14,7 @@ references or an Icechunk repository without copying a byte of it::
     >>> vds = open_virtual_dataset(url, registry=registry, parser=tensorfmt.virtual.Parser())
     >>> vds["values"].dims, vds["values"].data.manifest.shape_chunk_grid     # one chunk per frame
     (('frame', 'y', 'x', 'f'), (3, 1, 1, 1))
-    >>> vds.vz.to_kerchunk("refs.json", format="json")
+    >>> tensorfmt.virtual.to_kerchunk(vds, "refs.json", format="json")   # vds.vz.to_kerchunk, unmasked
     >>> float(xr.open_dataset("refs.json", engine="kerchunk")["values"].sum())
     121.5
 
@@ -30,10 +30,14 @@ file whose references could be wrong (legacy MPI-split PVP frames, a size that i
 whole frames, weight frames that disagree) is refused with an error naming the field.
 
 Fill values never mask data under xarray's default decoding: floating-point arrays use
-NaN, which CF decoding ignores. Integer and boolean arrays need a fill value too; zarr v3
-readers (Icechunk, the ManifestStore) do not treat it as missing by default, but zarr v2
-readers (kerchunk references) do: open integer tensors from kerchunk references with
-``mask_and_scale=False``.
+NaN, which CF decoding ignores. Integer and boolean arrays need a fill value in zarr v3
+metadata too, which zarr v3 readers (Icechunk, the ManifestStore) do not treat as
+missing by default; zarr v2 readers (kerchunk references) do, and VirtualiZarr's
+``vds.vz.to_kerchunk`` copies it into the v2 metadata. Write kerchunk references with
+:func:`to_kerchunk` (``tensorfmt.virtual.to_kerchunk(vds, "refs.json")``, same formats and
+options): it writes no fill value for integer and boolean arrays (zarr v2 allows
+``null``), so nothing is masked, and gives 0-d tensors the chunk key zarr v2 reads
+(VirtualiZarr 2.5 writes ``name/`` for ``name/0``, which reads back as the fill value).
 
 Changed files: the root group records each file's size, modification time and ETag
 (``tensorfmt_source``) and when it was parsed (``tensorfmt_parsed_at``);
@@ -54,7 +58,7 @@ import numpy as np
 
 from . import _native
 from ._dims import dims_for, header_attrs
-from ._errors import InputChangedError, InvalidArgumentError
+from ._errors import InputChangedError, InvalidArgumentError, naming
 
 try:  # pragma: no cover - import guard
     from virtualizarr.manifests import ChunkManifest, ManifestArray, ManifestGroup, ManifestStore
@@ -171,9 +175,19 @@ class Parser:
         def read_ranges(starts: List[int], lengths: List[int]) -> List[bytes]:
             return [bytes(b) for b in store.get_ranges(path, starts=starts, lengths=lengths)]
 
-        d = _native.describe_remote(
+        with naming(url):
+            d = self._describe(read_range, read_ranges, before["size"], url)
+        after = _meta(store, path)
+        if (after["size"], after["last_modified"], after["etag"]) != (before["size"], before["last_modified"], before["etag"]):
+            raise InputChangedError(f"{url}: the file changed while its header was read; nothing was described")
+        d["source"] = before
+        self.last_fetch = {"fetched": d["fetched"], "requests": d["requests"]}
+        return d
+
+    def _describe(self, read_range: Any, read_ranges: Any, size: int, url: str) -> Dict[str, Any]:
+        return _native.describe_remote(
             read_range,
-            before["size"],
+            size,
             name=posixpath.basename(urlparse(url).path) or None,
             format=self.format,
             kind=self.kind,
@@ -184,12 +198,6 @@ class Parser:
             chunk_bytes=self.chunk_bytes,
             fortran_columns=self.fortran == "columns",
         )
-        after = _meta(store, path)
-        if (after["size"], after["last_modified"], after["etag"]) != (before["size"], before["last_modified"], before["etag"]):
-            raise InputChangedError(f"{url}: the file changed while its header was read; nothing was described")
-        d["source"] = before
-        self.last_fetch = {"fetched": d["fetched"], "requests": d["requests"]}
-        return d
 
     def __call__(self, url: str, registry: Any) -> ManifestStore:
         d = self.describe(url, registry)
@@ -251,6 +259,71 @@ class Parser:
         return ManifestStore(group=ManifestGroup(arrays=arrays, attributes=attrs), registry=registry)
 
 
+def kerchunk_refs(ds: Any) -> Dict[str, Any]:
+    """The kerchunk references of a virtual dataset (VirtualiZarr's
+    ``vds.vz.to_kerchunk(format="dict")``), made exact under xarray's default decoding:
+    integer and boolean arrays get no fill value (``null``: zarr v2 readers would mask
+    every element equal to it), and a 0-d array's chunk its zarr v2 key ``name/0``."""
+    import json
+
+    from virtualizarr.writers.kerchunk import dataset_to_kerchunk_refs
+
+    refs = dataset_to_kerchunk_refs(ds)
+    r = refs["refs"]
+    for key in [k for k in r if k.endswith("/.zarray") or k == ".zarray"]:
+        base = key[: -len(".zarray")]  # "name/" (or "" at the root)
+        z = json.loads(r[key]) if isinstance(r[key], (str, bytes)) else dict(r[key])
+        if np.dtype(z["dtype"]).kind in "iub" and z.get("fill_value") is not None:
+            z["fill_value"] = None
+            r[key] = json.dumps(z, separators=(",", ":"))
+        if z.get("shape") == [] and base and base in r and base + "0" not in r:
+            r[base + "0"] = r.pop(base)
+    return refs
+
+
+def to_kerchunk(
+    ds: Any,
+    filepath: Optional[str] = None,
+    format: str = "dict",  # noqa: A002 - VirtualiZarr's keyword
+    record_size: int = 100_000,
+    categorical_threshold: int = 10,
+) -> Optional[Dict[str, Any]]:
+    """``vds.vz.to_kerchunk(filepath, format)`` with :func:`kerchunk_refs`' references:
+    ``format`` ``"dict"`` (returned), ``"json"`` or ``"parquet"`` (written to
+    ``filepath``), the same options as VirtualiZarr's.
+
+    >>> import os, xarray as xr, tensorfmt
+    >>> from obspec_utils.registry import ObjectStoreRegistry
+    >>> from obstore.store import LocalStore
+    >>> from virtualizarr import open_virtual_dataset
+    >>> registry = ObjectStoreRegistry({"file://": LocalStore()})
+    >>> url = "file://" + os.path.abspath("testdata/core/i16_fortran_2x3.npy")
+    >>> vds = open_virtual_dataset(url, registry=registry, parser=Parser(fortran="columns"))
+    >>> to_kerchunk(vds, "i16.json", format="json")
+    >>> ds = xr.open_dataset("i16.json", engine="kerchunk")       # xarray's default decoding
+    >>> v = ds["i16_fortran_2x3"]
+    >>> v.dtype, v.values.tolist() == tensorfmt.load("testdata/core/i16_fortran_2x3.npy")["i16_fortran_2x3"].tolist()
+    (dtype('int16'), True)
+    """
+    refs = kerchunk_refs(ds)
+    if format == "dict":
+        return refs
+    if filepath is None:
+        raise InvalidArgumentError(f"to_kerchunk(format={format!r}) needs a filepath")
+    if format == "json":
+        import json
+
+        with open(filepath, "w") as f:  # noqa: PTH123
+            json.dump(refs, f, separators=(",", ":"))
+        return None
+    if format == "parquet":
+        from kerchunk.df import refs_to_dataframe
+
+        refs_to_dataframe(refs, url=str(filepath), record_size=record_size, categorical_threshold=categorical_threshold)
+        return None
+    raise InvalidArgumentError(f"to_kerchunk: format is 'dict', 'json' or 'parquet', not {format!r}")
+
+
 def parsed_at(obj: Any) -> _dt.datetime:
     """When the (first) file of a virtual dataset (or its attributes) was parsed."""
     attrs = getattr(obj, "attrs", obj)
@@ -296,4 +369,4 @@ def check_unchanged(ds: Any, registry: Any) -> None:
         raise InputChangedError(f"changed since they were referenced: {', '.join(changed)}")
 
 
-__all__ = ["Parser", "check_unchanged", "parsed_at", "last_updated_at", "fill_value", "zarr_names", "CHUNK_BYTES"]
+__all__ = ["Parser", "check_unchanged", "parsed_at", "last_updated_at", "fill_value", "zarr_names", "kerchunk_refs", "to_kerchunk", "CHUNK_BYTES"]

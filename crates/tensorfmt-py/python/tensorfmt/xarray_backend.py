@@ -217,7 +217,7 @@ def open_tensorfmt_dataset(
     """The dataset of one file (see the module docs)."""
     p = os.fspath(path)
     drop = set(drop_variables or ())
-    with tensorfmt.open(p, format=format, kind=kind, strict=strict) as doc:
+    with tensorfmt.open(p, format=format, kind=kind, strict=strict) as doc:  # errors name p
         fmt, doc_kind = doc.format, doc.kind
         header = doc.header
         infos = doc.tensors
