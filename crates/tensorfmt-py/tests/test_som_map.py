@@ -233,3 +233,39 @@ def test_ctrl_c_stops_a_mapping():
     out, err = child.communicate(timeout=60)
     assert out.startswith("KeyboardInterrupt"), (out, err)
     assert float(out.split()[1]) - sent < 2.0
+
+
+def test_map_files_never_overwrites_an_input(tmp_path):
+    """An output that is the data or SOM file (or both outputs one file) is refused,
+    whatever ``overwrite`` says, and nothing is written; ``overwrite=False`` refuses an
+    existing output (as tensorfmt.save does)."""
+    data = tmp_path / "in.bin"
+    data.write_bytes((DIR / "data_16.bin").read_bytes())
+    before = data.read_bytes()
+    with pytest.raises(InvalidArgumentError, match="is the input"):
+        som.map_files(data, DIR / "som_cart3x3.bin", data, num_rot=4)
+    with pytest.raises(InvalidArgumentError, match="are one file"):
+        som.map_files(data, DIR / "som_cart3x3.bin", tmp_path / "o.map", tmp_path / "o.map", num_rot=4)
+    assert data.read_bytes() == before and not (tmp_path / "o.map").exists()
+    (tmp_path / "old.map").write_text("precious")
+    with pytest.raises(tensorfmt.TensorfmtFileExistsError):
+        som.map_files(data, DIR / "som_cart3x3.bin", tmp_path / "old.map", num_rot=4, overwrite=False)
+    assert (tmp_path / "old.map").read_text() == "precious"
+
+
+def test_arguments_no_mapping_produces_are_refused():
+    img = np.zeros((16, 16), np.float32)
+    with pytest.raises(InvalidArgumentError, match="angle 0.123"):
+        som.transform(img, 0, 0.123, num_rot=4, neuron_dim=16)
+    with pytest.raises(InvalidArgumentError, match="flip 2"):
+        som.transform(img, 2, 0.0, num_rot=4, neuron_dim=16)
+    # An angle of a 16-rotation mapping is one of 360's only by chance: 22.5 degrees is not.
+    with pytest.raises(InvalidArgumentError, match="num_rot of the mapping"):
+        som.transform(img, 0, float(np.float32(2 * np.pi) / np.float32(16)), num_rot=360)
+    with pytest.raises(InvalidArgumentError, match="num_rot -4"):
+        som.map(DIR / "data_16.bin", DIR / "som_cart3x3.bin", num_rot=-4)
+    with pytest.raises(InvalidArgumentError, match="neuron_dim 2.5"):
+        som.map(DIR / "data_16.bin", DIR / "som_cart3x3.bin", neuron_dim=2.5)
+    with pytest.raises(InvalidArgumentError, match="at least one neuron"):
+        som.counts(np.zeros((0, 4))[:, :0])
+    assert som.counts(np.zeros((0, 4))).tolist() == [0, 0, 0, 0]

@@ -262,6 +262,12 @@ def test_kerchunk_integers_booleans_and_scalars_are_exact_with_default_decoding(
         got = var.values
         assert got.dtype == a.dtype.newbyteorder("=") or got.dtype == a.dtype, (name, got.dtype)
         assert got.shape == a.shape and np.array_equal(got, a), (name, got, a)
+    # A transpose-codec tensor (the default for column-major ones) is refused with the way out.
+    f = tmp_path / "f.npy"
+    np.save(f, np.asfortranarray(np.arange(6, dtype=np.int16).reshape(2, 3)))
+    vds = open_virtual_dataset(url_of(f), registry=reg, parser=tv.Parser())
+    with pytest.raises(tensorfmt.InvalidArgumentError, match='fortran="columns"'):
+        tv.to_kerchunk(vds, str(tmp_path / f"f.{fmt}"), format=fmt)
     # What VirtualiZarr's writer alone gives, so this test notices when it is fixed.
     vds = open_virtual_dataset(url_of(tmp_path / "u8.npy"), registry=reg, parser=tv.Parser())
     vds.vz.to_kerchunk(str(tmp_path / "plain.json"), format="json")

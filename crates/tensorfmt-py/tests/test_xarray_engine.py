@@ -226,6 +226,11 @@ def test_guess_can_open_answers_from_content(tmp_path):
     nc.write_bytes(b"CDF\x01" + bytes(100))
     assert not e.guess_can_open(nc)
     assert not e.guess_can_open(tmp_path / "missing.pvp")
+    # A directory holding a tensor file (a zarr store with a stray .npy) is not claimed:
+    # open_dataset opens files; trees need engine="tensorfmt".
+    (tmp_path / "store").mkdir()
+    shutil.copy(pvp, tmp_path / "store" / "m.pvp")
+    assert not e.guess_can_open(tmp_path / "store")
     assert xr.open_dataset(pvp)["values"].shape == (3, 2, 3, 2)  # engine found by content
 
 

@@ -28,7 +28,7 @@ import numpy as np
 
 from . import _native
 from ._api import open as _open_document
-from ._errors import InvalidArgumentError
+from ._errors import InvalidArgumentError, TensorfmtFileExistsError
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -209,7 +209,14 @@ def _options(options: Dict[str, Any]) -> Dict[str, Any]:
             f"unknown mapping option(s) {sorted(unknown)}; expected {sorted(_DEFAULTS)} or threads"
         )
     out = {**_DEFAULTS, "threads": None, **options}
-    out["num_rot"] = int(out["num_rot"])
+    # Whole numbers in range, named here (not as a failed conversion at the native call).
+    for key, lo, optional in (("num_rot", 1, False), ("neuron_dim", 1, True), ("euclidean_distance_dim", 1, True), ("threads", 0, True)):
+        v = out[key]
+        if v is None and optional:
+            continue
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not lo <= int(v) < 2**31:
+            raise InvalidArgumentError(f"{key} {v!r}: expected a whole number >= {lo}")
+        out[key] = int(v)
     out["flip"] = bool(out["flip"])
     return out
 
@@ -333,6 +340,7 @@ def map_files(
     *,
     ids: Optional[Sequence[str]] = None,
     progress: Any = None,
+    overwrite: bool = True,
     **options: Any,
 ) -> Dict[str, int]:
     """``Pink --map DATA MAP SOM --store-rot-flip ROTFLIP`` (the CLI's ``tensorfmt
@@ -340,6 +348,8 @@ def map_files(
     file, byte for byte as PINK 2.5 writes them (each written to a temporary file and
     renamed: nothing is left behind on error). ``ids`` (one per entry; default: the data
     file's ``# id`` lines) go into both files' comment blocks. Options as :func:`map`.
+    An existing output is replaced unless ``overwrite=False`` (as :func:`tensorfmt.save`);
+    an output that is one of the inputs (or both outputs one file) is always refused.
     Returns ``{"entries", "neurons", "ids"}``.
 
     >>> import tensorfmt.som
@@ -351,6 +361,18 @@ def map_files(
     True
     """
     o = _options(options)
+    outs = [os.fspath(map_path)] + ([] if rotflip_path is None else [os.fspath(rotflip_path)])
+    ins = [os.fspath(data), os.fspath(som)]
+    for i, out in enumerate(outs):
+        for other in ins + outs[:i]:
+            if os.path.abspath(out) == os.path.abspath(other) or (
+                os.path.exists(out) and os.path.exists(other) and os.path.samefile(out, other)
+            ):
+                if other in ins:
+                    raise InvalidArgumentError(f"the output {out} is the input {other}; an input is never overwritten")
+                raise InvalidArgumentError(f"the two outputs {other} and {out} are one file")
+        if not overwrite and os.path.exists(out):
+            raise TensorfmtFileExistsError(f"{out} exists and overwrite=False")
     entries, neurons, n_ids = _native.som_map_files(
         os.fspath(data),
         os.fspath(som),
@@ -376,9 +398,22 @@ def _chw(a: np.ndarray, what: str) -> Tuple[np.ndarray, int, int]:
 
 
 def _index(flip: Any, angle: float, num_rot: int) -> int:
-    step = np.float32(2 * np.pi) / np.float32(num_rot)
-    k = int(round(float(angle) / float(step))) % num_rot if num_rot > 0 else 0
-    return k + (num_rot if bool(flip) else 0)
+    """The transform index of a rotation/flip record: ``angle`` must be one of the
+    ``num_rot`` angles PINK tries (``k 2 pi / num_rot``: a record of a mapping made
+    with another ``num_rot`` names another image), ``flip`` 0 or 1."""
+    if isinstance(num_rot, bool) or not 1 <= int(num_rot) < 2**31:
+        raise InvalidArgumentError(f"num_rot {num_rot!r}: expected a whole number >= 1")
+    if int(flip) not in (0, 1) or float(flip) != int(flip):
+        raise InvalidArgumentError(f"flip {flip!r}: expected 0 or 1 (PINK's flip byte)")
+    step = float(np.float32(2 * np.pi) / np.float32(num_rot))
+    q = float(angle) / step
+    k = int(round(q))
+    if not np.isfinite(q) or abs(q - k) > 1e-3:
+        raise InvalidArgumentError(
+            f"angle {angle!r}: not one of the {num_rot} angles k * 2 pi / {num_rot} PINK tries "
+            f"(the num_rot of the mapping it comes from?)"
+        )
+    return k % num_rot + (num_rot if int(flip) else 0)
 
 
 def transform(
@@ -487,9 +522,9 @@ def _distances(distances: Any) -> np.ndarray:
             warnings.simplefilter("ignore", TensorfmtWarning)
             distances = open(distances).distances  # type: ignore[arg-type]
     d = np.asarray(distances)
-    if d.ndim < 2:
-        raise InvalidArgumentError(f"distances: expected [entries, *map dims], got shape {d.shape}")
-    return d.reshape(d.shape[0], -1)
+    if d.ndim < 2 or 0 in d.shape[1:]:
+        raise InvalidArgumentError(f"distances: expected [entries, *map dims] with at least one neuron, got shape {d.shape}")
+    return d.reshape(d.shape[0], int(np.prod(d.shape[1:])))
 
 
 def best_matches(distances: Any) -> np.ndarray:

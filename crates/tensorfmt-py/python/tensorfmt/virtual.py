@@ -268,6 +268,13 @@ def kerchunk_refs(ds: Any) -> Dict[str, Any]:
 
     from virtualizarr.writers.kerchunk import dataset_to_kerchunk_refs
 
+    for name, var in ds.variables.items():
+        codecs = getattr(getattr(var.data, "metadata", None), "codecs", ())
+        if any(type(c).__name__ == "TransposeCodec" for c in codecs):
+            raise InvalidArgumentError(
+                f"{name}: a column-major tensor chunked through zarr's transpose codec, which zarr v2 "
+                "(kerchunk) cannot describe; parse with Parser(fortran=\"columns\") for kerchunk references"
+            )
     refs = dataset_to_kerchunk_refs(ds)
     r = refs["refs"]
     for key in [k for k in r if k.endswith("/.zarray") or k == ".zarray"]:

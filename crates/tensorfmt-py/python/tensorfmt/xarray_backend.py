@@ -295,7 +295,10 @@ class TensorfmtBackendEntrypoint(BackendEntrypoint):
         if not isinstance(p, str):
             return False
         if os.path.isdir(p):
-            return any(True for _ in _tree_files(p))
+            # xarray asks every engine about a directory (a zarr store is one) and the
+            # same question serves open_dataset, which opens files only: a directory
+            # opens as a tree with engine="tensorfmt" given, never by guessing.
+            return False
         return detect_content(p) is not None
 
     def open_dataset(  # type: ignore[override]
