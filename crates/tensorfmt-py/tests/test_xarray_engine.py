@@ -170,10 +170,18 @@ def test_preferred_chunks_are_a_power_of_two_of_frames_within_the_budget(movie, 
     assert xarray_backend.preferred_frames((), "float32") is None
 
 
-def test_sparse_pvp_opens_sparse_and_dense_only_when_asked():
+def test_sparse_pvp_opens_sparse_and_dense_only_when_asked(monkeypatch):
     p = TESTDATA / "pvp/sparse_values_dt3.pvp"
     want = tensorfmt.load(p)["values"]
+    built = []
+    real = xarray_backend._sparse_frames
+    monkeypatch.setattr(xarray_backend, "_sparse_frames", lambda *a: built.append(a[2:]) or real(*a))
     ds = xr.open_dataset(p, engine="tensorfmt")
+    assert built == []  # opening reads the header and the frame index, no entries
+    last = ds["values"].isel(frame=-1).data
+    assert isinstance(last, sparse.COO) and built == [(len(want) - 1, len(want))]  # one frame
+    assert same(last.todense(), want[-1])
+    assert same(ds["values"][1:3].data.todense(), want[1:3])
     assert isinstance(ds["values"].data, sparse.COO)
     assert ds["values"].data.nnz == tensorfmt.load(p, sparse=True)["data"].size  # the stored entries
     assert same(ds["values"].data.todense(), want)

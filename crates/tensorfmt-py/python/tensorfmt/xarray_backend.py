@@ -18,9 +18,12 @@ entries (PINK) it touches, each read through tensorfmt's readers (no GIL while
 decoding); ``chunks=`` gives dask arrays over the same reads (``chunks={}`` the engine's
 preferred chunks: a power of two of whole frames within :data:`PREFERRED_CHUNK_BYTES`,
 one chunk for a smaller tensor; see :func:`preferred_frames`). A sparse PVP file opens
-as a pydata ``sparse`` array built from its stored entries (``pip install
-'tensorfmt[sparse]'``; ``dense=True`` reads dense frames lazily instead), never densified
-behind your back.
+lazily as pydata ``sparse`` arrays built from the stored entries of the frames indexed
+(``pip install 'tensorfmt[sparse]'``; ``dense=True`` reads dense frames instead), never
+densified behind your back. One exception is xarray's: ``chunks=`` (and ``.chunk()``)
+makes numpy blocks of every backend array (xarray's ``to_numpy`` densifies a sparse
+block, one block at a time, never the file); index first, or build dask arrays of COO
+blocks yourself from ``ds["values"][a:b].data``.
 
 Options of ``open_dataset``: ``format`` and ``kind`` as :func:`tensorfmt.open` takes them,
 ``strict``, and ``dense`` (sparse PVP).
@@ -180,29 +183,66 @@ class TensorfmtArray(BackendArray):
         return np.asarray(block[(0,) + tuple(rest)])
 
 
-def _sparse_values(path: str, strict: bool) -> Any:
-    """A sparse PVP file's activity as a pydata ``sparse.COO`` ``[frame, y, x, f]`` built
-    from the stored entries (a repeated neuron keeps its last value, as the reader's
-    dense frames do)."""
+def _sparse_module() -> Any:
     try:
         import sparse
     except ImportError as e:  # pragma: no cover - depends on the environment
         raise ImportError("sparse PVP files open as pydata sparse arrays: pip install 'tensorfmt[sparse]' (or open with dense=True)") from e
+    return sparse
+
+
+def _sparse_frames(path: str, strict: bool, start: int, stop: int) -> Any:
+    """Frames ``start..stop`` of a sparse PVP file as a pydata ``sparse.COO`` ``[frame,
+    y, x, f]`` built from their stored entries (a repeated neuron keeps its last value,
+    as the reader's dense frames do)."""
+    sparse = _sparse_module()
     f = tensorfmt.pvp.open(path, strict=strict, kind="sparse")
     ny, nx, nf = f.shape
-    indptr, indices, data, width = f.csr()
+    indptr, indices, data, width = f.csr(start, stop)
     frames = len(indptr) - 1
     rows = np.repeat(np.arange(frames, dtype=np.int64), np.diff(indptr))
     keys = rows * np.int64(width) + indices.astype(np.int64)
     # The last of a repeated (frame, neuron) wins: unique over the reversed order.
-    keys_rev = keys[::-1]
-    uniq, first = np.unique(keys_rev, return_index=True)
+    uniq, first = np.unique(keys[::-1], return_index=True)
     values = np.asarray(data)[::-1][first]
     frame, k = np.divmod(uniq, np.int64(width))
     y, rem = np.divmod(k, np.int64(nx * nf))
     x, fe = np.divmod(rem, np.int64(nf))
     coords = np.stack([frame, y, x, fe])
     return sparse.COO(coords, values, shape=(frames, ny, nx, nf), sorted=True, has_duplicates=False)
+
+
+class SparseFramesArray(BackendArray):
+    """A sparse PVP file's activity, lazily: indexing builds a ``sparse.COO`` of the
+    frames it touches only (opening reads the header and the frame index; ``chunks=``
+    gives dask arrays of COO blocks). Never densified: ``.values`` raises as pydata
+    sparse does; ``.data.todense()`` (or ``dense=True`` at open) is the user's choice."""
+
+    def __init__(self, path: str, strict: bool, shape: Tuple[int, ...], dtype: np.dtype) -> None:
+        self.path = path
+        self.strict = strict
+        self.shape = shape
+        self.dtype = dtype
+
+    def __getitem__(self, key: indexing.ExplicitIndexer) -> Any:
+        return indexing.explicit_indexing_adapter(key, self.shape, indexing.IndexingSupport.BASIC, self._getitem)
+
+    def _getitem(self, key: Tuple[Any, ...]) -> Any:
+        first, rest = key[0], tuple(key[1:])
+        n = self.shape[0]
+        if isinstance(first, slice):
+            start, stop, step = first.indices(n)
+            idx = np.arange(start, stop, step)
+            if idx.size == 0:
+                return _sparse_frames(self.path, self.strict, 0, 0)[(slice(None),) + rest]
+            lo, hi = int(idx.min()), int(idx.max()) + 1
+            block = _sparse_frames(self.path, self.strict, lo, hi)
+            return block[(idx - lo,) + rest] if step != 1 else block[(slice(None),) + rest]
+        k = int(first)
+        if not -n <= k < n:
+            raise IndexError(f"index {k} is out of bounds for axis 0 with size {n}")
+        k %= n
+        return _sparse_frames(self.path, self.strict, k, k + 1)[(0,) + rest]
 
 
 def open_tensorfmt_dataset(
@@ -232,8 +272,9 @@ def open_tensorfmt_dataset(
             continue
         dims = dims_for(fmt, info.name, info.shape, header, names)
         if fmt == "pvp" and doc_kind == "sparse" and info.name == "values" and not dense:
-            data: Any = _sparse_values(p, strict)
-            variables[info.name] = xr.Variable(dims, data)
+            _sparse_module()  # the extra's error at open, not at the first read
+            lazy = SparseFramesArray(p, strict, tuple(info.shape), np.dtype(info.dtype))
+            variables[info.name] = xr.Variable(dims, indexing.LazilyIndexedArray(lazy))
             continue
         by_frame = bool(dims) and dims[0] in FRAME_AXES and fmt in ("pvp", "som")
         array = TensorfmtArray(file, info.name, tuple(info.shape), info.dtype, by_frame)
