@@ -946,8 +946,18 @@ fn other_shapes(l: &LayerDef, bottoms: &[Vec<usize>]) -> R<Shapes> {
             }
             let dp = p.detection_output_param.clone().unwrap_or_default();
             detection_output_checks(&dp, bottoms)?;
+            // Caffe sizes the top [1, 1, 1, 7] at setup and at the forward to the rows
+            // kept; the bound here is keep_top_k, or fewer where the net cannot keep that
+            // many (images x priors x classes): a keep_top_k of 2^31 - 1 is legal Caffe.
+            let most = bottoms[0]
+                .first()
+                .copied()
+                .unwrap_or(1)
+                .saturating_mul(bottoms[2].get(2).copied().unwrap_or(0) / 4)
+                .saturating_mul(dp.num_classes() as usize)
+                .max(1);
             let k = if dp.keep_top_k() > 0 {
-                dp.keep_top_k() as usize
+                (dp.keep_top_k() as usize).min(most)
             } else {
                 1
             };

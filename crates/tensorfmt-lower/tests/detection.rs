@@ -161,6 +161,23 @@ fn counts_that_disagree_name_the_layer_and_both_numbers() {
 }
 
 #[test]
+fn a_keep_top_k_beyond_what_the_net_can_keep_is_legal() {
+    // Caffe sizes DetectionOutput's top at the forward: keep_top_k 2^31 - 1 is legal and
+    // keeps at most priors x classes rows (10 x 3 here).
+    let l = net(
+        &det_net(
+            40,
+            30,
+            &[1, 2, 40],
+            "nms_param { nms_threshold: 0.45 } keep_top_k: 2147483647",
+        ),
+        &Default::default(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert!(ops(&l).contains(&"NonMaxSuppression"));
+}
+
+#[test]
 fn what_caffe_refuses_or_onnx_cannot_express_is_refused() {
     // eta < 1 (adaptive NMS): listed as not lowered, with the reason.
     match net(
