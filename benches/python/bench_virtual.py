@@ -305,7 +305,7 @@ def cluster_rows(a, tmp, xr, tv, ObjectStoreRegistry, HTTPStore, distributed):
                 icechunk.local_filesystem_storage(str(tmp / "repo")), config, authorize_virtual_chunk_access={prefix: None}
             )
             vdss = [open_virtual_dataset(u, registry=reg, parser=tv.Parser()) for u in urls]
-            combined = xr.concat(vdss, dim="frame", coords="minimal", compat="override", combine_attrs="override")
+            combined = xr.concat(vdss, dim="frame", coords="minimal", compat="override", combine_attrs=tv.combine_attrs)
             session = repo.writable_session("main")
             combined.vz.to_icechunk(session.store, last_updated_at=tv.last_updated_at(combined))
             session.commit("runs")
@@ -314,7 +314,7 @@ def cluster_rows(a, tmp, xr, tv, ObjectStoreRegistry, HTTPStore, distributed):
         def refs_for(urls, reg, name):
             t = time.perf_counter()
             vdss = [open_virtual_dataset(u, registry=reg, parser=tv.Parser()) for u in urls]
-            combined = xr.concat(vdss, dim="frame", coords="minimal", compat="override", combine_attrs="override")
+            combined = xr.concat(vdss, dim="frame", coords="minimal", compat="override", combine_attrs=tv.combine_attrs)
             refs = tmp / name
             tv.to_kerchunk(combined, str(refs), format="json")
             return refs, time.perf_counter() - t

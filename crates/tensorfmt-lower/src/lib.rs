@@ -171,6 +171,25 @@ fn layer_err(l: &LayerDef, reason: impl Into<String>) -> LowerError {
     }
 }
 
+/// Inputs a deploy prototxt declares with 1 x 1 spatial dims as placeholders "defined
+/// at run time" (OpenPose's `input_dim: 1 ... 1 1`), not given by `--input-shape`: the
+/// hint a shape error on such a net needs.
+fn placeholder_inputs(net: &NetDef, given: &[(String, Vec<usize>)]) -> Option<String> {
+    let names: Vec<String> = net
+        .inputs
+        .iter()
+        .filter(|i| i.shape.len() >= 3 && i.shape[2..].iter().all(|&d| d == 1))
+        .filter(|i| !given.iter().any(|(n, _)| n == &i.name))
+        .map(|i| format!("{} {:?}", i.name, i.shape))
+        .collect();
+    (!names.is_empty()).then(|| {
+        format!(
+            "the net declares input {} with 1 x 1 spatial dims, a placeholder set at run time: give the real size with --input-shape NAME=N,C,H,W (Python: input_shape=)",
+            names.join(", ")
+        )
+    })
+}
+
 /// Lowers a parsed net with its caffemodel blobs (taken from `blobs` by layer name) to
 /// an ONNX model. Nothing is written; see [`convert_files`] for the whole path.
 pub fn lower(
@@ -213,7 +232,13 @@ pub fn lower(
                 })
                 .collect();
             if unknown.is_empty() {
-                return Err(e.into());
+                use tensorfmt_core::{Classify, ErrorKind};
+                return Err(match placeholder_inputs(net, &opts.input_shapes) {
+                    Some(hint) if e.kind() == ErrorKind::Format => {
+                        LowerError::Net(format!("{e}; {hint}"))
+                    }
+                    _ => e.into(),
+                });
             }
             return Err(LowerError::Unsupported { layers: unknown });
         }

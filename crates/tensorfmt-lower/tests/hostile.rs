@@ -1017,3 +1017,26 @@ fn fuzz_seeds_and_dictionary_mutations_never_panic() {
         );
     }
 }
+
+/// OpenPose-style deploy nets declare a 1 x 1 input "defined at run time": the shape
+/// error of the first pooling says where the real size goes; with it, the net lowers.
+#[test]
+fn a_placeholder_input_size_is_named_with_the_way_out() {
+    let text = "input: 'image' input_dim: 1 input_dim: 3 input_dim: 1 input_dim: 1\n\
+                layer { name: 'p' type: 'Pooling' bottom: 'image' top: 'p' pooling_param { pool: MAX kernel_size: 2 stride: 2 } }\n";
+    let e = lower_text(text, &LowerOptions::default())
+        .err()
+        .expect("a 2x2 pooling of a 1x1 input is refused")
+        .to_string();
+    assert!(
+        e.contains("kernel 2 larger than the padded input 1")
+            && e.contains("image [1, 3, 1, 1]")
+            && e.contains("--input-shape"),
+        "{e}"
+    );
+    let given = LowerOptions {
+        input_shapes: vec![("image".into(), vec![1, 3, 8, 8])],
+        ..Default::default()
+    };
+    lower_text(text, &given).unwrap_or_else(|e| panic!("{e}"));
+}

@@ -325,8 +325,11 @@ def test_series_concatenate_along_frame(tmp_path):
         parts.append((v, t))
     reg = local()
     vdss = [open_virtual_dataset(url_of(tmp_path / f"run{i}.pvp"), registry=reg, parser=tv.Parser()) for i in range(4)]
-    combined = xr.concat(vdss, dim="frame", coords="minimal", compat="override", combine_attrs="override")
+    combined = xr.concat(vdss, dim="frame", coords="minimal", compat="override", combine_attrs=tv.combine_attrs)
     assert combined["values"].shape == (sum(v.shape[0] for v, _ in parts), 5, 4, 2)
+    # Every file's record is kept (combine_attrs="override" would keep the first only).
+    assert sorted(combined.attrs["tensorfmt_source"]) == sorted(url_of(tmp_path / f"run{i}.pvp") for i in range(4))
+    assert combined.attrs["tensorfmt_parsed_at"] == min(v.attrs["tensorfmt_parsed_at"] for v in vdss)
     back = roundtrip_kerchunk(combined, tmp_path / "all.json", "json")
     assert same(back["values"].values, np.concatenate([v for v, _ in parts]))
     assert same(back["time"].values, np.concatenate([t for _, t in parts]))
@@ -337,6 +340,13 @@ def test_series_concatenate_along_frame(tmp_path):
     time.sleep(1.1)
     (tmp_path / "run2.pvp").write_bytes((tmp_path / "run2.pvp").read_bytes())
     with pytest.raises(tensorfmt.InputChangedError, match="run2.pvp"):
+        tv.check_unchanged(combined, reg)
+    # A file that shrank keeping its modification time is found by its own record.
+    three = tmp_path / "run3.pvp"
+    st = three.stat()
+    three.write_bytes(three.read_bytes()[:-4])
+    os.utime(three, ns=(st.st_atime_ns, st.st_mtime_ns))
+    with pytest.raises(tensorfmt.InputChangedError, match="run3.pvp"):
         tv.check_unchanged(combined, reg)
 
 

@@ -331,6 +331,27 @@ def to_kerchunk(
     raise InvalidArgumentError(f"to_kerchunk: format is 'dict', 'json' or 'parquet', not {format!r}")
 
 
+def combine_attrs(attrs: List[Mapping[str, Any]], context: Any = None) -> Dict[str, Any]:
+    """xarray's ``combine_attrs`` for a series of virtual datasets (``xr.concat(vdss,
+    dim="frame", coords="minimal", compat="override",
+    combine_attrs=tensorfmt.virtual.combine_attrs)``): the first dataset's attributes,
+    with ``tensorfmt_source`` holding every file's record (size, modification time,
+    ETag) and ``tensorfmt_parsed_at`` the earliest parse, so :func:`check_unchanged`
+    checks each file against its own record. Variables keep their first attributes."""
+    out: Dict[str, Any] = dict(attrs[0]) if attrs else {}
+    sources: Dict[str, Any] = {}
+    parsed: List[str] = []
+    for a in attrs:
+        sources.update(a.get("tensorfmt_source", {}) or {})
+        if a.get("tensorfmt_parsed_at"):
+            parsed.append(a["tensorfmt_parsed_at"])
+    if sources:
+        out["tensorfmt_source"] = sources
+    if parsed:
+        out["tensorfmt_parsed_at"] = min(parsed, key=_dt.datetime.fromisoformat)
+    return out
+
+
 def parsed_at(obj: Any) -> _dt.datetime:
     """When the (first) file of a virtual dataset (or its attributes) was parsed."""
     attrs = getattr(obj, "attrs", obj)
@@ -376,4 +397,4 @@ def check_unchanged(ds: Any, registry: Any) -> None:
         raise InputChangedError(f"changed since they were referenced: {', '.join(changed)}")
 
 
-__all__ = ["Parser", "check_unchanged", "parsed_at", "last_updated_at", "fill_value", "zarr_names", "kerchunk_refs", "to_kerchunk", "CHUNK_BYTES"]
+__all__ = ["Parser", "check_unchanged", "parsed_at", "last_updated_at", "fill_value", "zarr_names", "kerchunk_refs", "to_kerchunk", "combine_attrs", "CHUNK_BYTES"]
