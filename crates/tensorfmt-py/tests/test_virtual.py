@@ -262,6 +262,13 @@ def test_kerchunk_integers_booleans_and_scalars_are_exact_with_default_decoding(
         got = var.values
         assert got.dtype == a.dtype.newbyteorder("=") or got.dtype == a.dtype, (name, got.dtype)
         assert got.shape == a.shape and np.array_equal(got, a), (name, got, a)
+    # A PVP run stopped before its first frame: zero-size arrays keep their metadata.
+    z = tmp_path / "zero.pvp"
+    with tensorfmt.pvp.DenseWriter(z, nx=4, ny=3, nf=2):
+        pass
+    vds = open_virtual_dataset(url_of(z), registry=reg, parser=tv.Parser())
+    back = roundtrip_kerchunk(vds, tmp_path / f"zero.{fmt}", fmt)
+    assert back["values"].shape == (0, 3, 4, 2) and back["time"].shape == (0,)
     # A transpose-codec tensor (the default for column-major ones) is refused with the way out.
     f = tmp_path / "f.npy"
     np.save(f, np.asfortranarray(np.arange(6, dtype=np.int16).reshape(2, 3)))

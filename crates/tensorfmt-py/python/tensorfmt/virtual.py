@@ -259,14 +259,37 @@ class Parser:
         return ManifestStore(group=ManifestGroup(arrays=arrays, attributes=attrs), registry=registry)
 
 
+def _dataset_refs(ds: Any) -> Dict[str, Any]:
+    """VirtualiZarr's ``dataset_to_kerchunk_refs``, variable by variable, with
+    zero-size arrays (a PVP run stopped before its first frame) as metadata without
+    chunks: VirtualiZarr's manifest walk refuses zero-size arrays."""
+    import json
+
+    from virtualizarr.manifests import ManifestArray as _MA
+    from virtualizarr.utils import convert_v3_to_v2_metadata
+    from virtualizarr.writers.kerchunk import to_kerchunk_json, variable_to_kerchunk_arr_refs
+    from xarray.conventions import encode_dataset_coordinates
+
+    variables, attrs = encode_dataset_coordinates(ds)
+    out: Dict[str, Any] = {".zgroup": '{"zarr_format":2}', ".zattrs": json.dumps(_json_safe(attrs))}
+    for name, var in variables.items():
+        if isinstance(var.data, _MA) and 0 in var.shape:
+            arr = {
+                ".zarray": to_kerchunk_json(convert_v3_to_v2_metadata(var.data.metadata)),
+                ".zattrs": json.dumps(_json_safe({**var.attrs, **var.encoding, "_ARRAY_DIMENSIONS": list(var.dims)})),
+            }
+        else:
+            arr = variable_to_kerchunk_arr_refs(var, str(name))
+        out.update({f"{name}/{k}": v for k, v in arr.items()})
+    return {"version": 1, "refs": out}
+
+
 def kerchunk_refs(ds: Any) -> Dict[str, Any]:
     """The kerchunk references of a virtual dataset (VirtualiZarr's
     ``vds.vz.to_kerchunk(format="dict")``), made exact under xarray's default decoding:
     integer and boolean arrays get no fill value (``null``: zarr v2 readers would mask
     every element equal to it), and a 0-d array's chunk its zarr v2 key ``name/0``."""
     import json
-
-    from virtualizarr.writers.kerchunk import dataset_to_kerchunk_refs
 
     for name, var in ds.variables.items():
         codecs = getattr(getattr(var.data, "metadata", None), "codecs", ())
@@ -275,7 +298,7 @@ def kerchunk_refs(ds: Any) -> Dict[str, Any]:
                 f"{name}: a column-major tensor chunked through zarr's transpose codec, which zarr v2 "
                 "(kerchunk) cannot describe; parse with Parser(fortran=\"columns\") for kerchunk references"
             )
-    refs = dataset_to_kerchunk_refs(ds)
+    refs = _dataset_refs(ds)
     r = refs["refs"]
     for key in [k for k in r if k.endswith("/.zarray") or k == ".zarray"]:
         base = key[: -len(".zarray")]  # "name/" (or "" at the root)
