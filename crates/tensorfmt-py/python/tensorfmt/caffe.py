@@ -33,7 +33,7 @@ import numpy as np
 
 from . import _native
 from ._text import summary as _summary
-from ._errors import InvalidArgumentError, TensorfmtTypeError, TensorNotFoundError, warn_leniency
+from ._errors import InvalidArgumentError, TensorfmtTypeError, TensorNotFoundError, naming, warn_leniency
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -214,7 +214,8 @@ class CaffeFile:
     def __init__(self, path: PathLike, *, kind: Optional[str] = None, strict: bool = False) -> None:
         self.path = os.fspath(path)
         self._strict = strict
-        d = _native.caffe_contents(self.path, kind, strict)
+        with naming(self.path):
+            d = _native.caffe_contents(self.path, kind, strict)
         self.kind: str = d["kind"]
         self.name: Optional[str] = d.get("name")
         self.version: Optional[str] = d.get("version")

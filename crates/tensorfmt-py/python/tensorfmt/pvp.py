@@ -39,7 +39,7 @@ import numpy as np
 
 from . import _native
 from ._text import summary as _summary
-from ._errors import InvalidArgumentError, TensorfmtIndexError, TensorfmtTypeError, warn_leniency
+from ._errors import InvalidArgumentError, TensorfmtIndexError, TensorfmtTypeError, naming, warn_leniency
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -103,7 +103,8 @@ class PvpFile:
 
     def __init__(self, path: PathLike, *, strict: bool = False) -> None:
         self.path = os.fspath(path)
-        self._f = _native.open_pvp(self.path, strict)
+        with naming(self.path):
+            self._f = _native.open_pvp(self.path, strict)
         self._len: Optional[int] = None
 
     @property

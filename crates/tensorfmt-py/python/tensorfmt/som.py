@@ -28,7 +28,7 @@ import numpy as np
 
 from . import _native
 from ._api import open as _open_document
-from ._errors import InvalidArgumentError, TensorfmtFileExistsError
+from ._errors import InvalidArgumentError, TensorfmtFileExistsError, naming
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -38,7 +38,8 @@ class SomFile:
 
     def __init__(self, path: PathLike, *, kind: Optional[str] = None, strict: bool = False) -> None:
         self.path = os.fspath(path)
-        self._f = _native.open_som(self.path, kind, strict)
+        with naming(self.path):
+            self._f = _native.open_som(self.path, kind, strict)
         self._doc = _open_document(self.path, format="som", kind=kind, strict=strict)
         layout = self._f.layout()
         self._layout: Optional[Tuple[str, List[int], bool]] = None if layout is None else tuple(layout)  # type: ignore[assignment]
@@ -297,6 +298,12 @@ def map(data: Source, som: Source, *, progress: Any = None, **options: Any) -> T
         raise InvalidArgumentError(
             f"data: expected [entries, d, d] or [entries, channels, d, d], got shape {tuple(data_array['shape'])}"
         )
+    # The native mapper opens the files itself: its errors name the file they concern
+    # only as "som:"; a header problem is found here first, naming the file.
+    for p in (data_path, som_path):
+        if p is not None:
+            with naming(p):
+                _native.open_som(p, None, False)
     dist, flip, angle, layout = _native.som_map(
         data_path,
         data_array,
@@ -373,6 +380,9 @@ def map_files(
                 raise InvalidArgumentError(f"the two outputs {other} and {out} are one file")
         if not overwrite and os.path.exists(out):
             raise TensorfmtFileExistsError(f"{out} exists and overwrite=False")
+    for p in ins:
+        with naming(p):
+            _native.open_som(p, None, False)
     entries, neurons, n_ids = _native.som_map_files(
         os.fspath(data),
         os.fspath(som),
