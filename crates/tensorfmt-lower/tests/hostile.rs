@@ -1025,8 +1025,7 @@ fn a_placeholder_input_size_is_named_with_the_way_out() {
     let text = "input: 'image' input_dim: 1 input_dim: 3 input_dim: 1 input_dim: 1\n\
                 layer { name: 'p' type: 'Pooling' bottom: 'image' top: 'p' pooling_param { pool: MAX kernel_size: 2 stride: 2 } }\n";
     let e = lower_text(text, &LowerOptions::default())
-        .err()
-        .expect("a 2x2 pooling of a 1x1 input is refused")
+        .expect_err("a 2x2 pooling of a 1x1 input is refused")
         .to_string();
     assert!(
         e.contains("kernel 2 larger than the padded input 1")
