@@ -234,6 +234,10 @@ def test_guess_can_open_answers_from_content(tmp_path):
     nc.write_bytes(b"CDF\x01" + bytes(100))
     assert not e.guess_can_open(nc)
     assert not e.guess_can_open(tmp_path / "missing.pvp")
+    with open(pvp, "rb") as f:  # noqa: PTH123
+        assert not e.guess_can_open(f)
+        with pytest.raises(tensorfmt.InvalidArgumentError, match="by path"):
+            xr.open_dataset(f, engine="tensorfmt")
     # A directory holding a tensor file (a zarr store with a stray .npy) is not claimed:
     # open_dataset opens files; trees need engine="tensorfmt".
     (tmp_path / "store").mkdir()

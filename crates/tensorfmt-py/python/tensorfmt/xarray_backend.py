@@ -246,7 +246,7 @@ class SparseFramesArray(BackendArray):
 
 
 def open_tensorfmt_dataset(
-    path: str,
+    path: Any,
     *,
     drop_variables: Optional[Iterable[str]] = None,
     format: Optional[str] = None,  # noqa: A002 - the keyword tensorfmt.open takes
@@ -255,6 +255,11 @@ def open_tensorfmt_dataset(
     dense: bool = False,
 ) -> "xr.Dataset":
     """The dataset of one file (see the module docs)."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise tensorfmt.InvalidArgumentError(
+            f"the tensorfmt engine opens files by path (str or os.PathLike), not {type(path).__name__}: "
+            "its readers map the file"
+        )
     p = os.fspath(path)
     drop = set(drop_variables or ())
     with tensorfmt.open(p, format=format, kind=kind, strict=strict) as doc:  # errors name p
@@ -353,7 +358,7 @@ class TensorfmtBackendEntrypoint(BackendEntrypoint):
         dense: bool = False,
     ) -> "xr.Dataset":
         return open_tensorfmt_dataset(
-            os.fspath(filename_or_obj), drop_variables=drop_variables, format=format, kind=kind, strict=strict, dense=dense
+            filename_or_obj, drop_variables=drop_variables, format=format, kind=kind, strict=strict, dense=dense
         )
 
     def open_groups_as_dict(  # type: ignore[override]
