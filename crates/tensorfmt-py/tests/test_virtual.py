@@ -433,3 +433,36 @@ def test_check_unchanged_and_last_updated_at(tmp_path):
         f.write(bytes(32))
     with pytest.raises(tensorfmt.InputChangedError):
         tv.check_unchanged(vds, reg)
+
+
+def test_a_server_that_ignores_range_is_an_io_error_naming_the_file(tmp_path):
+    """Python's http.server answers a Range request with the whole file; obstore refuses
+    that, and the parser says so as tensorfmt's I/O error naming the URL."""
+    import functools
+    import threading
+    from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+    from obspec_utils.registry import ObjectStoreRegistry
+    from obstore.store import HTTPStore
+
+    tensorfmt.save(tmp_path / "m.pvp", {"values": np.zeros((4, 2, 2, 1), np.float32)})
+
+    class Quiet(SimpleHTTPRequestHandler):
+        def log_message(self, *a):
+            pass
+
+        def copyfile(self, src, dst):
+            try:
+                super().copyfile(src, dst)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(tmp_path)))
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        base = f"http://127.0.0.1:{srv.server_address[1]}"
+        reg = ObjectStoreRegistry({base: HTTPStore.from_url(base, client_options={"allow_http": True})})
+        with pytest.raises(tensorfmt.TensorfmtIOError, match=r"m\.pvp: reading bytes 0\.\."):
+            tv.Parser()(base + "/m.pvp", reg)
+    finally:
+        srv.shutdown()

@@ -58,7 +58,7 @@ import numpy as np
 
 from . import _native
 from ._dims import dims_for, header_attrs
-from ._errors import InputChangedError, InvalidArgumentError, naming
+from ._errors import InputChangedError, InvalidArgumentError, TensorfmtIOError, naming
 
 try:  # pragma: no cover - import guard
     from virtualizarr.manifests import ChunkManifest, ManifestArray, ManifestGroup, ManifestStore
@@ -169,11 +169,22 @@ class Parser:
         store, path = registry.resolve(url)
         before = _meta(store, path)
 
+        def store_error(e: Exception, what: str) -> TensorfmtIOError:
+            # The store's own exception (obstore's, a server that ignores Range...) as
+            # an I/O error of the file, in tensorfmt's hierarchy.
+            return TensorfmtIOError(f"{url}: {what} failed: {type(e).__name__}: {e}")
+
         def read_range(offset: int, length: int) -> bytes:
-            return bytes(store.get_range(path, start=offset, length=length))
+            try:
+                return bytes(store.get_range(path, start=offset, length=length))
+            except Exception as e:  # noqa: BLE001 - any store error, re-raised typed
+                raise store_error(e, f"reading bytes {offset}..{offset + length}") from e
 
         def read_ranges(starts: List[int], lengths: List[int]) -> List[bytes]:
-            return [bytes(b) for b in store.get_ranges(path, starts=starts, lengths=lengths)]
+            try:
+                return [bytes(b) for b in store.get_ranges(path, starts=starts, lengths=lengths)]
+            except Exception as e:  # noqa: BLE001
+                raise store_error(e, f"reading {len(starts)} byte ranges") from e
 
         with naming(url):
             d = self._describe(read_range, read_ranges, before["size"], url)
