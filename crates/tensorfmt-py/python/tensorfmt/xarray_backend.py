@@ -161,26 +161,35 @@ class TensorfmtArray(BackendArray):
     def _getitem(self, key: Tuple[Any, ...]) -> np.ndarray:
         if not self.by_frame or not self.shape:
             return np.asarray(self.file.whole(self.name)[key])
-        first, rest = key[0], key[1:]
-        n = self.shape[0]
-        if isinstance(first, slice):
-            start, stop, step = first.indices(n)
-            if step < 0 or len(range(start, stop, step)) == 0:
-                idx = np.arange(n)[first]
-                if idx.size == 0:
-                    return np.empty((0,) + self.shape[1:], self.dtype)[(slice(None),) + tuple(rest)]
-                start, stop, step = int(idx.min()), int(idx.max()) + 1, 1
-                block = self.file.frames(self.name, start, stop)
-                return np.asarray(block[(idx - start,) + tuple(rest)])
-            stop = start + (len(range(start, stop, step)) - 1) * step + 1
-            block = self.file.frames(self.name, start, stop)
-            return np.asarray(block[(slice(None, None, step),) + tuple(rest)])
-        k = int(first)
-        if not -n <= k < n:  # the reads take slice rules, which clamp: say what numpy says
-            raise IndexError(f"index {k} is out of bounds for axis 0 with size {n}")
-        k %= n
-        block = self.file.frames(self.name, k, k + 1)
-        return np.asarray(block[(0,) + tuple(rest)])
+
+        def read(start: int, stop: int) -> np.ndarray:
+            if start == stop:
+                return np.empty((0,) + self.shape[1:], self.dtype)
+            return self.file.frames(self.name, start, stop)
+
+        return np.asarray(_index_frames(key, self.shape[0], read))
+
+
+def _index_frames(key: Tuple[Any, ...], n: int, read: Any) -> Any:
+    """Basic indexing (ints and slices) of an axis of ``n`` frames through ``read(start,
+    stop)``, which reads one contiguous run of frames: a slice reads the run from its
+    first to its last frame (of any step, either direction) and steps through it; an
+    integer reads its frame. The reads take slice rules, which clamp, so an integer out
+    of range is numpy's IndexError here."""
+    first, rest = key[0], tuple(key[1:])
+    if isinstance(first, slice):
+        start, _, step = first.indices(n)
+        count = len(range(*first.indices(n)))
+        if count == 0:
+            return read(0, 0)[(slice(None),) + rest]
+        last = start + (count - 1) * step
+        lo, hi = min(start, last), max(start, last) + 1
+        return read(lo, hi)[(slice(start - lo, None, step),) + rest]
+    k = int(first)
+    if not -n <= k < n:
+        raise IndexError(f"index {k} is out of bounds for axis 0 with size {n}")
+    k %= n
+    return read(k, k + 1)[(0,) + rest]
 
 
 def _sparse_module() -> Any:
@@ -228,21 +237,7 @@ class SparseFramesArray(BackendArray):
         return indexing.explicit_indexing_adapter(key, self.shape, indexing.IndexingSupport.BASIC, self._getitem)
 
     def _getitem(self, key: Tuple[Any, ...]) -> Any:
-        first, rest = key[0], tuple(key[1:])
-        n = self.shape[0]
-        if isinstance(first, slice):
-            start, stop, step = first.indices(n)
-            idx = np.arange(start, stop, step)
-            if idx.size == 0:
-                return _sparse_frames(self.path, self.strict, 0, 0)[(slice(None),) + rest]
-            lo, hi = int(idx.min()), int(idx.max()) + 1
-            block = _sparse_frames(self.path, self.strict, lo, hi)
-            return block[(idx - lo,) + rest] if step != 1 else block[(slice(None),) + rest]
-        k = int(first)
-        if not -n <= k < n:
-            raise IndexError(f"index {k} is out of bounds for axis 0 with size {n}")
-        k %= n
-        return _sparse_frames(self.path, self.strict, k, k + 1)[(0,) + rest]
+        return _index_frames(key, self.shape[0], lambda a, b: _sparse_frames(self.path, self.strict, a, b))
 
 
 def open_tensorfmt_dataset(
