@@ -187,28 +187,25 @@ class Parser:
                 raise store_error(e, f"reading {len(starts)} byte ranges") from e
 
         with naming(url):
-            d = self._describe(read_range, read_ranges, before["size"], url)
+            d = _native.describe_remote(
+                read_range,
+                before["size"],
+                name=posixpath.basename(urlparse(url).path) or None,
+                format=self.format,
+                kind=self.kind,
+                strict=self.strict,
+                read_ranges=read_ranges,
+                block=self.block,
+                max_fetch=self.max_fetch,
+                chunk_bytes=self.chunk_bytes,
+                fortran_columns=self.fortran == "columns",
+            )
         after = _meta(store, path)
         if (after["size"], after["last_modified"], after["etag"]) != (before["size"], before["last_modified"], before["etag"]):
             raise InputChangedError(f"{url}: the file changed while its header was read; nothing was described")
         d["source"] = before
         self.last_fetch = {"fetched": d["fetched"], "requests": d["requests"]}
         return d
-
-    def _describe(self, read_range: Any, read_ranges: Any, size: int, url: str) -> Dict[str, Any]:
-        return _native.describe_remote(
-            read_range,
-            size,
-            name=posixpath.basename(urlparse(url).path) or None,
-            format=self.format,
-            kind=self.kind,
-            strict=self.strict,
-            read_ranges=read_ranges,
-            block=self.block,
-            max_fetch=self.max_fetch,
-            chunk_bytes=self.chunk_bytes,
-            fortran_columns=self.fortran == "columns",
-        )
 
     def __call__(self, url: str, registry: Any) -> ManifestStore:
         d = self.describe(url, registry)
@@ -270,13 +267,16 @@ class Parser:
         return ManifestStore(group=ManifestGroup(arrays=arrays, attributes=attrs), registry=registry)
 
 
-def _dataset_refs(ds: Any) -> Dict[str, Any]:
-    """VirtualiZarr's ``dataset_to_kerchunk_refs``, variable by variable, with
-    zero-size arrays (a PVP run stopped before its first frame) as metadata without
-    chunks: VirtualiZarr's manifest walk refuses zero-size arrays."""
+def kerchunk_refs(ds: Any) -> Dict[str, Any]:
+    """The kerchunk references of a virtual dataset: VirtualiZarr's
+    ``dataset_to_kerchunk_refs``, variable by variable, made exact under xarray's default
+    decoding. Integer and boolean arrays get no fill value (``null``: zarr v2 readers
+    would mask every element equal to it); a 0-d array's chunk gets its zarr v2 key
+    ``name/0`` (VirtualiZarr writes ``name/``); a zero-size array (a PVP run stopped
+    before its first frame), which VirtualiZarr's manifest walk refuses, is its metadata
+    without chunks; a transpose-codec array, which zarr v2 cannot describe, is refused."""
     import json
 
-    from virtualizarr.manifests import ManifestArray as _MA
     from virtualizarr.utils import convert_v3_to_v2_metadata
     from virtualizarr.writers.kerchunk import to_kerchunk_json, variable_to_kerchunk_arr_refs
     from xarray.conventions import encode_dataset_coordinates
@@ -284,42 +284,26 @@ def _dataset_refs(ds: Any) -> Dict[str, Any]:
     variables, attrs = encode_dataset_coordinates(ds)
     out: Dict[str, Any] = {".zgroup": '{"zarr_format":2}', ".zattrs": json.dumps(_json_safe(attrs))}
     for name, var in variables.items():
-        if isinstance(var.data, _MA) and 0 in var.shape:
-            arr = {
-                ".zarray": to_kerchunk_json(convert_v3_to_v2_metadata(var.data.metadata)),
-                ".zattrs": json.dumps(_json_safe({**var.attrs, **var.encoding, "_ARRAY_DIMENSIONS": list(var.dims)})),
-            }
-        else:
-            arr = variable_to_kerchunk_arr_refs(var, str(name))
-        out.update({f"{name}/{k}": v for k, v in arr.items()})
-    return {"version": 1, "refs": out}
-
-
-def kerchunk_refs(ds: Any) -> Dict[str, Any]:
-    """The kerchunk references of a virtual dataset (VirtualiZarr's
-    ``vds.vz.to_kerchunk(format="dict")``), made exact under xarray's default decoding:
-    integer and boolean arrays get no fill value (``null``: zarr v2 readers would mask
-    every element equal to it), and a 0-d array's chunk its zarr v2 key ``name/0``."""
-    import json
-
-    for name, var in ds.variables.items():
-        codecs = getattr(getattr(var.data, "metadata", None), "codecs", ())
-        if any(type(c).__name__ == "TransposeCodec" for c in codecs):
+        virtual = isinstance(var.data, ManifestArray)
+        if virtual and any(type(c).__name__ == "TransposeCodec" for c in var.data.metadata.codecs):
             raise InvalidArgumentError(
                 f"{name}: a column-major tensor chunked through zarr's transpose codec, which zarr v2 "
                 "(kerchunk) cannot describe; parse with Parser(fortran=\"columns\") for kerchunk references"
             )
-    refs = _dataset_refs(ds)
-    r = refs["refs"]
-    for key in [k for k in r if k.endswith("/.zarray") or k == ".zarray"]:
-        base = key[: -len(".zarray")]  # "name/" (or "" at the root)
-        z = json.loads(r[key]) if isinstance(r[key], (str, bytes)) else dict(r[key])
-        if np.dtype(z["dtype"]).kind in "iub" and z.get("fill_value") is not None:
-            z["fill_value"] = None
-            r[key] = json.dumps(z, separators=(",", ":"))
-        if z.get("shape") == [] and base and base in r and base + "0" not in r:
-            r[base + "0"] = r.pop(base)
-    return refs
+        if virtual and 0 in var.shape:
+            zarray = json.loads(to_kerchunk_json(convert_v3_to_v2_metadata(var.data.metadata)))
+            zattrs = {**var.attrs, **var.encoding, "_ARRAY_DIMENSIONS": list(var.dims)}
+            arr: Dict[str, Any] = {".zattrs": json.dumps(_json_safe(zattrs))}
+        else:
+            arr = variable_to_kerchunk_arr_refs(var, str(name))
+            zarray = json.loads(arr[".zarray"])
+        if virtual and var.dtype.kind in "iub":
+            zarray["fill_value"] = None
+        arr[".zarray"] = json.dumps(zarray, separators=(",", ":"))
+        if var.ndim == 0 and "" in arr:
+            arr["0"] = arr.pop("")
+        out.update({f"{name}/{k}": v for k, v in arr.items()})
+    return {"version": 1, "refs": out}
 
 
 def to_kerchunk(
