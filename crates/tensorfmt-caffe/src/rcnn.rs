@@ -326,16 +326,7 @@ fn parse_param_str(s: &str) -> Result<Vec<(String, Literal)>, String> {
         let key = match p.peek() {
             // YAML's plain scalar key (`feat_stride: 16`), which yaml.load reads as a
             // string: the original accepts it.
-            Some(c) if c.is_ascii_alphabetic() || c == b'_' => {
-                let start = p.pos;
-                while p
-                    .peek()
-                    .is_some_and(|c| c.is_ascii_alphanumeric() || c == b'_')
-                {
-                    p.pos += 1;
-                }
-                p.text[start..p.pos].to_string()
-            }
+            Some(c) if c.is_ascii_alphabetic() || c == b'_' => p.name().to_string(),
             _ => match p.value(0)? {
                 Literal::Str(k) => k,
                 v => return Err(p.err(&format!("dict keys must be strings, got {v}"))),
@@ -368,7 +359,7 @@ struct Parser<'a> {
     text: &'a str,
 }
 
-impl Parser<'_> {
+impl<'a> Parser<'a> {
     fn peek(&self) -> Option<u8> {
         self.s.get(self.pos).copied()
     }
@@ -392,6 +383,19 @@ impl Parser<'_> {
                 break;
             }
         }
+    }
+
+    /// A name (`[A-Za-z_][A-Za-z0-9_]*`) from here: `True`/`None` as a value, a YAML
+    /// plain key.
+    fn name(&mut self) -> &'a str {
+        let start = self.pos;
+        while self
+            .peek()
+            .is_some_and(|c| c.is_ascii_alphanumeric() || c == b'_')
+        {
+            self.pos += 1;
+        }
+        &self.text[start..self.pos]
     }
 
     fn err(&self, what: &str) -> String {
@@ -422,13 +426,7 @@ impl Parser<'_> {
             Some(c) if c.is_ascii_digit() || c == b'-' || c == b'+' || c == b'.' => self.number(),
             Some(c) if c.is_ascii_alphabetic() || c == b'_' => {
                 let start = self.pos;
-                while self
-                    .peek()
-                    .is_some_and(|c| c.is_ascii_alphanumeric() || c == b'_')
-                {
-                    self.pos += 1;
-                }
-                match &self.text[start..self.pos] {
+                match self.name() {
                     "True" => Ok(Literal::Bool(true)),
                     "False" => Ok(Literal::Bool(false)),
                     "None" => Ok(Literal::None),

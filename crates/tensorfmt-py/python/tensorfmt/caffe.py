@@ -341,8 +341,8 @@ def to_onnx(
     ``proto``: a fork's ``caffe.proto`` for prototxts with fields the builtin schema
     lacks (the deploy fields of SSD, OpenCV, Faster R-CNN, R-FCN, DeepLab, PSPNet,
     SegNet, ENet, ShuffleNet and the YOLOv2 ports are built in); ``input_shape``:
-    ``{"data": (1, 3, 224, 224)}`` replaces the prototxt's shapes; ``outputs``: blob names to expose instead of the net's outputs;
-    ``dynamic_batch``: a symbolic batch dimension; ``stop_before``: layer names or types
+    ``{"data": (1, 3, 224, 224)}`` replaces the prototxt's shapes; ``outputs``: blob
+    names to expose instead of the net's outputs; ``dynamic_batch``: a symbolic batch dimension; ``stop_before``: layer names or types
     (``"DetectionOutput"``) the graph stops before, with every layer that reads what
     they compute: the blobs they read become the outputs (for runtimes without
     NonMaxSuppression, or NMS of your own); ``rpn``: Faster R-CNN / R-FCN test-time

@@ -27,8 +27,9 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _native
+from ._api import _refuse_existing
 from ._api import open as _open_document
-from ._errors import InvalidArgumentError, TensorfmtFileExistsError, naming
+from ._errors import InvalidArgumentError, naming
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -378,8 +379,7 @@ def map_files(
                 if other in ins:
                     raise InvalidArgumentError(f"the output {out} is the input {other}; an input is never overwritten")
                 raise InvalidArgumentError(f"the two outputs {other} and {out} are one file")
-        if not overwrite and os.path.exists(out):
-            raise TensorfmtFileExistsError(f"{out} exists and overwrite=False")
+        _refuse_existing(out, overwrite)
     for p in ins:
         with naming(p):
             _native.open_som(p, None, False)
