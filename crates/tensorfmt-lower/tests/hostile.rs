@@ -112,24 +112,13 @@ use tensorfmt_lower::{lower, LowerError, LowerOptions, Lowered};
 const DATA: &str = "input: 'data' input_shape { dim: 1 dim: 3 dim: 2 dim: 2 }\n";
 
 fn lower_text(text: &str, opts: &LowerOptions) -> Result<Lowered, LowerError> {
-    // SegNet's Upsample parameters (a fork field the builtin schema leaves out; text
-    // names fields, so the number is any free one).
-    let segnet = tensorfmt_caffe::Schema::compile_source(
-        "segnet.snippet",
-        "message LayerParameter {\n...\noptional UpsampleParameter upsample_param = 5137;\n...\n}\n\
-         message UpsampleParameter {\n  optional uint32 scale = 1 [default = 2];\n  \
-         optional uint32 scale_h = 2;\n  optional uint32 scale_w = 3;\n  \
-         optional bool pad_out_h = 4 [default = false];\n  optional bool pad_out_w = 5 [default = false];\n  \
-         optional uint32 upsample_h = 6;\n  optional uint32 upsample_w = 7;\n}\n",
+    // SegNet's Upsample parameters are built in, as every field these nets use.
+    let net = tensorfmt_caffe::parse_net(
+        text,
+        tensorfmt_caffe::Schema::builtin(),
+        &Default::default(),
     )
-    .unwrap();
-    let schema = if text.contains("upsample_param") {
-        &segnet
-    } else {
-        tensorfmt_caffe::Schema::builtin()
-    };
-    let net =
-        tensorfmt_caffe::parse_net(text, schema, &Default::default()).map_err(LowerError::from)?;
+    .map_err(LowerError::from)?;
     // Zero blobs of the shapes Caffe gives the layers (none where its rules refuse).
     let mut blobs: HashMap<String, Vec<tensorfmt_core::Tensor>> = HashMap::new();
     if let Ok(shapes) = tensorfmt_caffe::infer_shapes(&net, &opts.input_shapes) {

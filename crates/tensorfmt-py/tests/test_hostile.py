@@ -142,21 +142,6 @@ POOLED = H4 + (
     "layer { name: 'p' type: 'Pooling' bottom: 'data' top: 'p' top: 'm' "
     "pooling_param { pool: MAX kernel_size: 2 stride: 2 } }\n"
 )
-SEGNET_SNIPPET = """message LayerParameter {
-...
-optional UpsampleParameter upsample_param = 5137;
-...
-}
-message UpsampleParameter {
-  optional uint32 scale = 1 [default = 2];
-  optional uint32 scale_h = 2;
-  optional uint32 scale_w = 3;
-  optional bool pad_out_h = 4 [default = false];
-  optional bool pad_out_w = 5 [default = false];
-  optional uint32 upsample_h = 6;
-  optional uint32 upsample_w = 7;
-}
-"""
 
 
 def layer(text):
@@ -197,9 +182,9 @@ HOSTILE_NETS = [
     ("LRN local_size 2^32-1", layer("layer { name: 'n' type: 'LRN' bottom: 'data' top: 'y' lrn_param { local_size: 4294967295 } }"), {}, "local_size"),
     ("LRN local_size 2^31-1", layer("layer { name: 'n' type: 'LRN' bottom: 'data' top: 'y' lrn_param { local_size: 2147483647 alpha: 1 } }"), {}, None),
     ("LRN within 2^31-1", layer("layer { name: 'n' type: 'LRN' bottom: 'data' top: 'y' lrn_param { local_size: 2147483647 alpha: 1 norm_region: WITHIN_CHANNEL } }"), {}, None),
-    ("Upsample to 1x1", POOLED + "layer { name: 'u' type: 'Upsample' bottom: 'p' bottom: 'm' top: 'u' upsample_param { upsample_h: 1 upsample_w: 1 } }\n", {"proto": "segnet"}, "upsample_h"),
-    ("Upsample past the pooled input", POOLED + "layer { name: 'u' type: 'Upsample' bottom: 'p' bottom: 'm' top: 'u' upsample_param { upsample_h: 6 upsample_w: 4 } }\n", {"proto": "segnet"}, "4x4"),
-    ("Upsample back", POOLED + "layer { name: 'u' type: 'Upsample' bottom: 'p' bottom: 'm' top: 'u' upsample_param { scale: 2 } }\n", {"proto": "segnet"}, None),
+    ("Upsample to 1x1", POOLED + "layer { name: 'u' type: 'Upsample' bottom: 'p' bottom: 'm' top: 'u' upsample_param { upsample_h: 1 upsample_w: 1 } }\n", {}, "upsample_h"),
+    ("Upsample past the pooled input", POOLED + "layer { name: 'u' type: 'Upsample' bottom: 'p' bottom: 'm' top: 'u' upsample_param { upsample_h: 6 upsample_w: 4 } }\n", {}, "4x4"),
+    ("Upsample back", POOLED + "layer { name: 'u' type: 'Upsample' bottom: 'p' bottom: 'm' top: 'u' upsample_param { scale: 2 } }\n", {}, None),
     ("PriorBox min_size NaN", layer("layer { name: 'b' type: 'PriorBox' bottom: 'data' bottom: 'data' top: 'b' prior_box_param { min_size: nan } }"), {}, "min_size"),
     ("PriorBox step 0", layer("layer { name: 'b' type: 'PriorBox' bottom: 'data' bottom: 'data' top: 'b' prior_box_param { min_size: 2 step: 0 } }"), {}, "step"),
     ("PriorBox", layer("layer { name: 'b' type: 'PriorBox' bottom: 'data' bottom: 'data' top: 'b' prior_box_param { min_size: 2 max_size: 3 aspect_ratio: 2 flip: true clip: true } }"), {}, None),
@@ -251,10 +236,6 @@ def check_model(out, info, seed=0):
 @pytest.mark.parametrize("name,text,opts,expected", HOSTILE_NETS, ids=[c[0] for c in HOSTILE_NETS])
 def test_hostile_nets_fail_clearly_or_convert_to_a_model_onnxruntime_runs(tmp_path, name, text, opts, expected):
     opts = dict(opts)
-    if opts.get("proto") == "segnet":
-        snippet = tmp_path / "segnet.proto.snippet"
-        snippet.write_text(SEGNET_SNIPPET)
-        opts["proto"] = snippet
     prototxt = tmp_path / "net.prototxt"
     prototxt.write_text(text, encoding="utf-8")
     weights = tmp_path / "w.caffemodel"
