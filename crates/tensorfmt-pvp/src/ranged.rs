@@ -1,7 +1,10 @@
 //! A PVP file described from ranged reads (see [`tensorfmt_core::ranged`]): the
-//! structure walker fetches the header, and for weight files every frame's header, for
-//! sparse files the frame table; the ordinary readers then open the image and declare
-//! where the tensors lie ([`PvpTensorFile`]'s `source_layout`).
+//! structure walker fetches the header, and for weight files every frame's header; the
+//! ordinary readers then open the image and declare where the tensors lie
+//! ([`PvpTensorFile`]'s `source_layout`). A sparse file is described from its header
+//! alone ([`describe_sparse_header`]): none of its tensors is a byte range, and its
+//! frames have no index (each frame's count says where the next begins), so walking
+//! them would fetch nearly the whole file for nothing a reference could use.
 //!
 //! Nothing is described that a reference could get wrong: legacy MPI-split or bordered
 //! frames, a file that does not end on a frame boundary, and weight frames whose
@@ -25,12 +28,12 @@
 //! ```
 
 use bytes::Bytes;
-use tensorfmt_core::ranged::{Placement, SparseImage, VirtualTensor};
-use tensorfmt_core::{ReadOptions, TensorFile};
+use tensorfmt_core::ranged::{Placement, SparseImage, VirtualFile, VirtualTensor};
+use tensorfmt_core::{DType, ReadOptions, TensorFile, TensorInfo};
 
 use crate::error::{PvpError, Result};
 use crate::header::{field_offset, Header, WeightHeader, HEADER_SIZE, WEIGHT_HEADER_SIZE};
-use crate::layout::{check_base, ArborSource, Kind, OpenOptions, WeightLayout};
+use crate::layout::{check_base, ArborSource, Kind, OpenOptions, SparseLayout, WeightLayout};
 use crate::read::PvpFile;
 use crate::PvpTensorFile;
 
@@ -44,58 +47,17 @@ fn open_options(options: &ReadOptions, allow_truncated: bool) -> OpenOptions {
 
 /// Fetches into `image` every byte the PVP readers look at to open the file and
 /// declare its layouts: the header; each weight frame's 104-byte header (and frame 0
-/// whole when the size fits a legacy weight layout, whose patch headers decide it);
-/// each sparse frame's time and count. Never the values.
+/// whole when the size fits a legacy weight layout, whose patch headers decide it).
+/// Never the values; for a sparse file nothing past the header (see
+/// [`describe_sparse_header`]).
 pub fn fetch_structure(image: &mut SparseImage<'_>, options: &ReadOptions) -> Result<()> {
     let len = image.len();
     let head = image.get(0, WEIGHT_HEADER_SIZE as u64)?.to_vec();
     let h = Header::parse(&head)?;
     match check_base(&h)? {
         Kind::Dense | Kind::Legacy => Ok(()),
-        Kind::SparseBinary | Kind::SparseValues => {
-            let entry = if h.filetype == crate::filetype::SPARSE_VALUES {
-                8u64
-            } else {
-                4
-            };
-            let mut off = HEADER_SIZE as u64;
-            let mut frames = 0u64;
-            let mut last = 0u64;
-            // The frame table: each frame's count says where the next one starts. Small
-            // frames are read ahead a block at a time; after a frame longer than a
-            // block, the next count is read alone (not the entries around it).
-            while off < len {
-                frames += 1;
-                if frames > options.limits.max_items {
-                    return Err(PvpError::LimitExceeded {
-                        what: "frame count",
-                        value: frames,
-                        limit: options.limits.max_items,
-                    });
-                }
-                let rec = if last > image.block() {
-                    image.get_exact(off, 12)?
-                } else {
-                    image.get(off, 12)?
-                };
-                if rec.len() < 12 {
-                    break; // the reader names the truncated frame
-                }
-                let count = i32::from_le_bytes([rec[8], rec[9], rec[10], rec[11]]);
-                if count < 0 {
-                    break; // the reader names the negative count
-                }
-                let Some(next) = (count as u64)
-                    .checked_mul(entry)
-                    .and_then(|n| n.checked_add(off + 12))
-                else {
-                    break;
-                };
-                last = next - off;
-                off = next;
-            }
-            Ok(())
-        }
+        // Described from the header alone (see `describe_sparse_header`).
+        Kind::SparseBinary | Kind::SparseValues => Ok(()),
         Kind::SharedWeights | Kind::NonSharedWeights => {
             let w = WeightHeader::parse_at(&head, 0)?;
             let opts = open_options(options, false);
@@ -154,12 +116,84 @@ fn legacy_candidate_extent(w: &WeightHeader, len: u64) -> u64 {
     most
 }
 
+/// The description of a sparse activity file (filetypes 2 and 6) from its 80-byte
+/// header alone, or `None` for any other kind: `values` and `time` are listed as not
+/// virtual, their frame count taken from `nbands` (which OpenPV's writers keep
+/// current) rather than from a scan; `tensorfmt.load` and the xarray engine scan and
+/// check the frames when they read them.
+///
+/// ```
+/// use tensorfmt_core::ranged::{Placement, SparseImage};
+/// let mut buf = std::io::Cursor::new(Vec::new());
+/// let mut w = tensorfmt_pvp::write::SparseWriter::values(&mut buf, 64, 64, 8)?;
+/// for t in 0..2000 { w.write_frame(t as f64, &[1, 7, 900], &[0.5, 1.0, 2.0])?; }
+/// w.finish()?;
+/// let file = buf.into_inner();
+/// let mut src = |o: u64, l: u64| Ok(bytes::Bytes::copy_from_slice(&file[o as usize..(o + l) as usize]));
+/// let mut image = SparseImage::new(&mut src, file.len() as u64, 4096, u64::MAX)?;
+/// let v = tensorfmt_pvp::ranged::describe_sparse_header(&mut image)?.unwrap();
+/// assert_eq!((v.kind.as_str(), v.fetched, v.requests), ("sparse", 4096, 1)); // of 80 KB
+/// assert_eq!(v.tensors[0].info.shape.dims(), &[2000, 64, 64, 8]);
+/// assert!(matches!(&v.tensors[0].placement, Placement::NotVirtual(_)));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn describe_sparse_header(image: &mut SparseImage<'_>) -> Result<Option<VirtualFile>> {
+    let h = Header::parse(image.get(0, HEADER_SIZE as u64)?)?;
+    let Some((kind, tensors)) = sparse_tensors(&h)? else {
+        return Ok(None);
+    };
+    Ok(Some(VirtualFile {
+        format: "pvp".into(),
+        kind: "sparse".into(),
+        description: kind.describe().into(),
+        header: crate::tensor_file::header_fields(&h),
+        warnings: Vec::new(),
+        tensors,
+        file_len: image.len(),
+        fetched: image.fetched(),
+        requests: image.requests(),
+    }))
+}
+
+/// A sparse file's tensors as [`describe_sparse_header`] lists them.
+fn sparse_tensors(h: &Header) -> Result<Option<(Kind, Vec<VirtualTensor>)>> {
+    let kind = check_base(h)?;
+    if !matches!(kind, Kind::SparseBinary | Kind::SparseValues) {
+        return Ok(None);
+    }
+    let l = SparseLayout::derive(h)?;
+    let frames = usize::try_from(h.nbands).unwrap_or(0);
+    let reason = |what: &str| {
+        Placement::NotVirtual(format!(
+            "sparse activity: each frame lists its active neurons, so {what} is not a byte \
+             range of the file; open it with xarray's tensorfmt engine or tensorfmt.load \
+             (the frame count {frames} is the header's nbands, not scanned)"
+        ))
+    };
+    let tensors = vec![
+        VirtualTensor {
+            info: TensorInfo::new("values", DType::F32, [frames, l.ny, l.nx, l.nf]),
+            placement: reason("a frame"),
+            frame_axis: true,
+        },
+        VirtualTensor {
+            info: TensorInfo::new("time", DType::F64, [frames]),
+            placement: reason("the time before each frame's entries"),
+            frame_axis: true,
+        },
+    ];
+    Ok(Some((kind, tensors)))
+}
+
 /// Opens an image filled by [`fetch_structure`] (or the whole file) and says where
 /// each tensor's bytes lie, in [`PvpTensorFile`]'s tensor order. Errors, naming the
 /// field, where references could point at wrong bytes: legacy MPI-split or bordered
 /// dense frames, a size that is not whole frames, weight frames whose header differs
-/// from frame 0, a sparse frame table that does not end at the end of the file.
+/// from frame 0. A sparse file's tensors are those of [`describe_sparse_header`].
 pub fn describe(image: Bytes, options: &ReadOptions) -> Result<Vec<VirtualTensor>> {
+    if let Some((_, tensors)) = sparse_tensors(&Header::parse(&image)?)? {
+        return Ok(tensors);
+    }
     // Truncation is an error here, whatever the lenient reader would accept.
     let typed = PvpFile::from_bytes_with(image.clone(), &open_options(options, false))?;
     let view = PvpTensorFile::new(image, options)?;
@@ -197,9 +231,7 @@ pub fn describe(image: Bytes, options: &ReadOptions) -> Result<Vec<VirtualTensor
                 w.frame_header(k)?;
             }
         }
-        PvpFile::Sparse(s) => {
-            s.table()?;
-        }
+        PvpFile::Sparse(_) => {} // listed from the header above
     }
     let mut out = Vec::new();
     for info in view.tensors() {
@@ -209,10 +241,6 @@ pub fn describe(image: Bytes, options: &ReadOptions) -> Result<Vec<VirtualTensor
                 big_endian: false,
             },
             None => Placement::NotVirtual(match (&typed, info.name.as_str()) {
-                (PvpFile::Sparse(_), _) => "sparse activity: each frame lists its active neurons \
-                                            (not a dense byte range); open it with \
-                                            xarray's tensorfmt engine"
-                    .into(),
                 (PvpFile::Dense(_), "time") => {
                     "filetype 1 frames carry no time (the header's time is repeated)".into()
                 }
@@ -304,37 +332,23 @@ mod tests {
     }
 
     #[test]
-    fn sparse_frames_are_listed_not_referenced() {
+    fn sparse_frames_are_listed_from_the_header_alone() {
         let mut buf = std::io::Cursor::new(Vec::new());
         let mut w = SparseWriter::values(&mut buf, 4, 1, 1).unwrap();
-        for t in 0..50 {
+        for t in 0..5000 {
             w.write_frame(t as f64, &[1, 3], &[0.5, 2.0]).unwrap();
         }
         w.finish().unwrap();
         let file = buf.into_inner();
+        // The frame table is never walked: one block, whatever the frame count.
         let (tensors, fetched) = remote(&file, 256).unwrap();
-        assert!(fetched <= file.len() as u64);
-        assert!(matches!(&tensors[0].placement, Placement::NotVirtual(r) if r.contains("sparse")));
-        let e = remote(&file[..file.len() - 2], 256)
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("frame 49"), "{e}");
-    }
-
-    #[test]
-    fn large_sparse_frames_cost_their_counts_not_their_entries() {
-        let mut buf = std::io::Cursor::new(Vec::new());
-        let mut w = SparseWriter::values(&mut buf, 100_000, 1, 1).unwrap();
-        let idx: Vec<u32> = (0..50_000).map(|i| i * 2).collect();
-        for t in 0..6 {
-            w.write_frame(t as f64, &idx, &vec![1.0; idx.len()])
-                .unwrap();
+        assert_eq!(fetched, 256);
+        for t in &tensors {
+            assert!(matches!(&t.placement, Placement::NotVirtual(r) if r.contains("sparse")));
         }
-        w.finish().unwrap();
-        let file = buf.into_inner();
-        let (tensors, fetched) = remote(&file, 4096).unwrap();
-        assert_eq!(tensors[0].info.shape.dims(), &[6, 1, 100_000, 1]);
-        // The first block, then one read per frame count (the first one read ahead).
-        assert!(fetched <= 2 * 4096 + 6 * 12, "{fetched} of {}", file.len());
+        assert_eq!(tensors[0].info.shape.dims(), &[5000, 1, 4, 1]);
+        // Nothing is referenced, so a truncated file has nothing to get wrong.
+        let (cut, _) = remote(&file[..file.len() - 2], 256).unwrap();
+        assert_eq!(cut, tensors);
     }
 }

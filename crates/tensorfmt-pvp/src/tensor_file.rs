@@ -157,6 +157,17 @@ impl PvpTensorFile {
     }
 }
 
+/// The 80-byte header's fields as the `header()` of every kind begins with them.
+pub(crate) fn header_fields(h: &crate::header::Header) -> Vec<(String, FieldValue)> {
+    let mut out: Vec<(String, FieldValue)> = h
+        .int_fields()
+        .iter()
+        .map(|(k, v)| (k.to_string(), (*v).into()))
+        .collect();
+    out.push(("time".into(), h.time.into()));
+    out
+}
+
 fn with_frames(n: usize, t: Tensor) -> Result<Tensor> {
     let mut dims = vec![n];
     dims.extend_from_slice(t.dims());
@@ -186,13 +197,7 @@ impl TensorFile for PvpTensorFile {
     }
 
     fn header(&self) -> Vec<(String, FieldValue)> {
-        let h = self.file.header();
-        let mut out: Vec<(String, FieldValue)> = h
-            .int_fields()
-            .iter()
-            .map(|(k, v)| (k.to_string(), (*v).into()))
-            .collect();
-        out.push(("time".into(), h.time.into()));
+        let mut out = header_fields(self.file.header());
         match &self.file {
             PvpFile::Weights(w) => {
                 let e = w.first_header().extra;

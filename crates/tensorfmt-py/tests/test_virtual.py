@@ -142,6 +142,23 @@ def test_not_virtual_tensors_are_listed_with_reasons():
     assert same(ds["time"].values, quiet_load(TESTDATA / "pvp/kernel_byte.pvp")["time"])
 
 
+def test_sparse_activity_is_described_from_its_header(tmp_path):
+    """A sparse PVP has no frame index (each count says where the next frame begins)
+    and nothing a reference could use: the parser reads its first block, not the
+    frames, however many there are (a walk fetched the whole file and hit max_fetch)."""
+    p = tmp_path / "lca.pvp"
+    rng = np.random.default_rng(3)
+    with tensorfmt.pvp.SparseWriter(p, nx=32, ny=32, nf=16) as w:
+        for t in range(400):
+            w.write_frame(float(t), rng.choice(32 * 32 * 16, 1000, replace=False), np.ones(1000, np.float32))
+    assert os.path.getsize(p) > 3 << 20
+    parser = tv.Parser(max_fetch=1 << 20)
+    ds = open_store(parser(url_of(p), local()))
+    assert parser.last_fetch == {"fetched": 64 << 10, "requests": 1}
+    assert set(ds.attrs["not_virtual"]) == {"values", "time"} and not ds.variables
+    assert "nbands" in ds.attrs["not_virtual"]["values"] and ds.attrs["nbands"] == 400
+
+
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     root = tmp_path_factory.mktemp("served")

@@ -98,6 +98,12 @@ pub fn describe_remote(
         sparse_csr: false,
         ..options.read.clone()
     };
+    #[cfg(feature = "pvp")]
+    if format == Format::Pvp {
+        if let Some(v) = tensorfmt_pvp::ranged::describe_sparse_header(&mut image)? {
+            return Ok(v);
+        }
+    }
     fetch_structure(&mut image, format, &read)?;
     let (fetched, requests) = (image.fetched(), image.requests());
     if let Some(b) = options.fill_unfetched {

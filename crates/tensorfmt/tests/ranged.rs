@@ -74,7 +74,7 @@ const PROTECTIVE: &[&str] = &[
 fn remote_descriptions_agree_with_the_mapped_readers() {
     let files = all_files();
     assert!(files.len() > 40, "{} files", files.len());
-    let (mut described, mut refused) = (0, Vec::new());
+    let (mut described, mut refused, mut sparse) = (0, Vec::new(), 0);
     for path in &files {
         let mapped = match tensorfmt::open(path, &Default::default()) {
             Ok(d) => d,
@@ -106,8 +106,27 @@ fn remote_descriptions_agree_with_the_mapped_readers() {
         let what = path.display();
         assert_eq!(remote.format, mapped.file_format().name(), "{what}");
         let infos: Vec<_> = remote.tensors.iter().map(|t| t.info.clone()).collect();
-        assert_eq!(infos, mapped.tensors(), "{what}");
-        assert_eq!(remote.header, mapped.header(), "{what}");
+        let mut header = mapped.header();
+        if remote.kind == "sparse" {
+            // Described from the header alone: nothing is referenced, the frame count
+            // is nbands, and the scanned `frames` / `entries` are not reported.
+            sparse += 1;
+            header.retain(|(k, _)| k != "frames" && k != "entries");
+            assert!(remote.fetched <= 64 << 10, "{what}");
+            assert!(remote
+                .tensors
+                .iter()
+                .all(|t| matches!(t.placement, Placement::NotVirtual(_))));
+            let names = |v: &[tensorfmt::TensorInfo]| {
+                v.iter()
+                    .map(|i| (i.name.clone(), i.dtype, i.shape.dims()[1..].to_vec()))
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(names(&infos), names(&mapped.tensors()), "{what}");
+        } else {
+            assert_eq!(infos, mapped.tensors(), "{what}");
+        }
+        assert_eq!(remote.header, header, "{what}");
         assert_eq!(remote.kind, mapped.kind_id(), "{what}");
         assert_eq!(remote.description, mapped.kind(), "{what}");
         let data = std::fs::read(path).unwrap();
@@ -166,7 +185,10 @@ fn remote_descriptions_agree_with_the_mapped_readers() {
     for r in &refused {
         eprintln!("  {r}");
     }
-    assert!(described > 30);
+    assert!(
+        described > 30 && sparse >= 3,
+        "{described} described, {sparse} sparse"
+    );
 }
 
 #[test]

@@ -25,7 +25,9 @@ length costs one 64 KiB read. Arrays keep the names and dimensions of the xarray
 (zarr names cannot hold ``/``; the original is the array's ``tensorfmt_name``
 attribute). What is not a byte range of the file (sparse PVP frames, byte-compressed
 weights, PINK's interleaved rotation/flip records, computed hexagonal coordinates) is
-left out and listed with the reason in the root group's ``not_virtual`` attribute. A
+left out and listed with the reason in the root group's ``not_virtual`` attribute (a
+sparse PVP costs its first block too: its frames have no index to walk, and nothing in
+them is a reference). A
 file whose references could be wrong (legacy MPI-split PVP frames, a size that is not
 whole frames, weight frames that disagree) is refused with an error naming the field.
 
