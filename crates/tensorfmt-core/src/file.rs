@@ -442,6 +442,13 @@ pub trait TensorFile: Send + Sync {
         Vec::new()
     }
 
+    /// Other files some tensors are read from (an ONNX model's external data files,
+    /// as its `external_data` locations): when there are any, the file's own bytes are
+    /// not the whole of it, and a copy of them alone would not read. Empty by default.
+    fn external_files(&self) -> Vec<String> {
+        Vec::new()
+    }
+
     /// A full structural check: by default decodes every tensor chunk by chunk.
     fn validate(&self) -> Result<()> {
         for info in self.tensors() {

@@ -76,6 +76,9 @@ impl TensorFile for OnnxFile {
             ("outputs".into(), list(&m.outputs)),
             ("initializers".into(), m.initializers.len().into()),
         ];
+        if !m.external_files.is_empty() {
+            h.push(("external_data".into(), list(&m.external_files)));
+        }
         if !m.metadata.is_empty() {
             h.push((
                 "metadata_props".into(),
@@ -96,6 +99,10 @@ impl TensorFile for OnnxFile {
             .iter()
             .map(|(n, t)| TensorInfo::new(n.clone(), t.dtype(), t.shape().clone()))
             .collect()
+    }
+
+    fn external_files(&self) -> Vec<String> {
+        self.model.external_files.clone()
     }
 
     fn read_tensor(&self, name: &str) -> tensorfmt_core::Result<Tensor> {

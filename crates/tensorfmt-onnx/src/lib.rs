@@ -12,7 +12,9 @@
 //! - **rejects**, with an [`OnnxError`] naming the byte offset and message path:
 //!   malformed wire data, lengths beyond the bytes present, known fields with the wrong
 //!   wire type, tensors whose data does not match their shape or element type, external
-//!   data, and anything over [`tensorfmt_core::Limits`].
+//!   data files outside the model's directory (or any, when the model comes as bytes:
+//!   [`read_model_file_at`] and [`open_tensor_file_at`] read them beside the model), and
+//!   anything over [`tensorfmt_core::Limits`].
 //!
 //! The schema is `proto/onnx.proto` (ONNX's field names and numbers), compiled by
 //! `cargo xtask codegen` into [`proto`].
@@ -31,6 +33,7 @@
 #![warn(missing_docs)]
 
 mod error;
+mod external;
 mod file;
 pub mod ranged;
 mod read;
@@ -50,7 +53,7 @@ use tensorfmt_core::{ReadOptions, Tensor, TensorFile, WriteOptions};
 
 pub use error::{OnnxError, Result};
 pub use file::OnnxFile;
-pub use read::{read_model_file, sniff, ModelFile};
+pub use read::{read_model_file, read_model_file_at, sniff, ModelFile};
 pub use tensor::{dtype_of, onnx_data_type, tensor_from_proto, tensor_to_proto};
 pub use write::{
     weights_model, write_model, write_model_bulk, write_tensors, IR_VERSION, MAX_MODEL_BYTES, OPSET,
@@ -69,6 +72,28 @@ pub use write::{
 /// ```
 pub fn open_tensor_file(data: Bytes, options: &ReadOptions) -> Result<Box<dyn TensorFile>> {
     Ok(Box::new(OnnxFile::new(read_model_file(data, options)?)))
+}
+
+/// [`open_tensor_file`] of a model that lies in `model_dir`, reading the external data
+/// files beside it (see [`read_model_file_at`]).
+///
+/// ```
+/// use tensorfmt_core::{Order, ReadOptions, Tensor, TensorFile};
+/// let t = Tensor::from_vec(vec![7u8, 8], [2], Order::RowMajor)?;
+/// let mut buf = Vec::new();
+/// tensorfmt_onnx::write_tensors(&mut buf, &[("b".into(), t)])?;
+/// let f = tensorfmt_onnx::open_tensor_file_at(buf.into(), &ReadOptions::default(), ".".as_ref())?;
+/// assert_eq!(f.read_tensor("b")?.to_vec::<u8>()?, vec![7, 8]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn open_tensor_file_at(
+    data: Bytes,
+    options: &ReadOptions,
+    model_dir: &Path,
+) -> Result<Box<dyn TensorFile>> {
+    Ok(Box::new(OnnxFile::new(read_model_file_at(
+        data, options, model_dir,
+    )?)))
 }
 
 /// Saves named tensors as a weights-only ONNX model (a graph of initializers and no

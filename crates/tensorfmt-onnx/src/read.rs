@@ -2,13 +2,16 @@
 //! locates every initializer (with its byte offset) and decodes only the small messages
 //! it needs with prost. Initializer payloads (`raw_data`) stay slices of the input.
 
+use std::path::Path;
+
 use bytes::Bytes;
 use prost::Message;
 use tensorfmt_core::{Limits, ReadOptions, Tensor};
 
 use crate::error::{OnnxError, Result};
+use crate::external::ExternalFiles;
 use crate::proto::{OperatorSetIdProto, StringStringEntryProto, TensorProto, ValueInfoProto};
-use crate::tensor::tensor_from_proto;
+use crate::tensor::{is_external, tensor_from_proto};
 use crate::wire::{self, Field};
 
 /// An ONNX model file as read by [`read_model_file`]: its header and its initializers.
@@ -35,6 +38,9 @@ pub struct ModelFile {
     /// `graph.initializer` in file order: (name, tensor). Empty names become
     /// `initializer[i]`.
     pub initializers: Vec<(String, Tensor)>,
+    /// The external data files initializers were read from (their `location`s, each
+    /// once, in first-use order); empty for a self-contained model.
+    pub external_files: Vec<String>,
 }
 
 fn decode<M: Message + Default>(data: &Bytes, f: &Field, path: &str) -> Result<M> {
@@ -85,6 +91,47 @@ fn item_limit(limits: &Limits, n: u64, path: &str, offset: usize) -> Result<()> 
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn read_model_file(data: Bytes, options: &ReadOptions) -> Result<ModelFile> {
+    read_model(data, options, ExternalFiles::new(None))
+}
+
+/// [`read_model_file`] of a model that lies in `model_dir`: initializers kept in
+/// external data files beside it are read (mapped, zero copy) under ONNX's loader's
+/// rules for their location (see the `external` module); [`read_model_file`] refuses
+/// them.
+///
+/// ```
+/// use tensorfmt_onnx::proto::{StringStringEntryProto as Entry, TensorProto};
+/// let dir = tempfile::tempdir()?;
+/// std::fs::write(dir.path().join("w.bin"), [0u8, 0, 128, 63, 0, 0, 0, 64])?; // 1.0, 2.0
+/// let entry = |k: &str, v: &str| Entry { key: k.into(), value: v.into() };
+/// let t = TensorProto {
+///     name: "w".into(), dims: vec![2], data_type: 1, data_location: 1,
+///     external_data: vec![entry("location", "w.bin"), entry("length", "8")],
+///     ..Default::default()
+/// };
+/// let mut m = tensorfmt_onnx::weights_model(&[])?;
+/// m.graph.as_mut().unwrap().initializer.push(t);
+/// let mut buf = Vec::new();
+/// tensorfmt_onnx::write_model(&mut buf, &m)?;
+/// let opts = Default::default();
+/// let read = tensorfmt_onnx::read_model_file_at(buf.clone().into(), &opts, dir.path())?;
+/// assert_eq!(read.initializers[0].1.to_vec::<f32>()?, vec![1.0, 2.0]);
+/// assert!(tensorfmt_onnx::read_model_file(buf.into(), &opts).is_err()); // no directory
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn read_model_file_at(
+    data: Bytes,
+    options: &ReadOptions,
+    model_dir: &Path,
+) -> Result<ModelFile> {
+    read_model(data, options, ExternalFiles::new(Some(model_dir)))
+}
+
+fn read_model(
+    data: Bytes,
+    options: &ReadOptions,
+    mut external: ExternalFiles<'_>,
+) -> Result<ModelFile> {
     let limits = &options.limits;
     let mut m = ModelFile::default();
     let mut saw_graph = false;
@@ -99,7 +146,7 @@ pub fn read_model_file(data: Bytes, options: &ReadOptions) -> Result<ModelFile> 
             7 => {
                 wire::expect(&f, 2, "graph")?;
                 saw_graph = true;
-                read_graph(&data, &f, limits, &mut m)?;
+                read_graph(&data, &f, limits, &mut external, &mut m)?;
             }
             8 => {
                 wire::expect(&f, 2, "opset_import")?;
@@ -124,7 +171,13 @@ pub fn read_model_file(data: Bytes, options: &ReadOptions) -> Result<ModelFile> 
     Ok(m)
 }
 
-fn read_graph(data: &Bytes, g: &Field, limits: &Limits, m: &mut ModelFile) -> Result<()> {
+fn read_graph(
+    data: &Bytes,
+    g: &Field,
+    limits: &Limits,
+    external: &mut ExternalFiles<'_>,
+    m: &mut ModelFile,
+) -> Result<()> {
     let mut items: u64 = 0;
     let mut used = std::collections::HashSet::new();
     for f in wire::fields(data, g.start, g.end, "graph")? {
@@ -152,7 +205,15 @@ fn read_graph(data: &Bytes, g: &Field, limits: &Limits, m: &mut ModelFile) -> Re
                     });
                 }
                 let p: TensorProto = decode(data, &f, &path)?;
-                let t = tensor_from_proto(&p, &path, f.offset as u64, limits)?;
+                let t = if is_external(&p) {
+                    let (t, location) = external.tensor(&p, &path, f.offset as u64, limits)?;
+                    if !m.external_files.contains(&location) {
+                        m.external_files.push(location);
+                    }
+                    t
+                } else {
+                    tensor_from_proto(&p, &path, f.offset as u64, limits)?
+                };
                 let name = if p.name.is_empty() || used.contains(&p.name) {
                     path.clone()
                 } else {

@@ -79,6 +79,11 @@ pub fn tensor_to_proto(name: &str, t: &Tensor) -> tensorfmt_core::Result<TensorP
     })
 }
 
+/// Whether a tensor keeps its data in an external file (read by `external.rs`).
+pub(crate) fn is_external(p: &TensorProto) -> bool {
+    p.data_location == 1 || !p.external_data.is_empty()
+}
+
 fn err(path: &str, offset: u64, reason: impl Into<String>) -> OnnxError {
     OnnxError::Tensor {
         path: path.into(),
@@ -106,7 +111,7 @@ pub fn tensor_from_proto(
     offset: u64,
     limits: &Limits,
 ) -> Result<Tensor> {
-    if p.data_location == 1 || !p.external_data.is_empty() {
+    if is_external(p) {
         let location = p
             .external_data
             .iter()
@@ -117,7 +122,8 @@ pub fn tensor_from_proto(
             path,
             offset,
             format!(
-                "tensor {:?} keeps its data in the external file {location:?}, which is not read",
+                "tensor {:?} keeps its data in the external file {location:?}, which is not read \
+                 here (read the model with read_model_file_at)",
                 p.name
             ),
         ));

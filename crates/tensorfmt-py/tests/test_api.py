@@ -295,3 +295,64 @@ def test_diff_compares_what_the_legacy_formats_distinguish(tmp_path):
     exact = tmp_path / "exact.safetensors"
     tensorfmt.convert(orig, exact)
     assert tensorfmt.diff(orig, exact).equal
+
+
+def test_onnx_external_data_reads_as_onnx_loads_it(tmp_path):
+    """A model saved by onnx with its initializers in a file beside it (what exporters
+    write past protobuf's 2 GB) reads equal to ``onnx.numpy_helper``, zero copy; a
+    location outside the model's directory is refused, as ONNX's loader refuses it."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import helper, numpy_helper
+
+    rng = np.random.default_rng(5)
+    arrays = {
+        "conv.weight": rng.standard_normal((8, 3, 3, 3)).astype(np.float32),
+        "conv.bias": rng.standard_normal(8).astype(np.float32),
+        "steps": np.arange(5, dtype=np.int64),
+        "mask": np.array([True, False, True]),
+    }
+    graph = helper.make_graph([], "g", [], [], initializer=[numpy_helper.from_array(a, n) for n, a in arrays.items()])
+    model = helper.make_model(graph)
+    path = tmp_path / "model.onnx"
+    onnx.save_model(model, str(path), save_as_external_data=True, all_tensors_to_one_file=True, location="model.onnx.data", size_threshold=0)
+    assert os.path.getsize(path) < 512 < os.path.getsize(tmp_path / "model.onnx.data")
+    want = {t.name: numpy_helper.to_array(t) for t in onnx.load(str(path)).graph.initializer}
+    got = tensorfmt.load(path)
+    assert set(got) == set(arrays)
+    for n in arrays:
+        np.testing.assert_array_equal(got[n], want[n])
+        np.testing.assert_array_equal(got[n], arrays[n])
+    # Read from the data file's mapping, not copied.
+    with tensorfmt.open(path) as doc:
+        assert not doc["conv.weight"].flags.owndata
+    out = tmp_path / "w.safetensors"
+    tensorfmt.convert(path, out)
+    np.testing.assert_array_equal(tensorfmt.load(out)["conv.bias"], arrays["conv.bias"])
+
+    # Converted to ONNX elsewhere: not a copy of the 300-byte model alone (its data
+    # would be missing there) but a self-contained model, which onnx opens; a model
+    # with nodes says that its graph is not written.
+    (tmp_path / "elsewhere").mkdir()
+    copy = tmp_path / "elsewhere" / "copy.onnx"
+    tensorfmt.convert(path, copy)
+    onnx.checker.check_model(str(copy), full_check=True)
+    assert {t.name for t in onnx.load(str(copy)).graph.initializer} == set(arrays)
+    x = helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 8])
+    y = helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, 8])
+    node = helper.make_node("Add", ["x", "conv.bias"], ["y"])
+    net = helper.make_model(helper.make_graph([node], "n", [x], [y], initializer=[numpy_helper.from_array(arrays["conv.bias"], "conv.bias")]))
+    onnx.save_model(net, str(tmp_path / "net.onnx"), save_as_external_data=True, location="net.bin", size_threshold=0)
+    with pytest.warns(tensorfmt.TensorfmtWarning, match="graph [(]1 node[)] is not written"):
+        tensorfmt.convert(tmp_path / "net.onnx", tmp_path / "elsewhere" / "net.onnx")
+
+    # The same model, its location pointing out of its directory.
+    m = onnx.load(str(path), load_external_data=False)
+    for t in m.graph.initializer:
+        for e in t.external_data:
+            if e.key == "location":
+                e.value = "../model.onnx.data"
+    inner = tmp_path / "inner"
+    inner.mkdir()
+    onnx.save_model(m, str(inner / "model.onnx"))
+    with pytest.raises(tensorfmt.TensorfmtError, match=r"'\.\.' component"):
+        tensorfmt.load(inner / "model.onnx")

@@ -188,6 +188,7 @@ impl Document {
                 Restored::NotRecorded => {}
             }
         }
+        notes.extend(onnx_graph_note(self.file(), target.format));
         if whole
             && matches!(target.format, Format::Safetensors | Format::Npz)
             && options.dtype.is_none()
@@ -572,13 +573,35 @@ fn keep_sparse(
     Ok(None)
 }
 
+/// What an ONNX model converted to ONNX other than by a copy loses: tensorfmt writes
+/// its initializers as a weights-only model, not its nodes (said, not silent).
+fn onnx_graph_note(source: &dyn TensorFile, target: Format) -> Option<String> {
+    if source.format() != "onnx" || target != Format::Onnx {
+        return None;
+    }
+    let nodes = source.header().into_iter().find_map(|(k, v)| match v {
+        FieldValue::UInt(n) if k == "nodes" => Some(n),
+        FieldValue::Int(n) if k == "nodes" => u64::try_from(n).ok(),
+        _ => None,
+    })?;
+    (nodes > 0).then(|| {
+        format!(
+            "the model's graph ({nodes} node{}) is not written: tensorfmt writes an ONNX \
+             model's initializers as a weights-only model (a copy with nothing asked keeps \
+             the whole model, unless its data lies in external files)",
+            if nodes == 1 { "" } else { "s" }
+        )
+    })
+}
+
 /// Converting a file to its own format with nothing to change keeps it: when `target`
 /// is `source`'s format without a kind, `options` ask for nothing (no dtype, settings or
 /// layout; `skip_fsync` aside) and the reader needed no leniency (no warnings), the
 /// file's bytes are copied through an [`AtomicFile`](tensorfmt_core::io::AtomicFile).
 /// Everything in it survives, byte for byte: a primitiv Optimizer or Shape, a solver
 /// state, a PINK comment block, a hexagonal mapping, a batched tensor. Returns `None`
-/// when a real conversion is needed.
+/// when a real conversion is needed, and for a file whose tensors lie partly in other
+/// files (an ONNX model's external data), which a copy of its bytes alone would break.
 ///
 /// ```
 /// # let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
@@ -618,10 +641,13 @@ pub(crate) fn keep_unchanged_tracked(
     options: &WriteOptions,
     progress: &Progress<'_>,
 ) -> Result<Option<WriteReport>> {
+    // A file whose tensors lie partly in other files (ONNX external data) is not its
+    // own bytes: copied alone, it would not read.
     let same = source.format() == target.format.name()
         && target.kind.is_none()
         && options.asks_nothing()
-        && source.warnings().is_empty();
+        && source.warnings().is_empty()
+        && source.external_files().is_empty();
     if !same {
         return Ok(None);
     }

@@ -50,7 +50,8 @@ pub fn open_bytes(
 /// Maps a file and opens it in a given format (zero copy where the format allows): the
 /// reader's view and the mapped bytes (what [`Document`](crate::Document) keeps for the
 /// provenance splice). A PVP file is opened keyed by its identity, so a sparse file
-/// opened again reuses its frame table (see `tensorfmt_pvp::open_tensor_file_keyed`).
+/// opened again reuses its frame table (see `tensorfmt_pvp::open_tensor_file_keyed`); an
+/// ONNX model reads its external data files from its directory.
 pub(crate) fn open_mapped(
     path: &Path,
     format: Format,
@@ -64,6 +65,13 @@ pub(crate) fn open_mapped(
     if format == Format::Pvp {
         let file =
             tensorfmt_pvp::open_tensor_file_keyed(data.clone(), options, pvp_file_key(path))?;
+        return Ok((file, data));
+    }
+    #[cfg(feature = "onnx")]
+    if format == Format::Onnx {
+        // External data files lie beside the model.
+        let dir = path.parent().unwrap_or(Path::new(""));
+        let file = tensorfmt_onnx::open_tensor_file_at(data.clone(), options, dir)?;
         return Ok((file, data));
     }
     let file = open_bytes(data.clone(), format, Some(path), options)?;

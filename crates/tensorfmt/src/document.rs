@@ -193,6 +193,9 @@ impl TensorFile for Watched {
     fn warnings(&self) -> Vec<String> {
         self.file.warnings()
     }
+    fn external_files(&self) -> Vec<String> {
+        self.file.external_files()
+    }
     fn validate(&self) -> Result<()> {
         self.checked(|| self.file.validate())
     }
@@ -450,6 +453,9 @@ impl TensorFile for Document {
     }
     fn warnings(&self) -> Vec<String> {
         self.file.warnings()
+    }
+    fn external_files(&self) -> Vec<String> {
+        self.file.external_files()
     }
     fn validate(&self) -> Result<()> {
         self.file.validate()

@@ -383,6 +383,9 @@ impl TensorFile for Tracked<'_> {
     fn warnings(&self) -> Vec<String> {
         self.inner.warnings()
     }
+    fn external_files(&self) -> Vec<String> {
+        self.inner.external_files()
+    }
     fn validate(&self) -> Result<()> {
         self.inner.validate()
     }

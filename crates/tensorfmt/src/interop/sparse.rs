@@ -432,6 +432,9 @@ where
     fn warnings(&self) -> Vec<String> {
         self.inner.warnings()
     }
+    fn external_files(&self) -> Vec<String> {
+        self.inner.external_files()
+    }
     fn validate(&self) -> Result<()> {
         self.inner.validate()
     }

@@ -1,0 +1,192 @@
+//! ONNX external data: a tensor whose bytes live in another file beside the model
+//! (`data_location: EXTERNAL`, `external_data` keys `location`, `offset`, `length`),
+//! as `onnx.save_model(..., save_as_external_data=True)` and every exporter of models
+//! over protobuf's 2 GB write them.
+//!
+//! The location comes from an untrusted file, so it is read under the rules of ONNX's
+//! own loader (`onnx/checker.cc`, `resolve_external_data_location`, and
+//! `external_data_helper.py`): a relative path with no `..` component, inside the
+//! model's directory after every symlink is resolved, itself not a symlink, a regular
+//! file with one hard link; `offset` and `length` non-negative decimal integers within
+//! the file (without `length`, the data runs to the end of the file). The file is
+//! mapped once however many tensors it holds, and the tensor's bytes are a slice of the
+//! mapping, checked by [`crate::tensor_from_proto`] as inline `raw_data` is.
+
+use std::collections::HashMap;
+use std::path::{Component, Path, PathBuf};
+
+use bytes::Bytes;
+use tensorfmt_core::{Limits, Tensor};
+
+use crate::error::{OnnxError, Result};
+use crate::proto::TensorProto;
+
+/// The external data files of one model, opened from its directory.
+#[derive(Debug)]
+pub(crate) struct ExternalFiles<'a> {
+    /// The model's directory; `None`: the model came as bytes, without a place.
+    dir: Option<&'a Path>,
+    mapped: HashMap<PathBuf, Bytes>,
+}
+
+impl<'a> ExternalFiles<'a> {
+    pub(crate) fn new(dir: Option<&'a Path>) -> ExternalFiles<'a> {
+        ExternalFiles {
+            dir,
+            mapped: HashMap::new(),
+        }
+    }
+
+    /// The tensor `p` describes, its bytes a slice of the mapped external file, and
+    /// that file's location.
+    pub(crate) fn tensor(
+        &mut self,
+        p: &TensorProto,
+        path: &str,
+        offset: u64,
+        limits: &Limits,
+    ) -> Result<(Tensor, String)> {
+        let (q, location) = self.load(p, path, offset)?;
+        let t = crate::tensor_from_proto(&q, path, offset, limits).map_err(|e| match e {
+            OnnxError::Tensor {
+                path,
+                offset,
+                reason,
+            } => OnnxError::Tensor {
+                path,
+                offset,
+                reason: reason.replacen("raw_data", &format!("external data in {location:?}"), 1),
+            },
+            e => e,
+        })?;
+        Ok((t, location))
+    }
+
+    /// `p` with its external bytes as `raw_data` (a slice of the mapped file), and
+    /// the location.
+    fn load(&mut self, p: &TensorProto, path: &str, offset: u64) -> Result<(TensorProto, String)> {
+        let err = |reason: String| OnnxError::Tensor {
+            path: path.into(),
+            offset,
+            reason: format!("tensor {:?}: external data: {reason}", p.name),
+        };
+        let (mut location, mut start, mut length) = (None, None, None);
+        for e in &p.external_data {
+            let number = |v: &str| {
+                v.parse::<u64>().map_err(|_| {
+                    err(format!(
+                        "{} {v:?} is not a non-negative decimal integer",
+                        e.key
+                    ))
+                })
+            };
+            match e.key.as_str() {
+                "location" => location = Some(e.value.as_str()),
+                "offset" => start = Some(number(&e.value)?),
+                "length" => length = Some(number(&e.value)?),
+                // `checksum` is not checked by ONNX's loader either; `basepath` is
+                // written by some of its helpers; other keys ONNX ignores with a warning.
+                _ => {}
+            }
+        }
+        let location = location
+            .filter(|l| !l.is_empty())
+            .ok_or_else(|| err("no 'location' entry".into()))?;
+        let Some(dir) = self.dir else {
+            return Err(err(format!(
+                "it lies in the file {location:?} beside the model, which is read only \
+                 when the model is opened from its path (this model came without a directory)"
+            )));
+        };
+        let file = self.map(dir, location).map_err(|e| match e {
+            Refusal::Unsafe(why) => err(format!("location {location:?} {why}")),
+            Refusal::Io(e) => err(format!("{location:?}: {e}")),
+        })?;
+        let size = file.len() as u64;
+        let start = start.unwrap_or(0);
+        if start > size {
+            return Err(err(format!(
+                "offset {start} is beyond the end of {location:?} ({size} bytes)"
+            )));
+        }
+        let end = match length {
+            Some(n) => start.checked_add(n).filter(|&e| e <= size).ok_or_else(|| {
+                err(format!(
+                    "offset {start} + length {n} is beyond the end of {location:?} ({size} bytes)"
+                ))
+            })?,
+            None => size,
+        };
+        let mut q = p.clone();
+        q.raw_data = file.slice(start as usize..end as usize);
+        q.data_location = 0;
+        q.external_data.clear();
+        Ok((q, location.to_string()))
+    }
+
+    fn map(&mut self, dir: &Path, location: &str) -> std::result::Result<Bytes, Refusal> {
+        let real = contained(dir, location)?;
+        if let Some(b) = self.mapped.get(&real) {
+            return Ok(b.clone());
+        }
+        let bytes = tensorfmt_core::io::map_file(&real).map_err(|e| Refusal::Io(e.to_string()))?;
+        self.mapped.insert(real, bytes.clone());
+        Ok(bytes)
+    }
+}
+
+enum Refusal {
+    /// The location breaks a rule of ONNX's loader.
+    Unsafe(String),
+    /// The file cannot be read.
+    Io(String),
+}
+
+/// The canonical path of `dir/location`, when the location is one ONNX's loader
+/// accepts.
+fn contained(dir: &Path, location: &str) -> std::result::Result<PathBuf, Refusal> {
+    let unsafe_ = |why: &str| Err(Refusal::Unsafe(why.into()));
+    if location.contains('\0') {
+        return unsafe_("holds a NUL byte");
+    }
+    let rel = Path::new(location);
+    for c in rel.components() {
+        match c {
+            Component::Normal(_) | Component::CurDir => {}
+            Component::ParentDir => {
+                return unsafe_("has a '..' component (outside the model's directory)")
+            }
+            Component::RootDir | Component::Prefix(_) => {
+                return unsafe_("is absolute (it must be relative to the model's directory)")
+            }
+        }
+    }
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    let data_path = dir.join(rel);
+    let meta = std::fs::symlink_metadata(&data_path).map_err(|e| Refusal::Io(e.to_string()))?;
+    if meta.file_type().is_symlink() {
+        return unsafe_("is a symbolic link (ONNX's loader refuses them)");
+    }
+    let (real, base) = match (data_path.canonicalize(), dir.canonicalize()) {
+        (Ok(r), Ok(b)) => (r, b),
+        (Err(e), _) | (_, Err(e)) => return Err(Refusal::Io(e.to_string())),
+    };
+    if !real.starts_with(&base) {
+        return unsafe_("resolves outside the model's directory (through a symbolic link)");
+    }
+    if !meta.is_file() {
+        return unsafe_("is not a regular file");
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        if meta.nlink() > 1 {
+            return unsafe_("has more than one hard link (ONNX's loader refuses them)");
+        }
+    }
+    Ok(real)
+}
