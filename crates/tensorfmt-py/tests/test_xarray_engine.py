@@ -3,6 +3,7 @@ names and values of ``tensorfmt.load``, named dimensions and header attributes; 
 (opening reads no frames, indexing only the frames touched); with dask under
 ``chunks=``; sparse PVP as pydata ``sparse``; directories as trees."""
 
+import importlib.util
 import os
 import pathlib
 import shutil
@@ -294,3 +295,31 @@ def test_drop_variables_and_corpus_directories():
         return
     tree = xr.open_datatree(root, engine="tensorfmt")
     assert sorted(tree.children) == sorted(p.stem for p in root.glob("*.pvp"))
+
+
+def test_safe_names_write_to_zarr_and_netcdf_and_match_the_parser(tmp_path):
+    """``conv1/0`` is a group to zarr (to_zarr wrote it where open_zarr does not look)
+    and refused by netCDF: ``safe_names=True`` gives the parser's names, each with its
+    original, and the dataset round-trips through both."""
+    p = TESTDATA / "caffe/v2_tiny.caffemodel"
+    want = tensorfmt.load(p)
+    ds = xr.open_dataset(p, engine="tensorfmt", safe_names=True)
+    assert list(ds) == ["conv1.0", "conv1.1", "ip.0"]
+    assert {ds[v].attrs["tensorfmt_name"] for v in ds} == set(want)
+    ds.to_zarr(tmp_path / "w.zarr", zarr_format=3)
+    back = xr.open_zarr(tmp_path / "w.zarr", zarr_format=3)
+    for v in ds:
+        np.testing.assert_array_equal(back[v].values, want[ds[v].attrs["tensorfmt_name"]])
+    if importlib.util.find_spec("scipy") is not None:
+        # netCDF attributes are flat: the header's nested ones (a Caffe net's layer
+        # list) go first.
+        ds.drop_attrs(deep=False).to_netcdf(tmp_path / "w.nc", engine="scipy")
+        nc = xr.open_dataset(tmp_path / "w.nc", engine="scipy")
+        np.testing.assert_array_equal(nc["ip.0"].values, want["ip/0"])
+    # drop_variables takes either name; names without `/` are untouched.
+    assert list(xr.open_dataset(p, engine="tensorfmt", safe_names=True, drop_variables=["conv1/0", "ip.0"])) == ["conv1.1"]
+    assert list(xr.open_dataset(TESTDATA / "pvp/dense_f32.pvp", engine="tensorfmt", safe_names=True)) == ["values"]
+    (tmp_path / "run").mkdir()
+    shutil.copy(p, tmp_path / "run" / "net.caffemodel")
+    tree = xr.open_datatree(tmp_path / "run", engine="tensorfmt", safe_names=True)
+    assert "conv1.0" in tree["net"].dataset

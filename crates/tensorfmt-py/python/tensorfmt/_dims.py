@@ -4,7 +4,7 @@ so both give a file the same names and dimensions."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, Mapping, Sequence, Tuple
+from typing import Any, Dict, Iterable, Mapping, Sequence, Tuple
 
 #: Variables whose axis 0 counts frames (PVP) or entries (PINK data, mappings,
 #: rotation/flip files): chunked one index at a time where a chunk must be a byte range.
@@ -77,3 +77,25 @@ def dims_for(fmt: str, name: str, shape: Sequence[int], header: Mapping[str, Any
 def header_attrs(header: Mapping[str, Any]) -> Dict[str, Any]:
     """Header fields as attributes: plain numbers, strings, lists and dicts."""
     return {str(k): v for k, v in header.items()}
+
+
+def zarr_names(names: Iterable[str]) -> Dict[str, str]:
+    """Array names for zarr and netCDF (no ``/``, which zarr reads as a group and
+    netCDF refuses): ``/`` becomes ``.``; a name that would then collide keeps a
+    percent-encoded ``/`` (``%2F``) instead. The parser's names, and the engine's with
+    ``safe_names=True``.
+
+    >>> zarr_names(["conv1/0", "conv1.0", "fc"])
+    {'conv1/0': 'conv1%2F0', 'conv1.0': 'conv1.0', 'fc': 'fc'}
+    """
+    names = list(names)
+    taken = set(names)
+    out: Dict[str, str] = {}
+    used: set = set()
+    for n in names:
+        z = n.replace("/", ".") if "/" in n else n
+        if z != n and (z in taken or z in used):
+            z = n.replace("%", "%25").replace("/", "%2F")
+        used.add(z)
+        out[n] = z
+    return out

@@ -59,7 +59,7 @@ from urllib.parse import urlparse
 import numpy as np
 
 from . import _native
-from ._dims import dims_for, header_attrs
+from ._dims import dims_for, header_attrs, zarr_names
 from ._errors import InputChangedError, InvalidArgumentError, TensorfmtIOError, naming
 
 try:  # pragma: no cover - import guard
@@ -96,22 +96,6 @@ def fill_value(dtype: np.dtype) -> Any:
     if dtype.kind == "u":
         return int(np.iinfo(dtype).max)
     return False
-
-
-def zarr_names(names: Iterable[str]) -> Dict[str, str]:
-    """Array names for zarr (no ``/``): ``/`` becomes ``.``; a name that would then
-    collide keeps a percent-encoded ``/`` (``%2F``) instead."""
-    names = list(names)
-    taken = set(names)
-    out: Dict[str, str] = {}
-    used: set = set()
-    for n in names:
-        z = n.replace("/", ".") if "/" in n else n
-        if z != n and (z in taken or z in used):
-            z = n.replace("%", "%25").replace("/", "%2F")
-        used.add(z)
-        out[n] = z
-    return out
 
 
 def _meta(store: Any, path: str) -> Dict[str, Any]:

@@ -26,7 +26,16 @@ block, one block at a time, never the file); index first, or build dask arrays o
 blocks yourself from ``ds["values"][a:b].data``.
 
 Options of ``open_dataset``: ``format`` and ``kind`` as :func:`tensorfmt.open` takes them,
-``strict``, and ``dense`` (sparse PVP).
+``strict``, ``dense`` (sparse PVP), and ``safe_names``: names without ``/`` (Caffe's
+``conv1/0`` becomes ``conv1.0``, the original in the variable's ``tensorfmt_name``
+attribute, as the VirtualiZarr parser names them), for ``to_zarr``, which would write
+``conv1/0`` as array ``0`` of a group ``conv1`` that ``open_zarr`` does not show, and
+``to_netcdf``, which refuses ``/`` (and takes flat attributes only: drop a Caffe net's
+nested header attributes first, ``ds.drop_attrs(deep=False)``)::
+
+    >>> ds = xr.open_dataset("testdata/caffe/v2_tiny.caffemodel", engine="tensorfmt", safe_names=True)
+    >>> list(ds), ds["conv1.0"].attrs["tensorfmt_name"]
+    (['conv1.0', 'conv1.1', 'ip.0'], 'conv1/0')
 """
 
 from __future__ import annotations
@@ -40,7 +49,7 @@ import numpy as np
 import tensorfmt
 
 from . import _native
-from ._dims import FRAME_AXES, dims_for, header_attrs
+from ._dims import FRAME_AXES, dims_for, header_attrs, zarr_names
 
 try:  # pragma: no cover - import guard
     import xarray as xr
@@ -248,6 +257,7 @@ def open_tensorfmt_dataset(
     kind: Optional[str] = None,
     strict: bool = False,
     dense: bool = False,
+    safe_names: bool = False,
 ) -> "xr.Dataset":
     """The dataset of one file (see the module docs)."""
     if not isinstance(path, (str, os.PathLike)):
@@ -263,6 +273,9 @@ def open_tensorfmt_dataset(
         infos = doc.tensors
         description = doc.description
     names = [i.name for i in infos]
+    # `/` in a name (Caffe's conv1/0) is a group to zarr and refused by netCDF.
+    renamed = zarr_names(names) if safe_names else {n: n for n in names}
+    drop |= {n for n in names if renamed[n] in drop}
     file = _File(p, fmt, kind, strict)
     file.dense_pvp = fmt == "pvp" and doc_kind == "dense"
     variables: Dict[str, Any] = {}
@@ -282,11 +295,12 @@ def open_tensorfmt_dataset(
         frames_per_chunk = preferred_frames(info.shape, info.dtype) if by_frame else None
         if frames_per_chunk is not None:
             encoding["preferred_chunks"] = {dims[0]: frames_per_chunk}
-        var = xr.Variable(dims, indexing.LazilyIndexedArray(array), encoding=encoding)
+        attrs = {"tensorfmt_name": info.name} if renamed[info.name] != info.name else None
+        var = xr.Variable(dims, indexing.LazilyIndexedArray(array), attrs=attrs, encoding=encoding)
         if fmt == "pvp" and info.name == "time":
             coords[info.name] = var
         else:
-            variables[info.name] = var
+            variables[renamed[info.name]] = var
     if fmt == "som" and "hex_axial" in names and "hex_axial" not in drop:
         axial = np.asarray(file.whole("hex_axial"))
         coords["q"] = xr.Variable(("neuron",), axial[:, 0])
@@ -325,7 +339,7 @@ class TensorfmtBackendEntrypoint(BackendEntrypoint):
 
     description = "Legacy ML tensor files (PetaVision PVP, PINK, primitiv, Caffe, ONNX) and npy/npz/safetensors via tensorfmt"
     url = "https://example.invalid/tensorfmt"
-    open_dataset_parameters = ("filename_or_obj", "drop_variables", "format", "kind", "strict", "dense")
+    open_dataset_parameters = ("filename_or_obj", "drop_variables", "format", "kind", "strict", "dense", "safe_names")
     supports_groups = True
 
     def guess_can_open(self, filename_or_obj: Any) -> bool:
@@ -351,9 +365,10 @@ class TensorfmtBackendEntrypoint(BackendEntrypoint):
         kind: Optional[str] = None,
         strict: bool = False,
         dense: bool = False,
+        safe_names: bool = False,
     ) -> "xr.Dataset":
         return open_tensorfmt_dataset(
-            filename_or_obj, drop_variables=drop_variables, format=format, kind=kind, strict=strict, dense=dense
+            filename_or_obj, drop_variables=drop_variables, format=format, kind=kind, strict=strict, dense=dense, safe_names=safe_names
         )
 
     def open_groups_as_dict(  # type: ignore[override]
@@ -363,14 +378,15 @@ class TensorfmtBackendEntrypoint(BackendEntrypoint):
         drop_variables: Optional[Iterable[str]] = None,
         strict: bool = False,
         dense: bool = False,
+        safe_names: bool = False,
         **kwargs: Any,
     ) -> Dict[str, "xr.Dataset"]:
         root = os.fspath(filename_or_obj)
         if not os.path.isdir(root):
-            return {"/": self.open_dataset(root, drop_variables=drop_variables, strict=strict, dense=dense, **kwargs)}
+            return {"/": self.open_dataset(root, drop_variables=drop_variables, strict=strict, dense=dense, safe_names=safe_names, **kwargs)}
         groups: Dict[str, xr.Dataset] = {"/": xr.Dataset(attrs={"tensorfmt_directory": os.path.abspath(root)})}
         for node, path in _tree_files(root):
-            groups[node] = self.open_dataset(path, drop_variables=drop_variables, strict=strict, dense=dense)
+            groups[node] = self.open_dataset(path, drop_variables=drop_variables, strict=strict, dense=dense, safe_names=safe_names)
         # Intermediate directories without files of their own.
         for node in list(groups):
             parts = node.strip("/").split("/")
@@ -385,9 +401,10 @@ class TensorfmtBackendEntrypoint(BackendEntrypoint):
         drop_variables: Optional[Iterable[str]] = None,
         strict: bool = False,
         dense: bool = False,
+        safe_names: bool = False,
         **kwargs: Any,
     ) -> "xr.DataTree":
-        groups = self.open_groups_as_dict(filename_or_obj, drop_variables=drop_variables, strict=strict, dense=dense, **kwargs)
+        groups = self.open_groups_as_dict(filename_or_obj, drop_variables=drop_variables, strict=strict, dense=dense, safe_names=safe_names, **kwargs)
         return xr.DataTree.from_dict(groups)
 
 
