@@ -580,8 +580,28 @@ pub enum Placement {
         /// Elements stored big-endian (npy `>` dtypes); little-endian otherwise.
         big_endian: bool,
     },
+    /// Verbatim, little-endian, in another file beside this one (an ONNX model's
+    /// external data), where the layout says.
+    Beside {
+        /// The other file.
+        file: BesideFile,
+        /// The runs, in that file.
+        layout: SourceLayout,
+    },
     /// Not a byte range of the file (decoded, computed or gathered): why.
     NotVirtual(String),
+}
+
+/// The file a [`Placement::Beside`] tensor lies in: a relative location the format's
+/// reader checked lexically (no `..`, not absolute), to be resolved against the
+/// directory of the described file and checked against its size by the caller.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BesideFile {
+    /// Relative location, `/`-separated.
+    pub location: String,
+    /// True when the tensor's bytes must end where the file ends (ONNX external data
+    /// without a `length` runs to the end of its file).
+    pub to_end: bool,
 }
 
 /// One tensor of a [`VirtualFile`].

@@ -16,25 +16,142 @@ use std::collections::HashMap;
 use std::path::{Component, Path, PathBuf};
 
 use bytes::Bytes;
-use tensorfmt_core::{Limits, Tensor};
+use tensorfmt_core::{Limits, Tensor, TensorInfo};
 
 use crate::error::{OnnxError, Result};
 use crate::proto::TensorProto;
 
-/// The external data files of one model, opened from its directory.
+/// Where a model's external data is read from.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Beside<'a> {
+    /// Nowhere: the model came as bytes, without a place (an error names the file).
+    Refused,
+    /// The model's directory: the files are opened and mapped.
+    Dir(&'a Path),
+    /// Nowhere, but described: each external tensor becomes an [`Unread`] (its file,
+    /// offset and length checked lexically), for references to it.
+    Described,
+}
+
+/// An initializer whose bytes lie in an external file that was not read (the model
+/// was read with [`Beside::Described`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unread {
+    /// Position among the graph's initializers.
+    pub index: usize,
+    /// Name, element type and shape.
+    pub info: TensorInfo,
+    /// The `location` key: a relative path without `..` (checked).
+    pub location: String,
+    /// Where the bytes start in that file.
+    pub offset: u64,
+    /// Their length (the tensor's byte length, checked); `None` when the `length` key
+    /// is absent, and the data runs to the end of the file.
+    pub length: Option<u64>,
+    /// The tensor's byte length.
+    pub nbytes: u64,
+}
+
+/// The external data files of one model.
 #[derive(Debug)]
 pub(crate) struct ExternalFiles<'a> {
-    /// The model's directory; `None`: the model came as bytes, without a place.
-    dir: Option<&'a Path>,
+    beside: Beside<'a>,
     mapped: HashMap<PathBuf, Bytes>,
 }
 
+/// A tensor's `external_data` keys.
+struct Keys<'p> {
+    location: &'p str,
+    offset: Option<u64>,
+    length: Option<u64>,
+}
+
+fn keys<'p>(p: &'p TensorProto, err: &dyn Fn(String) -> OnnxError) -> Result<Keys<'p>> {
+    let (mut location, mut offset, mut length) = (None, None, None);
+    for e in &p.external_data {
+        let number = |v: &str| {
+            v.parse::<u64>().map_err(|_| {
+                err(format!(
+                    "{} {v:?} is not a non-negative decimal integer",
+                    e.key
+                ))
+            })
+        };
+        match e.key.as_str() {
+            "location" => location = Some(e.value.as_str()),
+            "offset" => offset = Some(number(&e.value)?),
+            "length" => length = Some(number(&e.value)?),
+            // `checksum` is not checked by ONNX's loader either; `basepath` is
+            // written by some of its helpers; other keys ONNX ignores with a warning.
+            _ => {}
+        }
+    }
+    let location = location
+        .filter(|l| !l.is_empty())
+        .ok_or_else(|| err("no 'location' entry".into()))?;
+    Ok(Keys {
+        location,
+        offset,
+        length,
+    })
+}
+
+fn error_for<'p>(
+    p: &'p TensorProto,
+    path: &'p str,
+    offset: u64,
+) -> impl Fn(String) -> OnnxError + 'p {
+    move |reason: String| OnnxError::Tensor {
+        path: path.into(),
+        offset,
+        reason: format!("tensor {:?}: external data: {reason}", p.name),
+    }
+}
+
 impl<'a> ExternalFiles<'a> {
-    pub(crate) fn new(dir: Option<&'a Path>) -> ExternalFiles<'a> {
+    pub(crate) fn new(beside: Beside<'a>) -> ExternalFiles<'a> {
         ExternalFiles {
-            dir,
+            beside,
             mapped: HashMap::new(),
         }
+    }
+
+    /// Whether external tensors are described rather than read.
+    pub(crate) fn describes(&self) -> bool {
+        matches!(self.beside, Beside::Described)
+    }
+
+    /// The [`Unread`] record of `p`, the `index`th initializer, named `name`.
+    pub(crate) fn describe(
+        &self,
+        p: &TensorProto,
+        index: usize,
+        name: String,
+        path: &str,
+        offset: u64,
+        limits: &Limits,
+    ) -> Result<Unread> {
+        let err = error_for(p, path, offset);
+        let k = keys(p, &err)?;
+        lexically_inside(k.location)
+            .map_err(|why| err(format!("location {:?} {why}", k.location)))?;
+        let (dtype, dims, _, nbytes) = crate::tensor::shape_of(p, path, offset, limits)?;
+        if let Some(n) = k.length.filter(|&n| n != nbytes) {
+            return Err(err(format!(
+                "length {n} in {:?}, the shape {:?} of {} needs {nbytes}",
+                k.location,
+                p.dims,
+                dtype.name()
+            )));
+        }
+        Ok(Unread {
+            index,
+            info: TensorInfo::new(name, dtype, dims),
+            location: k.location.to_string(),
+            offset: k.offset.unwrap_or(0),
+            length: k.length,
+            nbytes,
+        })
     }
 
     /// The tensor `p` describes, its bytes a slice of the mapped external file, and
@@ -65,34 +182,13 @@ impl<'a> ExternalFiles<'a> {
     /// `p` with its external bytes as `raw_data` (a slice of the mapped file), and
     /// the location.
     fn load(&mut self, p: &TensorProto, path: &str, offset: u64) -> Result<(TensorProto, String)> {
-        let err = |reason: String| OnnxError::Tensor {
-            path: path.into(),
-            offset,
-            reason: format!("tensor {:?}: external data: {reason}", p.name),
-        };
-        let (mut location, mut start, mut length) = (None, None, None);
-        for e in &p.external_data {
-            let number = |v: &str| {
-                v.parse::<u64>().map_err(|_| {
-                    err(format!(
-                        "{} {v:?} is not a non-negative decimal integer",
-                        e.key
-                    ))
-                })
-            };
-            match e.key.as_str() {
-                "location" => location = Some(e.value.as_str()),
-                "offset" => start = Some(number(&e.value)?),
-                "length" => length = Some(number(&e.value)?),
-                // `checksum` is not checked by ONNX's loader either; `basepath` is
-                // written by some of its helpers; other keys ONNX ignores with a warning.
-                _ => {}
-            }
-        }
-        let location = location
-            .filter(|l| !l.is_empty())
-            .ok_or_else(|| err("no 'location' entry".into()))?;
-        let Some(dir) = self.dir else {
+        let err = error_for(p, path, offset);
+        let Keys {
+            location,
+            offset: start,
+            length,
+        } = keys(p, &err)?;
+        let Beside::Dir(dir) = self.beside else {
             return Err(err(format!(
                 "it lies in the file {location:?} beside the model, which is read only \
                  when the model is opened from its path (this model came without a directory)"
@@ -135,6 +231,26 @@ impl<'a> ExternalFiles<'a> {
     }
 }
 
+/// Why `location` is not a relative path inside the model's directory, by its text
+/// alone (what a reference to a file beside a remote model can be checked for).
+fn lexically_inside(location: &str) -> std::result::Result<(), &'static str> {
+    if location.contains('\0') {
+        return Err("holds a NUL byte");
+    }
+    for c in Path::new(location).components() {
+        match c {
+            Component::Normal(_) | Component::CurDir => {}
+            Component::ParentDir => {
+                return Err("has a '..' component (outside the model's directory)")
+            }
+            Component::RootDir | Component::Prefix(_) => {
+                return Err("is absolute (it must be relative to the model's directory)")
+            }
+        }
+    }
+    Ok(())
+}
+
 enum Refusal {
     /// The location breaks a rule of ONNX's loader.
     Unsafe(String),
@@ -146,21 +262,8 @@ enum Refusal {
 /// accepts.
 fn contained(dir: &Path, location: &str) -> std::result::Result<PathBuf, Refusal> {
     let unsafe_ = |why: &str| Err(Refusal::Unsafe(why.into()));
-    if location.contains('\0') {
-        return unsafe_("holds a NUL byte");
-    }
+    lexically_inside(location).map_err(|why| Refusal::Unsafe(why.into()))?;
     let rel = Path::new(location);
-    for c in rel.components() {
-        match c {
-            Component::Normal(_) | Component::CurDir => {}
-            Component::ParentDir => {
-                return unsafe_("has a '..' component (outside the model's directory)")
-            }
-            Component::RootDir | Component::Prefix(_) => {
-                return unsafe_("is absolute (it must be relative to the model's directory)")
-            }
-        }
-    }
     let dir = if dir.as_os_str().is_empty() {
         Path::new(".")
     } else {

@@ -10,6 +10,9 @@ use crate::read::ModelFile;
 pub struct OnnxFile {
     model: ModelFile,
     index: std::collections::HashMap<String, usize>,
+    /// Every initializer in graph order, the unread ones (external data described, not
+    /// read) included.
+    infos: Vec<TensorInfo>,
 }
 
 impl OnnxFile {
@@ -21,7 +24,23 @@ impl OnnxFile {
             .enumerate()
             .map(|(i, (n, _))| (n.clone(), i))
             .collect();
-        OnnxFile { model, index }
+        let mut read = model
+            .initializers
+            .iter()
+            .map(|(n, t)| TensorInfo::new(n.clone(), t.dtype(), t.shape().clone()));
+        let mut unread = model.unread.iter().peekable();
+        let n = model.initializers.len() + model.unread.len();
+        let infos = (0..n)
+            .filter_map(|i| match unread.peek() {
+                Some(u) if u.index == i => unread.next().map(|u| u.info.clone()),
+                _ => read.next(),
+            })
+            .collect();
+        OnnxFile {
+            model,
+            index,
+            infos,
+        }
     }
 
     /// The model as read.
@@ -74,7 +93,10 @@ impl TensorFile for OnnxFile {
             ("nodes".into(), m.nodes.into()),
             ("inputs".into(), list(&m.inputs)),
             ("outputs".into(), list(&m.outputs)),
-            ("initializers".into(), m.initializers.len().into()),
+            (
+                "initializers".into(),
+                (m.initializers.len() + m.unread.len()).into(),
+            ),
         ];
         if !m.external_files.is_empty() {
             h.push(("external_data".into(), list(&m.external_files)));
@@ -94,11 +116,7 @@ impl TensorFile for OnnxFile {
     }
 
     fn tensors(&self) -> Vec<TensorInfo> {
-        self.model
-            .initializers
-            .iter()
-            .map(|(n, t)| TensorInfo::new(n.clone(), t.dtype(), t.shape().clone()))
-            .collect()
+        self.infos.clone()
     }
 
     fn external_files(&self) -> Vec<String> {
@@ -106,6 +124,12 @@ impl TensorFile for OnnxFile {
     }
 
     fn read_tensor(&self, name: &str) -> tensorfmt_core::Result<Tensor> {
+        if let Some(u) = self.model.unread.iter().find(|u| u.info.name == name) {
+            return Err(Error::Invalid(format!(
+                "tensor {name:?} lies in the external data file {:?}, which was not read",
+                u.location
+            )));
+        }
         self.index
             .get(name)
             .map(|&i| self.model.initializers[i].1.clone())

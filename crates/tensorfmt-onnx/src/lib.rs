@@ -52,8 +52,9 @@ use bytes::Bytes;
 use tensorfmt_core::{ReadOptions, Tensor, TensorFile, WriteOptions};
 
 pub use error::{OnnxError, Result};
+pub use external::Unread;
 pub use file::OnnxFile;
-pub use read::{read_model_file, read_model_file_at, sniff, ModelFile};
+pub use read::{read_model_file, read_model_file_at, read_model_file_described, sniff, ModelFile};
 pub use tensor::{dtype_of, onnx_data_type, tensor_from_proto, tensor_to_proto};
 pub use write::{
     weights_model, write_model, write_model_bulk, write_tensors, IR_VERSION, MAX_MODEL_BYTES, OPSET,

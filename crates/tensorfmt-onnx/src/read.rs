@@ -9,7 +9,7 @@ use prost::Message;
 use tensorfmt_core::{Limits, ReadOptions, Tensor};
 
 use crate::error::{OnnxError, Result};
-use crate::external::ExternalFiles;
+use crate::external::{Beside, ExternalFiles, Unread};
 use crate::proto::{OperatorSetIdProto, StringStringEntryProto, TensorProto, ValueInfoProto};
 use crate::tensor::{is_external, tensor_from_proto};
 use crate::wire::{self, Field};
@@ -41,6 +41,9 @@ pub struct ModelFile {
     /// The external data files initializers were read from (their `location`s, each
     /// once, in first-use order); empty for a self-contained model.
     pub external_files: Vec<String>,
+    /// Initializers in external data files that were not read
+    /// ([`read_model_file_described`]); their files are in `external_files` too.
+    pub unread: Vec<Unread>,
 }
 
 fn decode<M: Message + Default>(data: &Bytes, f: &Field, path: &str) -> Result<M> {
@@ -91,7 +94,7 @@ fn item_limit(limits: &Limits, n: u64, path: &str, offset: usize) -> Result<()> 
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn read_model_file(data: Bytes, options: &ReadOptions) -> Result<ModelFile> {
-    read_model(data, options, ExternalFiles::new(None))
+    read_model(data, options, ExternalFiles::new(Beside::Refused))
 }
 
 /// [`read_model_file`] of a model that lies in `model_dir`: initializers kept in
@@ -124,7 +127,33 @@ pub fn read_model_file_at(
     options: &ReadOptions,
     model_dir: &Path,
 ) -> Result<ModelFile> {
-    read_model(data, options, ExternalFiles::new(Some(model_dir)))
+    read_model(data, options, ExternalFiles::new(Beside::Dir(model_dir)))
+}
+
+/// [`read_model_file`] of a model whose directory is out of reach (an object fetched
+/// by ranges): initializers in external data files are not read but listed in
+/// [`ModelFile::unread`], each with its file, offset and length, checked by their text
+/// (the location relative and without `..`, the length the tensor's byte length).
+///
+/// ```
+/// use tensorfmt_onnx::proto::{StringStringEntryProto as Entry, TensorProto};
+/// let entry = |k: &str, v: &str| Entry { key: k.into(), value: v.into() };
+/// let t = TensorProto {
+///     name: "w".into(), dims: vec![2, 3], data_type: 1, data_location: 1,
+///     external_data: vec![entry("location", "m.data"), entry("offset", "64")],
+///     ..Default::default()
+/// };
+/// let mut m = tensorfmt_onnx::weights_model(&[])?;
+/// m.graph.as_mut().unwrap().initializer.push(t);
+/// let mut buf = Vec::new();
+/// tensorfmt_onnx::write_model(&mut buf, &m)?;
+/// let read = tensorfmt_onnx::read_model_file_described(buf.into(), &Default::default())?;
+/// let u = &read.unread[0];
+/// assert_eq!((u.location.as_str(), u.offset, u.length, u.nbytes), ("m.data", 64, None, 24));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn read_model_file_described(data: Bytes, options: &ReadOptions) -> Result<ModelFile> {
+    read_model(data, options, ExternalFiles::new(Beside::Described))
 }
 
 fn read_model(
@@ -190,7 +219,7 @@ fn read_graph(
             }
             2 => m.graph_name = string(data, &f, "graph.name")?,
             5 => {
-                let i = m.initializers.len();
+                let i = m.initializers.len() + m.unread.len();
                 let path = format!("graph.initializer[{i}]");
                 wire::expect(&f, 2, &path)?;
                 // Packed varints decode to at most 8 bytes per input byte.
@@ -205,21 +234,31 @@ fn read_graph(
                     });
                 }
                 let p: TensorProto = decode(data, &f, &path)?;
-                let t = if is_external(&p) {
-                    let (t, location) = external.tensor(&p, &path, f.offset as u64, limits)?;
-                    if !m.external_files.contains(&location) {
-                        m.external_files.push(location);
-                    }
-                    t
-                } else {
-                    tensor_from_proto(&p, &path, f.offset as u64, limits)?
-                };
                 let name = if p.name.is_empty() || used.contains(&p.name) {
                     path.clone()
                 } else {
                     p.name.clone()
                 };
                 used.insert(name.clone());
+                let at = f.offset as u64;
+                if is_external(&p) && external.describes() {
+                    let index = m.initializers.len() + m.unread.len();
+                    let u = external.describe(&p, index, name, &path, at, limits)?;
+                    if !m.external_files.contains(&u.location) {
+                        m.external_files.push(u.location.clone());
+                    }
+                    m.unread.push(u);
+                    continue;
+                }
+                let t = if is_external(&p) {
+                    let (t, location) = external.tensor(&p, &path, at, limits)?;
+                    if !m.external_files.contains(&location) {
+                        m.external_files.push(location);
+                    }
+                    t
+                } else {
+                    tensor_from_proto(&p, &path, at, limits)?
+                };
                 m.initializers.push((name, t));
             }
             11 | 12 => {

@@ -92,42 +92,14 @@ fn err(path: &str, offset: u64, reason: impl Into<String>) -> OnnxError {
     }
 }
 
-/// Reads a decoded `TensorProto` as a row-major tensor: `raw_data` is shared (zero
-/// copy); typed fields (`float_data`, `int32_data`, ...) are converted with one copy.
-/// `path`/`offset` locate the tensor in errors.
-///
-/// ```
-/// use tensorfmt_onnx::{tensor_from_proto, proto::TensorProto};
-/// let p = TensorProto { dims: vec![2], data_type: 1, float_data: vec![1.0, 2.0], ..Default::default() };
-/// let t = tensor_from_proto(&p, "t", 0, &Default::default())?;
-/// assert_eq!(t.to_vec::<f32>()?, vec![1.0, 2.0]);
-/// let bad = TensorProto { dims: vec![3], ..p };
-/// assert!(tensor_from_proto(&bad, "t", 0, &Default::default()).is_err());
-/// # Ok::<(), tensorfmt_onnx::OnnxError>(())
-/// ```
-pub fn tensor_from_proto(
+/// A tensor's element type, dims, element count and byte length, checked against
+/// `limits` and for overflow (its data is not looked at).
+pub(crate) fn shape_of(
     p: &TensorProto,
     path: &str,
     offset: u64,
     limits: &Limits,
-) -> Result<Tensor> {
-    if is_external(p) {
-        let location = p
-            .external_data
-            .iter()
-            .find(|e| e.key == "location")
-            .map(|e| e.value.as_str())
-            .unwrap_or("?");
-        return Err(err(
-            path,
-            offset,
-            format!(
-                "tensor {:?} keeps its data in the external file {location:?}, which is not read \
-                 here (read the model with read_model_file_at)",
-                p.name
-            ),
-        ));
-    }
+) -> Result<(DType, Vec<usize>, u64, u64)> {
     if p.segment.is_some() {
         return Err(err(path, offset, "segmented tensors are not supported"));
     }
@@ -172,6 +144,46 @@ pub fn tensor_from_proto(
     let byte_len = numel
         .checked_mul(dtype.size() as u64)
         .ok_or_else(|| err(path, offset, "byte length overflows"))?;
+    Ok((dtype, dims, numel, byte_len))
+}
+
+/// Reads a decoded `TensorProto` as a row-major tensor: `raw_data` is shared (zero
+/// copy); typed fields (`float_data`, `int32_data`, ...) are converted with one copy.
+/// `path`/`offset` locate the tensor in errors.
+///
+/// ```
+/// use tensorfmt_onnx::{tensor_from_proto, proto::TensorProto};
+/// let p = TensorProto { dims: vec![2], data_type: 1, float_data: vec![1.0, 2.0], ..Default::default() };
+/// let t = tensor_from_proto(&p, "t", 0, &Default::default())?;
+/// assert_eq!(t.to_vec::<f32>()?, vec![1.0, 2.0]);
+/// let bad = TensorProto { dims: vec![3], ..p };
+/// assert!(tensor_from_proto(&bad, "t", 0, &Default::default()).is_err());
+/// # Ok::<(), tensorfmt_onnx::OnnxError>(())
+/// ```
+pub fn tensor_from_proto(
+    p: &TensorProto,
+    path: &str,
+    offset: u64,
+    limits: &Limits,
+) -> Result<Tensor> {
+    if is_external(p) {
+        let location = p
+            .external_data
+            .iter()
+            .find(|e| e.key == "location")
+            .map(|e| e.value.as_str())
+            .unwrap_or("?");
+        return Err(err(
+            path,
+            offset,
+            format!(
+                "tensor {:?} keeps its data in the external file {location:?}, which is not read \
+                 here (read the model with read_model_file_at)",
+                p.name
+            ),
+        ));
+    }
+    let (dtype, dims, numel, byte_len) = shape_of(p, path, offset, limits)?;
     let count = |field: &str, n: usize| -> Result<()> {
         if n as u64 != numel {
             Err(err(

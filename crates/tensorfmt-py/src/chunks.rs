@@ -79,7 +79,9 @@ impl RangeSource for PySource {
 /// `{format, kind, description, header, warnings, file_len, fetched, requests,
 /// tensors}`, each tensor `{name, dtype, shape, zarr_dtype, not_virtual}` plus, when
 /// its bytes are a regular chunk grid, `{chunk_shape, grid_shape, order, chunk_len,
-/// offsets, big_endian}` (`offsets` a uint64 array over the grid, C order).
+/// offsets, big_endian}` (`offsets` a uint64 array over the grid, C order), and
+/// `{file, file_to_end}` when those offsets are in another file beside this one (an
+/// ONNX model's external data: a relative location, checked by its text).
 /// `fortran_columns` cuts column-major tensors into single columns (chunks that need
 /// no transpose codec) instead of chunks of about `chunk_bytes`.
 #[pyfunction]
@@ -122,7 +124,7 @@ pub fn describe_remote<'py>(
             .tensors
             .iter()
             .map(|t| match &t.placement {
-                Placement::Bytes { layout, .. } => {
+                Placement::Bytes { layout, .. } | Placement::Beside { layout, .. } => {
                     let dims = t.info.shape.dims();
                     let size = t.info.dtype.size();
                     let target = match dims.first() {
@@ -168,9 +170,12 @@ pub fn describe_remote<'py>(
             _ if zarr.is_none() => Some(format!("zarr has no {} data type", t.info.dtype)),
             _ => None,
         };
-        if let (None, Ok(Some(g)), Placement::Bytes { big_endian, .. }) =
-            (&reason, grid, &t.placement)
-        {
+        let (big_endian, beside) = match &t.placement {
+            Placement::Bytes { big_endian, .. } => (*big_endian, None),
+            Placement::Beside { file, .. } => (false, Some(file)),
+            Placement::NotVirtual(_) => (false, None),
+        };
+        if let (None, Ok(Some(g))) = (&reason, grid) {
             d.set_item("chunk_shape", PyTuple::new(py, &g.chunk_shape)?)?;
             d.set_item("grid_shape", PyTuple::new(py, &g.grid_shape)?)?;
             d.set_item(
@@ -187,7 +192,11 @@ pub fn describe_remote<'py>(
                 .map_err(|e| crate::errors::to_py(py, &e))?;
             let array = Array::from_tensor(offsets).map_err(|e| crate::errors::to_py(py, &e))?;
             d.set_item("offsets", Py::new(py, array)?)?;
-            d.set_item("big_endian", *big_endian)?;
+            d.set_item("big_endian", big_endian)?;
+            if let Some(f) = beside {
+                d.set_item("file", &f.location)?;
+                d.set_item("file_to_end", f.to_end)?;
+            }
         }
         d.set_item("not_virtual", reason)?;
         tensors.append(d)?;

@@ -159,6 +159,38 @@ def test_sparse_activity_is_described_from_its_header(tmp_path):
     assert "nbands" in ds.attrs["not_virtual"]["values"] and ds.attrs["nbands"] == 400
 
 
+def test_onnx_external_data_is_referenced_in_its_own_file(tmp_path):
+    """An ONNX model's external data (what exporters write past 2 GB) is a byte range
+    of the file beside it: referenced there, locally and over HTTP, its size checked
+    and recorded, never fetched while parsing."""
+    onnx = require_module("onnx")
+    from onnx import helper, numpy_helper
+
+    rng = np.random.default_rng(11)
+    arrays = {"fc.weight": rng.random((64, 32), dtype=np.float32), "fc.bias": rng.random(64, dtype=np.float32), "steps": np.arange(7, dtype=np.int64)}
+    graph = helper.make_graph([], "g", [], [], initializer=[numpy_helper.from_array(a, n) for n, a in arrays.items()])
+    model = tmp_path / "m.onnx"
+    onnx.save_model(helper.make_model(graph), str(model), save_as_external_data=True, location="m.onnx.data", size_threshold=0)
+    data = tmp_path / "m.onnx.data"
+    ds = open_store(tv.Parser()(url_of(model), local()))
+    for n, a in arrays.items():
+        assert same(ds[tv.zarr_names(arrays)[n]].values, a), n
+    assert set(ds.attrs["tensorfmt_source"]) == {url_of(model), url_of(data)}
+    with RangeServer(str(tmp_path)) as srv:
+        reg = ObjectStoreRegistry({srv.base: HTTPStore.from_url(srv.base, client_options={"allow_http": True})})
+        srv.reset()
+        store = tv.Parser()(srv.url("m.onnx"), reg)
+        assert srv.served("m.onnx.data") == 0  # parsed from the model and one HEAD
+        ds = open_store(store)
+        assert same(ds["fc.bias"].values, arrays["fc.bias"])
+        assert srv.served("m.onnx.data") == arrays["fc.bias"].nbytes
+    # A data file that ends before the tensors it holds: refused, nothing described.
+    with open(data, "r+b") as f:
+        f.truncate(os.path.getsize(data) - 4)
+    with pytest.raises(tensorfmt.FormatError, match="m.onnx.data"):
+        tv.Parser()(url_of(model), local())
+
+
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     root = tmp_path_factory.mktemp("served")

@@ -23,8 +23,8 @@ use std::path::Path;
 use bytes::Bytes;
 pub use tensorfmt_core::ranged::zarr_data_type;
 pub use tensorfmt_core::ranged::{
-    chunk_grid, ChunkGrid, FileSource, Placement, RangeSource, SparseImage, VirtualFile,
-    VirtualTensor, DEFAULT_BLOCK,
+    chunk_grid, BesideFile, ChunkGrid, FileSource, Placement, RangeSource, SparseImage,
+    VirtualFile, VirtualTensor, DEFAULT_BLOCK,
 };
 use tensorfmt_core::{DType, Error, ReadOptions, Result, SourceLayout, TensorFile};
 
@@ -110,7 +110,14 @@ pub fn describe_remote(
         image.fill_unfetched(b);
     }
     let bytes = image.into_bytes();
-    let file = open_bytes(bytes.clone(), format, name, &read)?;
+    let file: Box<dyn TensorFile> = match format {
+        // External data lies in other objects: described, not read.
+        #[cfg(feature = "onnx")]
+        Format::Onnx => Box::new(tensorfmt_onnx::OnnxFile::new(
+            tensorfmt_onnx::read_model_file_described(bytes.clone(), &read)?,
+        )),
+        _ => open_bytes(bytes.clone(), format, name, &read)?,
+    };
     let mut tensors = placements(&bytes, format, &*file, &read)?;
     for t in &mut tensors {
         if t.info.dtype == DType::BF16 {

@@ -13,7 +13,7 @@
 use std::path::{Path, PathBuf};
 
 use tensorfmt::ranged::{describe_path, describe_remote, FileSource, Placement, RemoteOptions};
-use tensorfmt::{Format, Order, SourceLayout, TensorFile};
+use tensorfmt::{Format, Order, SourceLayout, Tensor, TensorFile};
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -152,6 +152,15 @@ fn remote_descriptions_agree_with_the_mapped_readers() {
                         "{what} {name}: the referenced bytes are not the tensor"
                     );
                 }
+                Placement::Beside { file, layout } => {
+                    let other = std::fs::read(path.parent().unwrap().join(&file.location)).unwrap();
+                    let got = gather(&other, layout);
+                    let want = mapped.read_tensor(name).unwrap();
+                    assert!(
+                        got == want.bytes().as_ref(),
+                        "{what} {name}: the referenced bytes are not the tensor"
+                    );
+                }
                 Placement::NotVirtual(reason) => {
                     assert!(
                         declared.is_none() || t.info.dtype == tensorfmt::DType::BF16 || name == "flip" || name == "angle",
@@ -209,4 +218,78 @@ fn dense_movies_cost_their_first_block() {
     let len = src.len();
     let v = describe_remote(&mut src, len, None, None, &RemoteOptions::default()).unwrap();
     assert_eq!((v.fetched, v.requests), (64 << 10, 1));
+}
+
+#[test]
+fn onnx_external_data_is_referenced_in_its_own_file() {
+    use tensorfmt_onnx::proto::{StringStringEntryProto as Entry, TensorProto};
+    let dir = tempfile::tempdir().unwrap();
+    let floats = |v: &[f32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    let mut data = floats(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+    data.extend([0u8; 8]);
+    data.extend(floats(&[7.0, 8.0]));
+    std::fs::write(dir.path().join("m.onnx.data"), &data).unwrap();
+    let entry = |k: &str, v: &str| Entry {
+        key: k.into(),
+        value: v.into(),
+    };
+    let ext = |name: &str, dims: Vec<i64>, keys: Vec<Entry>| TensorProto {
+        name: name.into(),
+        dims,
+        data_type: 1,
+        data_location: 1,
+        external_data: keys,
+        ..Default::default()
+    };
+    let inline = Tensor::from_vec(vec![9f32, 10.0], [2], Order::RowMajor).unwrap();
+    let mut m = tensorfmt_onnx::weights_model(&[("inline".into(), inline)]).unwrap();
+    let g = m.graph.as_mut().unwrap();
+    g.initializer.insert(
+        0,
+        ext(
+            "a",
+            vec![2, 3],
+            vec![entry("location", "m.onnx.data"), entry("length", "24")],
+        ),
+    );
+    g.initializer.push(ext(
+        "b",
+        vec![2],
+        vec![entry("location", "./m.onnx.data"), entry("offset", "32")],
+    ));
+    let model = dir.path().join("m.onnx");
+    let mut buf = Vec::new();
+    tensorfmt_onnx::write_model(&mut buf, &m).unwrap();
+    std::fs::write(&model, &buf).unwrap();
+
+    let v = describe_path(&model, &RemoteOptions::default()).unwrap();
+    let mapped = tensorfmt::open(&model, &Default::default()).unwrap();
+    let names: Vec<_> = v.tensors.iter().map(|t| t.info.name.as_str()).collect();
+    assert_eq!(names, ["a", "inline", "b"]);
+    assert_eq!(
+        v.tensors.iter().map(|t| t.info.clone()).collect::<Vec<_>>(),
+        mapped.tensors()
+    );
+    for t in &v.tensors {
+        let want = mapped.read_tensor(&t.info.name).unwrap();
+        let got = match &t.placement {
+            Placement::Beside { file, layout } => {
+                assert_eq!(file.to_end, t.info.name == "b");
+                gather(&data, layout)
+            }
+            Placement::Bytes { layout, .. } => gather(&buf, layout),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(got, want.bytes().as_ref(), "{}", t.info.name);
+    }
+    // A location outside the model's directory is refused by its text.
+    let g = m.graph.as_mut().unwrap();
+    g.initializer[0].external_data[0].value = "../m.onnx.data".into();
+    let mut bad = Vec::new();
+    tensorfmt_onnx::write_model(&mut bad, &m).unwrap();
+    std::fs::write(&model, &bad).unwrap();
+    let e = describe_path(&model, &RemoteOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("'..'"), "{e}");
 }

@@ -54,13 +54,13 @@ import datetime as _dt
 import math
 import posixpath
 from typing import Any, Dict, Iterable, List, Mapping, Optional
-from urllib.parse import urlparse
+from urllib.parse import quote, urlparse
 
 import numpy as np
 
 from . import _native
 from ._dims import dims_for, header_attrs, zarr_names
-from ._errors import InputChangedError, InvalidArgumentError, TensorfmtIOError, naming
+from ._errors import FormatError, InputChangedError, InvalidArgumentError, TensorfmtIOError, naming
 
 try:  # pragma: no cover - import guard
     from virtualizarr.manifests import ChunkManifest, ManifestArray, ManifestGroup, ManifestStore
@@ -193,6 +193,29 @@ class Parser:
         self.last_fetch = {"fetched": d["fetched"], "requests": d["requests"]}
         return d
 
+    def _beside(self, url: str, t: Mapping[str, Any], offsets: np.ndarray, registry: Any, sources: Dict[str, Any]) -> str:
+        """The URL of the file a tensor lies in beside ``url`` (an ONNX model's external
+        data), its size checked against the tensor's range (to its end when the model
+        gives no length) and recorded in ``sources``."""
+        location = posixpath.normpath(str(t["file"]))  # relative, no '..' (checked in Rust)
+        other = url.rsplit("/", 1)[0] + "/" + quote(location)
+        if other not in sources:
+            store, path = registry.resolve(other)
+            with naming(other):
+                try:
+                    sources[other] = _meta(store, path)
+                except Exception as e:  # noqa: BLE001 - the store's own error, typed
+                    raise TensorfmtIOError(f"{other}: the external data file of {url} cannot be read: {type(e).__name__}: {e}") from e
+        size = sources[other]["size"]
+        end = int(offsets.max()) + int(t["chunk_len"]) if offsets.size else 0
+        if end > size or (t["file_to_end"] and end != size):
+            need = "end at" if t["file_to_end"] else "fit in"
+            raise FormatError(
+                f"{url}: tensor {t['name']!r}: its external data (bytes ..{end} of {location!r}) must "
+                f"{need} the file's {size} bytes; nothing was described"
+            )
+        return other
+
     def __call__(self, url: str, registry: Any) -> ManifestStore:
         d = self.describe(url, registry)
         fmt, header = d["format"], d["header"]
@@ -200,6 +223,7 @@ class Parser:
         znames = zarr_names(all_names)
         arrays: Dict[str, ManifestArray] = {}
         not_virtual: Dict[str, str] = {}
+        sources: Dict[str, Any] = {}  # files beside this one (ONNX external data)
         for t in d["tensors"]:
             name = t["name"]
             if name in self.skip_variables:
@@ -231,11 +255,14 @@ class Parser:
             )
             grid = tuple(int(g) for g in t["grid_shape"])
             offsets = np.asarray(t["offsets"], dtype=np.uint64).reshape(grid)
+            where = url
+            if t.get("file") is not None:
+                where = self._beside(url, t, offsets, registry, sources)
             if offsets.size == 0:
                 manifest = ChunkManifest(entries={}, shape=grid)
             else:
                 manifest = ChunkManifest.from_arrays(
-                    paths=np.full(grid, url, dtype=np.dtypes.StringDType()),
+                    paths=np.full(grid, where, dtype=np.dtypes.StringDType()),
                     offsets=offsets,
                     lengths=np.full(grid, t["chunk_len"], dtype=np.uint64),
                 )
@@ -244,7 +271,7 @@ class Parser:
         attrs.update(
             tensorfmt_format=fmt,
             tensorfmt_kind=d["kind"],
-            tensorfmt_source={url: d["source"]},
+            tensorfmt_source={url: d["source"], **sources},
             tensorfmt_parsed_at=_dt.datetime.now(_dt.timezone.utc).isoformat(),
             not_virtual=not_virtual,
         )
