@@ -595,6 +595,16 @@ pub enum Placement {
 /// The file a [`Placement::Beside`] tensor lies in: a relative location the format's
 /// reader checked lexically (no `..`, not absolute), to be resolved against the
 /// directory of the described file and checked against its size by the caller.
+///
+/// ```
+/// use tensorfmt_core::ranged::{BesideFile, Placement};
+/// use tensorfmt_core::SourceLayout;
+/// let p = Placement::Beside {
+///     file: BesideFile { location: "model.onnx.data".into(), to_end: false },
+///     layout: SourceLayout::contiguous(4096, 24), // 6 floats at 4096 in that file
+/// };
+/// assert!(matches!(p, Placement::Beside { ref file, .. } if file.location.ends_with(".data")));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BesideFile {
     /// Relative location, `/`-separated.

@@ -34,7 +34,23 @@ pub(crate) enum Beside<'a> {
 }
 
 /// An initializer whose bytes lie in an external file that was not read (the model
-/// was read with [`Beside::Described`]).
+/// was read by [`crate::read_model_file_described`]).
+///
+/// ```
+/// use tensorfmt_onnx::proto::{StringStringEntryProto as Entry, TensorProto};
+/// let t = TensorProto {
+///     name: "w".into(), dims: vec![4], data_type: 7, data_location: 1, // INT64
+///     external_data: vec![Entry { key: "location".into(), value: "w.bin".into() }],
+///     ..Default::default()
+/// };
+/// let mut m = tensorfmt_onnx::weights_model(&[])?;
+/// m.graph.as_mut().unwrap().initializer.push(t);
+/// let mut buf = Vec::new();
+/// tensorfmt_onnx::write_model(&mut buf, &m)?;
+/// let u = tensorfmt_onnx::read_model_file_described(buf.into(), &Default::default())?.unread.remove(0);
+/// assert_eq!((u.index, u.info.name.as_str(), u.offset, u.nbytes), (0, "w", 0, 32));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Unread {
     /// Position among the graph's initializers.

@@ -62,7 +62,7 @@ pub fn fetch_structure(image: &mut SparseImage<'_>) -> Result<()> {
 /// Opens an image filled by [`fetch_structure`] (or the whole file) and says where each
 /// initializer's values lie: `raw_data` is a zero-copy slice of the image, so its
 /// offset is exact; external data is a range of the file it names
-/// ([`Placement::Beside`], its location checked by its text, its range by the caller
+/// ([`Placement::Beside`](tensorfmt_core::ranged::Placement::Beside), its location checked by its text, its range by the caller
 /// against that file's size); values decoded from typed fields (`float_data`,
 /// `int64_data`...) are listed as not virtual.
 pub fn describe(

@@ -27,7 +27,9 @@ attribute). What is not a byte range of the file (sparse PVP frames, byte-compre
 weights, PINK's interleaved rotation/flip records, computed hexagonal coordinates) is
 left out and listed with the reason in the root group's ``not_virtual`` attribute (a
 sparse PVP costs its first block too: its frames have no index to walk, and nothing in
-them is a reference). A
+them is a reference). An ONNX model's external data is referenced in its own file beside
+the model (its location relative and without ``..``, its size checked and recorded in
+``tensorfmt_source``). A
 file whose references could be wrong (legacy MPI-split PVP frames, a size that is not
 whole frames, weight frames that disagree) is refused with an error naming the field.
 
