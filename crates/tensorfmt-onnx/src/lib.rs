@@ -57,7 +57,8 @@ pub use file::OnnxFile;
 pub use read::{read_model_file, read_model_file_at, read_model_file_described, sniff, ModelFile};
 pub use tensor::{dtype_of, onnx_data_type, tensor_from_proto, tensor_to_proto};
 pub use write::{
-    weights_model, write_model, write_model_bulk, write_tensors, IR_VERSION, MAX_MODEL_BYTES, OPSET,
+    save_model, weights_model, write_model, write_model_bulk, write_tensors, EXTERNAL_MIN_BYTES,
+    IR_VERSION, MAX_MODEL_BYTES, OPSET,
 };
 
 /// Opens an ONNX model as named tensors: its initializers, under their own names.
@@ -115,6 +116,5 @@ pub fn save_tensors(
     tensors: &[(String, Tensor)],
     options: &WriteOptions,
 ) -> Result<()> {
-    let model = weights_model(tensors)?;
-    tensorfmt_core::io::write_atomic_with(path, options, |w| write_model_bulk(w, &model))
+    save_model(path, &weights_model(tensors)?, options)
 }

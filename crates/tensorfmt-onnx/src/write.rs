@@ -3,13 +3,16 @@
 //! weights-only models built from named tensors.
 
 use std::io::Write;
+use std::path::Path;
 
 use prost::Message;
-use tensorfmt_core::io::BulkWrite;
-use tensorfmt_core::Tensor;
+use tensorfmt_core::io::{write_atomic_with, AtomicFile, BulkWrite};
+use tensorfmt_core::{Tensor, WriteOptions};
 
 use crate::error::{OnnxError, Result};
-use crate::proto::{GraphProto, ModelProto, OperatorSetIdProto, TensorProto};
+use crate::proto::{
+    GraphProto, ModelProto, OperatorSetIdProto, StringStringEntryProto, TensorProto,
+};
 use crate::tensor::tensor_to_proto;
 use crate::wire::put_varint;
 
@@ -161,18 +164,154 @@ pub fn write_model_bulk(w: &mut dyn BulkWrite, model: &ModelProto) -> Result<()>
 }
 
 /// The largest ONNX file that protobuf parsers read (`onnx.load`, onnxruntime): 2 GiB
-/// - 1. Larger models need ONNX's external-data files, which tensorfmt does not write.
+/// - 1. [`save_model`] puts the payloads of larger models in an external data file.
 pub const MAX_MODEL_BYTES: u64 = i32::MAX as u64;
 
 fn check_model_size(n: u64) -> Result<()> {
     if n > MAX_MODEL_BYTES {
         return Err(OnnxError::Write(format!(
             "the model would be {n} bytes, over the 2 GiB protobuf limit of ONNX readers \
-             ({MAX_MODEL_BYTES} bytes); tensorfmt does not write external data files"
+             ({MAX_MODEL_BYTES} bytes)"
         )));
     }
     Ok(())
 }
+
+/// Initializers smaller than this stay in the model when payloads go to an external
+/// data file (`onnx.save_model`'s default `size_threshold`).
+pub const EXTERNAL_MIN_BYTES: usize = 1024;
+
+/// Offsets of payloads in an external data file are multiples of this (aligned loads
+/// for whoever maps the file).
+const EXTERNAL_ALIGN: u64 = 64;
+
+/// Saves `model` at `path` through [`tensorfmt_core::io::AtomicFile`]s: one file when
+/// it fits protobuf's 2 GiB ([`MAX_MODEL_BYTES`]); otherwise, or when
+/// `options.extra["external_data"]` is `"true"` (`--set external_data=true`), every
+/// initializer payload of [`EXTERNAL_MIN_BYTES`] or more goes to `NAME.data` beside the
+/// model (ONNX's external data: `location`, `offset`, `length`, offsets 64-byte
+/// aligned), as `onnx.save_model(..., save_as_external_data=True)` writes it. The data
+/// file is committed before the model, and removed if the model cannot be.
+///
+/// ```
+/// use tensorfmt_core::{Order, Tensor, WriteOptions};
+/// let dir = tempfile::tempdir()?;
+/// let p = dir.path().join("w.onnx");
+/// let t = Tensor::from_vec(vec![0.5f32; 1000], [1000], Order::RowMajor)?;
+/// let m = tensorfmt_onnx::weights_model(&[("w".into(), t)])?;
+/// let mut options = WriteOptions::default();
+/// options.extra.insert("external_data".into(), "true".into());
+/// tensorfmt_onnx::save_model(&p, &m, &options)?;
+/// assert_eq!(std::fs::metadata(dir.path().join("w.onnx.data"))?.len(), 4000);
+/// let back = tensorfmt_onnx::read_model_file_at(std::fs::read(&p)?.into(), &Default::default(), dir.path())?;
+/// assert_eq!(back.external_files, ["w.onnx.data"]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn save_model(path: &Path, model: &ModelProto, options: &WriteOptions) -> Result<()> {
+    save_model_within(path, model, options, MAX_MODEL_BYTES)
+}
+
+/// [`save_model`] with the size over which payloads go external as a parameter (the
+/// tests cannot build 2 GiB).
+fn save_model_within(
+    path: &Path,
+    model: &ModelProto,
+    options: &WriteOptions,
+    max_inline: u64,
+) -> Result<()> {
+    let forced = match options.extra.get("external_data").map(String::as_str) {
+        None | Some("false") => false,
+        Some("true") => true,
+        Some(other) => {
+            return Err(OnnxError::Write(format!(
+                "external_data is true or false, not {other:?}"
+            )))
+        }
+    };
+    if !forced && encoded_len(model)? <= max_inline {
+        return Ok(write_atomic_with(path, options, |w| {
+            write_model_bulk(w, model)
+        })?);
+    }
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .ok_or_else(|| OnnxError::Write(format!("{}: not a UTF-8 file name", path.display())))?;
+    let location = format!("{name}.data");
+    let data_path = path.with_file_name(&location);
+    let mut small = model.clone();
+    let mut payloads = Vec::new();
+    let mut end = 0u64;
+    if let Some(g) = small.graph.as_mut() {
+        for t in &mut g.initializer {
+            if t.raw_data.len() < EXTERNAL_MIN_BYTES {
+                continue;
+            }
+            let offset = end.div_ceil(EXTERNAL_ALIGN) * EXTERNAL_ALIGN;
+            let raw = std::mem::take(&mut t.raw_data);
+            end = offset + raw.len() as u64;
+            let entry = |k: &str, v: String| StringStringEntryProto {
+                key: k.into(),
+                value: v,
+            };
+            t.data_location = 1;
+            t.external_data = vec![
+                entry("location", location.clone()),
+                entry("offset", offset.to_string()),
+                entry("length", raw.len().to_string()),
+            ];
+            payloads.push((offset, raw));
+        }
+    }
+    if payloads.is_empty() {
+        // Nothing large enough to move: one file.
+        return Ok(write_atomic_with(path, options, |w| {
+            write_model_bulk(w, &small)
+        })?);
+    }
+    let mut data = AtomicFile::create(&data_path)?.sync(!options.skip_fsync);
+    data.expect_len(end)?;
+    let mut at = 0u64;
+    for (offset, raw) in &payloads {
+        data.write_all(&vec![0u8; (offset - at) as usize])?;
+        data.write_bulk(raw)?;
+        at = offset + raw.len() as u64;
+    }
+    let mut head = AtomicFile::create(path)?.sync(!options.skip_fsync);
+    write_model_bulk(&mut head, &small)?;
+    data.commit()?;
+    if let Err(e) = head.commit() {
+        let _ = std::fs::remove_file(&data_path);
+        return Err(e.into());
+    }
+    Ok(())
+}
+
+/// The size of `model` encoded with every payload inline.
+fn encoded_len(model: &ModelProto) -> Result<u64> {
+    let mut counter = Counter(0);
+    match write_model_bulk(&mut counter, model) {
+        Ok(()) => Ok(counter.0),
+        // Over protobuf's limit: larger than any inline model.
+        Err(OnnxError::Write(_)) => Ok(u64::MAX),
+        Err(e) => Err(e),
+    }
+}
+
+/// A writer that only counts (payloads are not copied).
+struct Counter(u64);
+
+impl Write for Counter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len() as u64;
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl BulkWrite for Counter {}
 
 /// A weights-only model: a graph with no nodes whose initializers are `tensors`
 /// (names kept, row-major `raw_data`), IR version [`IR_VERSION`], opset [`OPSET`].
@@ -236,6 +375,44 @@ mod tests {
     /// A model over protobuf's 2 GiB limit would be a file no ONNX reader opens: it is
     /// refused by size, before anything is written. (Building a 2 GiB tensor in a unit
     /// test is too costly; the size rule is checked at its boundary.)
+    #[test]
+    fn models_over_the_inline_limit_put_their_payloads_beside() {
+        use tensorfmt_core::Order;
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("m.onnx");
+        let big = Tensor::from_vec(vec![1.5f32; 3000], [3000], Order::RowMajor).unwrap();
+        let odd = Tensor::from_vec(vec![7u8; 1001 * 3], [3, 1001], Order::RowMajor).unwrap();
+        let small = Tensor::from_vec(vec![2i64; 4], [4], Order::RowMajor).unwrap();
+        let named = [
+            ("odd".to_string(), odd.clone()),
+            ("big".to_string(), big.clone()),
+            ("small".to_string(), small.clone()),
+        ];
+        let m = weights_model(&named).unwrap();
+        // Under the limit: one file, as before.
+        save_model_within(&p, &m, &Default::default(), 1 << 20).unwrap();
+        assert!(!dir.path().join("m.onnx.data").exists());
+        // Over it: payloads of 1 KiB or more go beside, 64-byte aligned, in order.
+        save_model_within(&p, &m, &Default::default(), 4096).unwrap();
+        let data = std::fs::read(dir.path().join("m.onnx.data")).unwrap();
+        assert_eq!(data.len(), 3008 + 12000);
+        let back = crate::read_model_file_at(
+            std::fs::read(&p).unwrap().into(),
+            &Default::default(),
+            dir.path(),
+        )
+        .unwrap();
+        assert_eq!(back.external_files, ["m.onnx.data"]);
+        for ((n, t), (m, u)) in named.iter().zip(&back.initializers) {
+            assert_eq!((n, t.bytes()), (m, u.bytes()));
+        }
+        assert!(std::fs::metadata(&p).unwrap().len() < 1024);
+        let mut bad = WriteOptions::default();
+        bad.extra.insert("external_data".into(), "yes".into());
+        let e = save_model(&p, &m, &bad).unwrap_err().to_string();
+        assert!(e.contains("true or false"), "{e}");
+    }
+
     #[test]
     fn models_over_two_gib_are_refused_before_writing() {
         assert!(check_model_size(MAX_MODEL_BYTES).is_ok());

@@ -345,6 +345,22 @@ def test_onnx_external_data_reads_as_onnx_loads_it(tmp_path):
     with pytest.warns(tensorfmt.TensorfmtWarning, match="graph [(]1 node[)] is not written"):
         tensorfmt.convert(tmp_path / "net.onnx", tmp_path / "elsewhere" / "net.onnx")
 
+    # Written with external data (automatic past 2 GiB; asked for here): onnx loads
+    # and checks it, and it reads back.
+    ext = tmp_path / "elsewhere" / "ext.onnx"
+    bigger = {**arrays, "fc.weight": rng.standard_normal((64, 32)).astype(np.float32)}
+    tensorfmt.save(ext, bigger, settings={"external_data": "true"})
+    # Payloads of 1 KiB or more go beside (fc.weight); the small ones stay inline.
+    assert os.path.getsize(tmp_path / "elsewhere" / "ext.onnx.data") == bigger["fc.weight"].nbytes
+    onnx.checker.check_model(str(ext), full_check=True)
+    loaded = {t.name: numpy_helper.to_array(t) for t in onnx.load(str(ext)).graph.initializer}
+    for n in bigger:
+        np.testing.assert_array_equal(loaded[n], bigger[n])
+        np.testing.assert_array_equal(tensorfmt.load(ext)[n], bigger[n])
+    with pytest.raises(tensorfmt.TensorfmtError, match="true or false"):
+        tensorfmt.save(tmp_path / "bad.onnx", arrays, settings={"external_data": "maybe"})
+    assert not (tmp_path / "bad.onnx").exists() and not (tmp_path / "bad.onnx.data").exists()
+
     # The same model, its location pointing out of its directory.
     m = onnx.load(str(path), load_external_data=False)
     for t in m.graph.initializer:
