@@ -229,9 +229,7 @@ fn save_model_within(
         }
     };
     if !forced && encoded_len(model)? <= max_inline {
-        return Ok(write_atomic_with(path, options, |w| {
-            write_model_bulk(w, model)
-        })?);
+        return write_atomic_with(path, options, |w| write_model_bulk(w, model));
     }
     let name = path
         .file_name()
@@ -265,9 +263,7 @@ fn save_model_within(
     }
     if payloads.is_empty() {
         // Nothing large enough to move: one file.
-        return Ok(write_atomic_with(path, options, |w| {
-            write_model_bulk(w, &small)
-        })?);
+        return write_atomic_with(path, options, |w| write_model_bulk(w, &small));
     }
     let mut data = AtomicFile::create(&data_path)?.sync(!options.skip_fsync);
     data.expect_len(end)?;
