@@ -51,7 +51,29 @@ use crate::{Error, Result};
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn map_file(path: impl AsRef<Path>) -> Result<Bytes> {
-    let path = path.as_ref();
+    map(path.as_ref(), true)
+}
+
+/// [`map_file`] that closes the file once it is mapped: for inputs opened by the
+/// thousand (an ONNX model exported with one external data file per tensor), which
+/// would otherwise hold a descriptor each past the usual limit of 1024. The one
+/// difference: [`AtomicFile::write_mapped`] copies their slices through this process
+/// instead of with `copy_file_range`.
+///
+/// ```
+/// let dir = tempfile::tempdir()?;
+/// let p = dir.path().join("x.bin");
+/// std::fs::write(&p, b"hello")?;
+/// let b = tensorfmt_core::io::map_file_unheld(&p)?;
+/// std::fs::remove_file(&p)?; // the mapping outlives the name and the descriptor
+/// assert_eq!(&b[..], b"hello");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn map_file_unheld(path: impl AsRef<Path>) -> Result<Bytes> {
+    map(path.as_ref(), false)
+}
+
+fn map(path: &Path, hold: bool) -> Result<Bytes> {
     let file = open_regular(path)?;
     let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
     if len == 0 {
@@ -65,7 +87,9 @@ pub fn map_file(path: impl AsRef<Path>) -> Result<Bytes> {
     // `tests::a_shrinking_input_reads_zeros_and_blocks_commits`.
     let map = unsafe { Mapping::new(&file) }.map_err(|e| Error::io(path, e))?;
     let guard = fault_guard::register(&map, path);
-    // The file stays open with its mapping: `AtomicFile::write_mapped` copies from it.
+    // The file stays open with its mapping (unless asked not to):
+    // `AtomicFile::write_mapped` copies from it.
+    let file = hold.then_some(file);
     let map = Arc::new(Source { map, file });
     {
         let mut live = MAPS.lock().unwrap_or_else(|p| p.into_inner());
@@ -128,10 +152,11 @@ impl std::ops::Deref for Mapping {
     }
 }
 
-/// A mapping made by [`map_file`] and the open file under it.
+/// A mapping made by [`map_file`] and the open file under it (`None`: closed after
+/// mapping, [`map_file_unheld`]).
 struct Source {
     map: Mapping,
-    file: File,
+    file: Option<File>,
 }
 
 impl std::ops::Deref for Source {

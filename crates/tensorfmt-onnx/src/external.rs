@@ -188,7 +188,11 @@ impl<'a> ExternalFiles<'a> {
             } => OnnxError::Tensor {
                 path,
                 offset,
-                reason: reason.replacen("raw_data", &format!("external data in {location:?}"), 1),
+                reason: reason.replacen(
+                    "raw_data",
+                    &format!("tensor {:?}: external data in {location:?}", p.name),
+                    1,
+                ),
             },
             e => e,
         })?;
@@ -212,7 +216,14 @@ impl<'a> ExternalFiles<'a> {
         };
         let file = self.map(dir, location).map_err(|e| match e {
             Refusal::Unsafe(why) => err(format!("location {location:?} {why}")),
-            Refusal::Io(e) => err(format!("{location:?}: {e}")),
+            // An I/O error stays one (Python's FileNotFoundError / OSError), named.
+            Refusal::Io(tensorfmt_core::Error::Io { path: file, source }) => {
+                OnnxError::Core(tensorfmt_core::Error::Io {
+                    path: format!("{path}: the external data of tensor {:?}, {file}", p.name),
+                    source,
+                })
+            }
+            Refusal::Io(e) => OnnxError::Core(e),
         })?;
         let size = file.len() as u64;
         let start = start.unwrap_or(0);
@@ -241,7 +252,9 @@ impl<'a> ExternalFiles<'a> {
         if let Some(b) = self.mapped.get(&real) {
             return Ok(b.clone());
         }
-        let bytes = tensorfmt_core::io::map_file(&real).map_err(|e| Refusal::Io(e.to_string()))?;
+        // Closed once mapped: a model exported with one file per tensor (torch's
+        // exporter does) would otherwise hold thousands of descriptors.
+        let bytes = tensorfmt_core::io::map_file_unheld(&real).map_err(Refusal::Io)?;
         self.mapped.insert(real, bytes.clone());
         Ok(bytes)
     }
@@ -271,7 +284,7 @@ enum Refusal {
     /// The location breaks a rule of ONNX's loader.
     Unsafe(String),
     /// The file cannot be read.
-    Io(String),
+    Io(tensorfmt_core::Error),
 }
 
 /// The canonical path of `dir/location`, when the location is one ONNX's loader
@@ -279,23 +292,33 @@ enum Refusal {
 fn contained(dir: &Path, location: &str) -> std::result::Result<PathBuf, Refusal> {
     let unsafe_ = |why: &str| Err(Refusal::Unsafe(why.into()));
     lexically_inside(location).map_err(|why| Refusal::Unsafe(why.into()))?;
-    let rel = Path::new(location);
     let dir = if dir.as_os_str().is_empty() {
         Path::new(".")
     } else {
         dir
     };
-    let data_path = dir.join(rel);
-    let meta = std::fs::symlink_metadata(&data_path).map_err(|e| Refusal::Io(e.to_string()))?;
-    if meta.file_type().is_symlink() {
-        return unsafe_("is a symbolic link (ONNX's loader refuses them)");
+    let io = |p: &Path, e: std::io::Error| Refusal::Io(tensorfmt_core::Error::io(p, e));
+    // No component may be a symbolic link (ONNX's loader opens with
+    // RESOLVE_NO_SYMLINKS), the last one included.
+    let mut data_path = dir.to_path_buf();
+    let mut meta = None;
+    for c in Path::new(location).components() {
+        if let Component::Normal(part) = c {
+            data_path.push(part);
+            let m = std::fs::symlink_metadata(&data_path).map_err(|e| io(&data_path, e))?;
+            if m.file_type().is_symlink() {
+                return unsafe_("goes through a symbolic link (ONNX's loader refuses them)");
+            }
+            meta = Some(m);
+        }
     }
-    let (real, base) = match (data_path.canonicalize(), dir.canonicalize()) {
-        (Ok(r), Ok(b)) => (r, b),
-        (Err(e), _) | (_, Err(e)) => return Err(Refusal::Io(e.to_string())),
+    let Some(meta) = meta else {
+        return unsafe_("names the model's directory itself");
     };
+    let real = data_path.canonicalize().map_err(|e| io(&data_path, e))?;
+    let base = dir.canonicalize().map_err(|e| io(dir, e))?;
     if !real.starts_with(&base) {
-        return unsafe_("resolves outside the model's directory (through a symbolic link)");
+        return unsafe_("resolves outside the model's directory");
     }
     if !meta.is_file() {
         return unsafe_("is not a regular file");

@@ -111,13 +111,16 @@ fn locations_outside_the_model_directory_are_refused_unread() {
     std::os::unix::fs::symlink(root.path(), dir.join("up")).unwrap();
     std::fs::hard_link(&secret, dir.join("hard")).unwrap();
     std::fs::create_dir(dir.join("sub")).unwrap();
+    std::fs::write(dir.join("sub/w"), [0u8; 4]).unwrap();
+    std::os::unix::fs::symlink(dir.join("sub"), dir.join("inner")).unwrap();
     let secret_path = secret.to_str().unwrap().to_string();
     for (location, why) in [
         ("../secret", "'..'"),
         ("sub/../../secret", "'..'"),
         (secret_path.as_str(), "absolute"),
         ("link", "symbolic link"),
-        ("up/secret", "outside the model's directory"),
+        ("up/secret", "symbolic link"),
+        ("inner/w", "symbolic link"), // a link inside the directory, to a subdirectory of it
         ("hard", "hard link"),
         ("sub", "not a regular file"),
         ("a\0b", "NUL"),
@@ -128,12 +131,19 @@ fn locations_outside_the_model_directory_are_refused_unread() {
             "{location:?}: {e}"
         );
     }
-    let e = read(
+    // A missing file is an I/O error (Python's FileNotFoundError), naming both.
+    let e = read_model_file_at(
+        model(vec![external("w", &[1], &[("location", "missing.bin")])]),
+        &ReadOptions::default(),
         &dir,
-        vec![external("w", &[1], &[("location", "missing.bin")])],
     )
     .unwrap_err();
-    assert!(e.contains("missing.bin"), "{e}");
+    assert_eq!(
+        tensorfmt_core::Classify::kind(&e),
+        tensorfmt_core::ErrorKind::Io
+    );
+    let e = e.to_string();
+    assert!(e.contains("missing.bin") && e.contains("\"w\""), "{e}");
     let e = read(&dir, vec![external("w", &[1], &[("offset", "0")])]).unwrap_err();
     assert!(e.contains("no 'location'"), "{e}");
 }

@@ -372,3 +372,36 @@ def test_onnx_external_data_reads_as_onnx_loads_it(tmp_path):
     onnx.save_model(m, str(inner / "model.onnx"))
     with pytest.raises(tensorfmt.TensorfmtError, match=r"'\.\.' component"):
         tensorfmt.load(inner / "model.onnx")
+
+
+def test_onnx_external_data_edges(tmp_path):
+    """What review found around external data: an I/O error stays one; a data file
+    shrunk under an open document fails validate(); a conversion never replaces the
+    input's data file; bytes paths work."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import helper, numpy_helper
+
+    w = np.arange(600, dtype=np.float32)
+    graph = helper.make_graph([], "g", [], [], initializer=[numpy_helper.from_array(w, "w")])
+    model = tmp_path / "m.onnx"
+    onnx.save_model(helper.make_model(graph), str(model), save_as_external_data=True, location="m.data", size_threshold=0)
+    np.testing.assert_array_equal(tensorfmt.load(os.fsencode(model))["w"], w)
+
+    # Replacing the input's own data file would break the model: refused, unchanged.
+    before = (tmp_path / "m.data").read_bytes()
+    with pytest.raises(tensorfmt.TensorfmtError, match="never overwritten"):
+        tensorfmt.convert(model, tmp_path / "m.data", to="safetensors")
+    assert (tmp_path / "m.data").read_bytes() == before
+
+    doc = tensorfmt.open(model)
+    os.truncate(tmp_path / "m.data", 100)
+    assert float(doc["w"].sum()) != float(w.sum())  # zeros where the file vanished
+    report = doc.validate()
+    assert not report.ok and "changed" in str(report.error)
+    doc.close()
+
+    # A missing data file is a FileNotFoundError naming it and the tensor.
+    (tmp_path / "m.data").unlink()
+    with pytest.raises(FileNotFoundError, match="m.data") as e:
+        tensorfmt.load(model)
+    assert isinstance(e.value, tensorfmt.TensorfmtError) and '"w"' in str(e.value)

@@ -120,6 +120,12 @@ def test_names_and_dims_are_the_engines():
 
 def test_zarr_names_never_collide():
     assert tv.zarr_names(["a/0", "a.0", "b/1"]) == {"a/0": "a%2F0", "a.0": "a.0", "b/1": "b.1"}
+    # Whatever the order, distinct names stay distinct (the %2F fallback once took an
+    # original name's place), and zarr's reserved "." / ".." are renamed.
+    for names in (["a/b", "a.b", "a%2Fb"], ["a%2Fb", "a/b", "a.b"], ["/", ".", "..", "%2F", "."[:0] or "x"]):
+        z = tv.zarr_names(names)
+        assert len(set(z.values())) == len(set(names)) and not {".", ".."} & set(z.values()), z
+        assert all("/" not in v for v in z.values())
 
 
 def test_not_virtual_tensors_are_listed_with_reasons():
@@ -184,6 +190,27 @@ def test_onnx_external_data_is_referenced_in_its_own_file(tmp_path):
         ds = open_store(store)
         assert same(ds["fc.bias"].values, arrays["fc.bias"])
         assert srv.served("m.onnx.data") == arrays["fc.bias"].nbytes
+    # Locally, the loader's rules: a data file reached through a symbolic link is
+    # refused (tensorfmt.load refuses it too); '%' would name another file in a URL.
+    def model_at(location):
+        m = onnx.load(str(model), load_external_data=False)
+        for t in m.graph.initializer:
+            for e in t.external_data:
+                if e.key == "location":
+                    e.value = location
+        out = tmp_path / f"m_{len(location)}_{location.count('%')}.onnx"
+        onnx.save_model(m, str(out))
+        return out
+    (tmp_path / "outside").mkdir()
+    shutil.copy(data, tmp_path / "outside" / "d.bin")
+    os.symlink(tmp_path / "outside", tmp_path / "via")
+    for location, why in [("via/d.bin", "symbolic link"), ("a%41.bin", "'%'")]:
+        with pytest.raises(tensorfmt.FormatError, match=why):
+            tv.Parser()(url_of(model_at(location)), local())
+    shutil.copy(data, tmp_path / "my data.bin")  # a space is a plain character
+    spaced = open_store(tv.Parser()(url_of(model_at("my data.bin")), local()))
+    assert same(spaced["fc.bias"].values, arrays["fc.bias"])
+
     # A data file that ends before the tensors it holds: refused, nothing described.
     with open(data, "r+b") as f:
         f.truncate(os.path.getsize(data) - 4)

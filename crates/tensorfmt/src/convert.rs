@@ -144,6 +144,7 @@ impl Document {
     ) -> Result<WriteReport> {
         self.check_input()?;
         let target = target.into();
+        self.refuse_overwriting_inputs(path.as_ref(), target.format)?;
         if let Some(original) = &options.like {
             return self.convert_like(path.as_ref(), &target, names, options, original, progress);
         }
@@ -571,6 +572,58 @@ fn keep_sparse(
         }
     }
     Ok(None)
+}
+
+impl Document {
+    /// Refuses an output that is one of the files this document's tensors are read
+    /// from besides its own (an ONNX model's external data: replacing it would break
+    /// the source model), or, for an ONNX output, whose `OUT.data` beside it would be.
+    fn refuse_overwriting_inputs(&self, out: &Path, format: Format) -> Result<()> {
+        let externals = self.file().external_files();
+        if externals.is_empty() {
+            return Ok(());
+        }
+        let dir = self.path().parent().unwrap_or(Path::new(""));
+        let mut outputs = vec![out.to_path_buf()];
+        if format == Format::Onnx {
+            let mut data = out.as_os_str().to_owned();
+            data.push(".data");
+            outputs.push(data.into());
+        }
+        for o in &outputs {
+            for loc in &externals {
+                let input = dir.join(loc);
+                if same_file(o, &input) {
+                    return Err(Error::Invalid(format!(
+                        "the output {} is {}, the external data of the input {}; an input is \
+                         never overwritten",
+                        o.display(),
+                        input.display(),
+                        self.path().display()
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether two paths name one existing file (device and inode).
+fn same_file(a: &Path, b: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        match (std::fs::metadata(a), std::fs::metadata(b)) {
+            (Ok(x), Ok(y)) => (x.dev(), x.ino()) == (y.dev(), y.ino()),
+            _ => false,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        a.canonicalize()
+            .ok()
+            .is_some_and(|x| b.canonicalize().ok() == Some(x))
+    }
 }
 
 /// What an ONNX model converted to ONNX other than by a copy loses: tensorfmt writes

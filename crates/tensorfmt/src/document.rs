@@ -97,6 +97,9 @@ pub struct Document {
 struct InputWatch {
     path: PathBuf,
     mapped_len: u64,
+    /// Other files the tensors are mapped from (an ONNX model's external data), as
+    /// mapped (canonical paths) with their lengths then.
+    others: Vec<(PathBuf, u64)>,
     faults_seen: AtomicU64,
     poisoned: AtomicBool,
 }
@@ -115,9 +118,24 @@ impl InputWatch {
         })
     }
 
+    /// [`check`](Self::check) that also looks at the files' sizes when no fault was
+    /// seen: a file cut inside its last page reads zeros there without faulting.
+    /// For `validate`, the full check (a `stat` per input).
+    fn check_sizes(&self) -> Result<()> {
+        if !self.poisoned.load(Ordering::SeqCst) && self.changed() {
+            self.poisoned.store(true, Ordering::SeqCst);
+        }
+        self.check()
+    }
+
     fn changed(&self) -> bool {
-        tensorfmt_core::io::last_faulted_path().as_deref() == Some(self.path.as_path())
-            || std::fs::metadata(&self.path).is_ok_and(|m| m.len() < self.mapped_len)
+        let faulted = tensorfmt_core::io::last_faulted_path();
+        std::iter::once((&self.path, self.mapped_len))
+            .chain(self.others.iter().map(|(p, n)| (p, *n)))
+            .any(|(path, len)| {
+                faulted.as_deref() == Some(path.as_path())
+                    || std::fs::metadata(path).is_ok_and(|m| m.len() < len)
+            })
     }
 }
 
@@ -197,7 +215,9 @@ impl TensorFile for Watched {
         self.file.external_files()
     }
     fn validate(&self) -> Result<()> {
-        self.checked(|| self.file.validate())
+        self.watch.check_sizes()?;
+        self.checked(|| self.file.validate())?;
+        self.watch.check_sizes()
     }
 }
 
@@ -249,9 +269,21 @@ impl Document {
     /// watches the mapped input: once it changed under the document, every later call
     /// fails (see [`Watched`]).
     fn with_source(mut self, data: Bytes, whole: bool) -> Document {
+        let dir = self.path.parent().unwrap_or(Path::new(""));
+        let others = self
+            .file
+            .external_files()
+            .iter()
+            .filter_map(|loc| {
+                let p = dir.join(loc).canonicalize().ok()?;
+                let len = std::fs::metadata(&p).ok()?.len();
+                Some((p, len))
+            })
+            .collect();
         let watch = Arc::new(InputWatch {
             path: self.path.clone(),
             mapped_len: data.len() as u64,
+            others,
             faults_seen: AtomicU64::new(tensorfmt_core::io::guarded_faults()),
             poisoned: AtomicBool::new(false),
         });

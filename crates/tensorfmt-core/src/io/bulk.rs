@@ -71,7 +71,10 @@ impl AtomicFile {
         let sync = self.syncs();
         let out = self.inner()?.get_ref();
         let mut pos = (&*out).stream_position()?;
-        let (src, dst) = (source.file.as_raw_fd(), out.as_raw_fd());
+        let Some(file) = &source.file else {
+            return Ok(0); // closed after mapping: the caller writes the bytes
+        };
+        let (src, dst) = (file.as_raw_fd(), out.as_raw_fd());
         let mut src_off = libc::loff_t::try_from(offset).map_err(io::Error::other)?;
         let mut copied = 0usize;
         while copied < len {

@@ -547,7 +547,7 @@ def open(  # noqa: A001 - the name users expect, like io.open / safetensors.safe
     """
     if framework not in _FRAMEWORKS:
         raise InvalidArgumentError(f"framework= is 'numpy' or 'pt', not {framework!r}")
-    p = os.fspath(path)
+    p = os.fsdecode(path)
     with naming(p):
         native = _native.open_file(p, format, kind, strict, None, sparse, max_alloc)
     selected: Optional[Tuple[int, Optional[int]]] = None
@@ -587,7 +587,7 @@ def load(
     >>> {name: a.shape for name, a in arrays.items()}
     {'conv1/0': (2, 1, 2, 2), 'conv1/1': (2,), 'ip/0': (3, 2)}
     """
-    with naming(os.fspath(path)), open(
+    with naming(os.fsdecode(path)), open(
         path,
         format=format,
         kind=kind,
@@ -686,7 +686,7 @@ def save(
     >>> tensorfmt.open("act.pvp").kind
     'dense'
     """
-    p = os.fspath(path)
+    p = os.fsdecode(path)
     _refuse_existing(p, overwrite)
     if not isinstance(arrays, Mapping):
         arrays = {"values" if _is_scipy_sparse(arrays) else "arr_0": arrays}
@@ -710,7 +710,7 @@ def save(
             }
         )
     extra = {str(k): str(v) for k, v in (settings or {}).items()}
-    original = None if like is None else os.fspath(like)
+    original = None if like is None else os.fsdecode(like)
     _report(p, *_native.save(p, items, to, dtype, hex, extra, fsync, _progress_callback(progress), original))
 
 
@@ -782,14 +782,14 @@ def _convert_open(
     like: Optional[PathLike] = None,
     progress: Optional[Progress] = None,
 ) -> List[str]:
-    p = os.fspath(path)
+    p = os.fsdecode(path)
     _refuse_existing(p, overwrite)
     names = None if tensors is None else [str(t) for t in tensors]
     if names is not None:
         for n in names:
             doc.info(n)
     extra = {str(k): str(v) for k, v in (settings or {}).items()}
-    original = None if like is None else os.fspath(like)
+    original = None if like is None else os.fsdecode(like)
     hook = _progress_callback(progress)
     return _report(p, *doc._file.convert(p, names, to, dtype, hex, extra, fsync, hook, original, dense))
 
@@ -976,7 +976,7 @@ def diff(
     True
     """
     raw = _native.diff(
-        os.fspath(a), os.fspath(b), float(rtol), float(atol), int(max_diffs), bool(allow_dtype), bool(tensors_only)
+        os.fsdecode(a), os.fsdecode(b), float(rtol), float(atol), int(max_diffs), bool(allow_dtype), bool(tensors_only)
     )
     tensors = [
         TensorDiff(
@@ -1037,7 +1037,7 @@ def validate(path: PathLike, *, lenient: bool = False, format: Optional[str] = N
     """
     from ._errors import TensorfmtError
 
-    p = os.fspath(path)
+    p = os.fsdecode(path)
 
     def check(strict: bool) -> ValidationReport:
         try:
@@ -1068,4 +1068,4 @@ def formats() -> List[Dict[str, Any]]:
 
 def detect(path: PathLike) -> str:
     """The format of a file (from its content first, its extension second)."""
-    return _native.detect(os.fspath(path))
+    return _native.detect(os.fsdecode(path))

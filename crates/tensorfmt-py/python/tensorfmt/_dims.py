@@ -81,21 +81,31 @@ def header_attrs(header: Mapping[str, Any]) -> Dict[str, Any]:
 
 def zarr_names(names: Iterable[str]) -> Dict[str, str]:
     """Array names for zarr and netCDF (no ``/``, which zarr reads as a group and
-    netCDF refuses): ``/`` becomes ``.``; a name that would then collide keeps a
-    percent-encoded ``/`` (``%2F``) instead. The parser's names, and the engine's with
-    ``safe_names=True``.
+    netCDF refuses): ``/`` becomes ``.``; a name that would then collide with another
+    keeps a percent-encoded ``/`` (``%2F``, and ``%`` as ``%25``) instead, and one that
+    still collides, or is ``.`` / ``..`` (which zarr refuses), gets ``~N``. Distinct
+    names stay distinct. The parser's names, and the engine's with ``safe_names=True``.
 
     >>> zarr_names(["conv1/0", "conv1.0", "fc"])
     {'conv1/0': 'conv1%2F0', 'conv1.0': 'conv1.0', 'fc': 'fc'}
+    >>> zarr_names(["a/b", "a.b", "a%2Fb"])
+    {'a/b': 'a%2Fb~1', 'a.b': 'a.b', 'a%2Fb': 'a%2Fb'}
     """
     names = list(names)
-    taken = set(names)
+    kept = {n for n in names if "/" not in n and n not in (".", "..")}
     out: Dict[str, str] = {}
-    used: set = set()
+    used = set(kept)
     for n in names:
-        z = n.replace("/", ".") if "/" in n else n
-        if z != n and (z in taken or z in used):
+        if n in kept:
+            out[n] = n
+            continue
+        z = n.replace("/", ".")
+        if z in used or z in (".", "..", ""):
             z = n.replace("%", "%25").replace("/", "%2F")
+        base, k = z, 0
+        while z in used or z in (".", "..", ""):
+            k += 1
+            z = f"{base}~{k}"
         used.add(z)
         out[n] = z
     return out

@@ -15,6 +15,7 @@ from the builtin exception a Python user would catch for the same problem, so ex
 from __future__ import annotations
 
 import contextlib
+import os
 from typing import Iterator, Optional, Sequence
 
 
@@ -199,6 +200,7 @@ def naming(where: str) -> Iterator[None]:
     """A :class:`TensorfmtError` raised inside names ``where`` (a path or URL) first,
     unless its message already does: one bad file among thousands (an archive's tree, a
     series) is found by its name."""
+    where = os.fsdecode(where)  # a bytes path names the file as text
     try:
         yield
     except TensorfmtError as e:

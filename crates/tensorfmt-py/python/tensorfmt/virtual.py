@@ -54,9 +54,10 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
+import os
 import posixpath
 from typing import Any, Dict, Iterable, List, Mapping, Optional
-from urllib.parse import quote, urlparse
+from urllib.parse import unquote, urlparse
 
 import numpy as np
 
@@ -108,6 +109,32 @@ def _meta(store: Any, path: str) -> Dict[str, Any]:
         "last_modified": last.isoformat() if isinstance(last, _dt.datetime) else None,
         "etag": m.get("e_tag"),
     }
+
+
+def _check_local_beside(url: str, location: str, tensor: str) -> None:
+    """The rules ``tensorfmt.load`` (and ONNX's loader) apply to an external data file
+    beside a local model: no symbolic link on the way, inside the model's directory, a
+    regular file with one hard link. (An object store has no links to follow.)"""
+    base = os.path.dirname(unquote(urlparse(url).path)) or "."
+    path = base
+    why = None
+    for part in location.split("/"):
+        if part in ("", "."):
+            continue
+        path = os.path.join(path, part)
+        if os.path.islink(path):
+            why = "goes through a symbolic link (ONNX's loader refuses them)"
+            break
+    if why is None:
+        real, root = os.path.realpath(path), os.path.realpath(base)
+        if os.path.commonpath([real, root]) != root:
+            why = "resolves outside the model's directory"
+        elif os.path.exists(path) and not os.path.isfile(path):
+            why = "is not a regular file"
+        elif os.path.exists(path) and os.stat(path).st_nlink > 1:
+            why = "has more than one hard link (ONNX's loader refuses them)"
+    if why is not None:
+        raise FormatError(f"{url}: tensor {tensor!r}: external data location {location!r} {why}; nothing was described")
 
 
 class Parser:
@@ -200,7 +227,12 @@ class Parser:
         data), its size checked against the tensor's range (to its end when the model
         gives no length) and recorded in ``sources``."""
         location = posixpath.normpath(str(t["file"]))  # relative, no '..' (checked in Rust)
-        other = url.rsplit("/", 1)[0] + "/" + quote(location)
+        if any(c in location for c in "%#?"):
+            # A URL would read these as an escape, a fragment or a query: another file.
+            raise FormatError(f"{url}: tensor {t['name']!r}: external data location {location!r} holds '%', '#' or '?', which a URL cannot carry as they are; nothing was described")
+        other = url.rsplit("/", 1)[0] + "/" + location
+        if urlparse(url).scheme == "file":
+            _check_local_beside(url, location, str(t["name"]))
         if other not in sources:
             store, path = registry.resolve(other)
             with naming(other):
