@@ -84,7 +84,9 @@ pub use net::{
     NetOptions, Transform, DATA_LAYER_TYPES,
 };
 pub use params::{layer_params, message_fields, FieldSpec, ParamMessage, ParamValue};
-pub use prototxt::{ForkValue, Schema, MAX_NESTING, MAX_SCHEMA_BYTES, PROTOTXT_ALLOC_FACTOR};
+pub use prototxt::{
+    prototxt_text, ForkValue, Schema, MAX_NESTING, MAX_SCHEMA_BYTES, PROTOTXT_ALLOC_FACTOR,
+};
 pub use raw::{
     decode_f32, decode_f64, raw_type, shape_string, v0_type_to_v1, v1_type_name, MixedLayers,
     Model, NetVersion, RawBlob, RawLayer, RawSolverState, ValueSource, MAX_BLOB_AXES,

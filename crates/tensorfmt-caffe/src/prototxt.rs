@@ -823,3 +823,62 @@ pub(crate) fn fork_value(value: &Value, kind: &Kind) -> ForkValue {
         Value::Map(_) => ForkValue::List(Vec::new()),
     }
 }
+
+/// Prototxt bytes as text. Caffe's text parser (protobuf's) skips a `#` comment byte by
+/// byte, so a comment in another encoding (GBK or Latin-1 from a Windows editor) does
+/// not stop it: such a comment is decoded lossily here; bytes that are not UTF-8
+/// outside a comment are an error naming the line and column.
+///
+/// ```
+/// let mut text = b"# \xbc\xec\xb2\xe2 (GBK)\nname: \"net\"\n".to_vec();
+/// assert_eq!(tensorfmt_caffe::prototxt_text(&text)?.lines().nth(1), Some("name: \"net\""));
+/// text.extend_from_slice(b"name: \"\xe9\"\n");
+/// let e = tensorfmt_caffe::prototxt_text(&text).unwrap_err();
+/// assert_eq!(e, "line 3, column 8: the text is not UTF-8 (outside a # comment)");
+/// # Ok::<(), String>(())
+/// ```
+pub fn prototxt_text(bytes: &[u8]) -> std::result::Result<String, String> {
+    if let Ok(s) = std::str::from_utf8(bytes) {
+        return Ok(s.to_string());
+    }
+    let mut out = String::with_capacity(bytes.len());
+    for (n, line) in bytes.split_inclusive(|&b| b == b'\n').enumerate() {
+        let bad = match std::str::from_utf8(line) {
+            Ok(s) => {
+                out.push_str(s);
+                continue;
+            }
+            Err(e) => e.valid_up_to(),
+        };
+        // Where a comment starts: the first `#` outside a quoted string.
+        let (mut quote, mut escaped, mut comment) = (None, false, None);
+        for (i, &b) in line.iter().enumerate() {
+            match (quote, b) {
+                (Some(_), _) if escaped => escaped = false,
+                (Some(_), b'\\') => escaped = true,
+                (Some(q), b) if b == q => quote = None,
+                (Some(_), _) => {}
+                (None, b'"' | b'\'') => quote = Some(b),
+                (None, b'#') => {
+                    comment = Some(i);
+                    break;
+                }
+                _ => {}
+            }
+        }
+        match comment {
+            Some(c) if bad >= c => {
+                out.push_str(std::str::from_utf8(&line[..c]).unwrap_or_default());
+                out.push_str(&String::from_utf8_lossy(&line[c..]));
+            }
+            _ => {
+                return Err(format!(
+                    "line {}, column {}: the text is not UTF-8 (outside a # comment)",
+                    n + 1,
+                    bad + 1
+                ))
+            }
+        }
+    }
+    Ok(out)
+}

@@ -85,7 +85,14 @@ impl BlobSource for LayerBlobs {
     fn unused(&self) -> Vec<String> {
         self.remaining()
             .iter()
-            .map(|(n, k)| format!("{n} ({k})"))
+            // A weights-only caffemodel (V2 with no type) names no type.
+            .map(|(n, k)| {
+                if k.is_empty() {
+                    n.to_string()
+                } else {
+                    format!("{n} ({k})")
+                }
+            })
             .collect()
     }
 }
@@ -1258,6 +1265,5 @@ fn read_text(path: &Path, read: &ReadOptions) -> Result<String, LowerError> {
     // A regular file only (a FIFO is refused, not waited on), at most max_alloc bytes.
     let bytes = tensorfmt_core::io::read_file_capped(path, read.limits.max_alloc, "prototxt bytes")
         .map_err(|e| LowerError::from(e).in_file(path))?;
-    String::from_utf8(bytes.to_vec())
-        .map_err(|_| LowerError::Net("the prototxt is not UTF-8".into()).in_file(path))
+    tensorfmt_caffe::prototxt_text(&bytes).map_err(|why| LowerError::Net(why).in_file(path))
 }

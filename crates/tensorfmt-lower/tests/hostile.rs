@@ -1028,3 +1028,30 @@ fn a_placeholder_input_size_is_named_with_the_way_out() {
     };
     lower_text(text, &given).unwrap_or_else(|e| panic!("{e}"));
 }
+
+/// A comment in another encoding (GBK from a Windows editor) is skipped as Caffe's
+/// parser skips it; bytes that are not UTF-8 outside a comment are refused with
+/// their line (review: "the prototxt is not UTF-8", no line).
+#[test]
+fn comments_in_other_encodings_are_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("net.prototxt");
+    let mut text = b"# \xbc\xec\xb2\xe2\xb2\xe3 (GBK)\r\n".to_vec();
+    text.extend_from_slice(DATA.as_bytes());
+    text.extend_from_slice(
+        b"layer { name: 'r' # caf\xe9\n type: 'ReLU' bottom: 'data' top: 'y' }\n",
+    );
+    std::fs::write(&p, &text).unwrap();
+    let net = tensorfmt_lower::load_net(&p, None, &Default::default()).unwrap();
+    assert_eq!(net.layers.len(), 1);
+    text.extend_from_slice(b"layer { name: 'r\xe92' type: 'ReLU' bottom: 'y' top: 'z' }\n");
+    std::fs::write(&p, &text).unwrap();
+    let e = tensorfmt_lower::load_net(&p, None, &Default::default())
+        .map(|_| ())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("net.prototxt") && e.contains("column 17") && e.contains("not UTF-8"),
+        "{e}"
+    );
+}

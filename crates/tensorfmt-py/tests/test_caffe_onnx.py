@@ -254,6 +254,26 @@ def test_options_dynamic_batch_outputs_and_metadata(tmp_path):
         np.testing.assert_array_equal(doc["conv1/weight"], tensorfmt.load(c / "v2_lenet_iter_10000.caffemodel")["conv1/0"])
 
 
+def test_python_arguments_are_checked_as_the_cli_checks_them(tmp_path):
+    """outputs= takes one name as stop_before= does; input_shape= takes a name and
+    positive whole dimensions (240.5 and True were truncated into dimensions, 0 failed
+    inside a layer)."""
+    net = tmp_path / "n.prototxt"
+    net.write_text('input: "data" input_shape { dim: 1 dim: 1 dim: 4 dim: 4 }\n'
+                   'layer { name: "r" type: "ReLU" bottom: "data" top: "r" }\n'
+                   'layer { name: "s" type: "Sigmoid" bottom: "r" top: "s" }\n')
+    model = tmp_path / "n.caffemodel"
+    tensorfmt.caffe.write_random_weights(net, model)
+    info = tensorfmt.caffe.to_onnx(model, net, tmp_path / "a.onnx", outputs="r")
+    assert info["outputs"] == ["r"]
+    for bad in ({"data": [1, 1, 4.5, 4]}, {"data": [1, True, 4, 4]}, {"data": [1, 1, 0, 4]}, {"data": []}, {"": [1, 1, 4, 4]}, {"data": "1,1,4,4"}):
+        with pytest.raises(tensorfmt.InvalidArgumentError, match="positive whole dimensions"):
+            tensorfmt.caffe.to_onnx(model, net, tmp_path / "b.onnx", input_shape=bad)
+    assert not (tmp_path / "b.onnx").exists()
+    info = tensorfmt.caffe.to_onnx(model, net, tmp_path / "c.onnx", input_shape={"data": np.array([1, 1, 6, 6])})
+    assert info["shapes"]["s"] == [1, 1, 6, 6]
+
+
 UNSUPPORTED_NET = """input: "data" input_shape { dim: 1 dim: 2 dim: 4 dim: 4 }
 layer { name: "t" type: "Tile" bottom: "data" top: "t" tile_param { axis: 1 tiles: 2 } }
 layer { name: "r" type: "ReLU" bottom: "t" top: "r" }

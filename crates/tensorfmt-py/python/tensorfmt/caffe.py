@@ -312,9 +312,25 @@ def open(path: PathLike, *, kind: Optional[str] = None, strict: bool = False) ->
 
 
 def _shapes(input_shape: Optional[Dict[str, Sequence[int]]]) -> Optional[List[Tuple[str, List[int]]]]:
+    """``input_shape`` checked as the CLI's ``--input-shape`` is: a name and positive
+    whole dimensions (240.5 or True is not silently a dimension)."""
     if input_shape is None:
         return None
-    return [(str(k), [int(d) for d in v]) for k, v in input_shape.items()]
+    if not isinstance(input_shape, Mapping):
+        raise TensorfmtTypeError(f"input_shape is a dict {{name: (d, ...)}}, not {type(input_shape).__name__}")
+    out = []
+    for k, v in input_shape.items():
+        dims = list(v) if not isinstance(v, (str, bytes)) and isinstance(v, Sequence) or isinstance(v, np.ndarray) else None
+        ok = (
+            isinstance(k, str)
+            and bool(k)
+            and bool(dims)
+            and all(isinstance(d, numbers.Integral) and not isinstance(d, bool) and int(d) > 0 for d in dims)
+        )
+        if not ok:
+            raise InvalidArgumentError(f"input_shape {k!r}: {v!r}: needs a name and positive whole dimensions (e.g. (1, 3, 224, 224))")
+        out.append((k, [int(d) for d in dims]))
+    return out
 
 
 def _opt(p: Optional[PathLike]) -> Optional[str]:
@@ -328,7 +344,7 @@ def to_onnx(
     *,
     proto: Optional[PathLike] = None,
     input_shape: Optional[Dict[str, Sequence[int]]] = None,
-    outputs: Optional[Sequence[str]] = None,
+    outputs: Union[str, Sequence[str], None] = None,
     dynamic_batch: bool = False,
     strict: bool = False,
     stop_before: Union[str, Sequence[str], None] = None,
@@ -342,7 +358,7 @@ def to_onnx(
     lacks (the deploy fields of SSD, OpenCV, Faster R-CNN, R-FCN, DeepLab, PSPNet,
     SegNet, ENet, ShuffleNet and the YOLOv2 ports are built in); ``input_shape``:
     ``{"data": (1, 3, 224, 224)}`` replaces the prototxt's shapes; ``outputs``: blob
-    names to expose instead of the net's outputs; ``dynamic_batch``: a symbolic batch dimension; ``stop_before``: layer names or types
+    names (or one name) to expose instead of the net's outputs; ``dynamic_batch``: a symbolic batch dimension; ``stop_before``: layer names or types
     (``"DetectionOutput"``) the graph stops before, with every layer that reads what
     they compute: the blobs they read become the outputs (for runtimes without
     NonMaxSuppression, or NMS of your own); ``rpn``: Faster R-CNN / R-FCN test-time
@@ -374,7 +390,7 @@ def to_onnx(
         os.fspath(out),
         proto=_opt(proto),
         input_shape=_shapes(input_shape),
-        outputs=None if outputs is None else [str(o) for o in outputs],
+        outputs=None if outputs is None else [outputs] if isinstance(outputs, str) else [str(o) for o in outputs],
         dynamic_batch=dynamic_batch,
         strict=strict,
         stop_before=None if stop_before is None else [stop_before] if isinstance(stop_before, str) else [str(s) for s in stop_before],
