@@ -284,7 +284,7 @@ pub(crate) fn check_output(input: &Path, output: &Path, force: bool) -> Result<(
 /// `inspect --json`'s description of one file, for the catalogue of a collection
 /// (statistics without a progress bar).
 pub fn inspect_value(path: &Path, read: &ReadOptions, with_stats: bool) -> Result<Value, Failure> {
-    let file = open_input(path, None, read)?;
+    let file = open_input(path, None, read).map_err(|e| Failure::in_file(path, e))?;
     let file: &dyn TensorFile = &*file;
     let infos = file.tensors();
     let stats = if with_stats {
@@ -312,7 +312,7 @@ pub fn inspect(
     as_json: bool,
     with_stats: bool,
 ) -> Result<(), Failure> {
-    let file = open_input(path, None, read)?;
+    let file = open_input(path, None, read).map_err(|e| Failure::in_file(path, e))?;
     let file: &dyn TensorFile = &*file;
     let infos = file.tensors();
     let stats = if with_stats {
@@ -493,7 +493,8 @@ pub fn convert_file(a: &ConvertArgs, show_progress: bool) -> Result<Converted, F
         sparse_csr: a.sparse,
         ..a.read.clone()
     };
-    let doc = open_input(&a.input, a.from, &read_options)?;
+    let doc =
+        open_input(&a.input, a.from, &read_options).map_err(|e| Failure::in_file(&a.input, e))?;
     let src: &dyn TensorFile = &*doc;
     let infos = src.tensors();
     let all: Vec<String> = infos.iter().map(|i| i.name.clone()).collect();

@@ -24,9 +24,8 @@ pub fn diff(
     quiet: bool,
     as_json: bool,
 ) -> Result<bool, Failure> {
-    let open = |p: &Path| {
-        crate::commands::open_input(p, None, read).map_err(|e| Failure::Input(e.to_string()))
-    };
+    let open =
+        |p: &Path| crate::commands::open_input(p, None, read).map_err(|e| Failure::in_file(p, e));
     let fa = open(a)?;
     let fb = open(b)?;
     let (fa, fb): (&dyn TensorFile, &dyn TensorFile) = (&*fa, &*fb);

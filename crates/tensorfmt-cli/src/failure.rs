@@ -22,6 +22,20 @@ impl Failure {
     }
 }
 
+impl Failure {
+    /// An input error naming the file it concerns first, unless its message already
+    /// does (`diff A B` must say which side was bad).
+    pub fn in_file(path: &std::path::Path, e: tensorfmt::Error) -> Failure {
+        let shown = path.display().to_string();
+        let m = e.to_string();
+        if m.contains(&shown) {
+            Failure::Input(m)
+        } else {
+            Failure::Input(format!("{shown}: {m}"))
+        }
+    }
+}
+
 impl From<tensorfmt::Error> for Failure {
     fn from(e: tensorfmt::Error) -> Failure {
         Failure::Input(e.to_string())

@@ -246,7 +246,11 @@ fn exit_codes_and_bad_input() {
     std::fs::write(&fake, b"\xff\xff\xff\xff\xff\xff\xff\x7f{").unwrap();
     let (code, _, err) = check(&run(&[&"inspect", &fake]));
     assert_eq!(code, 1, "{err}");
-    assert!(err.starts_with("tensorfmt: error: safetensors: "), "{err}");
+    // The file first (review: `diff A B` did not say which side was bad).
+    assert!(
+        err.starts_with(&format!("tensorfmt: error: {}: safetensors: ", fake.display())),
+        "{err}"
+    );
     // Usage errors: 2.
     for args in [
         vec!["frobnicate"],
