@@ -248,7 +248,10 @@ fn exit_codes_and_bad_input() {
     assert_eq!(code, 1, "{err}");
     // The file first (review: `diff A B` did not say which side was bad).
     assert!(
-        err.starts_with(&format!("tensorfmt: error: {}: safetensors: ", fake.display())),
+        err.starts_with(&format!(
+            "tensorfmt: error: {}: safetensors: ",
+            fake.display()
+        )),
         "{err}"
     );
     // Usage errors: 2.
