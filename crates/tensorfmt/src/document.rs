@@ -118,11 +118,15 @@ impl InputWatch {
         })
     }
 
-    /// [`check`](Self::check) that also looks at the files' sizes when no fault was
-    /// seen: a file cut inside its last page reads zeros there without faulting.
-    /// For `validate`, the full check (a `stat` per input).
+    /// [`check`](Self::check) that also looks at the other files' sizes (an ONNX
+    /// model's external data) when no fault was seen: a file cut inside its last page
+    /// reads zeros there without faulting. For `validate` (a `stat` per file).
     fn check_sizes(&self) -> Result<()> {
-        if !self.poisoned.load(Ordering::SeqCst) && self.changed() {
+        let shrunk = self
+            .others
+            .iter()
+            .any(|(p, n)| std::fs::metadata(p).is_ok_and(|m| m.len() < *n));
+        if shrunk {
             self.poisoned.store(true, Ordering::SeqCst);
         }
         self.check()

@@ -320,7 +320,8 @@ def _shapes(input_shape: Optional[Dict[str, Sequence[int]]]) -> Optional[List[Tu
         raise TensorfmtTypeError(f"input_shape is a dict {{name: (d, ...)}}, not {type(input_shape).__name__}")
     out = []
     for k, v in input_shape.items():
-        dims = list(v) if not isinstance(v, (str, bytes)) and isinstance(v, Sequence) or isinstance(v, np.ndarray) else None
+        listed = isinstance(v, np.ndarray) or (isinstance(v, Sequence) and not isinstance(v, (str, bytes)))
+        dims: List[Any] = list(v) if listed else []
         ok = (
             isinstance(k, str)
             and bool(k)
