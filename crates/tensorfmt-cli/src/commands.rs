@@ -15,7 +15,6 @@ use tensorfmt::{
 
 use crate::output::sayln;
 use crate::output::{emit, emit_json};
-use crate::paths::identity;
 use crate::pool::ordered_pool;
 use crate::progress::{bar_hook, bar_progress, bytes_bar, files_bar};
 use crate::text;
@@ -263,14 +262,12 @@ pub(crate) fn open_input(
 /// text or links say), and, without `force`, any existing entry at the output path,
 /// a dangling symbolic link included.
 pub(crate) fn check_output(input: &Path, output: &Path, force: bool) -> Result<(), Failure> {
-    if let (Ok(i), Ok(o)) = (std::fs::metadata(input), std::fs::metadata(output)) {
-        if identity(&i) == identity(&o) {
-            return Err(Failure::Usage(format!(
-                "the output {} is the input {}; an input is never overwritten",
-                output.display(),
-                input.display()
-            )));
-        }
+    if tensorfmt::io::same_file(input, output) {
+        return Err(Failure::Usage(format!(
+            "the output {} is the input {}; an input is never overwritten",
+            output.display(),
+            input.display()
+        )));
     }
     if !force && std::fs::symlink_metadata(output).is_ok() {
         return Err(Failure::Usage(format!(

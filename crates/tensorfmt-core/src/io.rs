@@ -54,6 +54,34 @@ pub fn map_file(path: impl AsRef<Path>) -> Result<Bytes> {
     map(path.as_ref(), true)
 }
 
+/// Whether two paths name one existing file (device and inode, whatever the path text
+/// or links say): an output that is an input is refused by this test.
+///
+/// ```
+/// let dir = tempfile::tempdir()?;
+/// let p = dir.path().join("x.bin");
+/// std::fs::write(&p, b"x")?;
+/// assert!(tensorfmt_core::io::same_file(&p, &dir.path().join(".").join("x.bin")));
+/// assert!(!tensorfmt_core::io::same_file(&p, &dir.path().join("y.bin")));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn same_file(a: &Path, b: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        match (std::fs::metadata(a), std::fs::metadata(b)) {
+            (Ok(x), Ok(y)) => (x.dev(), x.ino()) == (y.dev(), y.ino()),
+            _ => false,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        a.canonicalize()
+            .ok()
+            .is_some_and(|x| b.canonicalize().ok() == Some(x))
+    }
+}
+
 /// [`map_file`] that closes the file once it is mapped: for inputs opened by the
 /// thousand (an ONNX model exported with one external data file per tensor), which
 /// would otherwise hold a descriptor each past the usual limit of 1024. The one

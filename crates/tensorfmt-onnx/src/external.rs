@@ -260,6 +260,28 @@ impl<'a> ExternalFiles<'a> {
     }
 }
 
+/// The file an external data `location` names beside a model in `model_dir`
+/// (canonical), when ONNX's loader rules accept it (see the module docs); the error
+/// says which rule it breaks, or is the I/O error of reaching it. The one check both
+/// the reader and `tensorfmt.virtual`'s parser (for local files) apply.
+///
+/// ```
+/// let dir = tempfile::tempdir()?;
+/// std::fs::write(dir.path().join("w.bin"), [0u8; 8])?;
+/// assert!(tensorfmt_onnx::external_data_file(dir.path(), "w.bin").is_ok());
+/// let e = tensorfmt_onnx::external_data_file(dir.path(), "../w.bin").unwrap_err();
+/// assert!(e.to_string().contains("'..'"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn external_data_file(model_dir: &Path, location: &str) -> Result<PathBuf> {
+    contained(model_dir, location).map_err(|e| match e {
+        Refusal::Unsafe(why) => OnnxError::Core(tensorfmt_core::Error::Invalid(format!(
+            "external data location {location:?} {why}"
+        ))),
+        Refusal::Io(e) => OnnxError::Core(e),
+    })
+}
+
 /// Why `location` is not a relative path inside the model's directory, by its text
 /// alone (what a reference to a file beside a remote model can be checked for).
 fn lexically_inside(location: &str) -> std::result::Result<(), &'static str> {

@@ -2,7 +2,7 @@
 
 use tensorfmt_core::{Error, FieldValue, Tensor, TensorFile, TensorInfo};
 
-use crate::read::ModelFile;
+use crate::read::{ModelFile, Slot};
 
 /// An ONNX model opened as its initializers. Tensors share the file's bytes when stored
 /// as `raw_data` (zero copy).
@@ -24,16 +24,12 @@ impl OnnxFile {
             .enumerate()
             .map(|(i, (n, _))| (n.clone(), i))
             .collect();
-        let mut read = model
-            .initializers
-            .iter()
-            .map(|(n, t)| TensorInfo::new(n.clone(), t.dtype(), t.shape().clone()));
-        let mut unread = model.unread.iter().peekable();
-        let n = model.initializers.len() + model.unread.len();
-        let infos = (0..n)
-            .filter_map(|i| match unread.peek() {
-                Some(u) if u.index == i => unread.next().map(|u| u.info.clone()),
-                _ => read.next(),
+        let infos = model
+            .slots()
+            .into_iter()
+            .map(|slot| match slot {
+                Slot::Read(n, t) => TensorInfo::new(n, t.dtype(), t.shape().clone()),
+                Slot::Unread(u) => u.info.clone(),
             })
             .collect();
         OnnxFile {

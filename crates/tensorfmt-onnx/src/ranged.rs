@@ -69,6 +69,7 @@ pub fn describe(
     image: bytes::Bytes,
     options: &tensorfmt_core::ReadOptions,
 ) -> Result<Vec<tensorfmt_core::ranged::VirtualTensor>> {
+    use crate::read::Slot;
     use tensorfmt_core::ranged::{BesideFile, Placement, VirtualTensor};
     use tensorfmt_core::{SourceLayout, TensorInfo};
     let model = crate::read_model_file_described(image.clone(), options)?;
@@ -76,52 +77,53 @@ pub fn describe(
         image.as_ptr() as usize,
         image.as_ptr() as usize + image.len(),
     );
-    let mut read = model.initializers.into_iter().map(|(name, t)| {
-        let at = t.bytes().as_ptr() as usize;
-        let inside = !t.bytes().is_empty() && at >= base && at + t.bytes().len() <= end;
-        let placement = if inside {
-            Placement::Bytes {
-                layout: SourceLayout::contiguous((at - base) as u64, t.bytes().len() as u64),
-                big_endian: false,
+    let tensor = |slot| {
+        let (info, placement) = match slot {
+            Slot::Read(name, t) => {
+                let at = t.bytes().as_ptr() as usize;
+                let inside = !t.bytes().is_empty() && at >= base && at + t.bytes().len() <= end;
+                let placement = if inside {
+                    Placement::Bytes {
+                        layout: SourceLayout::contiguous(
+                            (at - base) as u64,
+                            t.bytes().len() as u64,
+                        ),
+                        big_endian: false,
+                    }
+                } else if t.bytes().is_empty() {
+                    Placement::NotVirtual("an empty tensor".into())
+                } else {
+                    Placement::NotVirtual(
+                        "stored in a typed field (float_data, int64_data...), decoded by the \
+                         reader; only raw_data is a byte range"
+                            .into(),
+                    )
+                };
+                (
+                    TensorInfo::new(name, t.dtype(), t.shape().clone()),
+                    placement,
+                )
             }
-        } else if t.bytes().is_empty() {
-            Placement::NotVirtual("an empty tensor".into())
-        } else {
-            Placement::NotVirtual(
-                "stored in a typed field (float_data, int64_data...), decoded by the reader; \
-                 only raw_data is a byte range"
-                    .into(),
-            )
-        };
-        VirtualTensor {
-            info: TensorInfo::new(name, t.dtype(), t.shape().clone()),
-            placement,
-            frame_axis: false,
-        }
-    });
-    let mut unread = model.unread.into_iter().peekable();
-    let n = read.len() + unread.len();
-    Ok((0..n)
-        .filter_map(|i| match unread.peek() {
-            Some(u) if u.index == i => unread.next().map(|u| {
+            Slot::Unread(u) => {
                 let placement = if u.nbytes == 0 {
                     Placement::NotVirtual("an empty tensor".into())
                 } else {
                     Placement::Beside {
                         file: BesideFile {
-                            location: u.location,
+                            location: u.location.clone(),
                             to_end: u.length.is_none(),
                         },
                         layout: SourceLayout::contiguous(u.offset, u.nbytes),
                     }
                 };
-                VirtualTensor {
-                    info: u.info,
-                    placement,
-                    frame_axis: false,
-                }
-            }),
-            _ => read.next(),
-        })
-        .collect())
+                (u.info.clone(), placement)
+            }
+        };
+        VirtualTensor {
+            info,
+            placement,
+            frame_axis: false,
+        }
+    };
+    Ok(model.slots().into_iter().map(tensor).collect())
 }

@@ -46,6 +46,29 @@ pub struct ModelFile {
     pub unread: Vec<Unread>,
 }
 
+/// One initializer of a [`ModelFile`], read or not.
+pub(crate) enum Slot<'a> {
+    /// Read: its name and tensor.
+    Read(&'a str, &'a Tensor),
+    /// In an external data file that was not read.
+    Unread(&'a Unread),
+}
+
+impl ModelFile {
+    /// Every initializer in graph order, the unread ones (at their `index`) among the
+    /// read ones.
+    pub(crate) fn slots(&self) -> Vec<Slot<'_>> {
+        let mut read = self.initializers.iter();
+        let mut unread = self.unread.iter().peekable();
+        (0..self.initializers.len() + self.unread.len())
+            .filter_map(|i| match unread.peek() {
+                Some(u) if u.index == i => unread.next().map(Slot::Unread),
+                _ => read.next().map(|(n, t)| Slot::Read(n, t)),
+            })
+            .collect()
+    }
+}
+
 fn decode<M: Message + Default>(data: &Bytes, f: &Field, path: &str) -> Result<M> {
     M::decode(data.slice(f.start..f.end)).map_err(|source| OnnxError::Prost {
         path: path.into(),

@@ -126,41 +126,72 @@ pub fn write_model(w: &mut dyn Write, model: &ModelProto) -> Result<()> {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn write_model_bulk(w: &mut dyn BulkWrite, model: &ModelProto) -> Result<()> {
-    let mut top = model.clone();
-    let graph = top.graph.take();
-    let top = top.encode_to_vec();
-    let Some(mut g) = graph else {
-        check_model_size(top.len() as u64)?;
-        w.write_all(&top)?;
-        return Ok(());
-    };
-    let inits = std::mem::take(&mut g.initializer);
-    let split: Vec<SplitTensor> = inits.iter().map(SplitTensor::new).collect();
-    let rest = g.encode_to_vec();
-    let mut len = rest.len() as u64;
-    for s in &split {
-        let l = s.len() as u64;
-        len = len
-            .checked_add(1 + varint_len(l) as u64 + l)
-            .ok_or_else(|| OnnxError::Write("model size overflows".into()))?;
-    }
-    let mut head = vec![key(7)];
-    put_varint(&mut head, len);
+    let plan = Plan::new(model)?;
     // Refused before the first byte is written: the caller's temporary file is removed.
-    let total = top.len() as u64 + head.len() as u64 + len;
-    check_model_size(total)?;
-    // An output that knows its size skips the file system's per-page allocation.
-    w.expect_len(total)?;
-    w.write_all(&top)?;
-    w.write_all(&head)?;
-    w.write_all(&rest)?;
-    for s in &split {
-        let mut k = vec![key(5)];
-        put_varint(&mut k, s.len() as u64);
-        w.write_all(&k)?;
-        s.write(w)?;
+    check_model_size(plan.total)?;
+    plan.write(w)
+}
+
+/// A model split for streaming: its encoded parts around the initializer payloads, and
+/// the total size (known before anything is written or any payload is read).
+struct Plan {
+    /// ModelProto minus the graph.
+    top: Vec<u8>,
+    /// The graph: its key and length, its fields minus initializers, the initializers.
+    graph: Option<(Vec<u8>, Vec<u8>, Vec<SplitTensor>)>,
+    total: u64,
+}
+
+impl Plan {
+    fn new(model: &ModelProto) -> Result<Plan> {
+        let mut top = model.clone();
+        let graph = top.graph.take();
+        let top = top.encode_to_vec();
+        let Some(mut g) = graph else {
+            let total = top.len() as u64;
+            return Ok(Plan {
+                top,
+                graph: None,
+                total,
+            });
+        };
+        let inits = std::mem::take(&mut g.initializer);
+        let split: Vec<SplitTensor> = inits.iter().map(SplitTensor::new).collect();
+        let rest = g.encode_to_vec();
+        let mut len = rest.len() as u64;
+        for s in &split {
+            let l = s.len() as u64;
+            len = len
+                .checked_add(1 + varint_len(l) as u64 + l)
+                .ok_or_else(|| OnnxError::Write("model size overflows".into()))?;
+        }
+        let mut head = vec![key(7)];
+        put_varint(&mut head, len);
+        let total = top.len() as u64 + head.len() as u64 + len;
+        Ok(Plan {
+            top,
+            graph: Some((head, rest, split)),
+            total,
+        })
     }
-    Ok(())
+
+    fn write(&self, w: &mut dyn BulkWrite) -> Result<()> {
+        // An output that knows its size skips the file system's per-page allocation.
+        w.expect_len(self.total)?;
+        w.write_all(&self.top)?;
+        let Some((head, rest, split)) = &self.graph else {
+            return Ok(());
+        };
+        w.write_all(head)?;
+        w.write_all(rest)?;
+        for s in split {
+            let mut k = vec![key(5)];
+            put_varint(&mut k, s.len() as u64);
+            w.write_all(&k)?;
+            s.write(w)?;
+        }
+        Ok(())
+    }
 }
 
 /// The largest ONNX file that protobuf parsers read (`onnx.load`, onnxruntime): 2 GiB
@@ -228,7 +259,7 @@ fn save_model_within(
             )))
         }
     };
-    if !forced && encoded_len(model)? <= max_inline {
+    if !forced && Plan::new(model)?.total <= max_inline {
         return write_atomic_with(path, options, |w| write_model_bulk(w, model));
     }
     let name = path
@@ -282,32 +313,6 @@ fn save_model_within(
     }
     Ok(())
 }
-
-/// The size of `model` encoded with every payload inline.
-fn encoded_len(model: &ModelProto) -> Result<u64> {
-    let mut counter = Counter(0);
-    match write_model_bulk(&mut counter, model) {
-        Ok(()) => Ok(counter.0),
-        // Over protobuf's limit: larger than any inline model.
-        Err(OnnxError::Write(_)) => Ok(u64::MAX),
-        Err(e) => Err(e),
-    }
-}
-
-/// A writer that only counts (payloads are not copied).
-struct Counter(u64);
-
-impl Write for Counter {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0 += buf.len() as u64;
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl BulkWrite for Counter {}
 
 /// A weights-only model: a graph with no nodes whose initializers are `tensors`
 /// (names kept, row-major `raw_data`), IR version [`IR_VERSION`], opset [`OPSET`].

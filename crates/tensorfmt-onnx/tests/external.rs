@@ -3,12 +3,13 @@
 //! directory, a symlink, a hard link, a range beyond the file), the error naming the
 //! tensor and the location, nothing outside the directory ever opened.
 
+mod common;
+use common::model;
+
 use std::path::Path;
 
-use bytes::Bytes;
-use prost::Message;
 use tensorfmt_core::ReadOptions;
-use tensorfmt_onnx::proto::{GraphProto, ModelProto, StringStringEntryProto, TensorProto};
+use tensorfmt_onnx::proto::{StringStringEntryProto, TensorProto};
 use tensorfmt_onnx::{read_model_file, read_model_file_at, ModelFile};
 
 fn external(name: &str, dims: &[i64], keys: &[(&str, &str)]) -> TensorProto {
@@ -26,19 +27,6 @@ fn external(name: &str, dims: &[i64], keys: &[(&str, &str)]) -> TensorProto {
             .collect(),
         ..Default::default()
     }
-}
-
-fn model(inits: Vec<TensorProto>) -> Bytes {
-    ModelProto {
-        ir_version: 8,
-        graph: Some(GraphProto {
-            initializer: inits,
-            ..Default::default()
-        }),
-        ..Default::default()
-    }
-    .encode_to_vec()
-    .into()
 }
 
 fn read(dir: &Path, inits: Vec<TensorProto>) -> Result<ModelFile, String> {

@@ -1,6 +1,9 @@
 //! Hostile input: bad sizes, bad dtypes, allocation bombs, deep nesting and limits give
 //! errors naming the place, never panics or huge allocations.
 
+mod common;
+use common::model;
+
 use bytes::Bytes;
 use prost::Message;
 use tensorfmt_core::{Limits, Order, ReadOptions, Tensor};
@@ -8,19 +11,6 @@ use tensorfmt_onnx::proto::{
     GraphProto, ModelProto, NodeProto, StringStringEntryProto, TensorProto,
 };
 use tensorfmt_onnx::{open_tensor_file, read_model_file, OnnxError};
-
-fn model(inits: Vec<TensorProto>) -> Bytes {
-    ModelProto {
-        ir_version: 8,
-        graph: Some(GraphProto {
-            initializer: inits,
-            ..Default::default()
-        }),
-        ..Default::default()
-    }
-    .encode_to_vec()
-    .into()
-}
 
 fn tensor_err(t: TensorProto) -> String {
     match read_model_file(model(vec![t]), &ReadOptions::default()) {

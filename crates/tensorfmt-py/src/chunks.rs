@@ -212,3 +212,19 @@ pub fn describe_remote<'py>(
 pub fn detect_content(head: &[u8], size: u64) -> Option<&'static str> {
     tensorfmt::detect_bytes(head, size, None).map(|f| f.name())
 }
+
+/// The file an ONNX model's external data `location` names beside it in `model_dir`,
+/// checked under the reader's rules (`tensorfmt_onnx::external_data_file`): what the
+/// parser applies to a local model, so that it references only what `load` reads.
+#[pyfunction]
+pub fn external_data_file(
+    py: Python<'_>,
+    model_dir: std::path::PathBuf,
+    location: String,
+) -> PyResult<String> {
+    run(py, move || {
+        tensorfmt::onnx::external_data_file(&model_dir, &location)
+            .map(|p| p.display().to_string())
+            .map_err(Error::from)
+    })
+}

@@ -83,6 +83,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ops::detect, m)?)?;
     m.add_function(wrap_pyfunction!(chunks::describe_remote, m)?)?;
     m.add_function(wrap_pyfunction!(chunks::detect_content, m)?)?;
+    m.add_function(wrap_pyfunction!(chunks::external_data_file, m)?)?;
     m.add_function(wrap_pyfunction!(caffe_onnx::caffe_to_onnx, m)?)?;
     m.add_function(wrap_pyfunction!(caffe_onnx::caffe_state_dict, m)?)?;
     m.add_function(wrap_pyfunction!(caffe_onnx::caffe_random_weights, m)?)?;

@@ -593,7 +593,7 @@ impl Document {
         for o in &outputs {
             for loc in &externals {
                 let input = dir.join(loc);
-                if same_file(o, &input) {
+                if tensorfmt_core::io::same_file(o, &input) {
                     return Err(Error::Invalid(format!(
                         "the output {} is {}, the external data of the input {}; an input is \
                          never overwritten",
@@ -605,24 +605,6 @@ impl Document {
             }
         }
         Ok(())
-    }
-}
-
-/// Whether two paths name one existing file (device and inode).
-fn same_file(a: &Path, b: &Path) -> bool {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        match (std::fs::metadata(a), std::fs::metadata(b)) {
-            (Ok(x), Ok(y)) => (x.dev(), x.ino()) == (y.dev(), y.ino()),
-            _ => false,
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        a.canonicalize()
-            .ok()
-            .is_some_and(|x| b.canonicalize().ok() == Some(x))
     }
 }
 

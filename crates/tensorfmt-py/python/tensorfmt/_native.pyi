@@ -50,6 +50,7 @@ __all__ = [
     "detect",
     "describe_remote",
     "detect_content",
+    "external_data_file",
     "__version__",
 ]
 
@@ -264,6 +265,7 @@ def diff(
 def formats() -> List[Tuple[str, List[str], List[str], bool]]: ...
 def detect(path: _Path) -> str: ...
 def detect_content(head: bytes, size: int) -> Optional[str]: ...
+def external_data_file(model_dir: str, location: str) -> str: ...
 def describe_remote(
     read_range: Callable[[int, int], bytes],
     size: int,

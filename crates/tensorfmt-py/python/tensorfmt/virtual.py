@@ -63,7 +63,7 @@ import numpy as np
 
 from . import _native
 from ._dims import dims_for, header_attrs, zarr_names
-from ._errors import FormatError, InputChangedError, InvalidArgumentError, TensorfmtIOError, naming
+from ._errors import FormatError, InputChangedError, InvalidArgumentError, TensorfmtError, TensorfmtIOError, naming
 
 try:  # pragma: no cover - import guard
     from virtualizarr.manifests import ChunkManifest, ManifestArray, ManifestGroup, ManifestStore
@@ -113,28 +113,15 @@ def _meta(store: Any, path: str) -> Dict[str, Any]:
 
 def _check_local_beside(url: str, location: str, tensor: str) -> None:
     """The rules ``tensorfmt.load`` (and ONNX's loader) apply to an external data file
-    beside a local model: no symbolic link on the way, inside the model's directory, a
-    regular file with one hard link. (An object store has no links to follow.)"""
+    beside a local model, from the reader itself (an object store has no links to
+    follow)."""
     base = os.path.dirname(unquote(urlparse(url).path)) or "."
-    path = base
-    why = None
-    for part in location.split("/"):
-        if part in ("", "."):
-            continue
-        path = os.path.join(path, part)
-        if os.path.islink(path):
-            why = "goes through a symbolic link (ONNX's loader refuses them)"
-            break
-    if why is None:
-        real, root = os.path.realpath(path), os.path.realpath(base)
-        if os.path.commonpath([real, root]) != root:
-            why = "resolves outside the model's directory"
-        elif os.path.exists(path) and not os.path.isfile(path):
-            why = "is not a regular file"
-        elif os.path.exists(path) and os.stat(path).st_nlink > 1:
-            why = "has more than one hard link (ONNX's loader refuses them)"
-    if why is not None:
-        raise FormatError(f"{url}: tensor {tensor!r}: external data location {location!r} {why}; nothing was described")
+    try:
+        _native.external_data_file(base, location)
+    except TensorfmtIOError:
+        raise  # the file cannot be reached: an I/O error, as the store's would be
+    except TensorfmtError as e:
+        raise FormatError(f"{url}: tensor {tensor!r}: {e}; nothing was described") from e
 
 
 class Parser:
