@@ -4,6 +4,15 @@ use tensorfmt_core::{Error, FieldValue, Tensor, TensorFile, TensorInfo};
 
 use crate::read::{ModelFile, Slot};
 
+/// The header field that lists a model's external data files (present only when it has
+/// some). It says where the payloads are stored, not what they hold, so `diff` leaves
+/// it out.
+///
+/// ```
+/// assert_eq!(tensorfmt_onnx::EXTERNAL_DATA_FIELD, "external_data");
+/// ```
+pub const EXTERNAL_DATA_FIELD: &str = "external_data";
+
 /// An ONNX model opened as its initializers. Tensors share the file's bytes when stored
 /// as `raw_data` (zero copy).
 #[derive(Debug, Clone)]
@@ -95,7 +104,7 @@ impl TensorFile for OnnxFile {
             ),
         ];
         if !m.external_files.is_empty() {
-            h.push(("external_data".into(), list(&m.external_files)));
+            h.push((EXTERNAL_DATA_FIELD.into(), list(&m.external_files)));
         }
         if !m.metadata.is_empty() {
             h.push((

@@ -53,7 +53,7 @@ use tensorfmt_core::{ReadOptions, Tensor, TensorFile, WriteOptions};
 
 pub use error::{OnnxError, Result};
 pub use external::{external_data_file, Unread};
-pub use file::OnnxFile;
+pub use file::{OnnxFile, EXTERNAL_DATA_FIELD};
 pub use read::{read_model_file, read_model_file_at, read_model_file_described, sniff, ModelFile};
 pub use tensor::{dtype_of, onnx_data_type, tensor_from_proto, tensor_to_proto};
 pub use write::{

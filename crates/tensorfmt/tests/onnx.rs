@@ -42,3 +42,27 @@ fn caffe_weights_convert_to_onnx_initializers() {
         );
     }
 }
+
+/// Where an ONNX model keeps its payloads (inside, or in `NAME.onnx.data` beside it)
+/// is storage, not content: the same weights saved both ways diff as equal.
+#[test]
+fn external_data_is_storage_not_a_difference() {
+    use tensorfmt::diff::{compare, DiffOptions};
+    let dir = tempfile::tempdir().unwrap();
+    let big: Vec<f32> = (0..1024).map(|i| i as f32).collect();
+    let t = tensorfmt::Tensor::from_vec(big, [1024], tensorfmt::Order::RowMajor).unwrap();
+    let tensors = [("fc.weight".to_string(), t)];
+    let inside = dir.path().join("inside.onnx");
+    let beside = dir.path().join("beside.onnx");
+    tensorfmt_onnx::save_tensors(&inside, &tensors, &Default::default()).unwrap();
+    let mut o = tensorfmt::WriteOptions::default();
+    o.extra.insert("external_data".into(), "true".into());
+    tensorfmt_onnx::save_tensors(&beside, &tensors, &o).unwrap();
+    assert!(dir.path().join("beside.onnx.data").is_file());
+    let a = tensorfmt::open(&inside, &Default::default()).unwrap();
+    let b = tensorfmt::open(&beside, &Default::default()).unwrap();
+    assert!(b.header().iter().any(|(k, _)| k == "external_data"));
+    let r = compare(&a, &b, &DiffOptions::default()).unwrap();
+    assert!(r.header.is_empty(), "{:?}", r.header);
+    assert!(r.is_equal());
+}
