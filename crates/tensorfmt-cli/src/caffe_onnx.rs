@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use serde_json::json;
+use tensorfmt::onnx::ExternalData;
 use tensorfmt::ReadOptions;
 use tensorfmt_lower::{convert_files, LowerError, LowerOptions, Sources};
 
@@ -114,10 +115,37 @@ fn shape_text(v: &tensorfmt::onnx::proto::ValueInfoProto, shown: bool) -> String
     format!("{name}[{}]", dims.join(","))
 }
 
-/// Runs the conversion: `paths` is `[MODEL.caffemodel, OUT.onnx]`.
+/// The conversion's other flags, checked for a net: each of `given` (flag, whether it
+/// asks for something) is refused, and of the `--set` settings only `external_data`
+/// applies; returns where the weights go.
+pub fn net_settings(
+    given: &[(&str, bool)],
+    settings: &[(String, String)],
+) -> Result<ExternalData, Failure> {
+    if let Some((flag, _)) = given.iter().find(|(_, asked)| *asked) {
+        return Err(Failure::Usage(format!(
+            "{flag} does not apply to a Caffe → ONNX conversion (--prototxt)"
+        )));
+    }
+    let mut external = ExternalData::default();
+    for (key, value) in settings {
+        if key != ExternalData::SETTING {
+            return Err(Failure::Usage(format!(
+                "--set {key}: a Caffe → ONNX conversion (--prototxt) takes only \
+                 --set external_data=true|false"
+            )));
+        }
+        external = ExternalData::parse(Some(value)).map_err(|e| Failure::Usage(e.to_string()))?;
+    }
+    Ok(external)
+}
+
+/// Runs the conversion: `paths` is `[MODEL.caffemodel, OUT.onnx]`; `external` says
+/// where the weights go.
 pub fn convert(
     paths: &[PathBuf],
     net: &NetArgs,
+    external: ExternalData,
     force: bool,
     read: &ReadOptions,
     quiet: bool,
@@ -164,6 +192,7 @@ pub fn convert(
         stop_before: net.stop_before.clone(),
         limits: read.limits,
         rpn,
+        external_data: external,
     };
     let src = Sources {
         caffemodel: model,

@@ -471,7 +471,26 @@ fn main() -> ExitCode {
             json,
         } => {
             if net.prototxt.is_some() {
-                caffe_onnx::convert(&paths, &net, force, &read.options(), quiet, json)
+                // What a net conversion would ignore is refused, not dropped.
+                let given = [
+                    ("--recursive", recursive),
+                    ("--jobs", jobs.is_some()),
+                    ("--tensor", tensor.is_some()),
+                    ("--sparse", sparse),
+                    ("--dense", dense),
+                    ("--like", like.is_some()),
+                    ("--frames", frames.is_some()),
+                    ("--hex", hex),
+                    ("--dtype", dtype.is_some()),
+                    ("--from", from.is_some_and(|f| f != Format::Caffe)),
+                    (
+                        "--to",
+                        to.as_ref().is_some_and(|t| t.format != Format::Onnx),
+                    ),
+                ];
+                caffe_onnx::net_settings(&given, &settings).and_then(|external| {
+                    caffe_onnx::convert(&paths, &net, external, force, &read.options(), quiet, json)
+                })
             } else {
                 let output = paths.pop().unwrap_or_default();
                 let many = collection::is_collection(&paths);

@@ -357,3 +357,58 @@ fn errors_name_the_file_they_come_from() {
     assert_eq!(code, 1, "{err}");
     assert_eq!(err.matches("bad.prototxt").count(), 1, "{err}");
 }
+
+/// The conversion flags that mean nothing for a net (`--dtype`, `--frames`, `--sparse`,
+/// `--like`, a `--set` other than `external_data`, ...) are refused with `--prototxt`,
+/// not silently dropped; `--set external_data=true` puts the weights in `OUT.onnx.data`.
+#[test]
+fn caffe_to_onnx_refuses_flags_it_would_ignore_and_writes_external_data() {
+    let root = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
+    let prototxt = root.join("testdata/nets/lenet_tiny.prototxt");
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("w.caffemodel");
+    tensorfmt_lower::write_random_weights(&prototxt, None, &model, 3, &[], &Default::default())
+        .unwrap();
+    let out = dir.path().join("net.onnx");
+    for extra in [
+        &["--dtype", "f16"][..],
+        &["--frames", "0:1"],
+        &["--hex"],
+        &["--sparse"],
+        &["--dense"],
+        &["--tensor", "conv1/0"],
+        &["--like", "x.onnx"],
+        &["--to", "npz"],
+        &["--from", "pvp"],
+        &["--set", "compress=deflate"],
+        &["--set", "foo=bar"],
+        &["--set", "external_data=maybe"],
+    ] {
+        let (code, _, err) = convert_net(&model, &out, &prototxt, extra);
+        assert_eq!(code, 2, "{extra:?} was accepted: {err}");
+        assert!(
+            err.contains(extra[0].trim_start_matches("--")) || err.contains("external_data"),
+            "{extra:?}: {err}"
+        );
+        assert!(!out.exists(), "{extra:?} wrote a file");
+    }
+    let (code, _, err) = convert_net(
+        &model,
+        &out,
+        &prototxt,
+        &[
+            "--set",
+            "external_data=true",
+            "--to",
+            "onnx",
+            "--from",
+            "caffe",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let data = dir.path().join("net.onnx.data");
+    assert!(data.is_file());
+    let (code, text, err) = tf(["inspect".into(), out.into_os_string()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(text.contains("net.onnx.data"), "{text}");
+}

@@ -139,15 +139,15 @@ impl Builder {
     }
 
     /// Adds an initializer (the tensor's bytes are shared) and returns its name. The
-    /// initializers' total must stay within what an ONNX file can hold (protobuf's
-    /// 2 GiB), refused here rather than after the whole graph is built.
+    /// initializers' total is bounded by `Limits::max_alloc` (a model past protobuf's
+    /// 2 GiB is written with its payloads in an external data file).
     pub fn init(&mut self, base: &str, t: &Tensor) -> tensorfmt_core::Result<String> {
         let total = self.model.saturating_add(t.bytes().len() as u64);
-        if total > tensorfmt_onnx::MAX_MODEL_BYTES {
+        if total > self.limits.max_alloc {
             return Err(tensorfmt_core::Error::Invalid(format!(
-                "the model's initializers would total {total} bytes, more than an ONNX file \
-                 holds ({} bytes, protobuf's limit)",
-                tensorfmt_onnx::MAX_MODEL_BYTES
+                "the model's initializers would total {total} bytes, over the limit of {} \
+                 (Limits::max_alloc)",
+                self.limits.max_alloc
             )));
         }
         self.model = total;

@@ -128,6 +128,10 @@ pub struct LowerOptions {
     pub limits: tensorfmt_core::Limits,
     /// Overrides of the proposal layers' test-time RPN constants (the CLI's `--rpn`).
     pub rpn: RpnOptions,
+    /// Where [`convert_files`] writes the weights: inside the model while it fits
+    /// protobuf's 2 GiB (the default), or always in `OUT.onnx.data` beside it
+    /// (`--set external_data=true`).
+    pub external_data: tensorfmt_onnx::ExternalData,
 }
 
 /// The result of [`lower`].
@@ -1132,7 +1136,9 @@ pub struct Sources<'a> {
 }
 
 /// Reads a caffemodel + deploy prototxt (+ fork schema), lowers the net and writes the
-/// ONNX model to `out` atomically (nothing is left behind on error). Returns the
+/// ONNX model to `out` atomically (nothing is left behind on error), its weights in
+/// `OUT.onnx.data` beside it past protobuf's 2 GiB or as
+/// [`LowerOptions::external_data`] asks. Returns the
 /// [`Lowered`] description (the model itself included).
 ///
 /// ```no_run
@@ -1152,7 +1158,7 @@ pub fn convert_files(
     // What the lowering finds is about the net, as the prototxt gives it.
     let lowered = lower(&net, &mut blobs, opts).map_err(|e| e.in_file(src.prototxt))?;
     // Weights that are slices of the mapped caffemodel are copied by the kernel.
-    tensorfmt_core::io::write_atomic(out, |w| tensorfmt_onnx::write_model_bulk(w, &lowered.model))
+    tensorfmt_onnx::save_model_with(out, &lowered.model, opts.external_data, &Default::default())
         .map_err(|e| LowerError::from(e).in_file(out))?;
     Ok(lowered)
 }

@@ -216,13 +216,55 @@ pub const EXTERNAL_MIN_BYTES: usize = 1024;
 /// for whoever maps the file).
 const EXTERNAL_ALIGN: u64 = 64;
 
-/// Saves `model` at `path` through [`tensorfmt_core::io::AtomicFile`]s: one file when
-/// it fits protobuf's 2 GiB ([`MAX_MODEL_BYTES`]); otherwise, or when
-/// `options.extra["external_data"]` is `"true"` (`--set external_data=true`), every
-/// initializer payload of [`EXTERNAL_MIN_BYTES`] or more goes to `NAME.data` beside the
-/// model (ONNX's external data: `location`, `offset`, `length`, offsets 64-byte
-/// aligned), as `onnx.save_model(..., save_as_external_data=True)` writes it. The data
-/// file is committed before the model, and removed if the model cannot be.
+/// Where [`save_model_with`] puts the initializers' payloads.
+///
+/// ```
+/// use tensorfmt_onnx::ExternalData;
+/// let mut o = tensorfmt_core::WriteOptions::default();
+/// assert_eq!(ExternalData::from_options(&o)?, ExternalData::WhenNeeded);
+/// o.extra.insert("external_data".into(), "true".into());
+/// assert_eq!(ExternalData::from_options(&o)?, ExternalData::Always);
+/// o.extra.insert("external_data".into(), "yes".into());
+/// assert!(ExternalData::from_options(&o).is_err());
+/// # Ok::<(), tensorfmt_onnx::OnnxError>(())
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ExternalData {
+    /// Inside the model while it fits protobuf's 2 GiB ([`MAX_MODEL_BYTES`]); in
+    /// `NAME.data` beside it past that.
+    #[default]
+    WhenNeeded,
+    /// In `NAME.data` beside the model whatever its size (payloads of
+    /// [`EXTERNAL_MIN_BYTES`] or more).
+    Always,
+}
+
+impl ExternalData {
+    /// The writer setting [`ExternalData::from_options`] reads (`--set external_data=true`).
+    pub const SETTING: &'static str = "external_data";
+
+    /// The choice `options.extra["external_data"]` makes: absent or `"false"`
+    /// [`WhenNeeded`](ExternalData::WhenNeeded), `"true"` [`Always`](ExternalData::Always),
+    /// anything else an error.
+    pub fn from_options(options: &WriteOptions) -> Result<ExternalData> {
+        Self::parse(options.extra.get(Self::SETTING).map(String::as_str))
+    }
+
+    /// [`ExternalData::from_options`] for one value (`None`: not given).
+    pub fn parse(value: Option<&str>) -> Result<ExternalData> {
+        match value {
+            None | Some("false") => Ok(ExternalData::WhenNeeded),
+            Some("true") => Ok(ExternalData::Always),
+            Some(other) => Err(OnnxError::Write(format!(
+                "external_data is true or false, not {other:?}"
+            ))),
+        }
+    }
+}
+
+/// Saves `model` at `path` through [`tensorfmt_core::io::AtomicFile`]s, payloads where
+/// `options.extra["external_data"]` says ([`ExternalData::from_options`]): see
+/// [`save_model_with`].
 ///
 /// ```
 /// use tensorfmt_core::{Order, Tensor, WriteOptions};
@@ -239,26 +281,47 @@ const EXTERNAL_ALIGN: u64 = 64;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn save_model(path: &Path, model: &ModelProto, options: &WriteOptions) -> Result<()> {
-    save_model_within(path, model, options, MAX_MODEL_BYTES)
+    save_model_with(path, model, ExternalData::from_options(options)?, options)
 }
 
-/// [`save_model`] with the size over which payloads go external as a parameter (the
-/// tests cannot build 2 GiB).
+/// Saves `model` at `path`: one file when it fits protobuf's 2 GiB
+/// ([`MAX_MODEL_BYTES`]) and `external` is [`ExternalData::WhenNeeded`]; otherwise every
+/// initializer payload of [`EXTERNAL_MIN_BYTES`] or more goes to `NAME.data` beside the
+/// model (ONNX's external data: `location`, `offset`, `length`, offsets 64-byte
+/// aligned), as `onnx.save_model(..., save_as_external_data=True)` writes it. The data
+/// file is committed before the model, and removed if the model cannot be. Only
+/// `options.skip_fsync` is read from `options`.
+///
+/// ```
+/// use tensorfmt_onnx::ExternalData;
+/// use tensorfmt_core::{Order, Tensor};
+/// let dir = tempfile::tempdir()?;
+/// let p = dir.path().join("w.onnx");
+/// let t = Tensor::from_vec(vec![0.5f32; 1000], [1000], Order::RowMajor)?;
+/// let m = tensorfmt_onnx::weights_model(&[("w".into(), t)])?;
+/// tensorfmt_onnx::save_model_with(&p, &m, ExternalData::Always, &Default::default())?;
+/// assert!(dir.path().join("w.onnx.data").is_file());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn save_model_with(
+    path: &Path,
+    model: &ModelProto,
+    external: ExternalData,
+    options: &WriteOptions,
+) -> Result<()> {
+    save_model_within(path, model, external, options, MAX_MODEL_BYTES)
+}
+
+/// [`save_model_with`] with the size over which payloads go external as a parameter
+/// (the tests cannot build 2 GiB).
 fn save_model_within(
     path: &Path,
     model: &ModelProto,
+    external: ExternalData,
     options: &WriteOptions,
     max_inline: u64,
 ) -> Result<()> {
-    let forced = match options.extra.get("external_data").map(String::as_str) {
-        None | Some("false") => false,
-        Some("true") => true,
-        Some(other) => {
-            return Err(OnnxError::Write(format!(
-                "external_data is true or false, not {other:?}"
-            )))
-        }
-    };
+    let forced = external == ExternalData::Always;
     if !forced && Plan::new(model)?.total <= max_inline {
         return write_atomic_with(path, options, |w| write_model_bulk(w, model));
     }
@@ -391,10 +454,17 @@ mod tests {
         ];
         let m = weights_model(&named).unwrap();
         // Under the limit: one file, as before.
-        save_model_within(&p, &m, &Default::default(), 1 << 20).unwrap();
+        save_model_within(
+            &p,
+            &m,
+            ExternalData::WhenNeeded,
+            &Default::default(),
+            1 << 20,
+        )
+        .unwrap();
         assert!(!dir.path().join("m.onnx.data").exists());
         // Over it: payloads of 1 KiB or more go beside, 64-byte aligned, in order.
-        save_model_within(&p, &m, &Default::default(), 4096).unwrap();
+        save_model_within(&p, &m, ExternalData::WhenNeeded, &Default::default(), 4096).unwrap();
         let data = std::fs::read(dir.path().join("m.onnx.data")).unwrap();
         assert_eq!(data.len(), 3008 + 12000);
         let back = crate::read_model_file_at(

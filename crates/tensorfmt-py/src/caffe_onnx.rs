@@ -17,7 +17,7 @@ fn lower_err(e: tensorfmt_lower::LowerError) -> Error {
 
 /// Lowers a caffemodel + deploy prototxt to an ONNX file; returns a summary dict.
 #[pyfunction]
-#[pyo3(signature = (caffemodel, prototxt, out, proto=None, input_shape=None, outputs=None, dynamic_batch=false, strict=false, stop_before=None, rpn=None))]
+#[pyo3(signature = (caffemodel, prototxt, out, proto=None, input_shape=None, outputs=None, dynamic_batch=false, strict=false, stop_before=None, rpn=None, external_data=false))]
 #[allow(clippy::too_many_arguments)]
 pub fn caffe_to_onnx<'py>(
     py: Python<'py>,
@@ -31,6 +31,7 @@ pub fn caffe_to_onnx<'py>(
     strict: bool,
     stop_before: Option<Vec<String>>,
     rpn: Option<Vec<(String, String)>>,
+    external_data: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let lowered = run(py, move || {
         let mut rpn_options = tensorfmt_lower::RpnOptions::default();
@@ -46,6 +47,11 @@ pub fn caffe_to_onnx<'py>(
             strict,
             stop_before: stop_before.unwrap_or_default(),
             rpn: rpn_options,
+            external_data: if external_data {
+                tensorfmt::onnx::ExternalData::Always
+            } else {
+                tensorfmt::onnx::ExternalData::WhenNeeded
+            },
             ..Default::default()
         };
         let read = ReadOptions {

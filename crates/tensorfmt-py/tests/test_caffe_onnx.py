@@ -254,6 +254,27 @@ def test_options_dynamic_batch_outputs_and_metadata(tmp_path):
         np.testing.assert_array_equal(doc["conv1/weight"], tensorfmt.load(c / "v2_lenet_iter_10000.caffemodel")["conv1/0"])
 
 
+def test_external_data_puts_the_weights_beside_the_model(tmp_path):
+    """external_data=True: the weights in OUT.onnx.data (ONNX's external data); the
+    checker, onnxruntime and tensorfmt read it, with the outputs of the one-file model."""
+    c = require_corpus("caffe")
+    model, net = c / "v2_lenet_iter_10000.caffemodel", c / "nets" / "mnist_lenet.prototxt"
+    one, two = tmp_path / "one.onnx", tmp_path / "two.onnx"
+    tensorfmt.caffe.to_onnx(model, net, one, input_shape={"data": (1, 1, 28, 28)})
+    tensorfmt.caffe.to_onnx(model, net, two, input_shape={"data": (1, 1, 28, 28)}, external_data=True)
+    assert not (tmp_path / "one.onnx.data").exists()
+    assert (tmp_path / "two.onnx.data").stat().st_size >= 1_600_000
+    assert two.stat().st_size < 100_000
+    onnx.checker.check_model(str(two), full_check=True)
+    x = lenet_digit()
+    outs = [ort.InferenceSession(str(p), providers=["CPUExecutionProvider"]).run(None, {"data": x})[0] for p in (one, two)]
+    np.testing.assert_array_equal(outs[0], outs[1])
+    with tensorfmt.open(two) as doc:
+        np.testing.assert_array_equal(doc["conv1/weight"], tensorfmt.load(model)["conv1/0"])
+    with pytest.raises(TypeError):
+        tensorfmt.caffe.to_onnx(model, net, tmp_path / "x.onnx", external_data="yes")  # type: ignore[arg-type]
+
+
 def test_python_arguments_are_checked_as_the_cli_checks_them(tmp_path):
     """outputs= takes one name as stop_before= does; input_shape= takes a name and
     positive whole dimensions (240.5 and True were truncated into dimensions, 0 failed

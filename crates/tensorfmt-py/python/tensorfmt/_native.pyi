@@ -177,6 +177,7 @@ def caffe_to_onnx(
     strict: bool = False,
     stop_before: Optional[List[str]] = None,
     rpn: Optional[List[Tuple[str, str]]] = None,
+    external_data: bool = False,
 ) -> Dict[str, Any]: ...
 def caffe_state_dict(
     caffemodel: _Path, prototxt: Optional[_Path] = None, proto: Optional[_Path] = None, naming: str = "torch"

@@ -350,6 +350,7 @@ def to_onnx(
     strict: bool = False,
     stop_before: Union[str, Sequence[str], None] = None,
     rpn: Optional[Mapping[str, Union[int, float]]] = None,
+    external_data: bool = False,
 ) -> Dict[str, Any]:
     """Converts a Caffe net (weights + deploy prototxt) to an ONNX model (opset 17),
     written atomically to ``out``; the same as ``tensorfmt convert MODEL.caffemodel
@@ -365,8 +366,11 @@ def to_onnx(
     NonMaxSuppression, or NMS of your own); ``rpn``: Faster R-CNN / R-FCN test-time
     RPN constants of the proposal layers, ``{"post_nms_top_n": 100}``
     (``pre_nms_top_n``, ``post_nms_top_n``, ``nms_thresh``, ``min_size``; default: the
-    prototxt's ``proposal_param``, or py-faster-rcnn's 6000, 300, 0.7, 16). A net with
-    layers that have no lowering raises (listing every one of them) and writes nothing.
+    prototxt's ``proposal_param``, or py-faster-rcnn's 6000, 300, 0.7, 16);
+    ``external_data``: the weights in ``OUT.onnx.data`` beside the model (ONNX's external
+    data, as ``onnx.save_model(..., save_as_external_data=True)`` writes it; always so
+    past protobuf's 2 GiB). A net with layers that have no lowering raises (listing
+    every one of them) and writes nothing.
 
     Returns ``{"inputs", "outputs", "shapes", "stopped_before", "warnings", "nodes"}``
     (``stopped_before``: the ``(name, type)`` of every layer cut by ``stop_before``;
@@ -396,6 +400,7 @@ def to_onnx(
         strict=strict,
         stop_before=None if stop_before is None else [stop_before] if isinstance(stop_before, str) else [str(s) for s in stop_before],
         rpn=None if rpn is None else [(str(k), _rpn_value(k, v)) for k, v in rpn.items()],
+        external_data=external_data,
     )
 
 
