@@ -51,7 +51,7 @@ def same(a, b):
 
 
 def candidate_files():
-    out = [p for p in fixtures() if p.suffix != ".npz"]
+    out = list(fixtures())
     root = corpus_dir()
     if root.is_dir():
         out += sorted(p for p in root.rglob("*") if p.is_file() and p.suffix not in (".md", ".json", ".prototxt", ".txt"))
@@ -163,6 +163,63 @@ def test_sparse_activity_is_described_from_its_header(tmp_path):
     assert parser.last_fetch == {"fetched": 64 << 10, "requests": 1}
     assert set(ds.attrs["not_virtual"]) == {"values", "time"} and not ds.variables
     assert "nbands" in ds.attrs["not_virtual"]["values"] and ds.attrs["nbands"] == 400
+
+
+def test_npz_members_are_referenced_where_they_lie(tmp_path):
+    """numpy's archives: a stored member (``np.savez``) is a byte range of the archive
+    (its npy header skipped; Fortran order and big-endian kept), read back equal to
+    load; a deflated one (``np.savez_compressed``) is listed in ``not_virtual``. Only
+    the zip directory, local headers and npy headers are fetched, not the values."""
+    rng = np.random.default_rng(5)
+    big = rng.random((256, 1024), dtype=np.float32)  # 1 MiB
+    arrays = {
+        "big": big,
+        "fortran": np.asfortranarray(rng.random((7, 5))),
+        "be": np.arange(12, dtype=">i4").reshape(3, 4),
+        "flags": np.array([True, False, True]),
+        "scalar": np.float64(2.5),
+    }
+    stored, deflated = tmp_path / "s.npz", tmp_path / "d.npz"
+    np.savez(stored, **arrays)
+    np.savez_compressed(deflated, big=big, small=np.arange(5))
+    reg = local()
+    parser = tv.Parser()
+    ds = open_store(parser(url_of(stored), reg))
+    assert parser.last_fetch["fetched"] <= 3 * (64 << 10), parser.last_fetch
+    want = quiet_load(stored)
+    assert not ds.attrs["not_virtual"]
+    for name, w in want.items():
+        assert same(ds[name].values, w), name
+    ds = open_store(parser(url_of(deflated), reg))
+    assert set(ds.attrs["not_virtual"]) == {"big", "small"}
+    assert "deflate" in ds.attrs["not_virtual"]["big"]
+    # What tensorfmt writes (its metadata member and block are not tensors), and scipy's
+    # sparse layout (its `format` member is a header field).
+    ours = tmp_path / "ours.npz"
+    tensorfmt.save(ours, {"w": big[:4]})
+    ds = open_store(parser(url_of(ours), reg))
+    assert list(ds.variables) == ["w"] and same(ds["w"].values, big[:4])
+    sp = require_module("scipy.sparse")
+    csr = tmp_path / "csr.npz"
+    sp.save_npz(csr, sp.random(20, 30, density=0.1, format="csr", random_state=1, dtype=np.float32), compressed=False)
+    want = quiet_load(csr)
+    ds = open_store(parser(url_of(csr), reg))
+    for name, w in want.items():
+        assert same(ds[tv.zarr_names(want)[name]].values, w), name
+    # A member whose npy shape needs more bytes than the member holds, or whose
+    # directory entry runs past the archive: refused, as load refuses them.
+    raw = stored.read_bytes()
+    i = raw.find(b"(256, 1024)")
+    lie = tmp_path / "lie.npz"
+    lie.write_bytes(raw[:i] + b"(999, 1024)" + raw[i + 11:])
+    cd = raw.find(b"PK\x01\x02")
+    past = tmp_path / "past.npz"
+    past.write_bytes(raw[: cd + 20] + struct.pack("<II", 2**31, 2**31) + raw[cd + 28:])
+    for p in (lie, past):
+        with pytest.raises(tensorfmt.FormatError, match="needs|past the archive"):
+            tensorfmt.load(p)
+        with pytest.raises(tensorfmt.FormatError, match="needs|past the archive"):
+            parser(url_of(p), reg)
 
 
 def test_onnx_external_data_is_referenced_in_its_own_file(tmp_path):

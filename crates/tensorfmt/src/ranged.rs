@@ -68,7 +68,7 @@ impl Default for RemoteOptions {
 ///
 /// Errors, naming the file's field, where a reference could point at wrong bytes:
 /// legacy MPI-split PVP frames, sizes that are not whole frames, inconsistent weight
-/// frames, truncated payloads; and for npz archives, which have no structure walker.
+/// frames, truncated payloads.
 pub fn describe_remote(
     source: &mut dyn RangeSource,
     len: u64,
@@ -160,13 +160,7 @@ fn fetch_structure(image: &mut SparseImage<'_>, format: Format, read: &ReadOptio
                 }
             }
         }
-        Format::Npz => {
-            return Err(Error::Invalid(
-                "npz archives are not described from ranged reads (their members are zip \
-                 entries); open them with tensorfmt.open or convert them"
-                    .into(),
-            ))
-        }
+        Format::Npz => interop::npz::fetch_structure(image, &read.limits)?,
         #[cfg(feature = "pvp")]
         Format::Pvp => tensorfmt_pvp::ranged::fetch_structure(image, read)?,
         #[cfg(feature = "som")]
@@ -201,6 +195,7 @@ fn placements(
         Format::Onnx => tensorfmt_onnx::ranged::describe(bytes.clone(), read)?,
         #[cfg(feature = "primitiv")]
         Format::Primitiv => tensorfmt_primitiv::ranged::describe(bytes.clone(), read)?,
+        Format::Npz => interop::npz::open(bytes.clone(), read)?.placements(),
         Format::Npy => {
             let h = interop::npy::parse_header(bytes, &read.limits)
                 .map_err(|e| Error::format("npy", e))?;

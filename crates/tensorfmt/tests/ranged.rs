@@ -66,7 +66,6 @@ const PROTECTIVE: &[&str] = &[
     "not a multiple",
     "partial",
     "differs from frame 0",
-    "npz archives",
     "pre-version-2",
 ];
 

@@ -22,9 +22,10 @@ use std::sync::Mutex;
 
 use bytes::Bytes;
 use tensorfmt_core::io::AtomicFile;
+use tensorfmt_core::ranged::{Placement, SparseImage, VirtualTensor};
 use tensorfmt_core::{
-    Chunks, Compression, Error, FieldValue, Limits, ReadOptions, Result, Tensor, TensorFile,
-    TensorInfo, WriteOptions,
+    Chunks, Compression, Error, FieldValue, Limits, ReadOptions, Result, SourceLayout, Tensor,
+    TensorFile, TensorInfo, WriteOptions,
 };
 use zip::write::SimpleFileOptions;
 use zip::{CompressionMethod, ZipArchive, ZipWriter};
@@ -101,6 +102,125 @@ pub struct NpzFile {
     /// Member `format` of an npz in scipy's `save_npz` layout (`csr`), shown as header
     /// field `format`.
     sparse_format: Option<String>,
+}
+
+/// An archive read through a [`SparseImage`] as `Read + Seek`: what the zip reader
+/// asks for is fetched (in blocks) as it asks.
+struct Fetching<'i, 'a> {
+    image: &'i mut SparseImage<'a>,
+    at: u64,
+}
+
+impl Read for Fetching<'_, '_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let got = self
+            .image
+            .get(self.at, buf.len() as u64)
+            .map_err(std::io::Error::other)?;
+        buf[..got.len()].copy_from_slice(got);
+        self.at += got.len() as u64;
+        Ok(got.len())
+    }
+}
+
+impl std::io::Seek for Fetching<'_, '_> {
+    fn seek(&mut self, to: std::io::SeekFrom) -> std::io::Result<u64> {
+        use std::io::SeekFrom;
+        let at = match to {
+            SeekFrom::Start(n) => Some(n),
+            SeekFrom::End(d) => self.image.len().checked_add_signed(d),
+            SeekFrom::Current(d) => self.at.checked_add_signed(d),
+        };
+        self.at = at.ok_or_else(|| std::io::Error::other("seek before the archive's start"))?;
+        Ok(self.at)
+    }
+}
+
+/// Fetches into `image` what [`open`] reads of an archive described from ranged reads
+/// ([`crate::ranged`]): the end records and central directory, each member's local
+/// header and npy header (the first block of a deflated member's stream), the small
+/// members that are header fields (`format`, the carried metadata) and the metadata
+/// block before the directory; never a member's values.
+pub(crate) fn fetch_structure(image: &mut SparseImage<'_>, limits: &Limits) -> Result<()> {
+    let (mut members, directory) = {
+        let mut archive = ZipArchive::new(Fetching { image, at: 0 }).map_err(zip_err)?;
+        limits.check_items(archive.len() as u64)?;
+        let mut members = Vec::with_capacity(archive.len());
+        for index in 0..archive.len() {
+            let f = archive.by_index_raw(index).map_err(zip_err)?;
+            let Some(start) = f.data_start() else {
+                continue;
+            };
+            let whole = matches!(f.name(), "format.npy" | "format")
+                || f.name().strip_suffix(".npy").unwrap_or(f.name()) == NPZ_MEMBER;
+            members.push((start, f.compressed_size(), f.compression(), whole));
+        }
+        (members, archive.central_directory_start())
+    };
+    let mut members_end = 0u64;
+    for (start, packed, method, whole) in members.drain(..) {
+        members_end = members_end.max(start.saturating_add(packed));
+        if whole && packed <= MAX_CARRIED {
+            image.get(start, packed)?;
+        } else if method == CompressionMethod::Stored {
+            let pre = image.get(start, packed.min(12))?.to_vec();
+            if let Ok(n) = npy::header_len(&pre) {
+                image.get(start, packed.min(n as u64))?;
+            }
+        } else {
+            // The header is in the stream's first block (deflate does not shrink a
+            // header by much, and a header of 64 KiB is already absurd).
+            image.get(start, packed.min(image.block()))?;
+        }
+    }
+    if directory > members_end {
+        let gap = directory - members_end;
+        let pre = image.get(members_end, gap.min(64))?.to_vec();
+        let pre = pre.strip_prefix(&EMPTY_ARCHIVE[..]).unwrap_or(&pre);
+        if pre.starts_with(&HIDDEN_MAGIC[..]) {
+            image.get(members_end, gap.min(MAX_CARRIED + 64))?;
+        }
+    }
+    Ok(())
+}
+
+impl NpzFile {
+    /// Where each tensor's bytes lie in the archive ([`crate::ranged`]): a stored
+    /// member's values after its npy header; a deflated member is not a byte range.
+    pub(crate) fn placements(&self) -> Vec<VirtualTensor> {
+        self.members
+            .iter()
+            .map(|m| {
+                let info = TensorInfo::new(m.name.clone(), m.header.dtype, m.header.shape.clone());
+                let placement = match &m.stored {
+                    Some(b) => {
+                        let at = b.as_ptr() as usize - self.data.as_ptr() as usize;
+                        let nbytes =
+                            m.header.shape.byte_len(m.header.dtype.size()).unwrap_or(0) as u64;
+                        let mut layout =
+                            SourceLayout::contiguous((at + m.header.data_offset) as u64, nbytes);
+                        if m.header.fortran_order {
+                            layout.order = tensorfmt_core::Order::ColumnMajor;
+                        }
+                        Placement::Bytes {
+                            layout,
+                            big_endian: m.header.big_endian,
+                        }
+                    }
+                    None => Placement::NotVirtual(
+                        "a deflated zip member (numpy.savez_compressed): zarr has no codec \
+                         for a raw deflate stream"
+                            .into(),
+                    ),
+                };
+                VirtualTensor {
+                    info,
+                    placement,
+                    frame_axis: false,
+                }
+            })
+            .collect()
+    }
 }
 
 /// Reads up to `n` bytes (fewer only at the end of the stream).
