@@ -576,9 +576,17 @@ fn keep_sparse(
 
 impl Document {
     /// Refuses an output that is one of the files this document's tensors are read
-    /// from besides its own (an ONNX model's external data: replacing it would break
-    /// the source model), or, for an ONNX output, whose `OUT.data` beside it would be.
+    /// from: the document's own file (by device and inode, so a link to it too, as the
+    /// CLI refuses it), an ONNX model's external data (replacing it would break the
+    /// source model), or, for an ONNX output, whose `OUT.data` beside it would be.
     fn refuse_overwriting_inputs(&self, out: &Path, format: Format) -> Result<()> {
+        if tensorfmt_core::io::same_file(out, self.path()) {
+            return Err(Error::Invalid(format!(
+                "the output {} is the input {}; an input is never overwritten",
+                out.display(),
+                self.path().display()
+            )));
+        }
         let externals = self.file().external_files();
         if externals.is_empty() {
             return Ok(());

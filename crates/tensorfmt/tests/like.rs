@@ -107,3 +107,29 @@ fn tensors_that_do_not_fit_are_refused_and_nothing_is_written() {
         .to_string();
     assert!(err.contains("the original is caffe"), "{err}");
 }
+
+/// No conversion writes over the file it reads (as the CLI refuses it): the same path,
+/// a hard link and a symbolic link to the input are refused, with the input intact,
+/// whatever the entry (here the library's; the CLI and Python go through the same).
+#[test]
+fn a_document_is_never_converted_onto_itself() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("m.npz");
+    std::fs::copy(fixture("core", "mixed.npz"), &src).unwrap();
+    let before = std::fs::read(&src).unwrap();
+    let hard = dir.path().join("hard.npz");
+    std::fs::hard_link(&src, &hard).unwrap();
+    let soft = dir.path().join("soft.npz");
+    std::os::unix::fs::symlink(&src, &soft).unwrap();
+    let doc = Document::open(&src).unwrap();
+    let first = [doc.names()[0].clone()];
+    for out in [&src, &hard, &soft] {
+        let e = doc
+            .convert_to_with(out, Format::Npz, Some(&first), &WriteOptions::default())
+            .unwrap_err();
+        assert!(e.to_string().contains("never overwritten"), "{e}");
+        let e = doc.convert_to(out, Format::Npz).unwrap_err();
+        assert!(e.to_string().contains("never overwritten"), "{e}");
+    }
+    assert_eq!(std::fs::read(&src).unwrap(), before);
+}
