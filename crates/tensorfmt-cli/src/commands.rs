@@ -487,7 +487,10 @@ pub fn convert_file(a: &ConvertArgs, show_progress: bool) -> Result<Converted, F
     check_output(&a.input, &a.output, a.force)?;
     let read_options = ReadOptions {
         frames: a.frames,
-        sparse_csr: a.sparse,
+        // npz and safetensors keep sparse frames sparse anyway, in the layout that
+        // carries their shape (scipy's save_npz / the CSR triple with frame_shape); the
+        // bare CSR view is for the other outputs.
+        sparse_csr: a.sparse && !matches!(target.format, Format::Npz | Format::Safetensors),
         ..a.read.clone()
     };
     let doc =

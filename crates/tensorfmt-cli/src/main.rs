@@ -180,8 +180,10 @@ Example:
         /// Overwrite the output if it exists.
         #[arg(long)]
         force: bool,
-        /// Export sparse data as CSR arrays instead of dense.
-        #[arg(long)]
+        /// Read sparse PVP frames as CSR arrays (indptr, indices, data) instead of
+        /// dense; npz and safetensors outputs get their sparse layout (with the frame
+        /// shape) with or without it.
+        #[arg(long, conflicts_with = "dense")]
         sparse: bool,
         /// Write sparse tensors (sparse PVP) dense; by default npz and safetensors keep
         /// them sparse (scipy's save_npz layout / the CSR triple). Refused beyond 1 GiB.

@@ -55,3 +55,25 @@ fn dense_is_asked_for_and_bounded() {
     assert_eq!(tf(args!["diff", &src, &sparse]).0, 0);
     assert_eq!(tf(args!["diff", &src, &dense, "--tensors-only"]).0, 0);
 }
+
+/// `--sparse` to npz or safetensors is the sparse layout they get by default (scipy's
+/// `save_npz` members with `shape` and `frame_shape`, and the carried original): it
+/// used to write a bare CSR triple that lost the frame shape, so converting it back
+/// made a PVP file of the wrong geometry with exit 0.
+#[test]
+fn sparse_to_npz_keeps_the_frame_shape() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = testdata("pvp", "sparse_values_dt4.pvp");
+    for ext in ["npz", "safetensors"] {
+        let csr = dir.path().join(format!("e.{ext}"));
+        let (code, _, err) = tf(args!["convert", &src, &csr, "--sparse"]);
+        assert_eq!(code, 0, "{err}");
+        let names = Document::open(&csr).unwrap().names();
+        assert!(names.iter().any(|n| n == "frame_shape"), "{ext}: {names:?}");
+        let back = dir.path().join(format!("back_{ext}.pvp"));
+        let (code, _, err) = tf(args!["convert", &csr, &back]);
+        assert_eq!(code, 0, "{err}");
+        let (code, text, err) = tf(args!["diff", &src, &back]);
+        assert_eq!(code, 0, "{ext}: {text}{err}");
+    }
+}
