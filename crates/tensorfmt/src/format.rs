@@ -94,7 +94,8 @@ impl Format {
             Format::Npz => &["npz"],
             Format::Safetensors => &["safetensors"],
             Format::Pvp => &["pvp"],
-            Format::Som => &["bin"],
+            // PINK's examples name data, maps and mappings `.pink`, `.som`, `.map`.
+            Format::Som => &["bin", "pink", "som", "map"],
             Format::Primitiv => &["data"],
             Format::Caffe => &[
                 "caffemodel",
@@ -258,12 +259,16 @@ impl Target {
         }
     }
 
-    /// The target implied by a path's extension.
+    /// The target implied by a path's extension (with the kind a Caffe extension or
+    /// PINK's `.pink` / `.som` / `.map` names).
     pub fn from_path(path: &Path) -> Option<Target> {
         let format = Format::from_path(path)?;
         let ext = path.extension()?.to_str()?.to_ascii_lowercase();
         let kind = match ext.as_str() {
             "caffemodel" | "binaryproto" | "blobprotovector" | "solverstate" => Some(ext),
+            "pink" => Some("som-data".into()),
+            "som" => Some("som".into()),
+            "map" => Some("som-mapping".into()),
             _ => None,
         };
         Some(Target { format, kind })

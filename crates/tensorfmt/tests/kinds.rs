@@ -34,3 +34,58 @@ fn every_file_kind_is_one_of_its_formats_kinds() {
         assert!(seen.iter().any(|(g, _)| *g == f), "no {f} file seen");
     }
 }
+
+/// PINK's own names (`.pink` data, `.som` maps, `.map` mappings, as PINK's examples and
+/// the corpus' real files have them) are PINK files by extension too, each implying its
+/// kind; every real one round-trips through safetensors back to its own name.
+#[test]
+fn pinks_own_extensions_name_their_kinds() {
+    use tensorfmt::{Target, WriteOptions};
+    for (name, kind) in [
+        ("a.pink", "som-data"),
+        ("a.som", "som"),
+        ("a.map", "som-mapping"),
+    ] {
+        let t = Target::from_path(name.as_ref()).unwrap();
+        assert_eq!(
+            (t.format, t.kind.as_deref()),
+            (Format::Som, Some(kind)),
+            "{name}"
+        );
+    }
+    assert_eq!(Target::from_path("a.bin".as_ref()).unwrap().kind, None);
+    let Some(dir) = tensorfmt::testing::corpus_dir(env!("CARGO_MANIFEST_DIR"), "som") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let mut seen = 0;
+    for e in std::fs::read_dir(dir.join("upstream_v2")).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_none_or(|x| x == "bin") {
+            continue;
+        }
+        assert_eq!(
+            tensorfmt::detect(&p).unwrap(),
+            Format::Som,
+            "{}",
+            p.display()
+        );
+        let doc = Document::open(&p).unwrap();
+        let st = tmp.path().join("x.safetensors");
+        doc.convert_to(&st, Format::Safetensors).unwrap();
+        let back = tmp.path().join(p.file_name().unwrap());
+        let target = Target::from_path(&back).unwrap();
+        Document::open(&st)
+            .unwrap()
+            .convert_to_with(&back, target, None, &WriteOptions::default())
+            .unwrap();
+        assert_eq!(
+            std::fs::read(&back).unwrap(),
+            std::fs::read(&p).unwrap(),
+            "{}",
+            p.display()
+        );
+        seen += 1;
+    }
+    assert!(seen >= 7, "{seen}");
+}
