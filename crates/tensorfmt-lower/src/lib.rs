@@ -201,6 +201,28 @@ fn placeholder_inputs(net: &NetDef, given: &[(String, Vec<usize>)]) -> Option<St
     })
 }
 
+/// `net` without the layers listed in `gone` and every layer that reads what they
+/// compute (directly or not): what can still be lowered to find more unsupported
+/// layers.
+fn without_tainted(net: &NetDef, gone: &[UnsupportedLayer]) -> NetDef {
+    let gone: HashSet<&str> = gone.iter().map(|u| u.name.as_str()).collect();
+    let mut tainted: HashSet<&str> = HashSet::new();
+    let mut rest = net.clone();
+    rest.layers.clear();
+    for l in &net.layers {
+        if gone.contains(l.name.as_str()) || l.bottoms.iter().any(|b| tainted.contains(b.as_str()))
+        {
+            tainted.extend(l.tops.iter().map(String::as_str));
+        } else {
+            for t in &l.tops {
+                tainted.remove(t.as_str());
+            }
+            rest.layers.push(l.clone());
+        }
+    }
+    rest
+}
+
 /// Lowers a parsed net with its caffemodel blobs (taken from `blobs` by layer name) to
 /// an ONNX model. Nothing is written; see [`convert_files`] for the whole path.
 pub fn lower(
@@ -251,7 +273,26 @@ pub fn lower(
                     _ => e.into(),
                 });
             }
-            return Err(LowerError::Unsupported { layers: unknown });
+            // The rest of the net (without those layers and what reads them) may hold
+            // layers whose parameters no lowering handles: listed too, at once.
+            let mut all = unknown;
+            let rest = without_tainted(net, &all);
+            let sub = LowerOptions {
+                outputs: Vec::new(),
+                stop_before: Vec::new(),
+                ..opts.clone()
+            };
+            if let Err(LowerError::Unsupported { layers }) = lower(&rest, blobs, &sub) {
+                all.extend(layers);
+            }
+            let order: HashMap<&str, usize> = net
+                .layers
+                .iter()
+                .enumerate()
+                .map(|(i, l)| (l.name.as_str(), i))
+                .collect();
+            all.sort_by_key(|u| order.get(u.name.as_str()).copied().unwrap_or(usize::MAX));
+            return Err(LowerError::Unsupported { layers: all });
         }
     };
     // Layers that cannot be lowered (no lowering for the type, or parameters no lowering
@@ -397,17 +438,18 @@ pub fn lower(
             Ok(shapes) => shapes,
             Err(fail) => {
                 let after_one = ins.iter().any(|v| placeholders.contains(&v.name));
-                if after_one {
-                    // A consequence of an earlier unsupported layer, not another report.
-                } else if fail.not_lowered {
+                if fail.not_lowered {
+                    // Its own type or parameters, whatever it reads (a placeholder has
+                    // Caffe's shape): another change the net needs.
                     unsupported.push(UnsupportedLayer {
                         name: l.name.clone(),
                         kind: l.kind.clone(),
                         reason: (!fail.reason.is_empty()).then_some(fail.reason),
                     });
-                } else {
+                } else if !after_one {
                     return Err(layer_err(l, fail.reason));
                 }
+                // else: a consequence of an earlier unsupported layer, not another report.
                 for (i, (t, name)) in l.tops.iter().zip(&tops).enumerate() {
                     let shape = expected.get(i).cloned().unwrap_or_default();
                     placeholders.insert(name.clone());
