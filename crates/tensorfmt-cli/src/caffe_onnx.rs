@@ -180,6 +180,19 @@ pub fn convert(
         check_output(input, out, true)?;
     }
     check_output(model, out, force)?;
+    // The data file beside the model: never an input; replaced only with --force when
+    // it will be written.
+    let data = tensorfmt::onnx::external_data_path(out);
+    for input in [
+        Some(model.as_path()),
+        Some(prototxt.as_path()),
+        net.fork_proto.as_deref(),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        check_output(input, &data, force || external != ExternalData::Always)?;
+    }
     let mut rpn = tensorfmt_lower::RpnOptions::default();
     for kv in &net.rpn {
         rpn.parse_setting(kv).map_err(Failure::Usage)?;

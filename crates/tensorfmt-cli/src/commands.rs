@@ -485,6 +485,21 @@ pub fn convert_file(a: &ConvertArgs, show_progress: bool) -> Result<Converted, F
         )));
     }
     check_output(&a.input, &a.output, a.force)?;
+    if target.format == Format::Onnx {
+        // The data file beside the model is an output too: never an input, and an
+        // existing one is replaced only with --force when it will be written.
+        let external = a
+            .settings
+            .iter()
+            .rev()
+            .find(|(k, _)| k == tensorfmt::onnx::ExternalData::SETTING)
+            .map(|(_, v)| v.as_str());
+        let forced = tensorfmt::onnx::ExternalData::parse(external)
+            .map_err(|e| Failure::Usage(e.to_string()))?
+            == tensorfmt::onnx::ExternalData::Always;
+        let data = tensorfmt::onnx::external_data_path(&a.output);
+        check_output(&a.input, &data, a.force || !forced)?;
+    }
     let read_options = ReadOptions {
         frames: a.frames,
         // npz and safetensors keep sparse frames sparse anyway, in the layout that

@@ -412,3 +412,77 @@ fn caffe_to_onnx_refuses_flags_it_would_ignore_and_writes_external_data() {
     assert_eq!(code, 0, "{err}");
     assert!(text.contains("net.onnx.data"), "{text}");
 }
+
+/// `OUT.onnx.data` is an output like `OUT.onnx`: an existing one is replaced only with
+/// `--force`, and an input given that name is never replaced (it was destroyed: the
+/// caffemodel, or the tensors of a plain conversion).
+#[test]
+fn the_data_file_beside_a_model_is_an_output() {
+    let root = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
+    let prototxt = root.join("testdata/nets/lenet_tiny.prototxt");
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // The caffemodel named as the output's data file.
+    let model = d.join("l.onnx.data");
+    tensorfmt_lower::write_random_weights(&prototxt, None, &model, 3, &[], &Default::default())
+        .unwrap();
+    let before = std::fs::read(&model).unwrap();
+    let out = d.join("l.onnx");
+    for force in [false, true] {
+        let mut extra = vec!["--set", "external_data=true"];
+        if force {
+            extra.push("--force");
+        }
+        let (code, _, err) = convert_net(&model, &out, &prototxt, &extra);
+        assert_eq!(code, 2, "{err}");
+        assert!(
+            err.contains("never overwritten") || err.contains("--force"),
+            "{err}"
+        );
+        assert_eq!(std::fs::read(&model).unwrap(), before);
+        assert!(!out.exists());
+    }
+    // A plain conversion whose input is the output's data file.
+    let st = d.join("q.onnx.data");
+    tensorfmt::save(
+        &st,
+        tensorfmt::Format::Safetensors,
+        &[(
+            "w".to_string(),
+            tensorfmt::Tensor::from_vec(vec![1f32; 512], [512], tensorfmt::Order::RowMajor)
+                .unwrap(),
+        )],
+        &Default::default(),
+    )
+    .unwrap();
+    let before = std::fs::read(&st).unwrap();
+    let q = d.join("q.onnx");
+    let (code, _, err) = tf([
+        "convert".as_ref(),
+        st.as_os_str(),
+        q.as_os_str(),
+        "--from".as_ref(),
+        "safetensors".as_ref(),
+        "--set".as_ref(),
+        "external_data=true".as_ref(),
+        "--force".as_ref(),
+    ] as [&OsStr; 8]);
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(std::fs::read(&st).unwrap(), before);
+    // An unrelated existing data file: --force replaces it, not its absence.
+    let other = d.join("w.caffemodel");
+    std::fs::copy(&model, &other).unwrap();
+    let b = d.join("b.onnx");
+    std::fs::write(d.join("b.onnx.data"), b"precious").unwrap();
+    let (code, _, err) = convert_net(&other, &b, &prototxt, &["--set", "external_data=true"]);
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(std::fs::read(d.join("b.onnx.data")).unwrap(), b"precious");
+    let (code, _, err) = convert_net(
+        &other,
+        &b,
+        &prototxt,
+        &["--set", "external_data=true", "--force"],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_ne!(std::fs::read(d.join("b.onnx.data")).unwrap(), b"precious");
+}

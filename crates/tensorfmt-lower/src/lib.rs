@@ -1196,6 +1196,21 @@ pub fn convert_files(
     opts: &LowerOptions,
     read: &ReadOptions,
 ) -> Result<Lowered, LowerError> {
+    // No input is ever an output: the model, or the data file beside it.
+    for o in [out.to_path_buf(), tensorfmt_onnx::external_data_path(out)] {
+        for input in [Some(src.caffemodel), Some(src.prototxt), src.fork_proto]
+            .into_iter()
+            .flatten()
+        {
+            if tensorfmt_core::io::same_file(&o, input) {
+                return Err(LowerError::Net(format!(
+                    "the output {} is the input {}; an input is never overwritten",
+                    o.display(),
+                    input.display()
+                )));
+            }
+        }
+    }
     let (net, mut blobs) = load(src, read)?;
     // What the lowering finds is about the net, as the prototxt gives it.
     let lowered = lower(&net, &mut blobs, opts).map_err(|e| e.in_file(src.prototxt))?;

@@ -86,7 +86,9 @@ fn keys<'p>(p: &'p TensorProto, err: &dyn Fn(String) -> OnnxError) -> Result<Key
     let (mut location, mut offset, mut length) = (None, None, None);
     for e in &p.external_data {
         let number = |v: &str| {
-            v.parse::<u64>().map_err(|_| {
+            // Digits only: Rust's parse takes a leading '+', onnxruntime does not.
+            let digits = !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit());
+            v.parse::<u64>().ok().filter(|_| digits).ok_or_else(|| {
                 err(format!(
                     "{} {v:?} is not a non-negative decimal integer",
                     e.key
@@ -94,6 +96,11 @@ fn keys<'p>(p: &'p TensorProto, err: &dyn Fn(String) -> OnnxError) -> Result<Key
             })
         };
         match e.key.as_str() {
+            // onnxruntime refuses a second one; onnx.checker reads the first: which
+            // file was meant?
+            "location" if location.is_some() => {
+                return Err(err("has a 'location' entry twice".into()))
+            }
             "location" => location = Some(e.value.as_str()),
             "offset" => offset = Some(number(&e.value)?),
             "length" => length = Some(number(&e.value)?),
@@ -287,6 +294,17 @@ pub fn external_data_file(model_dir: &Path, location: &str) -> Result<PathBuf> {
 fn lexically_inside(location: &str) -> std::result::Result<(), &'static str> {
     if location.contains('\0') {
         return Err("holds a NUL byte");
+    }
+    // A URL parser strips tabs and newlines ("..\t" becomes ".."); a backslash is a
+    // separator on Windows; a trailing slash names a directory (ONNX refuses it).
+    if location.chars().any(char::is_control) {
+        return Err("holds a control character");
+    }
+    if location.contains('\\') {
+        return Err("holds a backslash (the separator is '/')");
+    }
+    if location.ends_with('/') {
+        return Err("has a trailing '/' (a directory, not a file)");
     }
     for c in Path::new(location).components() {
         match c {

@@ -79,9 +79,11 @@ pub fn tensor_to_proto(name: &str, t: &Tensor) -> tensorfmt_core::Result<TensorP
     })
 }
 
-/// Whether a tensor keeps its data in an external file (read by `external.rs`).
+/// Whether a tensor keeps its data in an external file (read by `external.rs`):
+/// `data_location: EXTERNAL`, as ONNX's loader and onnxruntime decide (a DEFAULT
+/// tensor's stray `external_data` keys are ignored, as they ignore them).
 pub(crate) fn is_external(p: &TensorProto) -> bool {
-    p.data_location == 1 || !p.external_data.is_empty()
+    p.data_location == 1
 }
 
 fn err(path: &str, offset: u64, reason: impl Into<String>) -> OnnxError {

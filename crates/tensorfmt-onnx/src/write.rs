@@ -325,12 +325,12 @@ fn save_model_within(
     if !forced && Plan::new(model)?.total <= max_inline {
         return write_atomic_with(path, options, |w| write_model_bulk(w, model));
     }
-    let name = path
+    let data_path = external_data_path(path);
+    let location = data_path
         .file_name()
         .and_then(|n| n.to_str())
-        .ok_or_else(|| OnnxError::Write(format!("{}: not a UTF-8 file name", path.display())))?;
-    let location = format!("{name}.data");
-    let data_path = path.with_file_name(&location);
+        .ok_or_else(|| OnnxError::Write(format!("{}: not a UTF-8 file name", path.display())))?
+        .to_string();
     let mut small = model.clone();
     let mut payloads = Vec::new();
     let mut end = 0u64;
@@ -369,12 +369,55 @@ fn save_model_within(
     }
     let mut head = AtomicFile::create(path)?.sync(!options.skip_fsync);
     write_model_bulk(&mut head, &small)?;
-    data.commit()?;
-    if let Err(e) = head.commit() {
-        let _ = std::fs::remove_file(&data_path);
+    // The pair is replaced together: an existing data file is kept aside until the new
+    // model is in place, and put back if it cannot be (the old model still needs it).
+    let aside = keep_aside(&data_path)?;
+    let put_back = |aside: &Option<std::path::PathBuf>| {
+        if let Some(old) = aside {
+            let _ = std::fs::rename(old, &data_path);
+        }
+    };
+    if let Err(e) = data.commit() {
+        put_back(&aside);
         return Err(e.into());
     }
+    if let Err(e) = head.commit() {
+        let _ = std::fs::remove_file(&data_path);
+        put_back(&aside);
+        return Err(e.into());
+    }
+    if let Some(old) = aside {
+        let _ = std::fs::remove_file(old);
+    }
     Ok(())
+}
+
+/// The external data file [`save_model`] writes beside the model at `model`:
+/// `NAME.data` (the one name, for the writer and for the callers that must not let it
+/// replace an input or an existing file).
+///
+/// ```
+/// use std::path::Path;
+/// assert_eq!(tensorfmt_onnx::external_data_path(Path::new("d/m.onnx")), Path::new("d/m.onnx.data"));
+/// ```
+pub fn external_data_path(model: &Path) -> std::path::PathBuf {
+    let mut name = model.file_name().unwrap_or_default().to_owned();
+    name.push(".data");
+    model.with_file_name(name)
+}
+
+/// Renames an existing `path` to a hidden name beside it (returned), or nothing when
+/// there is no such file.
+fn keep_aside(path: &Path) -> Result<Option<std::path::PathBuf>> {
+    if std::fs::symlink_metadata(path).is_err() {
+        return Ok(None);
+    }
+    let mut name = std::ffi::OsString::from(".");
+    name.push(path.file_name().unwrap_or_default());
+    name.push(format!(".{}.old", std::process::id()));
+    let aside = path.with_file_name(name);
+    std::fs::rename(path, &aside).map_err(|e| tensorfmt_core::Error::io(path, e))?;
+    Ok(Some(aside))
 }
 
 /// A weights-only model: a graph with no nodes whose initializers are `tensors`
@@ -482,6 +525,31 @@ mod tests {
         bad.extra.insert("external_data".into(), "yes".into());
         let e = save_model(&p, &m, &bad).unwrap_err().to_string();
         assert!(e.contains("true or false"), "{e}");
+    }
+
+    /// The model and its data file are replaced together: when the new model cannot be
+    /// put in place, the old data file is back where it was (the old model needs it).
+    #[test]
+    fn a_failed_model_commit_keeps_the_old_data_file() {
+        use tensorfmt_core::Order;
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("m.onnx");
+        let data = external_data_path(&p);
+        std::fs::write(&data, b"the old model's weights").unwrap();
+        // A non-empty directory where the model goes: the data file commits, the
+        // model's rename fails.
+        std::fs::create_dir(&p).unwrap();
+        std::fs::write(p.join("x"), b"").unwrap();
+        let t = Tensor::from_vec(vec![1.5f32; 3000], [3000], Order::RowMajor).unwrap();
+        let m = weights_model(&[("w".to_string(), t)]).unwrap();
+        let e = save_model_with(&p, &m, ExternalData::Always, &Default::default()).unwrap_err();
+        assert!(e.to_string().contains("renam"), "{e}"); // failed at the commit
+        assert_eq!(std::fs::read(&data).unwrap(), b"the old model's weights");
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names.len(), 2, "{names:?}"); // m.onnx/ and m.onnx.data only
     }
 
     #[test]

@@ -174,3 +174,36 @@ fn a_model_given_as_bytes_names_the_file_it_cannot_read() {
         "{e}"
     );
 }
+
+/// As ONNX's loader and onnxruntime decide: only `data_location: EXTERNAL` puts a
+/// tensor's data in a file (a DEFAULT tensor with stray `external_data` keys keeps its
+/// `raw_data`); a `location` given twice, an offset with a sign, a location with a
+/// control character, a backslash or a trailing slash are refused.
+#[test]
+fn external_means_data_location_external_and_keys_are_strict() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("d"), floats(&[0.0, 1.0])).unwrap();
+    let mut inline = external("w", &[2], &[("location", "d")]);
+    inline.data_location = 0;
+    inline.raw_data = floats(&[7.0, 7.0]).into();
+    let m = read(dir.path(), vec![inline]).unwrap();
+    assert!(m.external_files.is_empty());
+    assert_eq!(
+        m.initializers[0].1.bytes().as_ref(),
+        floats(&[7.0, 7.0]).as_slice()
+    );
+    for (keys, want) in [
+        (vec![("location", "d"), ("location", "e")], "twice"),
+        (
+            vec![("location", "d"), ("offset", "+0")],
+            "non-negative decimal",
+        ),
+        (vec![("location", "..\t/d")], "control character"),
+        (vec![("location", "d\n")], "control character"),
+        (vec![("location", "sub\\d")], "backslash"),
+        (vec![("location", "d/")], "trailing"),
+    ] {
+        let e = read(dir.path(), vec![external("w", &[2], &keys)]).unwrap_err();
+        assert!(e.contains(want), "{keys:?}: {e}");
+    }
+}

@@ -222,6 +222,32 @@ def test_npz_members_are_referenced_where_they_lie(tmp_path):
             parser(url_of(p), reg)
 
 
+def test_external_data_checks_the_directory_the_store_reads(tmp_path):
+    """A model in a directory whose name holds a percent escape: the link rule is
+    checked where the local store reads (the name as written), not in the directory
+    the escape decodes to (a regular decoy there let a symbolic link through)."""
+    onnx = require_module("onnx")
+    from onnx import numpy_helper
+
+    secret = tmp_path / "secret.bin"
+    secret.write_bytes(np.full(4, 42, np.float32).tobytes())
+    d = tmp_path / "x%41"
+    d.mkdir()
+    (tmp_path / "xA").mkdir()
+    (tmp_path / "xA" / "d.bin").write_bytes(np.zeros(4, np.float32).tobytes())
+    (d / "d.bin").symlink_to(secret)
+    t = numpy_helper.from_array(np.zeros(4, np.float32), "w")
+    t.ClearField("raw_data")
+    t.data_location = onnx.TensorProto.EXTERNAL
+    t.external_data.add(key="location", value="d.bin")
+    g = onnx.helper.make_graph([], "g", [], [], [t])
+    onnx.save(onnx.helper.make_model(g), str(d / "m.onnx"))
+    with pytest.raises(tensorfmt.TensorfmtError, match="symbolic link"):
+        tensorfmt.load(d / "m.onnx")
+    with pytest.raises(tensorfmt.TensorfmtError, match="symbolic link"):
+        tv.Parser()(url_of(d / "m.onnx"), local())
+
+
 def test_onnx_external_data_is_referenced_in_its_own_file(tmp_path):
     """An ONNX model's external data (what exporters write past 2 GB) is a byte range
     of the file beside it: referenced there, locally and over HTTP, its size checked

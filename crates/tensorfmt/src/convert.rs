@@ -577,27 +577,25 @@ fn keep_sparse(
 impl Document {
     /// Refuses an output that is one of the files this document's tensors are read
     /// from: the document's own file (by device and inode, so a link to it too, as the
-    /// CLI refuses it), an ONNX model's external data (replacing it would break the
-    /// source model), or, for an ONNX output, whose `OUT.data` beside it would be.
+    /// CLI refuses it) or an ONNX model's external data (replacing it would break the
+    /// source model); for an ONNX output, neither may be the `OUT.onnx.data` beside it.
     fn refuse_overwriting_inputs(&self, out: &Path, format: Format) -> Result<()> {
-        if tensorfmt_core::io::same_file(out, self.path()) {
-            return Err(Error::Invalid(format!(
-                "the output {} is the input {}; an input is never overwritten",
-                out.display(),
-                self.path().display()
-            )));
+        let outputs = match format {
+            #[cfg(feature = "onnx")]
+            Format::Onnx => vec![out.to_path_buf(), tensorfmt_onnx::external_data_path(out)],
+            _ => vec![out.to_path_buf()],
+        };
+        for o in &outputs {
+            if tensorfmt_core::io::same_file(o, self.path()) {
+                return Err(Error::Invalid(format!(
+                    "the output {} is the input {}; an input is never overwritten",
+                    o.display(),
+                    self.path().display()
+                )));
+            }
         }
         let externals = self.file().external_files();
-        if externals.is_empty() {
-            return Ok(());
-        }
         let dir = self.path().parent().unwrap_or(Path::new(""));
-        let mut outputs = vec![out.to_path_buf()];
-        if format == Format::Onnx {
-            let mut data = out.as_os_str().to_owned();
-            data.push(".data");
-            outputs.push(data.into());
-        }
         for o in &outputs {
             for loc in &externals {
                 let input = dir.join(loc);

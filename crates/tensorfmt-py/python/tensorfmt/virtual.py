@@ -57,7 +57,7 @@ import math
 import os
 import posixpath
 from typing import Any, Dict, Iterable, List, Mapping, Optional
-from urllib.parse import unquote, urlparse
+from urllib.parse import urlparse
 
 import numpy as np
 
@@ -114,8 +114,10 @@ def _meta(store: Any, path: str) -> Dict[str, Any]:
 def _check_local_beside(url: str, location: str, tensor: str) -> None:
     """The rules ``tensorfmt.load`` (and ONNX's loader) apply to an external data file
     beside a local model, from the reader itself (an object store has no links to
-    follow)."""
-    base = os.path.dirname(unquote(urlparse(url).path)) or "."
+    follow). The directory is the URL's path as the store reads it (obstore's local
+    store takes it literally, without percent-decoding: decoding here would check
+    another directory than the one read)."""
+    base = os.path.dirname(urlparse(url).path) or "."
     try:
         _native.external_data_file(base, location)
     except TensorfmtIOError:
