@@ -151,6 +151,15 @@ fn split_name(name: &str) -> Option<(&str, usize)> {
     Some((layer, i.parse().ok()?))
 }
 
+/// The `--set` settings [`save_tensors`] reads (`WriteOptions::extra`; `type.` is a
+/// prefix: `type.<layer>`); the facade refuses any other, so a misspelt one is not
+/// silently ignored.
+///
+/// ```
+/// assert!(tensorfmt_caffe::SETTINGS.contains(&"iter"));
+/// ```
+pub const SETTINGS: &[&str] = &["name", "type.", "iter", "learned_net", "current_step"];
+
 /// Saves named tensors as a Caffe file.
 ///
 /// `options.kind`:

@@ -98,6 +98,14 @@ pub fn open_tensor_file_at(
     )?)))
 }
 
+/// The `--set` settings [`save_tensors`] reads (`WriteOptions::extra`); the facade
+/// refuses any other, so a misspelt one is not silently ignored.
+///
+/// ```
+/// assert_eq!(tensorfmt_onnx::SETTINGS, ["external_data"]);
+/// ```
+pub const SETTINGS: &[&str] = &[ExternalData::SETTING];
+
 /// Saves named tensors as a weights-only ONNX model (a graph of initializers and no
 /// nodes), written through [`tensorfmt_core::io::AtomicFile`].
 ///

@@ -153,6 +153,14 @@ pub fn open_tensor_file(
     ))
 }
 
+/// The `--set` settings [`save_tensors`] reads (`WriteOptions::extra`); the facade
+/// refuses any other, so a misspelt one is not silently ignored.
+///
+/// ```
+/// assert_eq!(tensorfmt_primitiv::SETTINGS, ["batch_axis"]);
+/// ```
+pub const SETTINGS: &[&str] = &["batch_axis"];
+
 /// Saves named tensors as a primitiv file: a Model file from the export names, or a
 /// Parameter file (`options.kind = "parameter"`, or a single tensor named `value`).
 /// See [`save_named`] for the rules.

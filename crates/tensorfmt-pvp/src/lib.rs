@@ -146,6 +146,14 @@ pub fn open_tensor_file_keyed(
     Ok(Box::new(PvpTensorFile::new_keyed(data, options, key)?))
 }
 
+/// The `--set` settings [`save_tensors`] reads (`WriteOptions::extra`); the facade
+/// refuses any other, so a misspelt one is not silently ignored.
+///
+/// ```
+/// assert!(tensorfmt_pvp::SETTINGS.contains(&"nx"));
+/// ```
+pub const SETTINGS: &[&str] = &["nx", "ny", "nf", "datatype", "sparse"];
+
 /// Saves named tensors as a PVP file, atomically: a dense file from `values`
 /// (`[frames, ny, nx, nf]` or `[ny, nx, nf]`, optional `time`, default 0, 1, ...), a
 /// sparse file from `indptr`/`indices`/`data`/`shape`/`time` (binary when `data` is

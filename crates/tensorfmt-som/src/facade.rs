@@ -386,6 +386,20 @@ pub fn write_warnings(options: &WriteOptions) -> Vec<String> {
     }
 }
 
+/// The `--set` settings [`save_tensors`] reads (`WriteOptions::extra`); the facade
+/// refuses any other, so a misspelt one is not silently ignored.
+///
+/// ```
+/// assert!(tensorfmt_som::SETTINGS.contains(&"comment"));
+/// ```
+pub const SETTINGS: &[&str] = &[
+    "comment",
+    "pink_cli_compat",
+    "channels",
+    "som_rank",
+    "som_dims",
+];
+
 /// Saves named tensors as a PINK file (`convert --to som-data|som`).
 ///
 /// `options.kind`: `som-data` (one tensor `[entries, *image_dims]`, named `data` or

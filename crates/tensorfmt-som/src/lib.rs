@@ -62,7 +62,7 @@ mod write;
 
 pub use error::{Result, SomError};
 pub use facade::{
-    open_tensor_file, parse_kind_hint, save_tensors, sniff, write_warnings, SomTensors,
+    open_tensor_file, parse_kind_hint, save_tensors, sniff, write_warnings, SomTensors, SETTINGS,
 };
 pub use header::{
     CommentBlock, CommentSpan, DataType, FileKind, RawHeader, RawLayout, END_OF_HEADER,

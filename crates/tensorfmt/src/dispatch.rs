@@ -213,6 +213,7 @@ pub(crate) fn write_tensors(
     options: &WriteOptions,
     progress: &Progress<'_>,
 ) -> Result<()> {
+    format.check_settings(options)?;
     let tensors = &*crate::naming::lone_array(format, options, tensors)?;
     // The streaming writers over the tensors in memory, piece by piece through the
     // progress (what `interop::*::save` do without one).
@@ -266,6 +267,7 @@ pub(crate) fn write_from(
     format: Format,
     options: &WriteOptions,
 ) -> Result<()> {
+    format.check_settings(options)?;
     match format {
         Format::Npy => match names {
             [name] => interop::npy::write_from(path, source, name, options),

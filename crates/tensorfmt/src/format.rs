@@ -13,7 +13,7 @@ use std::io::Read;
 use std::path::Path;
 use std::str::FromStr;
 
-use tensorfmt_core::{Error, Result};
+use tensorfmt_core::{Error, Result, WriteOptions};
 
 /// How many leading bytes [`detect`] reads.
 pub const SNIFF_LEN: usize = 4096;
@@ -105,6 +105,58 @@ impl Format {
             ],
             Format::Onnx => &["onnx"],
         }
+    }
+
+    /// The `--set KEY=VALUE` settings the format's writer reads (`WriteOptions::extra`;
+    /// an entry ending in `.` is a prefix), or `None` when any key is taken:
+    /// safetensors keeps them all as `__metadata__`. [`crate::save`] and every
+    /// conversion refuse a key not listed, so a misspelt setting is never ignored.
+    ///
+    /// ```
+    /// use tensorfmt::Format;
+    /// assert_eq!(Format::Npz.settings(), Some(&[][..]));
+    /// assert_eq!(Format::Safetensors.settings(), None);
+    /// ```
+    pub fn settings(self) -> Option<&'static [&'static str]> {
+        match self {
+            Format::Safetensors => None,
+            #[cfg(feature = "pvp")]
+            Format::Pvp => Some(tensorfmt_pvp::SETTINGS),
+            #[cfg(feature = "som")]
+            Format::Som => Some(tensorfmt_som::SETTINGS),
+            #[cfg(feature = "primitiv")]
+            Format::Primitiv => Some(tensorfmt_primitiv::SETTINGS),
+            #[cfg(feature = "caffe")]
+            Format::Caffe => Some(tensorfmt_caffe::SETTINGS),
+            #[cfg(feature = "onnx")]
+            Format::Onnx => Some(tensorfmt_onnx::SETTINGS),
+            _ => Some(&[]),
+        }
+    }
+
+    /// Refuses a `--set` key `options` gives that the format's writer does not read
+    /// ([`Format::settings`]), naming the ones it does.
+    pub(crate) fn check_settings(self, options: &WriteOptions) -> Result<()> {
+        let Some(known) = self.settings() else {
+            return Ok(());
+        };
+        for key in options.extra.keys() {
+            let ok = known
+                .iter()
+                .any(|k| k == key || (k.ends_with('.') && key.starts_with(k)));
+            if !ok {
+                let list = if known.is_empty() {
+                    "none".to_string()
+                } else {
+                    known.join(", ")
+                };
+                return Err(Error::Invalid(format!(
+                    "setting {key:?} means nothing to the {self} writer (its settings: {list}; \
+                     compress and threads for npz, npy and safetensors)"
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// True when support for the format is compiled in (cargo features).

@@ -89,3 +89,41 @@ fn pinks_own_extensions_name_their_kinds() {
     }
     assert!(seen >= 7, "{seen}");
 }
+
+/// A `--set` key the writer does not read is refused, naming the ones it does (a typo
+/// such as `compres=deflate` or `external-data=true` was silently ignored); safetensors
+/// keeps any key as metadata.
+#[test]
+fn settings_a_writer_does_not_read_are_refused() {
+    use tensorfmt::{Order, Tensor, WriteOptions};
+    let dir = tempfile::tempdir().unwrap();
+    let t = Tensor::from_vec(vec![1f32; 6], [2, 3], Order::RowMajor).unwrap();
+    let tensors = [("values".to_string(), t)];
+    for (f, name) in [
+        (Format::Npy, "a.npy"),
+        (Format::Npz, "a.npz"),
+        (Format::Pvp, "a.pvp"),
+        (Format::Som, "a.bin"),
+        (Format::Primitiv, "a.data"),
+        (Format::Caffe, "a.caffemodel"),
+        (Format::Onnx, "a.onnx"),
+    ] {
+        let mut o = WriteOptions::default();
+        o.set("compres", "deflate").unwrap();
+        let p = dir.path().join(name);
+        let e = tensorfmt::save(&p, f, &tensors, &o).unwrap_err().to_string();
+        assert!(e.contains("\"compres\" means nothing"), "{f}: {e}");
+        assert!(!p.exists());
+        for known in f.settings().unwrap() {
+            let known = known.replace('.', ".x");
+            let mut o = WriteOptions::default();
+            o.set(&known, "1").unwrap();
+            if let Err(e) = tensorfmt::save(&p, f, &tensors, &o) {
+                assert!(!e.to_string().contains("means nothing"), "{f} {known}: {e}");
+            }
+        }
+    }
+    let mut o = WriteOptions::default();
+    o.set("anything", "kept").unwrap();
+    tensorfmt::save(&dir.path().join("a.safetensors"), Format::Safetensors, &tensors, &o).unwrap();
+}
