@@ -18,7 +18,8 @@ pub const CARRIED_KEY: &str = "tensorfmt.source";
 /// let o = ReadOptions { frames: Some((2, Some(5))), ..ReadOptions::default() };
 /// assert_eq!(o.frame_range(10), Some(2..5));
 /// assert_eq!(ReadOptions::default().frame_range(10), Some(0..10));
-/// assert_eq!(o.frame_range(3), None);
+/// assert_eq!(o.frame_range(3), Some(2..3)); // the end stops at the last frame
+/// assert_eq!(o.frame_range(1), None); // the start is past it
 /// ```
 #[derive(Debug, Clone, Default)]
 pub struct ReadOptions {
@@ -38,14 +39,33 @@ pub struct ReadOptions {
 }
 
 impl ReadOptions {
-    /// The selected frame range within `count` frames, or `None` if it does not fit.
+    /// The selected frame range within `count` frames, its end clamped to `count` as a
+    /// Python slice's is (`0:100` of 3 frames is `0..3`), or `None` when it starts past
+    /// the end or after its own end.
+    ///
+    /// ```
+    /// let o = |a, b| tensorfmt_core::ReadOptions { frames: Some((a, b)), ..Default::default() };
+    /// assert_eq!(o(0, Some(100)).frame_range(3), Some(0..3));
+    /// assert_eq!(o(1, None).frame_range(3), Some(1..3));
+    /// assert_eq!(o(4, None).frame_range(3), None);
+    /// assert_eq!(o(2, Some(1)).frame_range(3), None);
+    /// ```
     pub fn frame_range(&self, count: usize) -> Option<std::ops::Range<usize>> {
         match self.frames {
             None => Some(0..count),
             Some((a, b)) => {
-                let b = b.unwrap_or(count);
-                (a <= b && b <= count).then_some(a..b)
+                let b = b.unwrap_or(count).min(count);
+                (a <= b).then_some(a..b)
             }
+        }
+    }
+
+    /// The frame range as the command line writes it (`A:B`, `A:`).
+    pub fn frames_text(&self) -> String {
+        match self.frames {
+            None => ":".into(),
+            Some((a, Some(b))) => format!("{a}:{b}"),
+            Some((a, None)) => format!("{a}:"),
         }
     }
 }

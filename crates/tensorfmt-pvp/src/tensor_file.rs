@@ -68,8 +68,8 @@ impl PvpTensorFile {
         let count = file.frame_count()?;
         let range = options.frame_range(count).ok_or_else(|| {
             PvpError::Invalid(format!(
-                "frame range {:?} does not fit the {count} frames of the file",
-                options.frames
+                "frames {} do not fit the {count} frames of the file",
+                options.frames_text()
             ))
         })?;
         Ok(PvpTensorFile {

@@ -391,14 +391,20 @@ fn bad_patch_header_rejected_in_strict_mode() {
 
 #[test]
 fn frame_ranges_and_indices() {
-    let f = tensorfmt_pvp::open_tensor_file(
-        golden("dense_f32.pvp").into(),
-        &ReadOptions {
-            frames: Some((2, Some(4))),
-            ..ReadOptions::default()
-        },
-    );
-    assert!(f.is_err());
+    // The end stops at the last frame, as a Python slice's does; a start past it fails.
+    let open = |frames| {
+        tensorfmt_pvp::open_tensor_file(
+            golden("dense_f32.pvp").into(),
+            &ReadOptions {
+                frames: Some(frames),
+                ..ReadOptions::default()
+            },
+        )
+    };
+    let f = open((2, Some(4))).unwrap();
+    assert_eq!(f.tensors()[0].shape.dims()[0], 1);
+    let e = open((4, None)).err().unwrap().to_string();
+    assert!(e.contains("frames 4: do not fit the 3 frames"), "{e}");
     let PvpFile::Dense(r) = PvpFile::from_bytes(golden("dense_f32.pvp").into()).unwrap() else {
         panic!()
     };

@@ -122,17 +122,22 @@ pub struct SomTensors {
 impl SomTensors {
     /// Wraps a file, selecting the entries of `options.frames`.
     pub fn new(file: SomFile, options: &ReadOptions) -> Result<SomTensors> {
-        let mut warnings = file.warnings().to_vec();
+        let warnings = file.warnings().to_vec();
         let n = file.units();
         let range = if file.kind() == FileKind::Som {
             if options.frames.is_some() {
-                warnings.push("frame selection ignored: a SOM file has no entries".into());
+                // As Python's frames= refuses it: a SOM has neurons, not entries.
+                return Err(SomError::WrongKind {
+                    operation: "an entry range",
+                    expected: "data, mapping or rotation/flip",
+                    actual: "SOM",
+                });
             }
             0..n
         } else {
             options.frame_range(n).ok_or_else(|| SomError::OutOfRange {
                 what: "entry range",
-                index: format!("{:?}", options.frames),
+                index: options.frames_text(),
                 len: format!("0..{n}"),
             })?
         };

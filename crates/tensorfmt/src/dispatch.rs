@@ -28,6 +28,7 @@ pub fn open_bytes(
     path: Option<&Path>,
     options: &ReadOptions,
 ) -> Result<Box<dyn TensorFile>> {
+    frames_apply(format, options)?;
     Ok(match format {
         Format::Npy => Box::new(interop::npy::open(data, &stem_name(path), options)?),
         Format::Npz => Box::new(interop::npz::open(data, options)?),
@@ -47,6 +48,19 @@ pub fn open_bytes(
     })
 }
 
+/// A frame range selects the frames of a PVP file or the entries of a PINK file; asked
+/// of another format it is refused (it was ignored, and a conversion then said that only
+/// part of the file had been read).
+fn frames_apply(format: Format, options: &ReadOptions) -> Result<()> {
+    match (options.frames, format) {
+        (None, _) | (_, Format::Pvp | Format::Som) => Ok(()),
+        (Some(_), other) => Err(Error::Invalid(format!(
+            "a frame range (--frames, frames=) selects the frames of a PVP file or the \
+             entries of a PINK file; this is a {other} file"
+        ))),
+    }
+}
+
 /// Maps a file and opens it in a given format (zero copy where the format allows): the
 /// reader's view and the mapped bytes (what [`Document`](crate::Document) keeps for the
 /// provenance splice). A PVP file is opened keyed by its identity, so a sparse file
@@ -60,6 +74,7 @@ pub(crate) fn open_mapped(
     if !format.is_enabled() {
         return Err(format.not_enabled());
     }
+    frames_apply(format, options)?;
     let data = tensorfmt_core::io::map_file(path)?;
     #[cfg(feature = "pvp")]
     if format == Format::Pvp {

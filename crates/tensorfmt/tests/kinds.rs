@@ -111,7 +111,9 @@ fn settings_a_writer_does_not_read_are_refused() {
         let mut o = WriteOptions::default();
         o.set("compres", "deflate").unwrap();
         let p = dir.path().join(name);
-        let e = tensorfmt::save(&p, f, &tensors, &o).unwrap_err().to_string();
+        let e = tensorfmt::save(&p, f, &tensors, &o)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("\"compres\" means nothing"), "{f}: {e}");
         assert!(!p.exists());
         for known in f.settings().unwrap() {
@@ -125,5 +127,11 @@ fn settings_a_writer_does_not_read_are_refused() {
     }
     let mut o = WriteOptions::default();
     o.set("anything", "kept").unwrap();
-    tensorfmt::save(&dir.path().join("a.safetensors"), Format::Safetensors, &tensors, &o).unwrap();
+    tensorfmt::save(
+        &dir.path().join("a.safetensors"),
+        Format::Safetensors,
+        &tensors,
+        &o,
+    )
+    .unwrap();
 }
