@@ -217,7 +217,12 @@ impl Document {
         }
         let source = Reading::of(self.file(), progress);
         let mut report = write_selection(&*source, names, path, target.format, &options)?;
-        report.warnings.extend(notes);
+        // What the reader said of the input (a repaired frame count, members left out)
+        // is said of the conversion too.
+        let mut warnings = self.file().warnings();
+        warnings.extend(notes);
+        warnings.append(&mut report.warnings);
+        report.warnings = warnings;
         Ok(report)
     }
 

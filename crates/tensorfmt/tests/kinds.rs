@@ -135,3 +135,29 @@ fn settings_a_writer_does_not_read_are_refused() {
     )
     .unwrap();
 }
+
+/// An npz member that is not a tensor (a numpy string, as the fixtures made by a
+/// Caffe script carry the Caffe commit) is left out with a warning, and the archive's
+/// arrays read (the whole archive was refused); a conversion says so too.
+#[test]
+fn npz_members_that_are_not_tensors_are_left_out_with_a_warning() {
+    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../testdata/lower/lstm_cont/io.npz");
+    let doc = Document::open(&p).unwrap();
+    assert_eq!(doc.names().len(), 6);
+    let w = doc.warnings();
+    assert!(
+        w.iter()
+            .any(|w| w.contains("caffe_commit.npy") && w.contains("left out")),
+        "{w:?}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let r = doc
+        .convert_to(&dir.path().join("o.safetensors"), Format::Safetensors)
+        .unwrap();
+    assert!(
+        r.warnings.iter().any(|w| w.contains("left out")),
+        "{:?}",
+        r.warnings
+    );
+}

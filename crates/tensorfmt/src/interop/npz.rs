@@ -102,6 +102,10 @@ pub struct NpzFile {
     /// Member `format` of an npz in scipy's `save_npz` layout (`csr`), shown as header
     /// field `format`.
     sparse_format: Option<String>,
+    /// Members whose dtype is not a tensor's (numpy strings, objects, records): listed
+    /// as warnings and left out, so the archive's arrays still read (`np.load` reads
+    /// every member; a file of arrays and one label string was unreadable).
+    skipped: Vec<String>,
 }
 
 /// An archive read through a [`SparseImage`] as `Read + Seek`: what the zip reader
@@ -241,6 +245,7 @@ pub fn open(data: Bytes, options: &ReadOptions) -> Result<NpzFile> {
     // central directory.
     let mut members_end = 0u64;
     let mut sparse_format = None;
+    let mut skipped = Vec::new();
     for index in 0..archive.len() {
         let mut f = archive.by_index(index).map_err(zip_err)?;
         if let Some(start) = f.data_start() {
@@ -309,7 +314,15 @@ pub fn open(data: Bytes, options: &ReadOptions) -> Result<NpzFile> {
                         ))
                     })?;
                 let bytes = data.slice(start as usize..end as usize);
-                let header = npy::parse_header(&bytes, &options.limits).map_err(bad)?;
+                let header = match npy::parse_header(&bytes, &options.limits) {
+                    Err(InteropError::Unsupported(what)) => {
+                        skipped.push(format!(
+                            "member {zip_name:?} ({what}) is not a tensor: left out"
+                        ));
+                        continue;
+                    }
+                    h => h.map_err(bad)?,
+                };
                 (header, Some(bytes))
             }
             CompressionMethod::Deflated => {
@@ -348,10 +361,15 @@ pub fn open(data: Bytes, options: &ReadOptions) -> Result<NpzFile> {
                 let more = read_up_to(&mut f, len.saturating_sub(head.len()))
                     .map_err(|e| bad(InteropError::malformed(0, "npy header", e.to_string())))?;
                 head.extend(more);
-                (
-                    npy::parse_header(&head, &options.limits).map_err(bad)?,
-                    None,
-                )
+                match npy::parse_header(&head, &options.limits) {
+                    Err(InteropError::Unsupported(what)) => {
+                        skipped.push(format!(
+                            "member {zip_name:?} ({what}) is not a tensor: left out"
+                        ));
+                        continue;
+                    }
+                    h => (h.map_err(bad)?, None),
+                }
             }
             other => {
                 return Err(err(InteropError::Unsupported(format!(
@@ -394,6 +412,7 @@ pub fn open(data: Bytes, options: &ReadOptions) -> Result<NpzFile> {
         limits: options.limits,
         carried,
         sparse_format,
+        skipped,
     })
 }
 
@@ -712,6 +731,9 @@ impl NpzFile {
 const HEADER_MEMBERS_MAX: usize = 32;
 
 impl TensorFile for NpzFile {
+    fn warnings(&self) -> Vec<String> {
+        self.skipped.clone()
+    }
     fn format(&self) -> &'static str {
         "npz"
     }
