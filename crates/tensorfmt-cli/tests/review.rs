@@ -11,8 +11,12 @@ use std::path::Path;
 use common::{json, testdata, tf};
 
 fn repo_file(rel: &str) -> String {
-    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(rel))
-        .unwrap()
+    std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../..")
+            .join(rel),
+    )
+    .unwrap()
 }
 
 /// The first 200 bytes of a 3-frame dense PVP file: frame 2 is cut short.
@@ -43,7 +47,10 @@ fn validate_json_reports_what_the_lenient_reader_found() {
     std::fs::write(&bad, b"xx").unwrap();
     let (_, out, _) = tf(args!["validate", "--json", bad]);
     let f = &json(&out)["files"][0];
-    assert_eq!((f["readable"].clone(), f["kind_id"].clone()), (false.into(), serde_json::Value::Null));
+    assert_eq!(
+        (f["readable"].clone(), f["kind_id"].clone()),
+        (false.into(), serde_json::Value::Null)
+    );
 }
 
 #[test]
@@ -147,7 +154,10 @@ fn render_counts_negative_frames_from_the_end() {
         let c = dir.path().join("c.png");
         let (code, _, err) = tf(args!["render", pvp, c, "--frame", k]);
         assert_eq!(code, 2, "{k}: {err}");
-        assert!(err.contains(&format!("--frame {k}")) && err.contains("3 frames"), "{err}");
+        assert!(
+            err.contains(&format!("--frame {k}")) && err.contains("3 frames"),
+            "{err}"
+        );
         assert!(!c.exists());
     }
     // SOM data entries count the same way.
@@ -178,16 +188,56 @@ fn render_refuses_options_that_do_not_apply_to_the_kind() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("x.png");
     let cases = [
-        (testdata("som", "som_hex3.bin"), vec!["--counts"], "--counts"),
-        (testdata("som", "som_hex3.bin"), vec!["--frame", "0"], "--frame"),
-        (testdata("som", "som_hex3.bin"), vec!["--layer", "x"], "--layer"),
-        (testdata("som", "data_f32_2x3.bin"), vec!["--counts"], "--counts"),
-        (testdata("som", "map_hex3.bin"), vec!["--counts", "--frame", "1"], "--frame"),
-        (testdata("som", "map_hex3.bin"), vec!["--arbor", "0"], "--arbor"),
-        (testdata("pvp", "dense_f32.pvp"), vec!["--counts"], "--counts"),
-        (testdata("pvp", "dense_f32.pvp"), vec!["--arbor", "0"], "--arbor"),
-        (testdata("caffe", "v2_tiny.caffemodel"), vec!["--frame", "0"], "--frame"),
-        (testdata("caffe", "v2_tiny.caffemodel"), vec!["--arbor", "0"], "--arbor"),
+        (
+            testdata("som", "som_hex3.bin"),
+            vec!["--counts"],
+            "--counts",
+        ),
+        (
+            testdata("som", "som_hex3.bin"),
+            vec!["--frame", "0"],
+            "--frame",
+        ),
+        (
+            testdata("som", "som_hex3.bin"),
+            vec!["--layer", "x"],
+            "--layer",
+        ),
+        (
+            testdata("som", "data_f32_2x3.bin"),
+            vec!["--counts"],
+            "--counts",
+        ),
+        (
+            testdata("som", "map_hex3.bin"),
+            vec!["--counts", "--frame", "1"],
+            "--frame",
+        ),
+        (
+            testdata("som", "map_hex3.bin"),
+            vec!["--arbor", "0"],
+            "--arbor",
+        ),
+        (
+            testdata("pvp", "dense_f32.pvp"),
+            vec!["--counts"],
+            "--counts",
+        ),
+        (
+            testdata("pvp", "dense_f32.pvp"),
+            vec!["--arbor", "0"],
+            "--arbor",
+        ),
+        (
+            testdata("caffe", "v2_tiny.caffemodel"),
+            vec!["--frame", "0"],
+            "--frame",
+        ),
+        (
+            testdata("caffe", "v2_tiny.caffemodel"),
+            vec!["--arbor", "0"],
+            "--arbor",
+        ),
     ];
     for (file, opts, named) in cases {
         let mut a = args!["render", file, out];
@@ -219,8 +269,13 @@ fn errors_name_their_file_once() {
     let npy = dir.path().join("big.npy");
     let t = tensorfmt::Tensor::zeros(tensorfmt::DType::F32, [1 << 20], tensorfmt::Order::RowMajor)
         .unwrap();
-    tensorfmt::save(&npy, tensorfmt::Format::Npy, &[("big".into(), t)], &Default::default())
-        .unwrap();
+    tensorfmt::save(
+        &npy,
+        tensorfmt::Format::Npy,
+        &[("big".into(), t)],
+        &Default::default(),
+    )
+    .unwrap();
     let defl = dir.path().join("defl.npz");
     let (code, _, err) = tf(args!["convert", npy, defl, "--set", "compress=deflate"]);
     assert_eq!(code, 0, "{err}");
@@ -250,17 +305,27 @@ fn errors_name_their_file_once() {
     let bad = dir.path().join("bad.npy");
     std::fs::write(&bad, b"xx").unwrap();
     let good = testdata("core", "f32_2x3.npy");
-    for a in [
-        args!["inspect", bad, good],
-        args!["convert", bad, good, dir.path().join("out"), "--to", "npz"],
+    let missing = dir.path().join("missing.npy");
+    for (a, name) in [
+        (args!["validate", missing], "missing.npy"),
+        (args!["inspect", bad, good], "bad.npy"),
+        (
+            args!["convert", bad, good, dir.path().join("out"), "--to", "npz"],
+            "bad.npy",
+        ),
     ] {
-        let (code, _, err) = tf(&a);
+        let (code, out, err) = tf(&a);
         assert_eq!(code, 1, "{a:?}: {err}");
-        assert_eq!(err.matches("bad.npy").count(), 1, "{a:?}: {err}");
+        let all = format!("{out}{err}");
+        assert_eq!(all.matches(name).count(), 1, "{a:?}: {all}");
     }
+    // JSON's `error` stands alone (the whole message), beside `file`.
     let (_, out, _) = tf(args!["inspect", "--json", bad, good]);
     let line = json(out.lines().find(|l| l.contains("error")).unwrap());
-    assert!(!line["error"].as_str().unwrap().contains("bad.npy"), "{line}");
+    assert!(
+        line["error"].as_str().unwrap().contains("bad.npy"),
+        "{line}"
+    );
 
     // An unknown --kind is a usage error that lists the kinds.
     let (code, _, err) = tf(args![
@@ -276,7 +341,16 @@ fn errors_name_their_file_once() {
     }
     assert!(!err.contains("not a Caffe file"), "{err}");
     // The kinds the readers take are accepted.
-    for k in ["caffemodel", "model", "binaryproto", "som", "som-data", "data", "mapping", "rotflip"] {
+    for k in [
+        "caffemodel",
+        "model",
+        "binaryproto",
+        "som",
+        "som-data",
+        "data",
+        "mapping",
+        "rotflip",
+    ] {
         let (code, _, err) = tf(args!["inspect", "--kind", k, good]);
         assert_eq!(code, 0, "{k}: {err}");
     }
@@ -287,7 +361,9 @@ fn render_errors_name_the_file() {
     // A sparse PVP whose frame is 24584 x 24584: the picture is refused, naming the file.
     let dir = tempfile::tempdir().unwrap();
     let pvp = dir.path().join("huge.pvp");
-    let mut h: Vec<i32> = vec![80, 20, 6, 24584, 24584, 1, 1, 0, 4, 3, 1, 1, 24584, 24584, 0, 0, 1, 1];
+    let mut h: Vec<i32> = vec![
+        80, 20, 6, 24584, 24584, 1, 1, 0, 8, 4, 1, 1, 24584, 24584, 0, 0, 1, 1,
+    ];
     h.extend([0, 0]); // time as a double
     let mut bytes: Vec<u8> = h.iter().flat_map(|v| v.to_le_bytes()).collect();
     // One frame: time, count 0.
@@ -351,8 +427,8 @@ fn every_to_value_that_formats_lists_is_accepted() {
     assert!(seen > 20, "{seen}");
 }
 
-/// The long options of a subcommand, from its `--help`.
-fn long_options(sub: &str) -> Vec<String> {
+/// The options of a subcommand, from its `--help`: each long name with its short one.
+fn long_options(sub: &str) -> Vec<(String, Option<String>)> {
     let (code, out, _) = tf([sub, "--help"]);
     assert_eq!(code, 0);
     let mut found = Vec::new();
@@ -361,12 +437,16 @@ fn long_options(sub: &str) -> Vec<String> {
         if !t.starts_with('-') {
             continue;
         }
+        // The option itself, not its help text (clap puts two spaces between them).
+        let t = t.split("  ").next().unwrap_or("");
+        let mut short = None;
         for word in t.split([' ', ',', '=', '[', '<']) {
             if let Some(name) = word.strip_prefix("--") {
-                let flag = format!("--{name}");
-                if !name.is_empty() && !["help", "version"].contains(&name) && !found.contains(&flag) {
-                    found.push(flag);
+                if !name.is_empty() && !["help", "version"].contains(&name) {
+                    found.push((format!("--{name}"), short.take()));
                 }
+            } else if word.len() == 2 && word.starts_with('-') {
+                short = Some(word.to_string());
             }
         }
     }
@@ -375,7 +455,9 @@ fn long_options(sub: &str) -> Vec<String> {
 
 /// The lines of the first ``` block after `from` in `text`.
 fn block_after<'a>(text: &'a str, from: &str) -> &'a str {
-    let start = text.find(from).unwrap_or_else(|| panic!("{from:?} not found"));
+    let start = text
+        .find(from)
+        .unwrap_or_else(|| panic!("{from:?} not found"));
     let rest = &text[start..];
     let open = rest.find("```").unwrap();
     let body = &rest[open + 3..];
@@ -404,34 +486,50 @@ fn synopses_name_every_option() {
         }
         out
     };
-    // Options of som-map are its own long list: docs/cli.md's section names them all,
-    // the synopses end with `[...]`.
-    for sub in ["inspect", "convert", "validate", "diff", "render", "formats"] {
+    // The README's lines leave the options every reading command shares to one line.
+    let shared = ["--kind", "--strict", "--max-alloc"];
+    for o in shared {
+        assert!(
+            readme_synopsis.contains(o),
+            "README.md's synopsis lacks {o}"
+        );
+    }
+    for sub in [
+        "inspect", "convert", "validate", "diff", "render", "som-map", "formats",
+    ] {
         let options = long_options(sub);
-        for (name, synopsis) in [("docs/cli.md", cli_synopsis), ("README.md", readme_synopsis)] {
+        for (name, synopsis) in [
+            ("docs/cli.md", cli_synopsis),
+            ("README.md", readme_synopsis),
+        ] {
             let lines = lines_of(synopsis, sub);
             assert!(!lines.is_empty(), "{name}'s synopsis lacks {sub}");
-            if name == "README.md" && sub == "convert" {
-                // The README names the tensor conversion's flags; the net's are in
-                // "Run an old Caffe model today" and docs/cli.md.
-                continue;
-            }
-            for o in &options {
-                let known = lines.contains(&format!("{o} "))
-                    || lines.contains(&format!("{o}]"))
-                    || lines.contains(&format!("{o}|"))
-                    || lines.contains(&format!("{o}\n"));
-                assert!(known, "{name}: the synopsis of {sub} lacks {o}:\n{lines}");
+            for (long, short) in &options {
+                if name == "README.md" && shared.contains(&long.as_str()) {
+                    continue;
+                }
+                let named = |o: &str| {
+                    [" ", "]", "|", "\n"]
+                        .iter()
+                        .any(|end| lines.contains(&format!("{o}{end}")))
+                };
+                let known = named(long) || short.as_deref().is_some_and(named);
+                assert!(
+                    known,
+                    "{name}: the synopsis of {sub} lacks {long}:\n{lines}"
+                );
             }
         }
     }
     for sub in ["som-map", "completions"] {
-        assert!(!lines_of(cli_synopsis, sub).is_empty(), "docs/cli.md lacks {sub}");
-        assert!(!lines_of(readme_synopsis, sub).is_empty(), "README lacks {sub}");
-    }
-    let som_map = &cli[cli.find("## `som-map`").unwrap()..];
-    for o in long_options("som-map") {
-        assert!(som_map.contains(&o), "docs/cli.md's som-map section lacks {o}");
+        assert!(
+            !lines_of(cli_synopsis, sub).is_empty(),
+            "docs/cli.md lacks {sub}"
+        );
+        assert!(
+            !lines_of(readme_synopsis, sub).is_empty(),
+            "README lacks {sub}"
+        );
     }
 }
 
@@ -442,8 +540,14 @@ fn docs_json_examples_show_every_documented_key() {
     let example = block_after(diff, "\"only_in_b\"");
     let _ = example;
     let json_example = &diff[diff.find("```json").unwrap()..];
-    assert!(json_example.contains("\"header\""), "the diff JSON example lacks header");
+    assert!(
+        json_example.contains("\"header\""),
+        "the diff JSON example lacks header"
+    );
     let inspect = &cli[cli.find("## `inspect`").unwrap()..cli.find("## `convert`").unwrap()];
-    assert!(inspect.contains("`onnx`"), "inspect's format list lacks onnx");
+    assert!(
+        inspect.contains("`onnx`"),
+        "inspect's format list lacks onnx"
+    );
     assert!(inspect.contains("`kind_id`"));
 }
