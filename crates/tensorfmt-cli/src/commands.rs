@@ -34,13 +34,21 @@ pub(crate) fn byte_len(info: &TensorInfo) -> u64 {
 
 /// Statistics of every listed tensor: streamed piece by piece, or from the entries of
 /// a sparse tensor (`TensorFile::stats`).
-fn all_stats(file: &dyn TensorFile, infos: &[TensorInfo]) -> Result<Vec<Stats>, Failure> {
+fn all_stats(
+    path: &Path,
+    file: &dyn TensorFile,
+    infos: &[TensorInfo],
+) -> Result<Vec<Stats>, Failure> {
     let bar = bytes_bar(infos.iter().map(byte_len).sum(), "reading", false);
     let progress = bar_progress(&bar);
     let tracked = Tracked::new(file, &progress);
     let mut out = Vec::new();
     for info in infos {
-        out.push(tracked.stats(&info.name)?);
+        out.push(
+            tracked
+                .stats(&info.name)
+                .map_err(|e| Failure::in_file(path, e))?,
+        );
     }
     bar.finish_and_clear();
     Ok(out)
@@ -302,7 +310,10 @@ pub fn inspect_value(path: &Path, read: &ReadOptions, with_stats: bool) -> Resul
     let stats = if with_stats {
         let mut v = Vec::new();
         for info in &infos {
-            v.push(file.stats(&info.name)?);
+            v.push(
+                file.stats(&info.name)
+                    .map_err(|e| Failure::in_file(path, e))?,
+            );
         }
         Some(v)
     } else {
@@ -328,7 +339,7 @@ pub fn inspect(
     let file: &dyn TensorFile = &*file;
     let infos = file.tensors();
     let stats = if with_stats {
-        Some(all_stats(file, &infos)?)
+        Some(all_stats(path, file, &infos)?)
     } else {
         None
     };
@@ -524,7 +535,10 @@ pub fn convert_file(a: &ConvertArgs, show_progress: bool) -> Result<Converted, F
     };
     for (key, value) in &a.settings {
         // `--set`: a typed choice (`compress`, `threads`) or the writer's own setting.
-        write_options.set(key, value)?;
+        // A value the setting does not take is a usage error (exit 2), as any flag's.
+        write_options
+            .set(key, value)
+            .map_err(|e| Failure::Usage(format!("--set {key}={value}: {e}")))?;
     }
     if a.like.is_some() {
         // The tensors into the structure of ORIGINAL (the Document conversion's

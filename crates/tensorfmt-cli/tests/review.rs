@@ -551,3 +551,60 @@ fn docs_json_examples_show_every_documented_key() {
     );
     assert!(inspect.contains("`kind_id`"));
 }
+
+#[test]
+fn errors_met_while_reading_data_name_the_file() {
+    // A deflated npz whose member data is damaged: it opens (the zip directory is
+    // intact) and fails when the data is read.
+    let dir = tempfile::tempdir().unwrap();
+    let npy = dir.path().join("z.npy");
+    let values: Vec<f32> = (0..100_000).map(|i| i as f32).collect();
+    let t = tensorfmt::Tensor::from_vec(values, [100_000], tensorfmt::Order::RowMajor).unwrap();
+    tensorfmt::save(
+        &npy,
+        tensorfmt::Format::Npy,
+        &[("z".into(), t)],
+        &Default::default(),
+    )
+    .unwrap();
+    let good = dir.path().join("good.npz");
+    let (code, _, err) = tf(args!["convert", npy, good, "--set", "compress=deflate"]);
+    assert_eq!(code, 0, "{err}");
+    let mut bytes = std::fs::read(&good).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0xff;
+    let bad = dir.path().join("bad.npz");
+    std::fs::write(&bad, &bytes).unwrap();
+    for (a, want) in [
+        (args!["diff", bad, good], 2),
+        (args!["diff", good, bad], 2),
+        (args!["inspect", "--stats", bad], 1),
+        (args!["inspect", "--stats", "--json", bad, good], 1),
+        (args!["convert", bad, dir.path().join("o.safetensors")], 1),
+    ] {
+        let (code, out, err) = tf(&a);
+        assert_eq!(code, want, "{a:?}: {err}");
+        let all = format!("{out}{err}");
+        assert!(all.contains("bad.npz"), "{a:?}: {all}");
+        assert!(!err.contains("bad.npz: bad.npz"), "{a:?}: {err}");
+    }
+}
+
+#[test]
+fn a_bad_setting_value_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("o.npz");
+    let (code, _, err) = tf(args![
+        "convert",
+        testdata("core", "f32_2x3.npy"),
+        out,
+        "--set",
+        "compress=lzma"
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("--set compress=lzma") && err.contains("lzma"),
+        "{err}"
+    );
+    assert!(!out.exists());
+}
