@@ -121,16 +121,11 @@ fn glob_root(pattern: &str) -> (PathBuf, String) {
 /// walked following symbolic links, each directory once; a file named twice (by two
 /// paths, links or hard links) is taken once.
 pub fn expand(args: &[PathBuf], recursive: bool) -> Result<Vec<Input>, Failure> {
+    directories_need_recursive(args, recursive)?;
     let mut out = Vec::new();
     for a in args {
         let text = a.to_string_lossy();
         if a.is_dir() {
-            if !recursive {
-                return Err(Failure::Usage(format!(
-                    "{} is a directory; use --recursive (-r) to take the files below it",
-                    a.display()
-                )));
-            }
             Walker::default().walk(a, a, None, &known_extension, &mut out)?;
         } else if !a.exists() && is_glob(&text) {
             let (root, rest) = glob_root(&text);
@@ -180,6 +175,19 @@ pub fn expand(args: &[PathBuf], recursive: bool) -> Result<Vec<Input>, Failure> 
     Ok(out)
 }
 
+/// Refuses a directory among the inputs without `recursive`: a usage error (exit 2)
+/// with the hint, for the commands that take `-r` (`inspect`, `validate`, `convert`),
+/// before any other check.
+pub fn directories_need_recursive(args: &[PathBuf], recursive: bool) -> Result<(), Failure> {
+    match args.iter().find(|a| a.is_dir()) {
+        Some(a) if !recursive => Err(Failure::Usage(format!(
+            "{} is a directory; use --recursive (-r) to take the files below it",
+            a.display()
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// Whether the inputs name a collection (several files, a directory or a pattern)
 /// rather than one file.
 pub fn is_collection(args: &[PathBuf]) -> bool {
@@ -205,6 +213,7 @@ pub fn convert_many(
     recursive: bool,
     jobs: usize,
 ) -> Result<(), Failure> {
+    directories_need_recursive(inputs, recursive)?;
     let Some(target) = template.to.clone() else {
         return Err(Failure::Usage(
             "converting several files needs the output format: add --to FORMAT".into(),
@@ -355,13 +364,12 @@ pub fn convert_many(
             }
             Err(e) => {
                 failed.fetch_add(1, Ordering::Relaxed);
-                let msg = e.message();
                 line["status"] = json!("failed");
-                line["error"] = json!(msg);
+                line["error"] = json!(e.message());
                 format!(
                     "{}: error: {}",
                     text::path(&input.path),
-                    text::message(&msg)
+                    text::message(&e.message_about(&input.path))
                 )
             }
         };

@@ -13,6 +13,7 @@ use tensorfmt::{
     WriteOptions,
 };
 
+use crate::failure::without_path;
 use crate::output::sayln;
 use crate::output::{emit, emit_json};
 use crate::pool::ordered_pool;
@@ -33,13 +34,21 @@ pub(crate) fn byte_len(info: &TensorInfo) -> u64 {
 
 /// Statistics of every listed tensor: streamed piece by piece, or from the entries of
 /// a sparse tensor (`TensorFile::stats`).
-fn all_stats(file: &dyn TensorFile, infos: &[TensorInfo]) -> Result<Vec<Stats>, Failure> {
+fn all_stats(
+    path: &Path,
+    file: &dyn TensorFile,
+    infos: &[TensorInfo],
+) -> Result<Vec<Stats>, Failure> {
     let bar = bytes_bar(infos.iter().map(byte_len).sum(), "reading", false);
     let progress = bar_progress(&bar);
     let tracked = Tracked::new(file, &progress);
     let mut out = Vec::new();
     for info in infos {
-        out.push(tracked.stats(&info.name)?);
+        out.push(
+            tracked
+                .stats(&info.name)
+                .map_err(|e| Failure::in_file(path, e))?,
+        );
     }
     bar.finish_and_clear();
     Ok(out)
@@ -180,6 +189,7 @@ fn inspect_json(
         "file": path.display().to_string(),
         "format": file.format(),
         "kind": file.kind(),
+        "kind_id": file.kind_id(),
         "header": header,
         "tensors": tensors,
         "warnings": file.warnings(),
@@ -258,10 +268,23 @@ pub(crate) fn open_input(
     }
 }
 
+/// Refuses `-` as an output name: tensorfmt writes files (atomically, read back), never
+/// stdout, and a file literally named `-` is never what was meant (`./-` names one).
+pub(crate) fn refuse_dash(output: &Path) -> Result<(), Failure> {
+    if output.as_os_str() == "-" {
+        return Err(Failure::Usage(
+            "the output \"-\": tensorfmt writes files, not stdout; name a file (./- for a file named -)"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
 /// Refuses an output that is an input (same device and inode, whatever the path
 /// text or links say), and, without `force`, any existing entry at the output path,
 /// a dangling symbolic link included.
 pub(crate) fn check_output(input: &Path, output: &Path, force: bool) -> Result<(), Failure> {
+    refuse_dash(output)?;
     if tensorfmt::io::same_file(input, output) {
         return Err(Failure::Usage(format!(
             "the output {} is the input {}; an input is never overwritten",
@@ -287,7 +310,10 @@ pub fn inspect_value(path: &Path, read: &ReadOptions, with_stats: bool) -> Resul
     let stats = if with_stats {
         let mut v = Vec::new();
         for info in &infos {
-            v.push(file.stats(&info.name)?);
+            v.push(
+                file.stats(&info.name)
+                    .map_err(|e| Failure::in_file(path, e))?,
+            );
         }
         Some(v)
     } else {
@@ -313,7 +339,7 @@ pub fn inspect(
     let file: &dyn TensorFile = &*file;
     let infos = file.tensors();
     let stats = if with_stats {
-        Some(all_stats(file, &infos)?)
+        Some(all_stats(path, file, &infos)?)
     } else {
         None
     };
@@ -469,6 +495,7 @@ pub fn convert(a: ConvertArgs) -> Result<(), Failure> {
 pub fn convert_file(a: &ConvertArgs, show_progress: bool) -> Result<Converted, Failure> {
     let a = a.clone();
     let out = a.output.display().to_string();
+    refuse_dash(&a.output)?;
     let target_given = a.to.is_some();
     let target = match a.to {
         Some(t) => t,
@@ -526,7 +553,10 @@ pub fn convert_file(a: &ConvertArgs, show_progress: bool) -> Result<Converted, F
     };
     for (key, value) in &a.settings {
         // `--set`: a typed choice (`compress`, `threads`) or the writer's own setting.
-        write_options.set(key, value)?;
+        // A value the setting does not take is a usage error (exit 2), as any flag's.
+        write_options
+            .set(key, value)
+            .map_err(|e| Failure::Usage(format!("--set {key}={value}: {e}")))?;
     }
     if a.like.is_some() {
         // The tensors into the structure of ORIGINAL (the Document conversion's
@@ -538,13 +568,15 @@ pub fn convert_file(a: &ConvertArgs, show_progress: bool) -> Result<Converted, F
         };
         let total = tensorfmt::progress::total_bytes(src, &all);
         let bar = bytes_bar(total, "converting", !show_progress);
-        let report = doc.convert_with_progress(
-            &a.output,
-            target.clone(),
-            None,
-            &write_options,
-            &bar_hook(&bar),
-        )?;
+        let report = doc
+            .convert_with_progress(
+                &a.output,
+                target.clone(),
+                None,
+                &write_options,
+                &bar_hook(&bar),
+            )
+            .map_err(|e| Failure::in_conversion(&a.input, &a.output, e))?;
         bar.finish_and_clear();
         return Ok(Converted {
             format: src.format().to_string(),
@@ -596,13 +628,15 @@ pub fn convert_file(a: &ConvertArgs, show_progress: bool) -> Result<Converted, F
     let total = tensorfmt::progress::total_bytes(src, &names);
     let bar = bytes_bar(total, "converting", !show_progress);
     let hook = bar_hook(&bar);
-    let report = doc.convert_with_progress(
-        &a.output,
-        target.clone(),
-        selection.as_deref(),
-        &write_options,
-        &hook,
-    )?;
+    let report = doc
+        .convert_with_progress(
+            &a.output,
+            target.clone(),
+            selection.as_deref(),
+            &write_options,
+            &hook,
+        )
+        .map_err(|e| Failure::in_conversion(&a.input, &a.output, e))?;
     bar.finish_and_clear();
     Ok(Converted {
         format: src.format().to_string(),
@@ -612,6 +646,14 @@ pub fn convert_file(a: &ConvertArgs, show_progress: bool) -> Result<Converted, F
         report,
         bytes: total,
     })
+}
+
+/// What `validate` found a file to be, once read.
+struct Found {
+    format: String,
+    kind: String,
+    kind_id: &'static str,
+    warnings: Vec<String>,
 }
 
 /// `tensorfmt validate FILE... [--lenient] [--quiet | --json] [--kind K] [--strict]`.
@@ -638,62 +680,66 @@ pub fn validate(
         "validating",
         quiet || as_json,
     );
+    // What a file is (format, kind, kind id) and its warnings, once it is read.
     let check = |f: &Path, options: &ReadOptions| {
         open_input(f, None, options).and_then(|file| {
             file.validate()?;
-            Ok((file.format(), file.kind(), file.warnings()))
+            Ok(Found {
+                format: file.format().to_string(),
+                kind: file.kind(),
+                kind_id: file.kind_id(),
+                warnings: file.warnings(),
+            })
         })
     };
     let strict = ReadOptions {
         strict: true,
         ..read.clone()
     };
-    let evaluate = |f: &PathBuf| {
-        let mut result = check(f, if lenient { read } else { &strict });
-        // Refused as the original refuses it: can tensorfmt still read it?
-        let mut readable = result.is_ok();
-        if let (false, Err(e)) = (lenient, &result) {
-            if check(f, read).is_ok() {
-                readable = true;
-                result = Err(tensorfmt::Error::Invalid(format!(
-                    "the original program refuses this file ({e}); tensorfmt reads it leniently, so `tensorfmt convert` recovers the data (`validate --lenient` checks only that)"
-                )));
-            }
+    // (the verdict, what the lenient reader found when the original program refuses
+    // the file: a file tensorfmt reads is described whether or not it passes)
+    let evaluate = |f: &PathBuf| -> (Result<Found, tensorfmt::Error>, Option<Found>) {
+        let result = check(f, if lenient { read } else { &strict });
+        match result {
+            Err(e) if !lenient => match check(f, read) {
+                Ok(found) => (
+                    Err(tensorfmt::Error::Invalid(format!(
+                        "the original program refuses this file ({e}); tensorfmt reads it leniently, so `tensorfmt convert` recovers the data (`validate --lenient` checks only that)"
+                    ))),
+                    Some(found),
+                ),
+                Err(_) => (Err(e), None),
+            },
+            other => (other, None),
         }
-        (result, readable)
     };
     let mut failed = false;
     let mut results = Vec::new();
     // Checked on `jobs` threads, reported in the order given.
-    ordered_pool(files, jobs, evaluate, |k, (result, readable)| {
+    ordered_pool(files, jobs, evaluate, |k, (result, lenient_read)| {
         let (f, size) = (&files[k], sizes[k]);
         bar.inc(size);
         failed |= result.is_err();
         if as_json {
-            results.push(match result {
-                Ok((format, kind, warnings)) => json!({
-                    "file": f.display().to_string(),
-                    "ok": true,
-                    "readable": true,
-                    "format": format,
-                    "kind": kind,
-                    "error": null,
-                    "warnings": warnings,
-                }),
-                Err(e) => json!({
-                    "file": f.display().to_string(),
-                    "ok": false,
-                    "readable": readable,
-                    "format": null,
-                    "kind": null,
-                    "error": e.to_string(),
-                    "warnings": [],
-                }),
-            });
+            let (found, error) = match &result {
+                Ok(found) => (Some(found), None),
+                // The whole message, which stands alone in JSON.
+                Err(e) => (lenient_read.as_ref(), Some(e.to_string())),
+            };
+            results.push(json!({
+                "file": f.display().to_string(),
+                "ok": result.is_ok(),
+                "readable": found.is_some(),
+                "format": found.map(|x| x.format.clone()),
+                "kind": found.map(|x| x.kind.clone()),
+                "kind_id": found.map(|x| x.kind_id),
+                "error": error,
+                "warnings": found.map_or_else(Vec::new, |x| x.warnings.clone()),
+            }));
             return;
         }
         bar.suspend(|| match result {
-            Ok((_, _, warnings)) => {
+            Ok(Found { warnings, .. }) => {
                 if !quiet {
                     sayln!("{}: ok", text::path(f));
                 }
@@ -704,7 +750,7 @@ pub fn validate(
             Err(e) => sayln!(
                 "{}: error: {}",
                 text::path(f),
-                text::message(&e.to_string())
+                text::message(&without_path(e.to_string(), f))
             ),
         });
     });
@@ -719,26 +765,138 @@ pub fn validate(
     }
 }
 
-/// `tensorfmt render FILE OUT.png [--counts] [--frame K] [--layer NAME] [--quiet | --json]`.
-#[allow(clippy::too_many_arguments)]
+/// What `render` draws from its file: the options of [`RenderOptions`] as given on
+/// the command line (a negative frame counts from the end; `--arbor` or `--layer`).
+#[derive(Debug, Clone, Default)]
+pub struct RenderArgs {
+    pub counts: bool,
+    pub frame: Option<i64>,
+    pub arbor: Option<usize>,
+    pub layer: Option<String>,
+}
+
+/// The kinds of file (`TensorFile::kind_id`) each `render` option applies to, and what
+/// it does there (for the refusal of the others).
+const RENDER_OPTIONS: [(&str, &[&str], &str); 4] = [
+    (
+        "--counts",
+        &["som-mapping"],
+        "it draws a SOM mapping's best-match counts",
+    ),
+    (
+        "--frame",
+        &["dense", "sparse", "weights", "som-data", "som-mapping"],
+        "it picks a frame of a PVP file or an entry of a PINK data or mapping file",
+    ),
+    (
+        "--arbor",
+        &["weights"],
+        "it picks an arbor of a PVP weight file",
+    ),
+    (
+        "--layer",
+        &["caffemodel", "weights"],
+        "it picks a Caffe model's conv layer (or a PVP weight file's arbor)",
+    ),
+];
+
+/// Checks `render`'s options against the file they are for, before anything is drawn:
+/// an option that does not apply to its kind is refused (exit 2) naming it, and a
+/// frame is resolved (negative: from the end) and bounds-checked.
+fn render_options(file: &Path, picture: &RenderArgs) -> Result<RenderOptions, Failure> {
+    let doc =
+        open_input(file, None, &ReadOptions::default()).map_err(|e| Failure::in_file(file, e))?;
+    let kind_id = doc.kind_id();
+    let given = [
+        picture.counts,
+        picture.frame.is_some(),
+        picture.arbor.is_some(),
+        picture.layer.is_some(),
+    ];
+    for ((option, kinds, what), given) in RENDER_OPTIONS.iter().zip(given) {
+        if given && !kinds.contains(&kind_id) {
+            return Err(Failure::Usage(format!(
+                "{option} does not apply to {} ({}, {}): {what}",
+                file.display(),
+                doc.format(),
+                doc.kind()
+            )));
+        }
+    }
+    if picture.counts && picture.frame.is_some() {
+        return Err(Failure::Usage(
+            "--frame does not apply with --counts: the counts cover every entry of the \
+             mapping (without --counts, --frame K draws entry K's distances)"
+                .into(),
+        ));
+    }
+    let frame = match picture.frame {
+        None => None,
+        Some(k) => {
+            // PVP files: `time` counts the frames; PINK files: the entries (axis 0).
+            let infos = doc.tensors();
+            let count = infos
+                .iter()
+                .find(|i| i.name == "time")
+                .or(infos.first())
+                .and_then(|i| i.shape.dims().first().copied())
+                .unwrap_or(0);
+            let what = if doc.format() == "pvp" {
+                "frame"
+            } else {
+                "entry"
+            };
+            let plural = match (what, count) {
+                (_, 1) => what.to_string(),
+                ("entry", _) => "entries".into(),
+                _ => format!("{what}s"),
+            };
+            let n = i64::try_from(count).unwrap_or(i64::MAX);
+            let index = if k < 0 { n + k } else { k };
+            if !(0..n).contains(&index) {
+                return Err(Failure::Usage(format!(
+                    "--frame {k} is out of range: {} has {count} {plural} (0..{count}, or -{count}..-1 from the end)",
+                    file.display()
+                )));
+            }
+            usize::try_from(index).ok()
+        }
+    };
+    Ok(RenderOptions {
+        counts: picture.counts,
+        frame,
+        layer: picture
+            .arbor
+            .map(|a| a.to_string())
+            .or_else(|| picture.layer.clone()),
+    })
+}
+
+/// `tensorfmt render FILE OUT.png [--counts] [--frame K] [--arbor N | --layer NAME]
+/// [--quiet | --json]`.
 pub fn render(
     file: &Path,
     output: &Path,
-    counts: bool,
-    frame: Option<usize>,
-    layer: Option<String>,
+    picture: &RenderArgs,
     force: bool,
     quiet: bool,
     as_json: bool,
 ) -> Result<(), Failure> {
+    refuse_dash(output)?;
+    let png = output
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("png"));
+    if !png {
+        return Err(Failure::Usage(format!(
+            "{}: render writes PNG images only; name the output OUT.png",
+            output.display()
+        )));
+    }
     check_output(file, output, force)?;
     regular_file(file)?;
-    let options = RenderOptions {
-        counts,
-        frame,
-        layer,
-    };
-    let image = tensorfmt::render::render_path(file, &options)?;
+    let options = render_options(file, picture)?;
+    let image =
+        tensorfmt::render::render_path(file, &options).map_err(|e| Failure::in_file(file, e))?;
     tensorfmt::render::write_png(&image, output)?;
     if as_json {
         emit_json(&json!({

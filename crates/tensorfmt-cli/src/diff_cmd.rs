@@ -45,7 +45,7 @@ pub fn diff(
     let progress = bar_progress(&bar);
     let ta = Tracked::new(fa, &progress);
     let tb = Tracked::new(fb, &progress);
-    let report = compare(&ta, &tb, options)?;
+    let report = compare(&ta, &tb, options).map_err(|e| failing_side(a, fa, b, fb, e))?;
     bar.finish_and_clear();
     if as_json {
         emit_json(&report_json(a, b, &report));
@@ -53,6 +53,32 @@ pub fn diff(
         emit(&report_text(&report));
     }
     Ok(report.is_equal())
+}
+
+/// An error met while comparing, naming the file it came from: the one the message
+/// names, else the one that fails a full check (this is the error path: the extra
+/// read costs nothing on success), else both.
+fn failing_side(
+    a: &Path,
+    fa: &dyn TensorFile,
+    b: &Path,
+    fb: &dyn TensorFile,
+    e: tensorfmt::Error,
+) -> Failure {
+    let m = e.to_string();
+    if m.contains(&a.display().to_string()) || m.contains(&b.display().to_string()) {
+        Failure::Input(m)
+    } else if fa.validate().is_err() {
+        Failure::in_file(a, e)
+    } else if fb.validate().is_err() {
+        Failure::in_file(b, e)
+    } else {
+        Failure::Input(format!(
+            "comparing {} and {}: {m}",
+            a.display(),
+            b.display()
+        ))
+    }
 }
 
 /// A value as JSON: a number, or `"NaN"`, `"inf"`, `"-inf"`.

@@ -170,6 +170,29 @@ const TABLE: [Row; 8] = [
     },
 ];
 
+/// Every `--to` value of the table, in its order (what `formats --json` lists as `to`).
+pub fn to_values() -> Vec<&'static str> {
+    TABLE
+        .iter()
+        .flat_map(|r| r.writes.iter().map(|k| k.to))
+        .collect()
+}
+
+/// The help of `convert --to`, from the table: the format names, then every other value.
+pub fn to_help() -> String {
+    let names: Vec<&str> = Format::ALL.iter().map(|f| f.name()).collect();
+    let kinds: Vec<&str> = to_values()
+        .into_iter()
+        .filter(|t| !names.contains(t))
+        .collect();
+    format!(
+        "Output format (default: from the output extension): {}; or a file kind: {} \
+         (`tensorfmt formats` describes each)",
+        names.join(", "),
+        kinds.join(", ")
+    )
+}
+
 fn kinds_json(kinds: &[Kind], written: bool) -> Value {
     Value::Array(
         kinds

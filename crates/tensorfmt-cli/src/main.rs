@@ -59,7 +59,7 @@ struct ReadArgs {
     /// File kind, for files whose kind cannot be told from their bytes alone
     /// (legacy PINK: som-data, som, mapping, rotflip; Caffe: caffemodel, binaryproto,
     /// blobprotovector, solverstate). Formats without such ambiguity ignore it.
-    #[arg(long, value_name = "KIND")]
+    #[arg(long, value_name = "KIND", value_parser = parse_kind)]
     kind: Option<String>,
     /// Refuse what the original program refused (e.g. crash-truncated PVP frame counts,
     /// lenient primitiv markers) instead of reading it with a warning.
@@ -85,6 +85,23 @@ impl ReadArgs {
         }
         o
     }
+}
+
+/// The kinds `--kind` names: every file kind of every format (`Format::kinds`) and the
+/// readers' own spellings (PINK's `data`, `mapping`, `rotflip`; Caffe's `model`,
+/// `mean`). An unknown kind is a usage error listing them, before any file is read.
+fn parse_kind(s: &str) -> Result<String, String> {
+    let known = Format::ALL.iter().any(|f| f.kinds().contains(&s))
+        || tensorfmt::som::parse_kind_hint(s).is_ok()
+        || tensorfmt::caffe::FileKind::from_name(s).is_some();
+    if known {
+        return Ok(s.to_string());
+    }
+    Err(format!(
+        "unknown kind {s:?}: --kind names a legacy PINK file's kind (som-data, som, \
+         mapping, rotflip) or a Caffe file's (caffemodel, binaryproto, blobprotovector, \
+         solverstate); `tensorfmt formats` lists every kind"
+    ))
 }
 
 /// `123`, `512K`, `64M`, `2G`, `1T` (also `64MiB`, `64MB`: powers of 1024).
@@ -170,9 +187,7 @@ Example:
         /// Input format (default: detected from content, then extension).
         #[arg(long, value_name = "FORMAT")]
         from: Option<Format>,
-        /// Output format: npy, npz, safetensors, pvp, som, som-data, primitiv, caffe,
-        /// caffemodel, binaryproto (default: from the output extension).
-        #[arg(long, value_name = "FORMAT")]
+        #[arg(long, value_name = "FORMAT", help = formats_cmd::to_help())]
         to: Option<Target>,
         /// Convert only this tensor (for .npy output: which one; default the first).
         #[arg(long, value_name = "NAME")]
@@ -311,10 +326,14 @@ Example:
         /// For mapping files: a heat map of best-match counts per neuron.
         #[arg(long)]
         counts: bool,
-        /// For frame files: which frame.
-        #[arg(long, value_name = "K")]
-        frame: Option<usize>,
-        /// For models: which layer.
+        /// For PVP files and PINK data and mapping files: which frame (entry); negative
+        /// counts from the end (-1: the last).
+        #[arg(long, value_name = "K", allow_negative_numbers = true)]
+        frame: Option<i64>,
+        /// For PVP weight files: which arbor (default: all, side by side).
+        #[arg(long, value_name = "N", conflicts_with = "layer")]
+        arbor: Option<usize>,
+        /// For Caffe models: which conv layer (for PVP weights, the arbor number, as --arbor).
         #[arg(long, value_name = "NAME")]
         layer: Option<String>,
         /// Overwrite the PNG if it exists.
@@ -443,7 +462,7 @@ fn main() -> ExitCode {
                             eprintln!(
                                 "tensorfmt: error: {}: {}",
                                 text::path(&i.path),
-                                text::message(&e.message())
+                                text::message(&e.message_about(&i.path))
                             );
                             result = Err(Failure::Reported);
                         }
@@ -569,11 +588,20 @@ fn main() -> ExitCode {
             output,
             counts,
             frame,
+            arbor,
             layer,
             force,
             quiet,
             json,
-        } => commands::render(&file, &output, counts, frame, layer, force, quiet, json),
+        } => {
+            let picture = commands::RenderArgs {
+                counts,
+                frame,
+                arbor,
+                layer,
+            };
+            commands::render(&file, &output, &picture, force, quiet, json)
+        }
         Command::SomMap(args) => som_map::som_map(&args),
         Command::Formats { json } => formats_cmd::formats(json),
         Command::Completions { shell } => {
@@ -646,6 +674,27 @@ mod tests {
         let o = r.options();
         assert_eq!((o.kind.as_deref(), o.strict), (Some("som"), true));
         assert_eq!(o.limits.max_alloc, 1 << 20);
+    }
+
+    #[test]
+    fn kinds() {
+        for k in [
+            "som-data",
+            "data",
+            "mapping",
+            "caffemodel",
+            "model",
+            "mean",
+            "dense",
+            "npy",
+        ] {
+            assert_eq!(parse_kind(k).as_deref(), Ok(k));
+        }
+        let e = parse_kind("bogus").unwrap_err();
+        assert!(
+            e.contains("unknown kind \"bogus\"") && e.contains("solverstate"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -115,10 +115,8 @@ pub fn som_map(a: &SomMapArgs) -> Result<(), Failure> {
     };
     regular_file(&a.data)?;
     regular_file(&a.som)?;
-    let open = |p: &Path| {
-        SomFile::open(p)
-            .map_err(|e| Failure::Input(format!("{}: {}", p.display(), tensorfmt::Error::from(e))))
-    };
+    let open =
+        |p: &Path| SomFile::open(p).map_err(|e| Failure::in_file(p, tensorfmt::Error::from(e)));
     let data = open(&a.data)?;
     let som = open(&a.som)?;
     let id_list = match (&a.ids, a.no_ids) {

@@ -258,8 +258,9 @@ fn inspect_kind_and_strict() {
     let (code, out, err) = tf(args!["inspect", "--json", "--kind", "caffemodel", model]);
     assert_eq!(code, 0, "{err}");
     assert!(json(&out)["kind"].as_str().unwrap().starts_with("model"));
+    // An unknown kind is a usage error, before the file is read.
     let (code, _, err) = tf(args!["inspect", "--kind", "nonsense", model]);
-    assert_eq!(code, 1);
+    assert_eq!(code, 2);
     assert!(err.contains("nonsense"), "{err}");
     // --strict: Caffe refuses nets with both `layer` and `layers`; so does strict mode.
     let mixed = testdata("caffe", "mixed_layers.caffemodel");
@@ -411,8 +412,9 @@ fn render_pvp_weights_and_frames() {
         std::fs::read(&b).unwrap(),
         "frames differ"
     );
+    // A frame the file does not have is a usage error (as an unknown --tensor).
     let ((code, _, err), f99) = frame("99");
-    assert_eq!(code, 1);
+    assert_eq!(code, 2);
     assert!(err.contains("99"), "{err}");
     assert!(!f99.exists());
     let sparse = dir.path().join("sparse.png");
