@@ -83,6 +83,15 @@ impl Walker {
             if name.starts_with('.') {
                 continue; // hidden files, and our own temporaries
             }
+            // An ONNX model's external data (`m.onnx.data` beside `m.onnx`) is part of
+            // that model, not a primitiv file of its own.
+            if let Some(model) = name.strip_suffix(".data") {
+                if model.to_ascii_lowercase().ends_with(".onnx")
+                    && p.with_file_name(model).is_file()
+                {
+                    continue;
+                }
+            }
             let meta = std::fs::metadata(&p); // follows links
             if meta.as_ref().is_ok_and(|m| m.is_dir()) {
                 self.walk(root, &p, depth.map(|d| d - 1), take, out)?;

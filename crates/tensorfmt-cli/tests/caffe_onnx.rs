@@ -486,3 +486,27 @@ fn the_data_file_beside_a_model_is_an_output() {
     assert_eq!(code, 0, "{err}");
     assert_ne!(std::fs::read(d.join("b.onnx.data")).unwrap(), b"precious");
 }
+
+/// A directory walk takes an ONNX model's `m.onnx.data` as part of the model, not as a
+/// primitiv file of its own (which failed every `-r` run over converted models).
+#[test]
+fn directory_walks_leave_a_models_data_file_to_the_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().join("models");
+    std::fs::create_dir(&d).unwrap();
+    let mut o = tensorfmt::WriteOptions::default();
+    o.set("external_data", "true").unwrap();
+    let t =
+        tensorfmt::Tensor::from_vec(vec![1f32; 512], [512], tensorfmt::Order::RowMajor).unwrap();
+    tensorfmt::save(
+        &d.join("m.onnx"),
+        tensorfmt::Format::Onnx,
+        &[("w".to_string(), t)],
+        &o,
+    )
+    .unwrap();
+    assert!(d.join("m.onnx.data").is_file());
+    let (code, text, err) = tf(["validate".as_ref(), "-r".as_ref(), d.as_os_str()] as [&OsStr; 3]);
+    assert_eq!(code, 0, "{text}{err}");
+    assert_eq!(text.lines().count(), 1, "{text}");
+}
