@@ -424,6 +424,10 @@ fn save_tracked(
         .count();
     r.warnings
         .extend(f64_to_caffe_warning(format, f64s, options));
+    for (name, t) in tensors {
+        r.warnings
+            .extend(cast_loss_warning(name, t, format, options)?);
+    }
     r.warnings
         .extend(weights_only_warning(path, format, &names, options));
     Ok(r)
@@ -515,9 +519,91 @@ fn write_selection(
         .count();
     r.warnings
         .extend(f64_to_caffe_warning(format, f64s, options));
+    for info in source.tensors() {
+        if written.contains(info.name.as_str())
+            && cast_target(info.dtype, format, options).is_some()
+        {
+            let t = source.read_tensor(&info.name)?;
+            r.warnings
+                .extend(cast_loss_warning(&info.name, &t, format, options)?);
+        }
+    }
     r.warnings
         .extend(weights_only_warning(path, format, names, options));
     Ok(r)
+}
+
+/// The dtype a tensor of `from` is stored as when it may not keep its values: an
+/// integer type of 32 bits or more into Caffe's float32 `data` (or any `--dtype`
+/// float), a float into an integer `--dtype`; `None` when every value survives.
+fn cast_target(from: DType, format: Format, options: &WriteOptions) -> Option<DType> {
+    let to = match options.dtype {
+        Some(d) => d,
+        None if format == Format::Caffe && from.is_int() => DType::F32,
+        None => return None,
+    };
+    let risky = (from.is_int() && from.size() >= 4 && to.is_float() && to.size() <= 4)
+        || (from.is_int() && to.is_float() && to.size() < 4)
+        || (from.is_float() && to.is_int());
+    risky.then_some(to)
+}
+
+/// The values an integer dtype holds, as f64 (the 64-bit bounds rounded up to the next
+/// float, which is what a saturating cast from f64 compares with).
+fn int_range(d: DType) -> (f64, f64) {
+    match d {
+        DType::I8 => (i8::MIN as f64, i8::MAX as f64),
+        DType::I16 => (i16::MIN as f64, i16::MAX as f64),
+        DType::I32 => (i32::MIN as f64, i32::MAX as f64),
+        DType::I64 => (i64::MIN as f64, i64::MAX as f64),
+        DType::U8 => (0.0, u8::MAX as f64),
+        DType::U16 => (0.0, u16::MAX as f64),
+        DType::U32 => (0.0, u32::MAX as f64),
+        DType::U64 => (0.0, u64::MAX as f64),
+        _ => (f64::NEG_INFINITY, f64::INFINITY),
+    }
+}
+
+/// Says how many values of tensor `name` the cast it is written with changes beyond
+/// rounding: integers past the float type's exact range (2^24 for float32), and NaN,
+/// infinities or values out of the integer type's range (saturated; NaN becomes 0),
+/// where numpy's `astype` would change them silently.
+fn cast_loss_warning(
+    name: &str,
+    t: &Tensor,
+    format: Format,
+    options: &WriteOptions,
+) -> Result<Option<String>> {
+    let Some(to) = cast_target(t.dtype(), format, options) else {
+        return Ok(None);
+    };
+    let wide = t.cast(DType::F64)?;
+    let values = wide.typed::<f64>()?;
+    let changed = if to.is_float() {
+        let exact = match to.size() {
+            2 if to == DType::BF16 => 256.0,
+            2 => 2048.0,
+            _ => 16_777_216.0,
+        };
+        values.iter().filter(|v| v.abs() > exact).count()
+    } else {
+        let (lo, hi) = int_range(to);
+        values
+            .iter()
+            .filter(|v| !v.is_finite() || **v < lo || **v > hi)
+            .count()
+    };
+    Ok((changed > 0).then(|| {
+        let what = if to.is_float() {
+            "integers beyond its exact range, rounded"
+        } else {
+            "NaN, infinite or out of its range, saturated (NaN as 0)"
+        };
+        format!(
+            "{name}: {changed} value(s) of {} stored as {to}: {what}",
+            t.dtype()
+        )
+    }))
 }
 
 /// The names among `names` that `file` stores sparsely.

@@ -161,3 +161,65 @@ fn npz_members_that_are_not_tensors_are_left_out_with_a_warning() {
         r.warnings
     );
 }
+
+/// A cast that changes values says so: integers past float32's exact range into a
+/// caffemodel, floats saturated by an integer `--dtype` (NaN, inf, out of range); a
+/// cast that keeps every value says nothing.
+#[test]
+fn casts_that_change_values_are_warned_about() {
+    use tensorfmt::{DType, Order, Tensor, WriteOptions};
+    let dir = tempfile::tempdir().unwrap();
+    let big = Tensor::from_vec(vec![(1i64 << 40) + 1, -5], [2], Order::RowMajor).unwrap();
+    let r = tensorfmt::save(
+        &dir.path().join("a.caffemodel"),
+        Format::Caffe,
+        &[("b".into(), big)],
+        &WriteOptions::default(),
+    )
+    .unwrap();
+    assert!(
+        r.warnings
+            .iter()
+            .any(|w| w.contains("1 value(s) of i64 stored as f32")),
+        "{:?}",
+        r.warnings
+    );
+    let fl = Tensor::from_vec(
+        vec![0.5f64, 1e6, -3.7, f64::NAN, f64::INFINITY],
+        [5],
+        Order::RowMajor,
+    )
+    .unwrap();
+    let i8_ = WriteOptions {
+        dtype: Some(DType::I8),
+        ..Default::default()
+    };
+    let src = dir.path().join("f.npy");
+    tensorfmt::save(
+        &src,
+        Format::Npy,
+        &[("f".into(), fl)],
+        &WriteOptions::default(),
+    )
+    .unwrap();
+    let doc = Document::open(&src).unwrap();
+    let r = doc
+        .convert_to_with(&dir.path().join("o.npy"), Format::Npy, None, &i8_)
+        .unwrap();
+    assert!(
+        r.warnings
+            .iter()
+            .any(|w| w.contains("3 value(s) of f64 stored as i8")),
+        "{:?}",
+        r.warnings
+    );
+    let small = Tensor::from_vec(vec![1.5f32, -2.0], [2], Order::RowMajor).unwrap();
+    let r = tensorfmt::save(
+        &dir.path().join("s.npz"),
+        Format::Npz,
+        &[("s".into(), small)],
+        &i8_,
+    )
+    .unwrap();
+    assert!(r.warnings.is_empty(), "{:?}", r.warnings);
+}
