@@ -349,13 +349,15 @@ impl FromStr for Target {
     /// `format:kind` pair (`pvp:sparse`, `primitiv:parameter`, `som:som-mapping`; kinds
     /// from [`Format::write_kinds`]), and the kinds that name their format alone:
     /// `som-data`, `som-mapping`, `som-rotflip`, `caffemodel`, `binaryproto`,
-    /// `blobprotovector`, `solverstate`.
+    /// `blobprotovector`, `solverstate`; PINK's kinds also as reading names them
+    /// (`som:data`, `som:mapping`, `som:rotflip`).
     ///
     /// ```
     /// use tensorfmt::{Format, Target};
     /// assert_eq!("pvp:sparse".parse::<Target>()?, Target::new(Format::Pvp).with_kind("sparse"));
     /// assert_eq!("solverstate".parse::<Target>()?.kind.as_deref(), Some("solverstate"));
     /// assert!("pvp:som-data".parse::<Target>().is_err());
+    /// assert_eq!("som:mapping".parse::<Target>()?.kind.as_deref(), Some("som-mapping"));
     /// assert_eq!(Target::new(Format::Som).with_kind("som").to_string(), "som:som");
     /// # Ok::<(), tensorfmt::Error>(())
     /// ```
@@ -363,6 +365,13 @@ impl FromStr for Target {
         let s = s.to_ascii_lowercase();
         if let Some((format, kind)) = s.split_once(':') {
             let format: Format = format.parse()?;
+            // PINK's kinds as `--kind` names them when reading (`som:mapping`).
+            let kind = match (format, kind) {
+                (Format::Som, "data" | "mapping" | "rotflip") => {
+                    return Ok(Target::new(format).with_kind(format!("som-{kind}")))
+                }
+                _ => kind,
+            };
             if !format.write_kinds().contains(&kind) {
                 return Err(Error::Invalid(format!(
                     "{format} has no file kind {kind:?} (kinds: {})",
