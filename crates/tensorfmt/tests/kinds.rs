@@ -153,7 +153,7 @@ fn npz_members_that_are_not_tensors_are_left_out_with_a_warning() {
     );
     let dir = tempfile::tempdir().unwrap();
     let r = doc
-        .convert_to(&dir.path().join("o.safetensors"), Format::Safetensors)
+        .convert_to(dir.path().join("o.safetensors"), Format::Safetensors)
         .unwrap();
     assert!(
         r.warnings.iter().any(|w| w.contains("left out")),
@@ -204,7 +204,7 @@ fn casts_that_change_values_are_warned_about() {
     .unwrap();
     let doc = Document::open(&src).unwrap();
     let r = doc
-        .convert_to_with(&dir.path().join("o.npy"), Format::Npy, None, &i8_)
+        .convert_to_with(dir.path().join("o.npy"), Format::Npy, None, &i8_)
         .unwrap();
     assert!(
         r.warnings
