@@ -118,12 +118,24 @@ fn use_paths(code: &str) -> Vec<(bool, String)> {
         let tail = &rest[at + 3..];
         let Some(end) = tail.find(';') else { break };
         let tree: String = tail[..end].chars().filter(|c| !c.is_whitespace()).collect();
-        for p in expand(&tree) {
-            out.push((public, p));
+        // Prose such as "...; use --recursive" in a string is not a use tree.
+        if is_use_tree(&tree) {
+            for p in expand(&tree) {
+                out.push((public, p));
+            }
         }
         rest = &tail[end..];
     }
     out
+}
+
+/// Whether `tree` (whitespace removed) can be a `use` tree: paths, braces, commas,
+/// globs and `as` renames only.
+fn is_use_tree(tree: &str) -> bool {
+    !tree.is_empty()
+        && tree
+            .chars()
+            .all(|c| c.is_alphanumeric() || matches!(c, '_' | ':' | '{' | '}' | ',' | '*'))
 }
 
 /// `code` without its `pub use` / `pub(crate) use` statements.
@@ -174,7 +186,8 @@ fn expand(tree: &str) -> Vec<String> {
         return vec![tree.split(" as ").next().unwrap_or(tree).to_string()];
     };
     let prefix = &tree[..open];
-    let inner = &tree[open + 1..tree.rfind('}').unwrap_or(tree.len())];
+    let close = tree.rfind('}').filter(|&c| c > open).unwrap_or(tree.len());
+    let inner = &tree[open + 1..close];
     let mut parts = Vec::new();
     let (mut depth, mut start) = (0, 0);
     for (i, c) in inner.char_indices() {
@@ -506,6 +519,10 @@ mod tests {
         );
         let paths = written_paths(&code, &BTreeSet::new());
         assert_eq!(paths, ["crate::a", "crate::d::f"]);
+        // "...; use --recursive" in a message is prose, not an import (it panicked).
+        let prose =
+            code_of("let m = \"a dir; use --recursive (-r)\"; fn f() { g(&format!(\"{x}\")); }\n");
+        assert!(use_paths(&prose).is_empty());
     }
 
     #[test]
