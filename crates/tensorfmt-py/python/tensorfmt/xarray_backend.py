@@ -49,7 +49,7 @@ import numpy as np
 import tensorfmt
 
 from . import _native
-from ._dims import FRAME_AXES, dims_for, header_attrs, zarr_names
+from ._dims import FRAME_AXES, dims_for, header_attrs, netcdf_attrs, zarr_names
 
 try:  # pragma: no cover - import guard
     import xarray as xr
@@ -265,6 +265,9 @@ def open_tensorfmt_dataset(
             f"the tensorfmt engine opens files by path (str or os.PathLike), not {type(path).__name__}: "
             "its readers map the file"
         )
+    from ._args import flags
+
+    flags(strict=strict, dense=dense, safe_names=safe_names)
     p = os.fspath(path)
     drop = set(drop_variables or ())
     with tensorfmt.open(p, format=format, kind=kind, strict=strict) as doc:  # errors name p
@@ -307,6 +310,8 @@ def open_tensorfmt_dataset(
         coords["r"] = xr.Variable(("neuron",), axial[:, 1])
     attrs = header_attrs(header)
     attrs.update(tensorfmt_format=fmt, tensorfmt_kind=doc_kind, tensorfmt_description=description)
+    if safe_names:
+        attrs = netcdf_attrs(attrs)  # to_netcdf refuses bools, dicts and nested lists
     ds = xr.Dataset(variables, coords=coords, attrs=attrs)
     ds.set_close(lambda: file._whole.clear())
     return ds
