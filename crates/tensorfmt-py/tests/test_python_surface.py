@@ -223,7 +223,36 @@ def _bool_calls(tmp):
         ("caffe.to_onnx", "overwrite"): lambda v: tensorfmt.caffe.to_onnx(caffemodel, LENET, out("o.onnx"), overwrite=v),
         ("primitiv.open", "strict"): lambda v: tensorfmt.primitiv.open(TESTDATA / "primitiv" / "model_nested_adam.data", strict=v),
         ("dask.convert_many", "overwrite"): lambda v: tensorfmt.dask.convert_many([cut], out("many"), overwrite=v),
+        ("xarray.open_dataset", "strict"): lambda v: _xarray_open(cut, strict=v),
+        ("xarray.open_dataset", "dense"): lambda v: _xarray_open(cut, dense=v),
+        ("xarray.open_dataset", "safe_names"): lambda v: _xarray_open(cut, safe_names=v),
+        ("virtual.Parser", "strict"): lambda v: _virtual_parser(strict=v),
     }
+
+
+def _xarray_open(path, **kw):
+    xr = require_module("xarray")
+    return xr.open_dataset(path, engine="tensorfmt", **kw)
+
+
+def _virtual_parser(**kw):
+    require_module("virtualizarr")
+    import tensorfmt.virtual
+
+    return tensorfmt.virtual.Parser(**kw)
+
+
+def _public():
+    """The public callables with bool keywords, by the names the table uses."""
+    out = dict(PUBLIC)
+    try:
+        import tensorfmt.xarray_backend
+        import tensorfmt.virtual
+    except ImportError:
+        return out
+    out["xarray.open_dataset"] = tensorfmt.xarray_backend.open_tensorfmt_dataset
+    out["virtual.Parser"] = tensorfmt.virtual.Parser
+    return out
 
 
 PUBLIC = {
@@ -252,7 +281,7 @@ def test_every_bool_keyword_is_checked():
     one needs an entry)."""
     declared = {
         (name, p.name)
-        for name, fn in PUBLIC.items()
+        for name, fn in _public().items()
         for p in inspect.signature(fn).parameters.values()
         if p.annotation in (bool, "bool")
     }

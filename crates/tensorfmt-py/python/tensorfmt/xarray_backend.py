@@ -30,12 +30,15 @@ Options of ``open_dataset``: ``format`` and ``kind`` as :func:`tensorfmt.open` t
 ``conv1/0`` becomes ``conv1.0``, the original in the variable's ``tensorfmt_name``
 attribute, as the VirtualiZarr parser names them), for ``to_zarr``, which would write
 ``conv1/0`` as array ``0`` of a group ``conv1`` that ``open_zarr`` does not show, and
-``to_netcdf``, which refuses ``/`` (and takes flat attributes only: drop a Caffe net's
-nested header attributes first, ``ds.drop_attrs(deep=False)``)::
+``to_netcdf``, which refuses ``/`` and takes flat attributes only: with ``safe_names``
+the header's attributes are netCDF's too (nested fields such as a Caffe net's ``layer``
+list as one JSON string, bools as ``int8``, flat number lists as 1-D arrays, integers
+past int32 as their decimal text, ``None`` left out)::
 
     >>> ds = xr.open_dataset("testdata/caffe/v2_tiny.caffemodel", engine="tensorfmt", safe_names=True)
     >>> list(ds), ds["conv1.0"].attrs["tensorfmt_name"]
     (['conv1.0', 'conv1.1', 'ip.0'], 'conv1/0')
+    >>> ds.to_netcdf("tiny.nc", engine="scipy")
 """
 
 from __future__ import annotations
