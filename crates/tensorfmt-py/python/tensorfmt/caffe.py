@@ -34,7 +34,7 @@ import numpy as np
 from . import _native
 from ._text import summary as _summary
 from ._args import flag as _flag, flags as _flags
-from ._errors import InvalidArgumentError, TensorfmtTypeError, TensorNotFoundError, naming, warn, warn_leniency
+from ._errors import InvalidArgumentError, TensorfmtTypeError, TensorNotFoundError, naming, python_words, warn, warn_leniency
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -418,6 +418,7 @@ def to_onnx(
         rpn=None if rpn is None else [(str(k), _rpn_value(k, v)) for k, v in rpn.items()],
         external_data=external_data,
     )
+    result["warnings"] = [python_words(w) for w in result["warnings"]]
     for w in result["warnings"]:
         warn(f"{dst}: {w}")
     return result
