@@ -155,6 +155,7 @@ def test_warnings_point_at_the_callers_line(tmp_path):
         lambda: tensorfmt.validate(cut),
         lambda: tensorfmt.diff(cut, cut),
         lambda: tensorfmt.pvp.open(cut),
+        lambda: _xarray_open(cut),
     ]
     for call in calls:
         with warnings.catch_warnings(record=True) as caught:

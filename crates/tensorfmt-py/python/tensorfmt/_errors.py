@@ -243,17 +243,19 @@ def python_words(message: str) -> str:
 
 def caller_stacklevel() -> int:
     """The ``stacklevel`` that makes a ``warnings.warn`` call made by the function calling
-    this one point at the first frame outside the tensorfmt package: the user's line
-    that called tensorfmt, however deep inside the package the warning is emitted."""
+    this one point at the first frame outside the tensorfmt package (and outside xarray,
+    which calls the ``tensorfmt`` engine): the user's line that called tensorfmt, however
+    deep inside the package the warning is emitted."""
     frame = sys._getframe(1)  # the function that will call warnings.warn: level 1
     level = 1
-    while frame is not None and os.path.dirname(os.path.abspath(frame.f_code.co_filename)) == _PACKAGE_DIR:
+    while frame is not None and str(frame.f_globals.get("__name__", "")).split(".")[0] in _INSIDE:
         frame = frame.f_back  # type: ignore[assignment]
         level += 1
     return level
 
 
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+#: Top-level packages whose frames are not the caller's line.
+_INSIDE = ("tensorfmt", "xarray")
 
 
 def warn(message: str) -> None:
