@@ -20,7 +20,7 @@ pub struct File {
 }
 
 impl File {
-    fn doc(&self, py: Python<'_>) -> PyResult<Arc<Document>> {
+    pub(crate) fn doc(&self, py: Python<'_>) -> PyResult<Arc<Document>> {
         let guard = self.doc.read().unwrap_or_else(|e| e.into_inner());
         guard.clone().ok_or_else(|| {
             raise(

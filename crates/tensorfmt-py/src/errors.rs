@@ -109,7 +109,8 @@ where
 }
 
 /// A `TensorfmtError` subclass named `class` from `tensorfmt._errors`, with `.offset`
-/// and `.field` set when known.
+/// and `.field` set when known, its message naming the CLI's flags as the Python
+/// keywords (`_errors.python_words`).
 pub fn raise(
     py: Python<'_>,
     class: &str,
@@ -120,6 +121,11 @@ pub fn raise(
     let build = || -> PyResult<PyErr> {
         let module = py.import("tensorfmt._errors")?;
         let cls = module.getattr(class)?;
+        // Messages of the shared Rust code name the CLI's flags: as Python keywords.
+        let message: String = module
+            .getattr("python_words")?
+            .call1((message,))?
+            .extract()?;
         let instance = cls.call1(PyTuple::new(py, [message])?)?;
         instance.setattr("offset", offset)?;
         instance.setattr("field", field)?;
@@ -132,18 +138,7 @@ pub fn raise(
 pub fn to_py(py: Python<'_>, e: &Error) -> PyErr {
     let message = e.to_string();
     match e {
-        Error::Io { source, .. } => {
-            let class = match source.kind() {
-                std::io::ErrorKind::NotFound => "TensorfmtFileNotFoundError",
-                std::io::ErrorKind::AlreadyExists => "TensorfmtFileExistsError",
-                _ => "TensorfmtIOError",
-            };
-            let err = raise(py, class, &message, None, None);
-            if let Some(code) = source.raw_os_error() {
-                let _ = err.value(py).setattr("errno", code);
-            }
-            err
-        }
+        Error::Io { source, .. } => io_error(py, &message, source),
         Error::LimitExceeded { .. } | Error::Overflow { .. } => {
             raise(py, "LimitError", &message, None, None)
         }
@@ -157,8 +152,14 @@ pub fn to_py(py: Python<'_>, e: &Error) -> PyErr {
             kind,
             offset,
             field,
+            source,
             ..
         } => {
+            // A failed system call wrapped by a format crate or the lowering (creating
+            // the output in a missing folder): the class `save` raises for it.
+            if let Some(io) = os_error(source.as_ref()) {
+                return io_error(py, &message, io);
+            }
             // Every format crate's error says what kind of problem it is, and which
             // offset and field it names (`tensorfmt::Classify`).
             let class = match kind {
@@ -173,4 +174,40 @@ pub fn to_py(py: Python<'_>, e: &Error) -> PyErr {
         Error::InputChanged { .. } => raise(py, "InputChangedError", &message, None, None),
         _ => raise(py, "FormatError", &message, None, None),
     }
+}
+
+/// The I/O exception class for `source`'s kind (`FileNotFoundError`, `FileExistsError`,
+/// else `OSError`), with `errno` set.
+fn io_error(py: Python<'_>, message: &str, source: &std::io::Error) -> PyErr {
+    let class = match source.kind() {
+        std::io::ErrorKind::NotFound => "TensorfmtFileNotFoundError",
+        std::io::ErrorKind::AlreadyExists => "TensorfmtFileExistsError",
+        _ => "TensorfmtIOError",
+    };
+    let err = raise(py, class, message, None, None);
+    if let Some(code) = source.raw_os_error() {
+        let _ = err.value(py).setattr("errno", code);
+    }
+    err
+}
+
+/// The failed system call (an [`std::io::Error`] with an OS error number) in `e`'s
+/// source chain, if any: a wrapped I/O failure, not a decoding problem that happens to
+/// be carried as an `io::Error` (those have no OS error number).
+fn os_error<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a std::io::Error> {
+    let mut current = Some(e);
+    while let Some(c) = current {
+        if let Some(io) = c.downcast_ref::<std::io::Error>() {
+            if io.raw_os_error().is_some() {
+                return Some(io);
+            }
+        }
+        if let Some(Error::Io { source, .. }) = c.downcast_ref::<Error>() {
+            if source.raw_os_error().is_some() {
+                return Some(source);
+            }
+        }
+        current = c.source();
+    }
+    None
 }

@@ -9,8 +9,9 @@ use pyo3::types::{PyDict, PyList};
 use tensorfmt::diff::{DiffOptions, Tolerance};
 use tensorfmt::{DType, Error, Format, Order, Tensor};
 
+use crate::document::File;
 use crate::errors::run;
-use crate::values::{read_options, target, write_options};
+use crate::values::{target, write_options};
 
 /// One array handed over by `tensorfmt.save`: the Python side has made it a native
 /// byte-order, C- or Fortran-contiguous numpy array and read its address.
@@ -124,26 +125,25 @@ pub fn save(
     Ok((report.offered, report.written, report.warnings))
 }
 
-/// Compares two files tensor by tensor; returns a plain dict the Python `DiffResult`
-/// wraps.
+/// Compares two open files tensor by tensor (opened by `open_file`, with the caller's
+/// format, kind, strictness and allocation limit, and errors naming the file); returns
+/// a plain dict the Python `DiffResult` wraps.
 #[pyfunction]
 #[pyo3(signature = (a, b, rtol=0.0, atol=0.0, max_diffs=10, allow_dtype=false, tensors_only=false))]
 #[allow(clippy::too_many_arguments)] // Python keyword arguments
 pub fn diff<'py>(
     py: Python<'py>,
-    a: PathBuf,
-    b: PathBuf,
+    a: &Bound<'py, File>,
+    b: &Bound<'py, File>,
     rtol: f64,
     atol: f64,
     max_diffs: usize,
     allow_dtype: bool,
     tensors_only: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
+    let (fa, fb) = (a.get().doc(py)?, b.get().doc(py)?);
     // Long on large files: Ctrl-C stops it between pieces.
     let report = crate::errors::run_interruptible(py, move || {
-        let opts = read_options(None, false, None, false);
-        let fa = tensorfmt::open_as(&a, crate::document::detect(&a)?, &opts)?;
-        let fb = tensorfmt::open_as(&b, crate::document::detect(&b)?, &opts)?;
         let options = DiffOptions {
             tolerance: Tolerance { rtol, atol },
             max_diffs,

@@ -136,7 +136,7 @@ impl PvpWriter {
 
 /// A dense activity file (filetype 4, f32): new, or continued when `append`.
 #[pyfunction]
-#[pyo3(signature = (path, nx, ny, nf, overwrite=false))]
+#[pyo3(signature = (path, nx, ny, nf, overwrite=true))]
 pub fn pvp_dense_writer(
     py: Python<'_>,
     path: PathBuf,
@@ -158,7 +158,7 @@ pub fn pvp_dense_writer(
 /// A sparse activity file: binary (filetype 2) or with values (filetype 6, datatype 3,
 /// or the obsolete 4 when `datatype4`).
 #[pyfunction]
-#[pyo3(signature = (path, nx, ny, nf, values, datatype4=false, overwrite=false))]
+#[pyo3(signature = (path, nx, ny, nf, values, datatype4=false, overwrite=true))]
 #[allow(clippy::too_many_arguments)]
 pub fn pvp_sparse_writer(
     py: Python<'_>,
@@ -196,7 +196,7 @@ pub fn pvp_sparse_writer(
 /// A weight file: shared (kernel, filetype 5) or non-shared (filetype 3); `compress`
 /// stores each weight as a byte scaled between the frame's min and max.
 #[pyfunction]
-#[pyo3(signature = (path, shared, nx, ny, nf, margin_x, margin_y, nxp, nyp, nfp, arbors, compress, overwrite=false))]
+#[pyo3(signature = (path, shared, nx, ny, nf, margin_x, margin_y, nxp, nyp, nfp, arbors, compress, overwrite=true))]
 #[allow(clippy::too_many_arguments)]
 pub fn pvp_weights_writer(
     py: Python<'_>,

@@ -171,9 +171,9 @@ def lrn_ref(x, n, alpha, beta, k, within=False):
 
 HOSTILE_NETS = [
     # (id, prototxt, to_onnx options, expected: None for a model, else a message part)
-    ("dynamic concat on axis 0", layer("layer { name: 'c' type: 'Concat' bottom: 'data' bottom: 'data' top: 'y' concat_param { axis: 0 } }"), {"dynamic_batch": True}, "--dynamic-batch"),
+    ("dynamic concat on axis 0", layer("layer { name: 'c' type: 'Concat' bottom: 'data' bottom: 'data' top: 'y' concat_param { axis: 0 } }"), {"dynamic_batch": True}, "dynamic_batch=True"),
     ("fixed concat on axis 0", layer("layer { name: 'c' type: 'Concat' bottom: 'data' bottom: 'data' top: 'y' concat_param { axis: 0 } }"), {}, None),
-    ("dynamic flatten from axis 0", layer("layer { name: 'f' type: 'Flatten' bottom: 'data' top: 'y' flatten_param { axis: 0 } }"), {"dynamic_batch": True}, "--dynamic-batch"),
+    ("dynamic flatten from axis 0", layer("layer { name: 'f' type: 'Flatten' bottom: 'data' top: 'y' flatten_param { axis: 0 } }"), {"dynamic_batch": True}, "dynamic_batch=True"),
     ("dynamic permute of the batch", layer("layer { name: 'p' type: 'Permute' bottom: 'data' top: 'y' permute_param { order: 1 order: 0 order: 2 order: 3 } }"), {"dynamic_batch": True}, None),
     ("empty top name", layer("layer { name: 'r' type: 'ReLU' bottom: 'data' top: '' }"), {}, "empty"),
     ("LRN beta -1", layer("layer { name: 'n' type: 'LRN' bottom: 'data' top: 'y' lrn_param { beta: -1 local_size: 3 } }"), {}, None),

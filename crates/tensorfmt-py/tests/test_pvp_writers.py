@@ -89,19 +89,20 @@ def test_bad_arguments_raise_and_leave_no_file(tmp_path):
     assert len(pvp.open(path)) == 0
 
 
-def test_an_existing_file_is_kept_unless_overwrite(tmp_path):
+def test_an_existing_file_is_kept_with_overwrite_false(tmp_path):
     path = tmp_path / "keep.pvp"
     path.write_bytes(b"precious")
     with pytest.raises(FileExistsError):
-        pvp.DenseWriter(path, 4, 3, 2)
+        pvp.DenseWriter(path, 4, 3, 2, overwrite=False)
     with pytest.raises(FileExistsError):
-        pvp.SparseWriter(path, 4, 3, 2)
+        pvp.SparseWriter(path, 4, 3, 2, overwrite=False)
     assert path.read_bytes() == b"precious"
-    # A reader still holding the old file keeps its data when it is overwritten.
+    # Replaced by default (as save and convert do); a reader still holding the old
+    # file keeps its data when it is overwritten.
     m = movie(frames=1)
     tensorfmt.save(path, {"values": m}, to="pvp:dense", overwrite=True)
     old = pvp.open(path)[0].values
-    with pvp.DenseWriter(path, 4, 3, 2, overwrite=True) as w:
+    with pvp.DenseWriter(path, 4, 3, 2) as w:
         w.write_frame(0, m[0] + 1)
     np.testing.assert_array_equal(old, m[0])
     np.testing.assert_array_equal(pvp.open(path)[0].values, m[0] + 1)

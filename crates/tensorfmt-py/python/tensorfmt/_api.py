@@ -12,6 +12,7 @@ import numpy as np
 from . import _native
 from ._errors import warn_leniency as _warn_leniency
 from ._text import summary as _summary
+from ._args import flag as _flag, flags as _flags
 from ._errors import (
     InvalidArgumentError,
     LimitError,
@@ -383,7 +384,8 @@ class Document(Mapping[str, Any]):
     def validate(self) -> "ValidationReport":
         """Checks the whole file (every frame, checksums); see :func:`validate`."""
         try:
-            self._file.validate()
+            with naming(self.path):  # the report's error names the file
+                self._file.validate()
             error = None
         except Exception as e:  # noqa: BLE001 - reported, not raised
             if not isinstance(e, _errors_base()):
@@ -547,6 +549,7 @@ def open(  # noqa: A001 - the name users expect, like io.open / safetensors.safe
     """
     if framework not in _FRAMEWORKS:
         raise InvalidArgumentError(f"framework= is 'numpy' or 'pt', not {framework!r}")
+    _flags(strict=strict, sparse=sparse)
     p = os.fsdecode(path)
     with naming(p):
         native = _native.open_file(p, format, kind, strict, None, sparse, max_alloc)
@@ -629,7 +632,9 @@ def _as_array(name: str, value: Any) -> Tuple[np.ndarray, str]:
 
 
 def _refuse_existing(p: str, overwrite: bool) -> None:
-    if not overwrite and os.path.exists(p):
+    """``overwrite=False`` refuses an existing output, a dangling symlink included (as
+    the CLI does: writing through it would create the file it points to)."""
+    if not _flag("overwrite", overwrite) and os.path.lexists(p):
         raise TensorfmtFileExistsError(f"{p} exists and overwrite=False")
 
 
@@ -686,6 +691,7 @@ def save(
     >>> tensorfmt.open("act.pvp").kind
     'dense'
     """
+    _flags(hex=hex, fsync=fsync)
     p = os.fsdecode(path)
     _refuse_existing(p, overwrite)
     if not isinstance(arrays, Mapping):
@@ -750,20 +756,15 @@ def _expand_sparse(
 
 
 def _report(path: str, offered: int, written: List[str], warnings: List[str]) -> List[str]:
-    """Emits a write's warnings as :class:`TensorfmtWarning` and returns the names written."""
-    import warnings as _warnings
-
-    from ._errors import TensorfmtWarning
+    """Emits a write's warnings as :class:`TensorfmtWarning` (pointing at the caller's
+    line) and returns the names written."""
+    from ._errors import warn
 
     if len(written) < offered:
         noun = "tensor" if offered == 1 else "tensors"
-        _warnings.warn(
-            f"{path}: wrote {len(written)} of {offered} {noun} (the file holds: {', '.join(written) or 'none'})",
-            TensorfmtWarning,
-            stacklevel=3,
-        )
+        warn(f"{path}: wrote {len(written)} of {offered} {noun} (the file holds: {', '.join(written) or 'none'})")
     for w in warnings:
-        _warnings.warn(f"{path}: {w}", TensorfmtWarning, stacklevel=3)
+        warn(f"{path}: {w}")
     return list(written)
 
 
@@ -782,6 +783,7 @@ def _convert_open(
     like: Optional[PathLike] = None,
     progress: Optional[Progress] = None,
 ) -> List[str]:
+    _flags(hex=hex, fsync=fsync, dense=dense)
     p = os.fsdecode(path)
     _refuse_existing(p, overwrite)
     names = None if tensors is None else [str(t) for t in tensors]
@@ -960,6 +962,10 @@ def diff(
     max_diffs: int = 10,
     allow_dtype: bool = False,
     tensors_only: bool = False,
+    format: Optional[str] = None,
+    kind: Optional[str] = None,
+    strict: bool = False,
+    max_alloc: Optional[int] = None,
 ) -> DiffResult:
     """Compares two files tensor by tensor (streamed; any two formats).
 
@@ -968,6 +974,9 @@ def diff(
     Two files of the same legacy format must also agree in kind and header fields (a
     primitiv batch of 3 ``[2]`` vectors is not a ``[2, 3]`` matrix) unless
     ``tensors_only``; ``result.header`` lists ``(field, a, b)`` differences.
+    ``format``, ``kind``, ``strict`` and ``max_alloc`` open both files as :func:`open`
+    does (the CLI's ``--kind``, ``--strict``, ``--max-alloc``); an error opening one
+    names that file.
 
     >>> import tensorfmt
     >>> tensorfmt.convert("testdata/caffe/v2_tiny.caffemodel", "tiny.npz")
@@ -975,9 +984,12 @@ def diff(
     >>> tensorfmt.diff("testdata/caffe/v2_tiny.caffemodel", "tiny.npz").equal
     True
     """
-    raw = _native.diff(
-        os.fsdecode(a), os.fsdecode(b), float(rtol), float(atol), int(max_diffs), bool(allow_dtype), bool(tensors_only)
-    )
+    _flags(allow_dtype=allow_dtype, tensors_only=tensors_only, strict=strict)
+    read = dict(format=format, kind=kind, strict=strict, max_alloc=max_alloc)
+    with open(a, **read) as doc_a, open(b, **read) as doc_b:  # type: ignore[arg-type]
+        raw = _native.diff(
+            doc_a._file, doc_b._file, float(rtol), float(atol), int(max_diffs), bool(allow_dtype), bool(tensors_only)
+        )
     tensors = [
         TensorDiff(
             name=t["name"],
@@ -1022,14 +1034,25 @@ class ValidationReport:
         return self.ok
 
 
-def validate(path: PathLike, *, lenient: bool = False, format: Optional[str] = None) -> ValidationReport:
+def validate(
+    path: PathLike,
+    *,
+    lenient: bool = False,
+    format: Optional[str] = None,
+    kind: Optional[str] = None,
+    strict: bool = False,
+    max_alloc: Optional[int] = None,
+) -> ValidationReport:
     """Checks a whole file (every frame, CRCs, sizes) and reports instead of raising.
 
     The question is "will the original program (OpenPV, PINK 2.5, primitiv, Caffe) load
     this file?": a file that only tensorfmt's lenient reader accepts (a crash-truncated
     PVP file, generic MessagePack in primitiv, a Caffe net with both ``layer`` and
     ``layers``) is not ``ok`` but ``readable``. ``lenient=True`` asks only whether
-    tensorfmt reads it.
+    tensorfmt reads it; ``strict=True`` reads it strictly only (not ``readable`` when
+    the original refuses it). ``format``, ``kind`` (a legacy PINK file that fits several
+    readings: ``som``, ``som-data``, ``mapping``, ``rotflip``) and ``max_alloc`` open it
+    as :func:`open` does (the CLI's ``--kind``, ``--strict``, ``--max-alloc``).
 
     >>> import tensorfmt
     >>> tensorfmt.validate("testdata/pvp/dense_f32.pvp").ok
@@ -1037,20 +1060,21 @@ def validate(path: PathLike, *, lenient: bool = False, format: Optional[str] = N
     """
     from ._errors import TensorfmtError
 
+    _flags(lenient=lenient, strict=strict)
     p = os.fsdecode(path)
 
-    def check(strict: bool) -> ValidationReport:
+    def check(strict_read: bool) -> ValidationReport:
         try:
-            doc = open(p, strict=strict, format=format)
+            doc = open(p, strict=strict_read, format=format, kind=kind, max_alloc=max_alloc)
         except TensorfmtError as e:
             return ValidationReport(p, False, None, None, [], e, False)
         with doc:
             return doc.validate()
 
-    if lenient:
+    if lenient and not strict:
         return check(False)
     report = check(True)
-    if report.ok:
+    if report.ok or strict:
         return report
     loose = check(False)
     if not loose.ok:

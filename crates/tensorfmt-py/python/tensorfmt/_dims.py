@@ -79,6 +79,55 @@ def header_attrs(header: Mapping[str, Any]) -> Dict[str, Any]:
     return {str(k): v for k, v in header.items()}
 
 
+def netcdf_attrs(attrs: Mapping[str, Any]) -> Dict[str, Any]:
+    """``attrs`` as values every netCDF writer takes (NETCDF3 included: scipy's): strings
+    and numbers stay, integers past int32 become their decimal text, bools ``int8``
+    (as xarray stores bool variables), flat lists of numbers 1-D arrays, anything
+    nested (lists of dicts, dicts, lists of strings) one JSON string, and ``None`` is
+    left out. The engine's attributes with ``safe_names=True``.
+
+    >>> a = netcdf_attrs({"nx": 3, "layer": [{"name": "ip"}], "flip": True, "dims": [5, 5], "x": None})
+    >>> a["nx"], a["layer"], a["flip"].dtype.name, a["dims"].tolist(), "x" in a
+    (3, '[{"name": "ip"}]', 'int8', [5, 5], False)
+    """
+    import json
+
+    import numpy as np
+
+    def number(v: Any) -> bool:
+        return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
+
+    def int32(v: Any) -> bool:
+        return isinstance(v, (int, np.integer)) and -(2**31) <= int(v) < 2**31
+
+    out: Dict[str, Any] = {}
+    for k, v in attrs.items():
+        if v is None:
+            continue
+        if isinstance(v, (bool, np.bool_)):
+            out[str(k)] = np.int8(v)
+        elif isinstance(v, str):
+            out[str(k)] = v
+        elif number(v):
+            out[str(k)] = v if not isinstance(v, (int, np.integer)) or int32(v) else str(int(v))
+        elif isinstance(v, (list, tuple)) and v and all(number(x) for x in v):
+            if all(int32(x) for x in v):
+                out[str(k)] = np.asarray(v, dtype=np.int32)
+            elif all(isinstance(x, (int, np.integer)) for x in v):
+                out[str(k)] = json.dumps([int(x) for x in v])
+            else:
+                out[str(k)] = np.asarray(v, dtype=np.float64)
+        else:
+            out[str(k)] = json.dumps(v, default=_json_default, ensure_ascii=False)
+    return out
+
+
+def _json_default(v: Any) -> Any:
+    """JSON for the numpy scalars and arrays a header may hold."""
+    tolist = getattr(v, "tolist", None)
+    return tolist() if callable(tolist) else str(v)
+
+
 def zarr_names(names: Iterable[str]) -> Dict[str, str]:
     """Array names for zarr and netCDF (no ``/``, which zarr reads as a group and
     netCDF refuses): ``/`` becomes ``.``; a name that would then collide with another

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
+import sys
 from typing import Iterator, Optional, Sequence
 
 
@@ -186,13 +188,90 @@ __all__ = [
 ]
 
 
-def warn_leniency(path: str, warnings: Sequence[str], stacklevel: int = 3) -> None:
-    """Each thing the lenient reader accepted (a crash-truncated PVP file read up to its
-    last whole frame, ...) as a :class:`TensorfmtWarning`."""
+#: The CLI's flags as the Python keywords that do the same (messages from the shared
+#: Rust code name the flags; a Python caller sees the keyword). A flag whose keyword the
+#: message already names (``--dense / dense=True``) is left as it is.
+CLI_KEYWORDS = {
+    "--tensor": "tensors=",
+    "--dtype": "dtype=",
+    "--set": "settings=",
+    "--input-shape": "input_shape=",
+    "--to": "to=",
+    "--from": "format=",
+    "--kind": "kind=",
+    "--frames": "frames=",
+    "--sparse": "sparse=True",
+    "--dense": "dense=True",
+    "--like": "like=",
+    "--hex": "hex=True",
+    "--proto": "proto=",
+    "--dynamic-batch": "dynamic_batch=True",
+    "--stop-before": "stop_before=",
+    "--max-alloc": "max_alloc=",
+    "--strict": "strict=True",
+    "--lenient": "lenient=True",
+}
+
+_CLI_FLAG = re.compile(
+    r"(?<![\w-])(--[a-z][a-z-]*)(?![\w-])"
+    r"(?:[ =]([A-Za-z_][\w.]*)=([^\s,);:]+(?:,[^\s,);:]+)*)| ([A-Z][\w.]*)(?![\w=]))?"
+)
+
+
+def python_words(message: str) -> str:
+    """``message`` with the CLI flags of :data:`CLI_KEYWORDS` named as Python keywords:
+    ``--tensor`` is ``tensors=``, ``--set iter=N`` is ``settings={'iter': N}``,
+    ``--input-shape data=N,C,H,W`` is ``input_shape={'data': (N,C,H,W)}``."""
+
+    def keyword(m: "re.Match[str]") -> str:
+        flag, key, value, placeholder = m.group(1), m.group(2), m.group(3), m.group(4)
+        word = CLI_KEYWORDS.get(flag)
+        if word is None or word.split("=")[0] + "=" in message:
+            return m.group(0)
+        if placeholder is not None:
+            return f"{word}{placeholder}" if word.endswith("=") else f"{word} {placeholder}"
+        if key is None:
+            return word
+        if flag == "--input-shape":
+            return f"{word}{{{key!r}: ({value})}}"
+        if flag == "--set":
+            return f"{word}{{{key!r}: {value}}}"
+        return f"{word} {key}={value}"
+
+    return _CLI_FLAG.sub(keyword, message)
+
+
+def caller_stacklevel() -> int:
+    """The ``stacklevel`` that makes a ``warnings.warn`` call made by the function calling
+    this one point at the first frame outside the tensorfmt package (and outside xarray,
+    which calls the ``tensorfmt`` engine): the user's line that called tensorfmt, however
+    deep inside the package the warning is emitted."""
+    frame = sys._getframe(1)  # the function that will call warnings.warn: level 1
+    level = 1
+    while frame is not None and str(frame.f_globals.get("__name__", "")).split(".")[0] in _INSIDE:
+        frame = frame.f_back  # type: ignore[assignment]
+        level += 1
+    return level
+
+
+#: Top-level packages whose frames are not the caller's line.
+_INSIDE = ("tensorfmt", "xarray")
+
+
+def warn(message: str) -> None:
+    """``message`` as a :class:`TensorfmtWarning` attributed to the caller's line (the
+    first frame outside the package)."""
     import warnings as _warnings
 
+    _warnings.warn(python_words(message), TensorfmtWarning, stacklevel=caller_stacklevel())
+
+
+def warn_leniency(path: str, warnings: Sequence[str], stacklevel: Optional[int] = None) -> None:
+    """Each thing the lenient reader accepted (a crash-truncated PVP file read up to its
+    last whole frame, ...) as a :class:`TensorfmtWarning`, attributed to the caller's
+    line (``stacklevel`` is ignored: the first frame outside the package is found)."""
     for w in warnings:
-        _warnings.warn(f"{path}: {w}", TensorfmtWarning, stacklevel=stacklevel)
+        warn(f"{path}: {w}")
 
 
 @contextlib.contextmanager

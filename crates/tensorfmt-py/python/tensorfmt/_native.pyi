@@ -143,9 +143,9 @@ class PvpWriter:
     ) -> None: ...
     def close(self) -> None: ...
 
-def pvp_dense_writer(path: _Path, nx: int, ny: int, nf: int, overwrite: bool = False) -> PvpWriter: ...
+def pvp_dense_writer(path: _Path, nx: int, ny: int, nf: int, overwrite: bool = True) -> PvpWriter: ...
 def pvp_sparse_writer(
-    path: _Path, nx: int, ny: int, nf: int, values: bool, datatype4: bool = False, overwrite: bool = False
+    path: _Path, nx: int, ny: int, nf: int, values: bool, datatype4: bool = False, overwrite: bool = True
 ) -> PvpWriter: ...
 def pvp_weights_writer(
     path: _Path,
@@ -160,7 +160,7 @@ def pvp_weights_writer(
     nfp: int,
     arbors: int,
     compress: bool,
-    overwrite: bool = False,
+    overwrite: bool = True,
 ) -> PvpWriter: ...
 def pvp_append(path: _Path, kind: str) -> PvpWriter: ...
 def caffe_contents(path: _Path, kind: Optional[str] = None, strict: bool = False) -> Dict[str, Any]: ...
@@ -255,8 +255,8 @@ def save(
     like: Optional[_Path] = None,
 ) -> Tuple[int, List[str], List[str]]: ...
 def diff(
-    a: _Path,
-    b: _Path,
+    a: File,
+    b: File,
     rtol: float = 0.0,
     atol: float = 0.0,
     max_diffs: int = 10,

@@ -33,7 +33,8 @@ import numpy as np
 
 from . import _native
 from ._text import summary as _summary
-from ._errors import InvalidArgumentError, TensorfmtTypeError, TensorNotFoundError, naming, warn_leniency
+from ._args import flag as _flag, flags as _flags
+from ._errors import InvalidArgumentError, TensorfmtTypeError, TensorNotFoundError, naming, python_words, warn, warn_leniency
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -213,7 +214,7 @@ class CaffeFile:
 
     def __init__(self, path: PathLike, *, kind: Optional[str] = None, strict: bool = False) -> None:
         self.path = os.fspath(path)
-        self._strict = strict
+        self._strict = _flag("strict", strict)
         with naming(self.path):
             d = _native.caffe_contents(self.path, kind, strict)
         self.kind: str = d["kind"]
@@ -351,6 +352,7 @@ def to_onnx(
     stop_before: Union[str, Sequence[str], None] = None,
     rpn: Optional[Mapping[str, Union[int, float]]] = None,
     external_data: bool = False,
+    overwrite: bool = True,
 ) -> Dict[str, Any]:
     """Converts a Caffe net (weights + deploy prototxt) to an ONNX model (opset 17),
     written atomically to ``out``; the same as ``tensorfmt convert MODEL.caffemodel
@@ -370,7 +372,11 @@ def to_onnx(
     ``external_data``: the weights in ``OUT.onnx.data`` beside the model (ONNX's external
     data, as ``onnx.save_model(..., save_as_external_data=True)`` writes it; always so
     past protobuf's 2 GiB). A net with layers that have no lowering raises (listing
-    every one of them) and writes nothing.
+    every one of them) and writes nothing. ``out`` must be named ``.onnx``; an existing
+    one is replaced unless ``overwrite=False`` (as :func:`tensorfmt.save`), an input
+    never. Errors are those of :func:`tensorfmt.save` (a missing folder is a
+    ``FileNotFoundError``); each of ``warnings`` is also emitted as a
+    :class:`tensorfmt.TensorfmtWarning`.
 
     Returns ``{"inputs", "outputs", "shapes", "stopped_before", "warnings", "nodes"}``
     (``stopped_before``: the ``(name, type)`` of every layer cut by ``stop_before``;
@@ -389,10 +395,20 @@ def to_onnx(
         >>> prob.shape
         (1, 10)
     """
-    return _native.caffe_to_onnx(
+    from ._api import _refuse_existing
+
+    _flags(dynamic_batch=dynamic_batch, strict=strict, external_data=external_data)
+    dst = os.fsdecode(out)
+    if os.path.splitext(dst)[1].lower() != ".onnx":
+        raise InvalidArgumentError(f"the output is an ONNX model; name it .onnx, not {dst}")
+    _refuse_existing(dst, overwrite)
+    for given in (caffemodel, prototxt, proto):
+        if given is not None and _same_file(os.fsdecode(given), dst):
+            raise InvalidArgumentError(f"the output {dst} is the input {os.fsdecode(given)}; an input is never overwritten")
+    result = _native.caffe_to_onnx(
         os.fspath(caffemodel),
         os.fspath(prototxt),
-        os.fspath(out),
+        dst,
         proto=_opt(proto),
         input_shape=_shapes(input_shape),
         outputs=None if outputs is None else [outputs] if isinstance(outputs, str) else [str(o) for o in outputs],
@@ -402,6 +418,19 @@ def to_onnx(
         rpn=None if rpn is None else [(str(k), _rpn_value(k, v)) for k, v in rpn.items()],
         external_data=external_data,
     )
+    result["warnings"] = [python_words(w) for w in result["warnings"]]
+    for w in result["warnings"]:
+        warn(f"{dst}: {w}")
+    return result
+
+
+def _same_file(a: str, b: str) -> bool:
+    """Whether paths ``a`` and ``b`` are one file (device and inode: a hard link or a
+    symlink is the same file); False when either does not exist."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 def _rpn_value(key: Any, value: Any) -> str:

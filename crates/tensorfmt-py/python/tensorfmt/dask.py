@@ -215,6 +215,9 @@ def convert_many(
     outputs would collide (``x.pvp`` and ``x.npy`` both ``x.npz``) all fail with a
     ``CollisionError`` message, and nothing is written for them.
     """
+    from ._args import flag
+
+    flag("overwrite", overwrite)
     srcs = [os.path.abspath(os.fspath(p)) for p in paths]
     if not srcs:
         return []

@@ -39,6 +39,7 @@ import numpy as np
 
 from . import _native
 from ._text import summary as _summary
+from ._args import flag as _flag, flags as _flags
 from ._errors import InvalidArgumentError, TensorfmtIndexError, TensorfmtTypeError, naming, warn_leniency
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -103,6 +104,7 @@ class PvpFile:
 
     def __init__(self, path: PathLike, *, strict: bool = False) -> None:
         self.path = os.fspath(path)
+        _flag("strict", strict)
         with naming(self.path):
             self._f = _native.open_pvp(self.path, strict)
         self._len: Optional[int] = None
@@ -296,7 +298,7 @@ def _open(path: PathLike, strict: bool = False, kind: Optional[str] = None, warn
     f = _CLASSES[base.kind].__new__(_CLASSES[base.kind])
     f.__dict__.update(base.__dict__)
     if warn:
-        warn_leniency(p, f.warnings, stacklevel=4)
+        warn_leniency(p, f.warnings)
     return f
 
 
@@ -405,8 +407,9 @@ class DenseWriter(_StreamWriter):
 
     Each frame goes to the file as it is written and the header's frame count is
     updated after every frame, so a run killed half-way leaves a file every PVP reader
-    opens. Refuses an existing file unless ``overwrite=True``; :meth:`append` continues
-    one.
+    opens. An existing file is replaced, as :func:`tensorfmt.save` does
+    (``overwrite=False`` refuses it, a dangling symlink included); :meth:`append`
+    continues one.
 
     >>> import numpy as np, tensorfmt.pvp
     >>> with tensorfmt.pvp.DenseWriter("a.pvp", nx=4, ny=3, nf=2) as w:
@@ -419,10 +422,10 @@ class DenseWriter(_StreamWriter):
 
     _kind = "dense"
 
-    def __init__(self, path: PathLike, nx: int, ny: int, nf: int, *, overwrite: bool = False) -> None:
+    def __init__(self, path: PathLike, nx: int, ny: int, nf: int, *, overwrite: bool = True) -> None:
         p = os.fspath(path)
         nx, ny, nf = _dims(nx=nx, ny=ny, nf=nf)
-        super().__init__(_native.pvp_dense_writer(p, nx, ny, nf, overwrite), p)
+        super().__init__(_native.pvp_dense_writer(p, nx, ny, nf, _flag("overwrite", overwrite)), p)
 
     @property
     def shape(self) -> Tuple[int, int, int]:
@@ -468,11 +471,13 @@ class SparseWriter(_StreamWriter):
         *,
         values: bool = True,
         datatype4: bool = False,
-        overwrite: bool = False,
+        overwrite: bool = True,
     ) -> None:
         p = os.fspath(path)
         nx, ny, nf = _dims(nx=nx, ny=ny, nf=nf)
-        native = _native.pvp_sparse_writer(p, nx, ny, nf, bool(values), bool(datatype4), overwrite)
+        native = _native.pvp_sparse_writer(
+            p, nx, ny, nf, _flag("values", values), _flag("datatype4", datatype4), _flag("overwrite", overwrite)
+        )
         super().__init__(native, p)
 
     @property
@@ -572,8 +577,9 @@ class WeightsWriter(_StreamWriter):
         shared: bool = True,
         margin: Union[int, Tuple[int, int]] = 0,
         compress: bool = False,
-        overwrite: bool = False,
+        overwrite: bool = True,
     ) -> None:
+        _flags(shared=shared, compress=compress, overwrite=overwrite)
         p = os.fspath(path)
         mx, my = (margin, margin) if isinstance(margin, (int, np.integer)) else margin
         nx, ny, nf, mx, my, nxp, nyp, nfp, arbors = _dims(

@@ -29,6 +29,7 @@ import numpy as np
 from . import _native
 from ._api import _refuse_existing
 from ._api import open as _open_document
+from ._args import flag as _flag
 from ._errors import InvalidArgumentError, naming
 
 PathLike = Union[str, "os.PathLike[str]"]
@@ -39,6 +40,7 @@ class SomFile:
 
     def __init__(self, path: PathLike, *, kind: Optional[str] = None, strict: bool = False) -> None:
         self.path = os.fspath(path)
+        _flag("strict", strict)
         with naming(self.path):
             self._f = _native.open_som(self.path, kind, strict)
         self._doc = _open_document(self.path, format="som", kind=kind, strict=strict)
@@ -219,7 +221,7 @@ def _options(options: Dict[str, Any]) -> Dict[str, Any]:
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not lo <= int(v) < 2**31:
             raise InvalidArgumentError(f"{key} {v!r}: expected a whole number >= {lo}")
         out[key] = int(v)
-    out["flip"] = bool(out["flip"])
+    out["flip"] = _flag("flip", out["flip"])
     return out
 
 

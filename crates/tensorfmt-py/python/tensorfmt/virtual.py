@@ -62,6 +62,7 @@ from urllib.parse import urlparse
 import numpy as np
 
 from . import _native
+from ._args import flag
 from ._dims import dims_for, header_attrs, zarr_names
 from ._errors import FormatError, InputChangedError, InvalidArgumentError, TensorfmtError, TensorfmtIOError, naming
 
@@ -159,7 +160,7 @@ class Parser:
         self.fortran = fortran
         self.format = format
         self.kind = kind
-        self.strict = strict
+        self.strict = flag("strict", strict)
         self.skip_variables = set(skip_variables or ())
         self.chunk_bytes = int(chunk_bytes)
         self.block = int(block)

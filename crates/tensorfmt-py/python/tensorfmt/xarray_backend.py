@@ -30,12 +30,15 @@ Options of ``open_dataset``: ``format`` and ``kind`` as :func:`tensorfmt.open` t
 ``conv1/0`` becomes ``conv1.0``, the original in the variable's ``tensorfmt_name``
 attribute, as the VirtualiZarr parser names them), for ``to_zarr``, which would write
 ``conv1/0`` as array ``0`` of a group ``conv1`` that ``open_zarr`` does not show, and
-``to_netcdf``, which refuses ``/`` (and takes flat attributes only: drop a Caffe net's
-nested header attributes first, ``ds.drop_attrs(deep=False)``)::
+``to_netcdf``, which refuses ``/`` and takes flat attributes only: with ``safe_names``
+the header's attributes are netCDF's too (nested fields such as a Caffe net's ``layer``
+list as one JSON string, bools as ``int8``, flat number lists as 1-D arrays, integers
+past int32 as their decimal text, ``None`` left out)::
 
     >>> ds = xr.open_dataset("testdata/caffe/v2_tiny.caffemodel", engine="tensorfmt", safe_names=True)
     >>> list(ds), ds["conv1.0"].attrs["tensorfmt_name"]
     (['conv1.0', 'conv1.1', 'ip.0'], 'conv1/0')
+    >>> ds.to_netcdf("tiny.nc", engine="scipy")
 """
 
 from __future__ import annotations
@@ -49,7 +52,7 @@ import numpy as np
 import tensorfmt
 
 from . import _native
-from ._dims import FRAME_AXES, dims_for, header_attrs, zarr_names
+from ._dims import FRAME_AXES, dims_for, header_attrs, netcdf_attrs, zarr_names
 
 try:  # pragma: no cover - import guard
     import xarray as xr
@@ -265,6 +268,9 @@ def open_tensorfmt_dataset(
             f"the tensorfmt engine opens files by path (str or os.PathLike), not {type(path).__name__}: "
             "its readers map the file"
         )
+    from ._args import flags
+
+    flags(strict=strict, dense=dense, safe_names=safe_names)
     p = os.fspath(path)
     drop = set(drop_variables or ())
     with tensorfmt.open(p, format=format, kind=kind, strict=strict) as doc:  # errors name p
@@ -307,6 +313,8 @@ def open_tensorfmt_dataset(
         coords["r"] = xr.Variable(("neuron",), axial[:, 1])
     attrs = header_attrs(header)
     attrs.update(tensorfmt_format=fmt, tensorfmt_kind=doc_kind, tensorfmt_description=description)
+    if safe_names:
+        attrs = netcdf_attrs(attrs)  # to_netcdf refuses bools, dicts and nested lists
     ds = xr.Dataset(variables, coords=coords, attrs=attrs)
     ds.set_close(lambda: file._whole.clear())
     return ds

@@ -1,0 +1,24 @@
+"""Checks of keyword arguments shared by the public functions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ._errors import TensorfmtTypeError
+
+
+def flag(name: str, value: Any) -> bool:
+    """``value`` of the bool keyword ``name``: ``True``/``False`` (or a numpy bool); any
+    other value raises :class:`TensorfmtTypeError` naming the keyword, instead of being
+    read by its truthiness (``flip="no"`` would turn flips on)."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    raise TensorfmtTypeError(f"{name}= takes True or False, not {value!r} ({type(value).__name__})")
+
+
+def flags(**values: Any) -> None:
+    """:func:`flag` for each keyword given."""
+    for name, value in values.items():
+        flag(name, value)
