@@ -125,6 +125,24 @@ def test_zarr_names_never_collide():
     for names in (["a/b", "a.b", "a%2Fb"], ["a%2Fb", "a/b", "a.b"], ["/", ".", "..", "%2F", "."[:0] or "x"]):
         z = tv.zarr_names(names)
         assert len(set(z.values())) == len(set(names)) and not {".", ".."} & set(z.values()), z
+    # zarr's own keys and reserved names: renamed, so a tensor called `zarr.json` or
+    # `.zattrs` neither breaks the store nor vanishes from kerchunk references.
+    reserved = ["zarr.json", ".zattrs", ".zgroup", ".zarray", "...", "__x", "b"]
+    z = tv.zarr_names(reserved)
+    assert z["b"] == "b" and len(set(z.values())) == len(reserved)
+    assert all(v.startswith("~") for k, v in z.items() if k != "b"), z
+
+
+def test_tensors_named_like_zarr_keys_read_back(tmp_path):
+    safetensors = require_module("safetensors.numpy")
+    p = tmp_path / "keys.safetensors"
+    arrays = {"zarr.json": np.arange(3, dtype=np.float32), ".zattrs": np.ones(2, np.int32), "b": np.zeros(1, np.float64)}
+    safetensors.save_file(arrays, str(p))
+    ds = open_store(tv.Parser()(url_of(p), local()))
+    names = tv.zarr_names(arrays)
+    for n, a in arrays.items():
+        assert same(ds[names[n]].values, a), n
+        assert names[n] == n or ds[names[n]].attrs["tensorfmt_name"] == n
         assert all("/" not in v for v in z.values())
 
 

@@ -631,11 +631,18 @@ def _as_array(name: str, value: Any) -> Tuple[np.ndarray, str]:
     return a, a.dtype.str
 
 
-def _refuse_existing(p: str, overwrite: bool) -> None:
+def _refuse_existing(p: str, overwrite: bool, settings: Optional[Mapping[str, Any]] = None) -> None:
     """``overwrite=False`` refuses an existing output, a dangling symlink included (as
-    the CLI does: writing through it would create the file it points to)."""
-    if not _flag("overwrite", overwrite) and os.path.lexists(p):
-        raise TensorfmtFileExistsError(f"{p} exists and overwrite=False")
+    the CLI does: writing through it would create the file it points to), and the
+    ``OUT.onnx.data`` an ONNX model written with ``external_data`` puts beside it."""
+    if _flag("overwrite", overwrite):
+        return
+    outputs = [p]
+    if str((settings or {}).get("external_data", "")).lower() == "true":
+        outputs.append(p + ".data")
+    for q in outputs:
+        if os.path.lexists(q):
+            raise TensorfmtFileExistsError(f"{q} exists and overwrite=False")
 
 
 def save(
@@ -693,7 +700,7 @@ def save(
     """
     _flags(hex=hex, fsync=fsync)
     p = os.fsdecode(path)
-    _refuse_existing(p, overwrite)
+    _refuse_existing(p, overwrite, settings)
     if not isinstance(arrays, Mapping):
         arrays = {"values" if _is_scipy_sparse(arrays) else "arr_0": arrays}
     arrays, frame_shape = _expand_sparse(arrays, shape)
@@ -785,7 +792,7 @@ def _convert_open(
 ) -> List[str]:
     _flags(hex=hex, fsync=fsync, dense=dense)
     p = os.fsdecode(path)
-    _refuse_existing(p, overwrite)
+    _refuse_existing(p, overwrite, settings)
     names = None if tensors is None else [str(t) for t in tensors]
     if names is not None:
         for n in names:
@@ -850,6 +857,11 @@ def convert(
     >>> tensorfmt.load("act.safetensors")["values"].shape
     (3, 2, 3, 2)
     """
+    # npz and safetensors keep sparse frames sparse anyway, in the layout that carries
+    # their shape; the bare CSR view (sparse=True) is for the other outputs.
+    target = (to or os.path.splitext(os.fsdecode(dst))[1].lstrip(".")).split(":")[0].lower()
+    if target in ("npz", "safetensors"):
+        sparse = False
     with open(
         src, format=format, kind=kind, strict=strict, frames=frames, sparse=sparse, max_alloc=max_alloc
     ) as doc:

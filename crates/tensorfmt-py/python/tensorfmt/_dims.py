@@ -128,20 +128,33 @@ def _json_default(v: Any) -> Any:
     return tolist() if callable(tolist) else str(v)
 
 
+_ZARR_KEYS = {"zarr.json", ".zattrs", ".zgroup", ".zarray", ".zmetadata"}
+
+
+def _reserved(z: str) -> bool:
+    """A name zarr cannot give an array: empty, periods only, the ``__`` prefix zarr v3
+    keeps for itself, or one of its metadata keys (``zarr.json``, ``.zattrs``, ...)."""
+    return not z or set(z) == {"."} or z.startswith("__") or z in _ZARR_KEYS
+
+
 def zarr_names(names: Iterable[str]) -> Dict[str, str]:
     """Array names for zarr and netCDF (no ``/``, which zarr reads as a group and
     netCDF refuses): ``/`` becomes ``.``; a name that would then collide with another
     keeps a percent-encoded ``/`` (``%2F``, and ``%`` as ``%25``) instead, and one that
-    still collides, or is ``.`` / ``..`` (which zarr refuses), gets ``~N``. Distinct
-    names stay distinct. The parser's names, and the engine's with ``safe_names=True``.
+    still collides gets ``~N``. A name zarr keeps for itself (periods only, a ``__``
+    prefix, a metadata key such as ``zarr.json`` or ``.zattrs``) is prefixed with
+    ``~``. Distinct names stay distinct. The parser's names, and the engine's with
+    ``safe_names=True``.
 
     >>> zarr_names(["conv1/0", "conv1.0", "fc"])
     {'conv1/0': 'conv1%2F0', 'conv1.0': 'conv1.0', 'fc': 'fc'}
     >>> zarr_names(["a/b", "a.b", "a%2Fb"])
     {'a/b': 'a%2Fb~1', 'a.b': 'a.b', 'a%2Fb': 'a%2Fb'}
+    >>> zarr_names(["zarr.json", "..", "__x"])
+    {'zarr.json': '~zarr.json', '..': '~..', '__x': '~__x'}
     """
     names = list(names)
-    kept = {n for n in names if "/" not in n and n not in (".", "..")}
+    kept = {n for n in names if "/" not in n and not _reserved(n)}
     out: Dict[str, str] = {}
     used = set(kept)
     for n in names:
@@ -149,10 +162,12 @@ def zarr_names(names: Iterable[str]) -> Dict[str, str]:
             out[n] = n
             continue
         z = n.replace("/", ".")
-        if z in used or z in (".", "..", ""):
+        if z in used:
             z = n.replace("%", "%25").replace("/", "%2F")
+        if _reserved(z):
+            z = "~" + z
         base, k = z, 0
-        while z in used or z in (".", "..", ""):
+        while z in used:
             k += 1
             z = f"{base}~{k}"
         used.add(z)

@@ -401,7 +401,7 @@ def to_onnx(
     dst = os.fsdecode(out)
     if os.path.splitext(dst)[1].lower() != ".onnx":
         raise InvalidArgumentError(f"the output is an ONNX model; name it .onnx, not {dst}")
-    _refuse_existing(dst, overwrite)
+    _refuse_existing(dst, overwrite, {"external_data": "true"} if external_data else None)
     for given in (caffemodel, prototxt, proto):
         if given is not None and _same_file(os.fsdecode(given), dst):
             raise InvalidArgumentError(f"the output {dst} is the input {os.fsdecode(given)}; an input is never overwritten")
