@@ -860,7 +860,7 @@ def convert(
     # npz and safetensors keep sparse frames sparse anyway, in the layout that carries
     # their shape; the bare CSR view (sparse=True) is for the other outputs.
     target = (to or os.path.splitext(os.fsdecode(dst))[1].lstrip(".")).split(":")[0].lower()
-    if target in ("npz", "safetensors"):
+    if _flag("sparse", sparse) and target in ("npz", "safetensors"):
         sparse = False
     with open(
         src, format=format, kind=kind, strict=strict, frames=frames, sparse=sparse, max_alloc=max_alloc
