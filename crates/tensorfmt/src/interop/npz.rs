@@ -115,11 +115,20 @@ struct Fetching<'i, 'a> {
     at: u64,
 }
 
+/// What one small read of the zip reader fetches at least: a local header, its name
+/// and the npy header after it, in one request (a whole read-ahead block per member
+/// would fetch 64 KiB for each).
+const MEMBER_AHEAD: u64 = 4096;
+
 impl Read for Fetching<'_, '_> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let want = buf.len() as u64;
+        self.image
+            .get_exact(self.at, want.max(MEMBER_AHEAD))
+            .map_err(std::io::Error::other)?;
         let got = self
             .image
-            .get(self.at, buf.len() as u64)
+            .get_exact(self.at, want)
             .map_err(std::io::Error::other)?;
         buf[..got.len()].copy_from_slice(got);
         self.at += got.len() as u64;
@@ -167,9 +176,9 @@ pub(crate) fn fetch_structure(image: &mut SparseImage<'_>, limits: &Limits) -> R
         if whole && packed <= MAX_CARRIED {
             image.get(start, packed)?;
         } else if method == CompressionMethod::Stored {
-            let pre = image.get(start, packed.min(12))?.to_vec();
+            let pre = image.get_exact(start, packed.min(12))?.to_vec();
             if let Ok(n) = npy::header_len(&pre) {
-                image.get(start, packed.min(n as u64))?;
+                image.get_exact(start, packed.min(n as u64))?;
             }
         } else {
             // The header is in the stream's first block (deflate does not shrink a
