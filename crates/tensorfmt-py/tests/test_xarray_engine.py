@@ -147,6 +147,33 @@ def test_chunks_give_dask_arrays(movie):
     assert same(auto["time"].values, tensorfmt.load(p)["time"])
 
 
+def test_datatree_of_a_directory_refuses_per_file_keywords(tmp_path):
+    d = tmp_path / "run"
+    d.mkdir()
+    shutil.copy(TESTDATA / "pvp" / "dense_f32.pvp", d / "a.pvp")
+    assert "a" in xr.open_datatree(d, engine="tensorfmt").children
+    for kw in ({"kind": "som"}, {"format": "npy"}, {"bogus": 1}):
+        with pytest.raises(TypeError):
+            xr.open_datatree(d, engine="tensorfmt", **kw)
+
+
+def test_datasets_and_their_dask_arrays_pickle_for_processes_and_clusters():
+    """What dask sends to worker processes (a distributed cluster, the processes
+    scheduler): the lazy arrays pickle as the path and options that open the file
+    again there, and compute there to the values of load."""
+    import pickle
+
+    p = TESTDATA / "pvp" / "dense_f32.pvp"
+    ds = xr.open_dataset(p, engine="tensorfmt", chunks={"frame": 1})
+    want = tensorfmt.load(p)["values"]
+    again = pickle.loads(pickle.dumps(ds))
+    np.testing.assert_array_equal(again["values"].values, want)
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(ds["values"].data)).compute(), want)
+    total = ds["values"].sum().compute(scheduler="processes", num_workers=2)
+    assert np.isclose(float(total), float(want.sum(dtype=np.float64)), rtol=1e-6)
+    again.close()
+
+
 def test_preferred_chunks_are_a_power_of_two_of_frames_within_the_budget(movie, monkeypatch):
     # chunks={} (open_mfdataset's default) must not give one chunk per frame: a 1 GiB
     # movie of 1 MiB frames was 1024 tasks, each paying a frame-sized partial result in a

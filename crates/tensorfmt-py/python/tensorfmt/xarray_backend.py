@@ -126,6 +126,22 @@ class _File:
         self._whole: Dict[str, np.ndarray] = {}
         self._lock = threading.Lock()
 
+    def __getstate__(self) -> Dict[str, Any]:
+        # Sent to dask workers (processes, a distributed cluster) as what opens the file
+        # again there: the path and options, not the lock or the arrays read here.
+        state = dict(self.__dict__)
+        del state["_lock"]
+        state["_whole"] = {}
+        return state
+
+    def __setstate__(self, state: Dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        """Forgets the whole tensors read (what ``Dataset.close`` calls)."""
+        self._whole.clear()
+
     def open(self, **kw: Any) -> "tensorfmt.Document":
         return tensorfmt.open(self.path, format=self.format, kind=self.kind, strict=self.strict, **kw)
 
@@ -316,7 +332,7 @@ def open_tensorfmt_dataset(
     if safe_names:
         attrs = netcdf_attrs(attrs)  # to_netcdf refuses bools, dicts and nested lists
     ds = xr.Dataset(variables, coords=coords, attrs=attrs)
-    ds.set_close(lambda: file._whole.clear())
+    ds.set_close(file.close)  # a bound method pickles; a lambda does not
     return ds
 
 
@@ -392,6 +408,9 @@ class TensorfmtBackendEntrypoint(BackendEntrypoint):
         root = os.fspath(filename_or_obj)
         if not os.path.isdir(root):
             return {"/": self.open_dataset(root, drop_variables=drop_variables, strict=strict, dense=dense, safe_names=safe_names, **kwargs)}
+        if kwargs:
+            # format= / kind= name one file's format; a directory mixes them.
+            raise TypeError(f"open_datatree of a directory takes no {', '.join(sorted(kwargs))} (they apply to one file)")
         groups: Dict[str, xr.Dataset] = {"/": xr.Dataset(attrs={"tensorfmt_directory": os.path.abspath(root)})}
         for node, path in _tree_files(root):
             groups[node] = self.open_dataset(path, drop_variables=drop_variables, strict=strict, dense=dense, safe_names=safe_names)
