@@ -68,7 +68,7 @@ impl PvpTensorFile {
         let count = file.frame_count()?;
         let range = options.frame_range(count).ok_or_else(|| {
             PvpError::Invalid(format!(
-                "frames {} do not fit the {count} frames of the file",
+                "frames {} select none of the {count} frames of the file",
                 options.frames_text()
             ))
         })?;

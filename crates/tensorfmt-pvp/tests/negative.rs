@@ -404,7 +404,7 @@ fn frame_ranges_and_indices() {
     let f = open((2, Some(4))).unwrap();
     assert_eq!(f.tensors()[0].shape.dims()[0], 1);
     let e = open((4, None)).err().unwrap().to_string();
-    assert!(e.contains("frames 4: do not fit the 3 frames"), "{e}");
+    assert!(e.contains("frames 4: select none of the 3 frames"), "{e}");
     let PvpFile::Dense(r) = PvpFile::from_bytes(golden("dense_f32.pvp").into()).unwrap() else {
         panic!()
     };

@@ -458,3 +458,25 @@ def test_overwrite_false_covers_the_onnx_data_file(tmp_path):
     with pytest.raises(tensorfmt.TensorfmtFileExistsError):
         tensorfmt.save(out, arrays, settings={"external_data": "true"}, overwrite=False)
     assert (tmp_path / "m.onnx.data").read_bytes() == b"precious" and not out.exists()
+
+
+def test_typed_files_close_in_with_blocks_and_take_bytes_paths(tmp_path):
+    p = TESTDATA / "pvp" / "dense_f32.pvp"
+    with tensorfmt.pvp.open(os.fsencode(p)) as f:
+        assert f.kind == "dense"
+    with pytest.raises(tensorfmt.TensorfmtError, match="closed"):
+        f.kind
+    with tensorfmt.caffe.open(os.fsencode(TESTDATA / "caffe" / "v2_tiny.caffemodel")) as c:
+        assert c.kind == "caffemodel"
+    assert tensorfmt.som.open(os.fsencode(TESTDATA / "som" / "som_hex3.bin")).kind == "som"
+    with tensorfmt.open(p) as doc:
+        out = tmp_path / "dense.npz"
+        assert doc.convert(out, dense=True) == ["values", "time"]
+
+
+def test_a_kind_the_file_contradicts_is_refused():
+    p = TESTDATA / "pvp" / "dense_f32.pvp"
+    assert tensorfmt.open(p, kind="dense").kind == "dense"
+    for kind in ("sparse", "bogus"):
+        with pytest.raises(tensorfmt.InvalidArgumentError):
+            tensorfmt.open(p, kind=kind)

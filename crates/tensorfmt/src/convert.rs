@@ -184,7 +184,20 @@ impl Document {
                 }
             }
             match self.restore_tracked(path, &plain_target, &plain, progress)? {
-                Restored::Written(report) => return Ok(report),
+                Restored::Written(report) => {
+                    // The carried original, unless the output's name asks for another
+                    // kind (`x.npz` -> `y.som` of a data file): then the tensors, below.
+                    let restored =
+                        dispatch::open_mapped(path, target.format, &ReadOptions::default())
+                            .map(|(f, _)| f.kind_id());
+                    match (kind, restored) {
+                        (Some(k), Ok(got)) if k.as_str() != got => notes.push(format!(
+                            "the original {got} file was not restored: {} asks for {k}",
+                            path.display()
+                        )),
+                        _ => return Ok(report),
+                    }
+                }
                 Restored::Refused(why) => notes.push(why),
                 Restored::NotRecorded => {}
             }

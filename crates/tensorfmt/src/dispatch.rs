@@ -29,7 +29,7 @@ pub fn open_bytes(
     options: &ReadOptions,
 ) -> Result<Box<dyn TensorFile>> {
     frames_apply(format, options)?;
-    Ok(match format {
+    let file: Box<dyn TensorFile> = match format {
         Format::Npy => Box::new(interop::npy::open(data, &stem_name(path), options)?),
         Format::Npz => Box::new(interop::npz::open(data, options)?),
         Format::Safetensors => Box::new(interop::safetensors::open(data, options)?),
@@ -45,7 +45,38 @@ pub fn open_bytes(
         Format::Onnx => tensorfmt_onnx::open_tensor_file(data, options)?,
         #[allow(unreachable_patterns)]
         other => return Err(other.not_enabled()),
-    })
+    };
+    kind_as_asked(format, &*file, options)?;
+    Ok(file)
+}
+
+/// A `kind` hint (`--kind`, `kind=`) the file contradicts, or that its format has no
+/// such kind, is an error (it was ignored: `kind="sparse"` opened a dense file as
+/// dense); PINK's kinds also go by their reading names (`mapping` for `som-mapping`).
+fn kind_as_asked(format: Format, file: &dyn TensorFile, options: &ReadOptions) -> Result<()> {
+    let Some(hint) = options.kind.as_deref() else {
+        return Ok(());
+    };
+    let hint = hint.trim().to_ascii_lowercase();
+    let hint = match (format, hint.as_str()) {
+        (Format::Som, "data" | "mapping" | "rotflip") => format!("som-{hint}"),
+        (Format::Som, "map") => "som-mapping".into(),
+        _ => hint,
+    };
+    if !format.kinds().contains(&hint.as_str()) {
+        return Err(Error::Invalid(format!(
+            "{format} has no file kind {hint:?} (kinds: {})",
+            format.kinds().join(", ")
+        )));
+    }
+    if hint != file.kind_id() {
+        return Err(Error::Invalid(format!(
+            "this is a {} file ({}), not {hint}",
+            file.kind_id(),
+            file.kind()
+        )));
+    }
+    Ok(())
 }
 
 /// A frame range selects the frames of a PVP file or the entries of a PINK file; asked
@@ -80,6 +111,7 @@ pub(crate) fn open_mapped(
     if format == Format::Pvp {
         let file =
             tensorfmt_pvp::open_tensor_file_keyed(data.clone(), options, pvp_file_key(path))?;
+        kind_as_asked(format, &*file, options)?;
         return Ok((file, data));
     }
     #[cfg(feature = "onnx")]
@@ -87,6 +119,7 @@ pub(crate) fn open_mapped(
         // External data files lie beside the model.
         let dir = path.parent().unwrap_or(Path::new(""));
         let file = tensorfmt_onnx::open_tensor_file_at(data.clone(), options, dir)?;
+        kind_as_asked(format, &*file, options)?;
         return Ok((file, data));
     }
     let file = open_bytes(data.clone(), format, Some(path), options)?;
@@ -189,8 +222,10 @@ pub fn report(
         ..ReadOptions::default()
     };
     let (back, _) = open_mapped(path, format, &read).map_err(|e| {
+        // Never a file we cannot read with exit 0, nor left behind after an error.
+        let _ = std::fs::remove_file(path);
         Error::Invalid(format!(
-            "{} was written but cannot be read back ({e}); please report this",
+            "{} was written but cannot be read back ({e}), so it was removed; please report this",
             path.display()
         ))
     })?;

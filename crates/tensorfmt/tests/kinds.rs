@@ -223,3 +223,52 @@ fn casts_that_change_values_are_warned_about() {
     .unwrap();
     assert!(r.warnings.is_empty(), "{:?}", r.warnings);
 }
+
+/// A carried original is restored only as the kind the output asks for: `y.som` of a
+/// carried PINK data file, or `--to blobprotovector` of a caffemodel, writes that kind
+/// from the tensors (and says the original was not restored), not the original.
+#[test]
+fn a_carried_original_is_restored_only_as_the_kind_asked() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata");
+    let dir = tempfile::tempdir().unwrap();
+    let npz = dir.path().join("x.npz");
+    Document::open(root.join("som/data_f32_2x3.bin"))
+        .unwrap()
+        .convert_to(&npz, Format::Npz)
+        .unwrap();
+    let carried = Document::open(&npz).unwrap();
+    let same = dir.path().join("back.bin");
+    carried.convert_to(&same, Format::Som).unwrap();
+    assert_eq!(
+        std::fs::read(&same).unwrap(),
+        std::fs::read(root.join("som/data_f32_2x3.bin")).unwrap()
+    );
+    let som = dir.path().join("out.som");
+    let target = tensorfmt::Target::from_path(&som).unwrap();
+    let r = carried
+        .convert_to_with(&som, target, None, &Default::default())
+        .unwrap();
+    assert!(
+        r.warnings.iter().any(|w| w.contains("not restored")),
+        "{:?}",
+        r.warnings
+    );
+    assert_eq!(Document::open(&som).unwrap().kind_id(), "som");
+}
+
+/// A frame range that selects no frame is an error, not an empty file (a weights file
+/// of no frames could not even be read back).
+#[test]
+fn a_frame_range_of_no_frames_is_refused() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata");
+    for frames in [(2, Some(2)), (3, None), (5, Some(9))] {
+        let o = tensorfmt::ReadOptions {
+            frames: Some(frames),
+            ..Default::default()
+        };
+        assert!(
+            tensorfmt::open(&root.join("pvp/kernel_f32.pvp"), &o).is_err(),
+            "{frames:?}"
+        );
+    }
+}

@@ -165,7 +165,13 @@ def _frame_slice(frames: Frames, count: int) -> Tuple[int, int, int]:
         if bound is not None and (isinstance(bound, bool) or not isinstance(bound, (int, np.integer))):
             raise TensorfmtTypeError(f"frames= slice bounds must be integers or None, not {bound!r}")
     start, stop, step = frames.indices(count)
-    return (start, max(start, stop), step)
+    if stop <= start:
+        # As the command line's --frames: a selection of no frame is an error, not an
+        # empty file.
+        raise TensorfmtIndexError(
+            f"frames={frames.start}:{frames.stop} selects none of the {count} frames of the file"
+        )
+    return (start, stop, step)
 
 
 Framework = str  # "numpy" or "pt"
@@ -404,10 +410,12 @@ class Document(Mapping[str, Any]):
         overwrite: bool = True,
         hex: bool = False,
         fsync: bool = True,
+        dense: bool = False,
+        like: Optional[PathLike] = None,
         progress: Optional[Progress] = None,
     ) -> List[str]:
         """Writes this document's tensors to ``path``; the write keywords of
-        :func:`convert` (``progress`` included)."""
+        :func:`convert` (``dense``, ``like`` and ``progress`` included)."""
         return _convert_open(
             self,
             path,
@@ -418,6 +426,8 @@ class Document(Mapping[str, Any]):
             overwrite=overwrite,
             hex=hex,
             fsync=fsync,
+            dense=dense,
+            like=like,
             progress=progress,
         )
 

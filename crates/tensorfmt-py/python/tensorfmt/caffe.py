@@ -212,8 +212,18 @@ class CaffeFile:
     ``learned_net``, ``current_step`` and ``history`` (blobs).
     """
 
+    def close(self) -> None:
+        """Nothing to let go of (the contents are read at open); for ``with`` blocks, as
+        the other typed files have."""
+
+    def __enter__(self) -> "CaffeFile":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
     def __init__(self, path: PathLike, *, kind: Optional[str] = None, strict: bool = False) -> None:
-        self.path = os.fspath(path)
+        self.path = os.fsdecode(path)
         self._strict = _flag("strict", strict)
         with naming(self.path):
             d = _native.caffe_contents(self.path, kind, strict)
@@ -336,7 +346,7 @@ def _shapes(input_shape: Optional[Dict[str, Sequence[int]]]) -> Optional[List[Tu
 
 
 def _opt(p: Optional[PathLike]) -> Optional[str]:
-    return None if p is None else os.fspath(p)
+    return None if p is None else os.fsdecode(p)
 
 
 def to_onnx(
@@ -406,8 +416,8 @@ def to_onnx(
         if given is not None and _same_file(os.fsdecode(given), dst):
             raise InvalidArgumentError(f"the output {dst} is the input {os.fsdecode(given)}; an input is never overwritten")
     result = _native.caffe_to_onnx(
-        os.fspath(caffemodel),
-        os.fspath(prototxt),
+        os.fsdecode(caffemodel),
+        os.fsdecode(prototxt),
         dst,
         proto=_opt(proto),
         input_shape=_shapes(input_shape),
@@ -457,7 +467,7 @@ def state_dict(
     become ``_``. ``naming="caffe"``: ``conv1/0``, ``conv1/1`` as stored. Arrays are
     read-only views where the file allows.
     """
-    pairs = _native.caffe_state_dict(os.fspath(caffemodel), _opt(prototxt), proto=_opt(proto), naming=naming)
+    pairs = _native.caffe_state_dict(os.fsdecode(caffemodel), _opt(prototxt), proto=_opt(proto), naming=naming)
     return {name: np.asarray(a) for name, a in pairs}
 
 
@@ -475,7 +485,7 @@ def write_random_weights(
     Returns the names of the layers written."""
     return list(
         _native.caffe_random_weights(
-            os.fspath(prototxt), os.fspath(out), seed=seed, proto=_opt(proto), input_shape=_shapes(input_shape)
+            os.fsdecode(prototxt), os.fsdecode(out), seed=seed, proto=_opt(proto), input_shape=_shapes(input_shape)
         )
     )
 

@@ -94,7 +94,7 @@ def from_file(
         raise tensorfmt.InvalidArgumentError("chunk_frames must be at least 1")
     if chunk_bytes < 1:
         raise tensorfmt.InvalidArgumentError("chunk_bytes must be at least 1")
-    p = os.fspath(path)
+    p = os.fsdecode(path)
     for forbidden in ("frames", "sparse"):
         if forbidden in options:
             raise tensorfmt.InvalidArgumentError(f"from_file chunks by frames itself; {forbidden}= is not accepted")
@@ -218,7 +218,7 @@ def convert_many(
     from ._args import flag
 
     flag("overwrite", overwrite)
-    srcs = [os.path.abspath(os.fspath(p)) for p in paths]
+    srcs = [os.path.abspath(os.fsdecode(p)) for p in paths]
     if not srcs:
         return []
     root = os.path.commonpath([os.path.dirname(s) for s in srcs])
@@ -226,7 +226,7 @@ def convert_many(
     jobs: List[Tuple[str, str]] = []
     for s in srcs:
         rel = os.path.relpath(s, root)
-        jobs.append((s, os.path.join(os.fspath(out_dir), os.path.splitext(rel)[0] + "." + ext)))
+        jobs.append((s, os.path.join(os.fsdecode(out_dir), os.path.splitext(rel)[0] + "." + ext)))
     # Outputs that collide (``x.pvp`` and ``x.npy`` both ``x.npz``, or one input named
     # twice) are found before anything is written, and every job of such a group fails
     # (outputs never overwrite each other; names are never mangled).

@@ -64,7 +64,7 @@ def _title(ax: Any, head: str, what: str, lo: float, hi: float) -> None:
 
 
 def _name(path: PathLike) -> str:
-    return os.path.basename(os.fspath(path))
+    return os.path.basename(os.fsdecode(path))
 
 
 def _tiles(images: Sequence[np.ndarray], columns: Optional[int] = None, gap: int = 1) -> np.ndarray:

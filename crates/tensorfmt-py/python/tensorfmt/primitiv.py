@@ -132,7 +132,7 @@ class PrimitivFile:
     """
 
     def __init__(self, path: PathLike, *, strict: bool = False) -> None:
-        self.path = os.fspath(path)
+        self.path = os.fsdecode(path)
         self._doc = _open_document(self.path, format="primitiv", strict=strict)
         h = self._doc.header
         self.version: str = str(h.get("version"))

@@ -97,17 +97,40 @@ class WeightFrame:
 _F = TypeVar("_F", bound="Union[Frame, WeightFrame]")
 
 
+class _Closed:
+    """What a closed typed file holds instead of its reader: every use is an error."""
+
+    def __init__(self, path: str) -> None:
+        self._path = path
+
+    def __getattr__(self, name: str) -> Any:
+        raise InvalidArgumentError(f"{self._path}: the file is closed")
+
+
+_P = TypeVar("_P", bound="PvpFile")
+
+
 class PvpFile:
     """A PVP file opened with the typed reader (see :func:`open`, which returns the
     subclass for the file's kind: :class:`DenseFile`, :class:`SparseFile` or
     :class:`WeightsFile`)."""
 
     def __init__(self, path: PathLike, *, strict: bool = False) -> None:
-        self.path = os.fspath(path)
+        self.path = os.fsdecode(path)
         _flag("strict", strict)
         with naming(self.path):
             self._f = _native.open_pvp(self.path, strict)
         self._len: Optional[int] = None
+
+    def close(self) -> None:
+        """Lets go of the file (its mapping goes with the last array read from it)."""
+        self._f = _Closed(self.path)  # type: ignore[assignment]
+
+    def __enter__(self: "_P") -> "_P":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
 
     @property
     def kind(self) -> str:
@@ -289,7 +312,7 @@ _CLASSES: Dict[str, Type[PvpFile]] = {"dense": DenseFile, "sparse": SparseFile, 
 
 
 def _open(path: PathLike, strict: bool = False, kind: Optional[str] = None, warn: bool = True) -> Any:
-    p = os.fspath(path)
+    p = os.fsdecode(path)
     if kind is not None and kind not in _CLASSES:
         raise InvalidArgumentError(f"kind= is 'dense', 'sparse' or 'weights', not {kind!r}")
     base = PvpFile(p, strict=strict)
@@ -373,7 +396,7 @@ class _StreamWriter:
     def append(cls: Type[_W], path: PathLike) -> _W:
         """Continues an existing file of this kind; its geometry comes from its header.
         A last frame cut short by a killed writer is overwritten by the next frame."""
-        p = os.fspath(path)
+        p = os.fsdecode(path)
         self = cls.__new__(cls)
         _StreamWriter.__init__(self, _native.pvp_append(p, cls._kind), p)
         return self
@@ -423,7 +446,7 @@ class DenseWriter(_StreamWriter):
     _kind = "dense"
 
     def __init__(self, path: PathLike, nx: int, ny: int, nf: int, *, overwrite: bool = True) -> None:
-        p = os.fspath(path)
+        p = os.fsdecode(path)
         nx, ny, nf = _dims(nx=nx, ny=ny, nf=nf)
         super().__init__(_native.pvp_dense_writer(p, nx, ny, nf, _flag("overwrite", overwrite)), p)
 
@@ -473,7 +496,7 @@ class SparseWriter(_StreamWriter):
         datatype4: bool = False,
         overwrite: bool = True,
     ) -> None:
-        p = os.fspath(path)
+        p = os.fsdecode(path)
         nx, ny, nf = _dims(nx=nx, ny=ny, nf=nf)
         native = _native.pvp_sparse_writer(
             p, nx, ny, nf, _flag("values", values), _flag("datatype4", datatype4), _flag("overwrite", overwrite)
@@ -580,7 +603,7 @@ class WeightsWriter(_StreamWriter):
         overwrite: bool = True,
     ) -> None:
         _flags(shared=shared, compress=compress, overwrite=overwrite)
-        p = os.fspath(path)
+        p = os.fsdecode(path)
         mx, my = (margin, margin) if isinstance(margin, (int, np.integer)) else margin
         nx, ny, nf, mx, my, nxp, nyp, nfp, arbors = _dims(
             nx=nx, ny=ny, nf=nf, margin_x=mx, margin_y=my, nxp=nxp, nyp=nyp, nfp=nfp, arbors=arbors

@@ -39,7 +39,7 @@ class SomFile:
     """A PINK file opened with the typed reader (see :func:`open`)."""
 
     def __init__(self, path: PathLike, *, kind: Optional[str] = None, strict: bool = False) -> None:
-        self.path = os.fspath(path)
+        self.path = os.fsdecode(path)
         _flag("strict", strict)
         with naming(self.path):
             self._f = _native.open_som(self.path, kind, strict)
@@ -242,7 +242,7 @@ def _is_path(x: Any) -> bool:
 def _path_of(x: Any) -> Optional[str]:
     """The path ``x`` names, or None for an array."""
     if isinstance(x, (str, os.PathLike)):
-        return os.fspath(x)
+        return os.fsdecode(x)
     if isinstance(x, bytes):
         return os.fsdecode(x)
     return None
@@ -371,8 +371,8 @@ def map_files(
     True
     """
     o = _options(options)
-    outs = [os.fspath(map_path)] + ([] if rotflip_path is None else [os.fspath(rotflip_path)])
-    ins = [os.fspath(data), os.fspath(som)]
+    outs = [os.fsdecode(map_path)] + ([] if rotflip_path is None else [os.fsdecode(rotflip_path)])
+    ins = [os.fsdecode(data), os.fsdecode(som)]
     for i, out in enumerate(outs):
         for other in ins + outs[:i]:
             if os.path.abspath(out) == os.path.abspath(other) or (
@@ -386,10 +386,10 @@ def map_files(
         with naming(p):
             _native.open_som(p, None, False)
     entries, neurons, n_ids = _native.som_map_files(
-        os.fspath(data),
-        os.fspath(som),
-        os.fspath(map_path),
-        None if rotflip_path is None else os.fspath(rotflip_path),
+        os.fsdecode(data),
+        os.fsdecode(som),
+        os.fsdecode(map_path),
+        None if rotflip_path is None else os.fsdecode(rotflip_path),
         None if ids is None else [str(i) for i in ids],
         o,
         _progress(progress),
@@ -498,7 +498,7 @@ def ids(path: PathLike) -> Optional[List[str]]:
     >>> tensorfmt.som.ids("testdata/som/mapping/data_16.bin")[:2]
     ['J1000+0000', 'J1037+7919']
     """
-    return _native.som_ids(os.fspath(path))
+    return _native.som_ids(os.fsdecode(path))
 
 
 def write_data(path: PathLike, data: Any, *, ids: Optional[Sequence[str]] = None, comments: Sequence[str] = ()) -> int:
@@ -518,7 +518,7 @@ def write_data(path: PathLike, data: Any, *, ids: Optional[Sequence[str]] = None
         raise InvalidArgumentError(f"data: expected [entries, d, d] or [entries, channels, d, d], got shape {a.shape}")
     return int(
         _native.som_write_data(
-            os.fspath(path), _f32("data", a), None if ids is None else [str(i) for i in ids], [str(c) for c in comments]
+            os.fsdecode(path), _f32("data", a), None if ids is None else [str(i) for i in ids], [str(c) for c in comments]
         )
     )
 

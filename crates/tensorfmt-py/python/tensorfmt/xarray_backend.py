@@ -287,7 +287,7 @@ def open_tensorfmt_dataset(
     from ._args import flags
 
     flags(strict=strict, dense=dense, safe_names=safe_names)
-    p = os.fspath(path)
+    p = os.fsdecode(path)
     drop = set(drop_variables or ())
     with tensorfmt.open(p, format=format, kind=kind, strict=strict) as doc:  # errors name p
         fmt, doc_kind = doc.format, doc.kind
@@ -368,7 +368,7 @@ class TensorfmtBackendEntrypoint(BackendEntrypoint):
 
     def guess_can_open(self, filename_or_obj: Any) -> bool:
         try:
-            p = os.fspath(filename_or_obj)
+            p = os.fsdecode(filename_or_obj)
         except TypeError:
             return False
         if not isinstance(p, str):
@@ -405,7 +405,7 @@ class TensorfmtBackendEntrypoint(BackendEntrypoint):
         safe_names: bool = False,
         **kwargs: Any,
     ) -> Dict[str, "xr.Dataset"]:
-        root = os.fspath(filename_or_obj)
+        root = os.fsdecode(filename_or_obj)
         if not os.path.isdir(root):
             return {"/": self.open_dataset(root, drop_variables=drop_variables, strict=strict, dense=dense, safe_names=safe_names, **kwargs)}
         if kwargs:
