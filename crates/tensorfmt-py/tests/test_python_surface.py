@@ -480,3 +480,23 @@ def test_a_kind_the_file_contradicts_is_refused():
     for kind in ("sparse", "bogus"):
         with pytest.raises(tensorfmt.InvalidArgumentError):
             tensorfmt.open(p, kind=kind)
+
+
+def test_convert_arguments_are_checked(tmp_path):
+    src = TESTDATA / "pvp" / "dense_f32.pvp"
+    big = {"w": np.ones(512, np.float32)}
+    tensorfmt.save(tmp_path / "m.onnx", big, settings={"external_data": True})  # a bool, as the docs pair it
+    assert (tmp_path / "m.onnx.data").exists()
+    with pytest.raises(TypeError):
+        tensorfmt.convert(src, tmp_path / "a.npz", settings=[("a", "b")])  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        tensorfmt.convert(src, tmp_path / "a.npz", to=5)  # type: ignore[arg-type]
+    assert tensorfmt.convert(TESTDATA / "caffe" / "v2_tiny.caffemodel", tmp_path / "one.npy", tensors="ip/0") == ["ip/0"]
+    with tensorfmt.open(src, frames=slice(0, 3, 2)) as doc:
+        with pytest.raises(tensorfmt.InvalidArgumentError, match="step"):
+            doc.convert(tmp_path / "st.npz")
+    with tensorfmt.open(TESTDATA / "pvp" / "sparse_values_dt4.pvp", sparse=True) as doc:
+        with pytest.raises(tensorfmt.InvalidArgumentError, match="sparse=True"):
+            doc.convert(tmp_path / "s.npz")
+    with pytest.raises(tensorfmt.TensorfmtIndexError):
+        tensorfmt.load(src, frames=(5, 6))

@@ -232,7 +232,13 @@ impl Document {
         let mut report = write_selection(&*source, names, path, target.format, &options)?;
         // What the reader said of the input (a repaired frame count, members left out)
         // is said of the conversion too.
-        let mut warnings = self.file().warnings();
+        let input = self.path().display().to_string();
+        let mut warnings: Vec<String> = self
+            .file()
+            .warnings()
+            .into_iter()
+            .map(|w| format!("input {input}: {w}"))
+            .collect();
         warnings.extend(notes);
         warnings.append(&mut report.warnings);
         report.warnings = warnings;
@@ -557,7 +563,8 @@ fn cast_target(from: DType, format: Format, options: &WriteOptions) -> Option<DT
     };
     let risky = (from.is_int() && from.size() >= 4 && to.is_float() && to.size() <= 4)
         || (from.is_int() && to.is_float() && to.size() < 4)
-        || (from.is_float() && to.is_int());
+        || (from.is_float() && to.is_int())
+        || (from.is_int() && to.is_int() && int_range(to) != int_range(from));
     risky.then_some(to)
 }
 
@@ -601,14 +608,36 @@ fn cast_loss_warning(
         values.iter().filter(|v| v.abs() > exact).count()
     } else {
         let (lo, hi) = int_range(to);
-        values
-            .iter()
-            .filter(|v| !v.is_finite() || **v < lo || **v > hi)
-            .count()
+        if t.dtype().is_int() {
+            // Integers narrowed wrap as numpy's astype does: count what does not fit,
+            // exactly (an i64 past 2^53 is compared as i128, not through f64).
+            let exact = t.cast(DType::I64).ok();
+            let big = exact.as_ref().and_then(|e| e.typed::<i64>().ok());
+            let u = if t.dtype() == DType::U64 {
+                t.typed::<u64>().ok()
+            } else {
+                None
+            };
+            match (u, big) {
+                (Some(u), _) => u.iter().filter(|&&v| (v as f64) > hi).count(),
+                (None, Some(b)) => b
+                    .iter()
+                    .filter(|&&v| (v as f64) < lo || (v as f64) > hi)
+                    .count(),
+                _ => 0,
+            }
+        } else {
+            values
+                .iter()
+                .filter(|v| !v.is_finite() || **v < lo || **v > hi)
+                .count()
+        }
     };
     Ok((changed > 0).then(|| {
         let what = if to.is_float() {
             "integers beyond its exact range, rounded"
+        } else if t.dtype().is_int() {
+            "out of its range, wrapped as numpy's astype wraps them"
         } else {
             "NaN, infinite or out of its range, saturated (NaN as 0)"
         };

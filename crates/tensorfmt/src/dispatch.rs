@@ -50,9 +50,10 @@ pub fn open_bytes(
     Ok(file)
 }
 
-/// A `kind` hint (`--kind`, `kind=`) the file contradicts, or that its format has no
-/// such kind, is an error (it was ignored: `kind="sparse"` opened a dense file as
-/// dense); PINK's kinds also go by their reading names (`mapping` for `som-mapping`).
+/// A `kind` hint (`--kind`, `kind=`) of the file's format that the file contradicts,
+/// or a kind no format has, is an error (it was ignored: `kind="sparse"` opened a
+/// dense file as dense); another format's kind is left to files of that format. PINK's
+/// kinds also go by their reading names (`mapping` for `som-mapping`).
 fn kind_as_asked(format: Format, file: &dyn TensorFile, options: &ReadOptions) -> Result<()> {
     let Some(hint) = options.kind.as_deref() else {
         return Ok(());
@@ -64,8 +65,23 @@ fn kind_as_asked(format: Format, file: &dyn TensorFile, options: &ReadOptions) -
         _ => hint,
     };
     if !format.kinds().contains(&hint.as_str()) {
+        // Another format's kind is a hint for files of that format (`validate -r --kind
+        // mapping` over a mixed directory); a kind of no format is a mistake.
+        let known = |h: &str| {
+            Format::ALL.iter().any(|f| f.kinds().contains(&h))
+                || matches!(h, "data" | "mapping" | "rotflip" | "map")
+        };
+        let asked = options
+            .kind
+            .as_deref()
+            .unwrap_or_default()
+            .trim()
+            .to_ascii_lowercase();
+        if known(&asked) {
+            return Ok(());
+        }
         return Err(Error::Invalid(format!(
-            "{format} has no file kind {hint:?} (kinds: {})",
+            "no format has a file kind {asked:?} ({format} kinds: {})",
             format.kinds().join(", ")
         )));
     }

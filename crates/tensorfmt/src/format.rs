@@ -137,6 +137,21 @@ impl Format {
     /// Refuses a `--set` key `options` gives that the format's writer does not read
     /// ([`Format::settings`]), naming the ones it does.
     pub(crate) fn check_settings(self, options: &WriteOptions) -> Result<()> {
+        // The typed settings: compression is npz's; the pipeline's threads are the
+        // streaming writers' (npy, npz, safetensors).
+        if options.compress != tensorfmt_core::Compression::default() && self != Format::Npz {
+            return Err(Error::Invalid(format!(
+                "setting \"compress\" means nothing to the {self} writer (only npz members are compressed)"
+            )));
+        }
+        if options.threads.is_some()
+            && !matches!(self, Format::Npy | Format::Npz | Format::Safetensors)
+        {
+            return Err(Error::Invalid(format!(
+                "setting \"threads\" means nothing to the {self} writer (npy, npz and safetensors \
+                 take it)"
+            )));
+        }
         let Some(known) = self.settings() else {
             return Ok(());
         };

@@ -641,6 +641,20 @@ def _as_array(name: str, value: Any) -> Tuple[np.ndarray, str]:
     return a, a.dtype.str
 
 
+def _settings(settings: Optional[Mapping[str, Any]]) -> Dict[str, str]:
+    """``settings=`` as the writers take them: text values, a bool as ``true`` /
+    ``false`` (the CLI's ``--set external_data=true`` is ``{"external_data": True}``)."""
+    if settings is None:
+        return {}
+    if not isinstance(settings, Mapping):
+        raise TensorfmtTypeError(f"settings= takes a mapping of setting names to values, not {type(settings).__name__}")
+
+    def text(v: Any) -> str:
+        return ("true" if v else "false") if isinstance(v, (bool, np.bool_)) else str(v)
+
+    return {str(k): text(v) for k, v in settings.items()}
+
+
 def _refuse_existing(p: str, overwrite: bool, settings: Optional[Mapping[str, Any]] = None) -> None:
     """``overwrite=False`` refuses an existing output, a dangling symlink included (as
     the CLI does: writing through it would create the file it points to), and the
@@ -648,7 +662,7 @@ def _refuse_existing(p: str, overwrite: bool, settings: Optional[Mapping[str, An
     if _flag("overwrite", overwrite):
         return
     outputs = [p]
-    if str((settings or {}).get("external_data", "")).lower() == "true":
+    if _settings(settings).get("external_data", "").lower() == "true":
         outputs.append(p + ".data")
     for q in outputs:
         if os.path.lexists(q):
@@ -732,7 +746,7 @@ def save(
                 "fortran": bool(a.ndim > 1 and not a.flags.c_contiguous),
             }
         )
-    extra = {str(k): str(v) for k, v in (settings or {}).items()}
+    extra = _settings(settings)
     original = None if like is None else os.fsdecode(like)
     _report(p, *_native.save(p, items, to, dtype, hex, extra, fsync, _progress_callback(progress), original))
 
@@ -802,12 +816,25 @@ def _convert_open(
 ) -> List[str]:
     _flags(hex=hex, fsync=fsync, dense=dense)
     p = os.fsdecode(path)
+    if to is not None and not isinstance(to, str):
+        raise TensorfmtTypeError(f"to= takes a format name such as 'npz' or 'pvp:sparse', not {type(to).__name__}")
+    if doc._step != 1:
+        # The writers take runs of frames; a stepped selection would be written whole.
+        raise InvalidArgumentError("frames= with a step cannot be converted as it stands: load the frames and save them")
+    target = (to or os.path.splitext(p)[1].lstrip(".")).split(":")[0].lower()
+    if doc._sparse and target in ("npz", "safetensors"):
+        raise InvalidArgumentError(
+            f"a document opened with sparse=True holds bare CSR arrays, without the frame shape; "
+            f"convert the file itself (tensorfmt.convert) for {target}'s sparse layout"
+        )
     _refuse_existing(p, overwrite, settings)
+    if isinstance(tensors, str):
+        tensors = [tensors]
     names = None if tensors is None else [str(t) for t in tensors]
     if names is not None:
         for n in names:
             doc.info(n)
-    extra = {str(k): str(v) for k, v in (settings or {}).items()}
+    extra = _settings(settings)
     original = None if like is None else os.fsdecode(like)
     hook = _progress_callback(progress)
     return _report(p, *doc._file.convert(p, names, to, dtype, hex, extra, fsync, hook, original, dense))

@@ -283,6 +283,18 @@ def naming(where: str) -> Iterator[None]:
     try:
         yield
     except TensorfmtError as e:
-        if e.args and isinstance(e.args[0], str) and where not in e.args[0]:
+        if e.args and isinstance(e.args[0], str) and not _names(e.args[0], where):
             e.args = (f"{where}: {e.args[0]}",) + e.args[1:]
         raise
+
+
+def _names(message: str, where: str) -> bool:
+    """Whether ``message`` names ``where`` as a whole path, not as the start of a longer
+    one (``e.onnx`` inside ``e.onnx.data`` names the data file, not the model)."""
+    at = message.find(where)
+    while at >= 0:
+        end = at + len(where)
+        if end == len(message) or not (message[end].isalnum() or message[end] in "._-/"):
+            return True
+        at = message.find(where, at + 1)
+    return False

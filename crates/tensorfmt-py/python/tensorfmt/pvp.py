@@ -430,9 +430,10 @@ class DenseWriter(_StreamWriter):
 
     Each frame goes to the file as it is written and the header's frame count is
     updated after every frame, so a run killed half-way leaves a file every PVP reader
-    opens. An existing file is replaced, as :func:`tensorfmt.save` does
-    (``overwrite=False`` refuses it, a dangling symlink included); :meth:`append`
-    continues one.
+    opens. An existing file is replaced by default, as :func:`tensorfmt.save` replaces
+    one, but in place and at once (a streaming writer has no temporary file: the old
+    contents are gone when the writer opens); ``overwrite=False`` refuses it, a
+    dangling symlink included; :meth:`append` continues one.
 
     >>> import numpy as np, tensorfmt.pvp
     >>> with tensorfmt.pvp.DenseWriter("a.pvp", nx=4, ny=3, nf=2) as w:

@@ -24,8 +24,8 @@ length costs one 64 KiB read. Arrays keep the names and dimensions of the xarray
 (``engine="tensorfmt"``), except that ``/`` in a name (Caffe's ``conv1/0``) becomes ``.``
 (zarr names cannot hold ``/``; the original is the array's ``tensorfmt_name``
 attribute). What is not a byte range of the file (sparse PVP frames, byte-compressed
-weights, PINK's interleaved rotation/flip records, computed hexagonal coordinates) is
-left out and listed with the reason in the root group's ``not_virtual`` attribute (a
+weights, PINK's interleaved rotation/flip records, computed hexagonal coordinates,
+deflated npz members) is left out and listed with the reason in the root group's ``not_virtual`` attribute (a
 sparse PVP costs its first block too: its frames have no index to walk, and nothing in
 them is a reference). An ONNX model's external data is referenced in its own file beside
 the model (its location relative and without ``..``, its size checked and recorded in
@@ -129,7 +129,7 @@ def _check_local_beside(url: str, location: str, tensor: str) -> None:
 
 class Parser:
     """VirtualiZarr's parser protocol (``Parser()(url, registry) -> ManifestStore``) for
-    PVP, PINK, Caffe, ONNX, primitiv, npy and safetensors files.
+    PVP, PINK, Caffe, ONNX, primitiv, npy, npz and safetensors files.
 
     ``format`` / ``kind`` / ``strict``: as :func:`tensorfmt.open` takes them (the format
     is detected from the first bytes otherwise); ``skip_variables``: names left out;

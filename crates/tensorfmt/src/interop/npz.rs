@@ -247,6 +247,24 @@ fn read_up_to(r: &mut dyn Read, n: usize) -> std::io::Result<Vec<u8>> {
 pub fn open(data: Bytes, options: &ReadOptions) -> Result<NpzFile> {
     let mut archive = ZipArchive::new(Cursor::new(data.clone())).map_err(zip_err)?;
     options.limits.check_items(archive.len() as u64)?;
+    // The zip reader keeps one entry per name: a directory listing a name twice loses
+    // one silently (numpy's zipfile lists both). The end record's count says.
+    let tail = &data[data.len().saturating_sub(65_557)..];
+    if let Some(at) = tail.windows(4).rposition(|w| w == b"PK\x05\x06") {
+        let listed = tail
+            .get(at + 10..at + 12)
+            .map(|b| u16::from_le_bytes([b[0], b[1]]) as usize);
+        if let Some(n) = listed.filter(|&n| n != 0xFFFF && n != archive.len()) {
+            return Err(err(InteropError::malformed(
+                (data.len() - tail.len() + at) as u64,
+                "central directory",
+                format!(
+                    "{n} entries listed, {} distinct names: a name appears twice",
+                    archive.len()
+                ),
+            )));
+        }
+    }
     let mut members: Vec<Member> = Vec::new();
     let mut index_of: HashMap<String, usize> = HashMap::new();
     let mut carried = None;
@@ -308,6 +326,31 @@ pub fn open(data: Bytes, options: &ReadOptions) -> Result<NpzFile> {
             other => err(other),
         };
         let size = f.size();
+        // What the zip reader takes from the central directory without checking it
+        // against the member's own local header (as Python's zipfile checks it): the
+        // name, and for a stored member its one size.
+        let hs = f.header_start() as usize;
+        let local_name = data
+            .get(hs + 26..hs + 28)
+            .map(|b| u16::from_le_bytes([b[0], b[1]]) as usize)
+            .and_then(|n| data.get(hs + 30..hs + 30 + n));
+        if local_name != Some(f.name_raw()) {
+            return Err(bad(InteropError::malformed(
+                at,
+                "member name",
+                format!("the central directory names {zip_name:?}, the member's local header another name"),
+            )));
+        }
+        if f.compression() == CompressionMethod::Stored && f.compressed_size() != size {
+            return Err(bad(InteropError::malformed(
+                at,
+                "zip entry",
+                format!(
+                    "a stored member of {size} bytes whose compressed size is {}",
+                    f.compressed_size()
+                ),
+            )));
+        }
         let mut deflated = None;
         let (header, stored) = match f.compression() {
             CompressionMethod::Stored => {
