@@ -62,6 +62,8 @@ fn kind_as_asked(format: Format, file: &dyn TensorFile, options: &ReadOptions) -
     let hint = match (format, hint.as_str()) {
         (Format::Som, "data" | "mapping" | "rotflip") => format!("som-{hint}"),
         (Format::Som, "map") => "som-mapping".into(),
+        (Format::Caffe, "model") => "caffemodel".into(),
+        (Format::Caffe, "mean") => "binaryproto".into(),
         _ => hint,
     };
     if !format.kinds().contains(&hint.as_str()) {
@@ -69,7 +71,7 @@ fn kind_as_asked(format: Format, file: &dyn TensorFile, options: &ReadOptions) -
         // mapping` over a mixed directory); a kind of no format is a mistake.
         let known = |h: &str| {
             Format::ALL.iter().any(|f| f.kinds().contains(&h))
-                || matches!(h, "data" | "mapping" | "rotflip" | "map")
+                || matches!(h, "data" | "mapping" | "rotflip" | "map" | "mean")
         };
         let asked = options
             .kind

@@ -144,7 +144,8 @@ def _frame_slice(frames: Frames, count: int) -> Tuple[int, int, int]:
     """``frames`` as ``(start, stop, step)`` over ``count`` frames, as Python indexing
     reads it: negative positions count from the end, a range past the end stops at the
     last frame (pvtools' ``lastFrame``), ``(start, stop)`` is ``slice(start, stop)``; a
-    single frame out of range raises :class:`IndexError`."""
+    single frame out of range, or a range that selects no frame, raises
+    :class:`IndexError`."""
     if isinstance(frames, bool):
         raise TensorfmtTypeError("frames= takes an int, a slice or (start, stop), not a bool")
     if isinstance(frames, (int, np.integer)):
@@ -544,7 +545,8 @@ def open(  # noqa: A001 - the name users expect, like io.open / safetensors.safe
     refuses (crash-truncated PVP, generic MessagePack in primitiv...) instead of reading
     it with a :class:`TensorfmtWarning`; ``frames`` selects PVP frames / PINK entries as
     Python indexing does (an int, a ``slice`` with negative positions and steps, or
-    ``(start, stop)``; a range past the end stops at the last frame); ``sparse``
+    ``(start, stop)``; a range past the end stops at the last frame, one that selects no
+    frame raises :class:`IndexError`); ``sparse``
     exports sparse PVP files as CSR (``indptr``, ``indices``, ``data``) instead of
     dense; ``framework="pt"`` gives torch tensors (writable copies, as safetensors'
     ``safe_open(framework="pt")``) instead of read-only numpy views.
