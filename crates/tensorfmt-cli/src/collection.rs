@@ -342,7 +342,12 @@ pub fn convert_many(
                     .parent()
                     .map_or(Ok(()), std::fs::create_dir_all)
                     .map_err(|e| Failure::Input(format!("creating {}: {e}", output.display())))
-                    .and_then(|()| convert_file(&a, false))
+                    .and_then(|()| {
+                        // Said before the output is committed: a run killed between the
+                        // commit and the record leaves an output the next run knows.
+                        manifest.intend(out_dir, &output, &input.path);
+                        convert_file(&a, false)
+                    })
                     .map(|c| {
                         manifest.record(out_dir, &output, &input.path);
                         Some(c)
@@ -427,8 +432,10 @@ pub fn convert_many(
 /// modification time as written). Lines are appended with one `write` each, so
 /// concurrent runs into one directory do not mix them; the last line for an output
 /// counts. An existing output is tensorfmt's own only when its line names the same
-/// input and the file is still the one written (same identity, size and time); any
-/// other existing file needs `--force`.
+/// input and the file is still the one written (same identity, size and time), or its
+/// line says a write of it from that input began and was never recorded (a run killed
+/// between the output's commit and its record: written again); any other existing file
+/// needs `--force`.
 struct Manifest {
     entries: HashMap<String, Value>,
     file: Option<Mutex<std::fs::File>>,
@@ -491,6 +498,14 @@ impl Manifest {
         input: &Path,
     ) -> Option<bool> {
         let e = self.entries.get(&output_key(out_dir, output))?;
+        if e.get("stamp") == Some(&Value::Null)
+            && !meta.file_type().is_symlink()
+            && e.get("input").and_then(Value::as_str) == Some(canonical(input).as_str())
+        {
+            // An output of `input` whose write began and was not recorded (a killed
+            // run): ours, to be written again.
+            return Some(false);
+        }
         if meta.file_type().is_symlink()
             || e.get("input").and_then(Value::as_str) != Some(canonical(input).as_str())
             || e.get("stamp") != Some(&stamp(meta))
@@ -505,6 +520,20 @@ impl Manifest {
             _ => false,
         };
         Some(newer)
+    }
+
+    /// Records that `output` is about to be written from `input` (no stamp yet).
+    fn intend(&self, out_dir: &Path, output: &Path, input: &Path) {
+        let Some(file) = &self.file else {
+            return;
+        };
+        let line = json!({
+            "output": output_key(out_dir, output),
+            "input": canonical(input),
+            "stamp": null,
+        });
+        let mut f = file.lock().unwrap_or_else(|p| p.into_inner());
+        let _ = f.write_all(format!("{line}\n").as_bytes());
     }
 
     /// Records `output` as just written from `input`.
