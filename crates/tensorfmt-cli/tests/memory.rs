@@ -152,7 +152,7 @@ fn zeros_npz(path: &Path, n: usize, declared: usize) {
     zip.extend_from_slice(&(data.len() as u32).to_le_bytes());
     zip.extend_from_slice(&size.to_le_bytes());
     zip.extend_from_slice(&(name.len() as u16).to_le_bytes());
-    zip.extend_from_slice(&[0u8; 12]); // extra, comment, disk, internal attrs
+    zip.extend_from_slice(&[0u8; 8]); // extra, comment, disk, internal attrs
     zip.extend_from_slice(&0u32.to_le_bytes()); // external attrs
     zip.extend_from_slice(&0u32.to_le_bytes()); // local header offset
     zip.extend_from_slice(name);
