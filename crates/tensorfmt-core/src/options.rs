@@ -19,7 +19,7 @@ pub const CARRIED_KEY: &str = "tensorfmt.source";
 /// assert_eq!(o.frame_range(10), Some(2..5));
 /// assert_eq!(ReadOptions::default().frame_range(10), Some(0..10));
 /// assert_eq!(o.frame_range(3), Some(2..3)); // the end stops at the last frame
-/// assert_eq!(o.frame_range(2), None); // no frame selected
+/// assert_eq!(o.frame_range(1), Some(1..1)); // as a Python slice: empty
 /// ```
 #[derive(Debug, Clone, Default)]
 pub struct ReadOptions {
@@ -39,25 +39,25 @@ pub struct ReadOptions {
 }
 
 impl ReadOptions {
-    /// The selected frame range within `count` frames, its end clamped to `count` as a
-    /// Python slice's is (`0:100` of 3 frames is `0..3`), or `None` when it selects no
-    /// frame (it starts at or past the end, or at or after its own end): a file of no
-    /// frames is not what anyone asking for frames wants.
+    /// The selected frame range within `count` frames, read as a Python slice reads
+    /// it: both ends clamped to `count` (`0:100` of 3 frames is `0..3`, `5:6` is the
+    /// empty `3..3`), an end before the start empty. Always `Some` (the `Option`
+    /// stays for readers that cannot represent a range).
     ///
     /// ```
     /// let o = |a, b| tensorfmt_core::ReadOptions { frames: Some((a, b)), ..Default::default() };
     /// assert_eq!(o(0, Some(100)).frame_range(3), Some(0..3));
     /// assert_eq!(o(1, None).frame_range(3), Some(1..3));
-    /// assert_eq!(o(3, None).frame_range(3), None);
-    /// assert_eq!(o(2, Some(2)).frame_range(3), None);
-    /// assert_eq!(o(2, Some(1)).frame_range(3), None);
+    /// assert_eq!(o(5, Some(6)).frame_range(3), Some(3..3));
+    /// assert_eq!(o(2, Some(1)).frame_range(3), Some(2..2));
     /// ```
     pub fn frame_range(&self, count: usize) -> Option<std::ops::Range<usize>> {
         match self.frames {
             None => Some(0..count),
             Some((a, b)) => {
-                let b = b.unwrap_or(count).min(count);
-                (a < b).then_some(a..b)
+                let a = a.min(count);
+                let b = b.unwrap_or(count).min(count).max(a);
+                Some(a..b)
             }
         }
     }

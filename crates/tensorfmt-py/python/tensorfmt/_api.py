@@ -144,8 +144,7 @@ def _frame_slice(frames: Frames, count: int) -> Tuple[int, int, int]:
     """``frames`` as ``(start, stop, step)`` over ``count`` frames, as Python indexing
     reads it: negative positions count from the end, a range past the end stops at the
     last frame (pvtools' ``lastFrame``), ``(start, stop)`` is ``slice(start, stop)``; a
-    single frame out of range, or a range that selects no frame, raises
-    :class:`IndexError`."""
+    single frame out of range raises :class:`IndexError`."""
     if isinstance(frames, bool):
         raise TensorfmtTypeError("frames= takes an int, a slice or (start, stop), not a bool")
     if isinstance(frames, (int, np.integer)):
@@ -166,13 +165,7 @@ def _frame_slice(frames: Frames, count: int) -> Tuple[int, int, int]:
         if bound is not None and (isinstance(bound, bool) or not isinstance(bound, (int, np.integer))):
             raise TensorfmtTypeError(f"frames= slice bounds must be integers or None, not {bound!r}")
     start, stop, step = frames.indices(count)
-    if stop <= start:
-        # As the command line's --frames: a selection of no frame is an error, not an
-        # empty file.
-        raise TensorfmtIndexError(
-            f"frames={frames.start}:{frames.stop} selects none of the {count} frames of the file"
-        )
-    return (start, stop, step)
+    return (start, max(start, stop), step)
 
 
 Framework = str  # "numpy" or "pt"
@@ -545,8 +538,7 @@ def open(  # noqa: A001 - the name users expect, like io.open / safetensors.safe
     refuses (crash-truncated PVP, generic MessagePack in primitiv...) instead of reading
     it with a :class:`TensorfmtWarning`; ``frames`` selects PVP frames / PINK entries as
     Python indexing does (an int, a ``slice`` with negative positions and steps, or
-    ``(start, stop)``; a range past the end stops at the last frame, one that selects no
-    frame raises :class:`IndexError`); ``sparse``
+    ``(start, stop)``; a range past the end stops at the last frame); ``sparse``
     exports sparse PVP files as CSR (``indptr``, ``indices``, ``data``) instead of
     dense; ``framework="pt"`` gives torch tensors (writable copies, as safetensors'
     ``safe_open(framework="pt")``) instead of read-only numpy views.
@@ -898,6 +890,8 @@ def convert(
     """
     # npz and safetensors keep sparse frames sparse anyway, in the layout that carries
     # their shape; the bare CSR view (sparse=True) is for the other outputs.
+    if to is not None and not isinstance(to, str):
+        raise TensorfmtTypeError(f"to= takes a format name such as 'npz' or 'pvp:sparse', not {type(to).__name__}")
     target = (to or os.path.splitext(os.fsdecode(dst))[1].lstrip(".")).split(":")[0].lower()
     if _flag("sparse", sparse) and target in ("npz", "safetensors"):
         sparse = False
