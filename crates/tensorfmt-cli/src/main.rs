@@ -209,7 +209,8 @@ Example:
         /// primitiv, Caffe). Refused, writing nothing, when they do not fit.
         #[arg(long, value_name = "ORIGINAL")]
         like: Option<PathBuf>,
-        /// Only frames / entries A..B (`A:B`, `A:` or `:B`).
+        /// Only frames / entries A..B (`A:B`, `A:` or `:B`), read as a Python slice (PVP
+        /// files and PINK entry files only).
         #[arg(long, value_name = "A:B", value_parser = parse_frames)]
         frames: Option<(usize, Option<usize>)>,
         /// Hexagonal layout (SOM output).
