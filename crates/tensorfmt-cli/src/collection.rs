@@ -524,31 +524,28 @@ impl Manifest {
 
     /// Records that `output` is about to be written from `input` (no stamp yet).
     fn intend(&self, out_dir: &Path, output: &Path, input: &Path) {
+        self.append(out_dir, output, input, Value::Null);
+    }
+
+    /// Records `output` as just written from `input`.
+    fn record(&self, out_dir: &Path, output: &Path, input: &Path) {
+        if let Ok(meta) = std::fs::symlink_metadata(output) {
+            self.append(out_dir, output, input, stamp(&meta));
+        }
+    }
+
+    /// Appends one line (one `write`, so concurrent runs do not mix lines).
+    fn append(&self, out_dir: &Path, output: &Path, input: &Path, stamp: Value) {
         let Some(file) = &self.file else {
             return;
         };
         let line = json!({
             "output": output_key(out_dir, output),
             "input": canonical(input),
-            "stamp": null,
+            "stamp": stamp,
         });
         let mut f = file.lock().unwrap_or_else(|p| p.into_inner());
         let _ = f.write_all(format!("{line}\n").as_bytes());
-    }
-
-    /// Records `output` as just written from `input`.
-    fn record(&self, out_dir: &Path, output: &Path, input: &Path) {
-        let (Some(file), Ok(meta)) = (&self.file, std::fs::symlink_metadata(output)) else {
-            return;
-        };
-        let line = json!({
-            "output": output_key(out_dir, output),
-            "input": canonical(input),
-            "stamp": stamp(&meta),
-        });
-        let text = format!("{line}\n");
-        let mut f = file.lock().unwrap_or_else(|p| p.into_inner());
-        let _ = f.write_all(text.as_bytes());
     }
 }
 

@@ -16,10 +16,10 @@ pub const CARRIED_KEY: &str = "tensorfmt.source";
 /// ```
 /// use tensorfmt_core::ReadOptions;
 /// let o = ReadOptions { frames: Some((2, Some(5))), ..ReadOptions::default() };
-/// assert_eq!(o.frame_range(10), Some(2..5));
-/// assert_eq!(ReadOptions::default().frame_range(10), Some(0..10));
-/// assert_eq!(o.frame_range(3), Some(2..3)); // the end stops at the last frame
-/// assert_eq!(o.frame_range(1), Some(1..1)); // as a Python slice: empty
+/// assert_eq!(o.frame_range(10), 2..5);
+/// assert_eq!(ReadOptions::default().frame_range(10), 0..10);
+/// assert_eq!(o.frame_range(3), 2..3); // the end stops at the last frame
+/// assert_eq!(o.frame_range(1), 1..1); // as a Python slice: empty
 /// ```
 #[derive(Debug, Clone, Default)]
 pub struct ReadOptions {
@@ -41,33 +41,22 @@ pub struct ReadOptions {
 impl ReadOptions {
     /// The selected frame range within `count` frames, read as a Python slice reads
     /// it: both ends clamped to `count` (`0:100` of 3 frames is `0..3`, `5:6` is the
-    /// empty `3..3`), an end before the start empty. Always `Some` (the `Option`
-    /// stays for readers that cannot represent a range).
+    /// empty `3..3`), an end before the start empty.
     ///
     /// ```
     /// let o = |a, b| tensorfmt_core::ReadOptions { frames: Some((a, b)), ..Default::default() };
-    /// assert_eq!(o(0, Some(100)).frame_range(3), Some(0..3));
-    /// assert_eq!(o(1, None).frame_range(3), Some(1..3));
-    /// assert_eq!(o(5, Some(6)).frame_range(3), Some(3..3));
-    /// assert_eq!(o(2, Some(1)).frame_range(3), Some(2..2));
+    /// assert_eq!(o(0, Some(100)).frame_range(3), 0..3);
+    /// assert_eq!(o(1, None).frame_range(3), 1..3);
+    /// assert_eq!(o(5, Some(6)).frame_range(3), 3..3);
+    /// assert_eq!(o(2, Some(1)).frame_range(3), 2..2);
     /// ```
-    pub fn frame_range(&self, count: usize) -> Option<std::ops::Range<usize>> {
+    pub fn frame_range(&self, count: usize) -> std::ops::Range<usize> {
         match self.frames {
-            None => Some(0..count),
+            None => 0..count,
             Some((a, b)) => {
                 let a = a.min(count);
-                let b = b.unwrap_or(count).min(count).max(a);
-                Some(a..b)
+                a..b.unwrap_or(count).min(count).max(a)
             }
-        }
-    }
-
-    /// The frame range as the command line writes it (`A:B`, `A:`).
-    pub fn frames_text(&self) -> String {
-        match self.frames {
-            None => ":".into(),
-            Some((a, Some(b))) => format!("{a}:{b}"),
-            Some((a, None)) => format!("{a}:"),
         }
     }
 }

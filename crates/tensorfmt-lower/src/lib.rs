@@ -1203,11 +1203,13 @@ pub fn convert_files(
             .flatten()
         {
             if tensorfmt_core::io::same_file(&o, input) {
-                return Err(LowerError::Net(format!(
+                // The caller's argument, not the net: an invalid-argument error.
+                return Err(tensorfmt_core::Error::Invalid(format!(
                     "the output {} is the input {}; an input is never overwritten",
                     o.display(),
                     input.display()
-                )));
+                ))
+                .into());
             }
         }
     }

@@ -66,12 +66,7 @@ impl PvpTensorFile {
             });
         }
         let count = file.frame_count()?;
-        let range = options.frame_range(count).ok_or_else(|| {
-            PvpError::Invalid(format!(
-                "frames {} select none of the {count} frames of the file",
-                options.frames_text()
-            ))
-        })?;
+        let range = options.frame_range(count);
         Ok(PvpTensorFile {
             file,
             range,

@@ -135,11 +135,7 @@ impl SomTensors {
             }
             0..n
         } else {
-            options.frame_range(n).ok_or_else(|| SomError::OutOfRange {
-                what: "entry range",
-                index: options.frames_text(),
-                len: format!("0..{n}"),
-            })?
+            options.frame_range(n)
         };
         Ok(SomTensors {
             file,

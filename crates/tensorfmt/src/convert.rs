@@ -187,12 +187,10 @@ impl Document {
                 Restored::Written(report) => {
                     // The carried original, unless the output's name asks for another
                     // kind (`x.npz` -> `y.som` of a data file): then the tensors, below.
-                    let restored =
-                        dispatch::open_mapped(path, target.format, &ReadOptions::default())
-                            .map(|(f, _)| f.kind_id());
-                    match (kind, restored) {
-                        (Some(k), Ok(got)) if k.as_str() != got => notes.push(format!(
-                            "the original {got} file was not restored: {} asks for {k}",
+                    match kind {
+                        Some(k) if *k != report.kind => notes.push(format!(
+                            "the original {} file was not restored: {} asks for {k}",
+                            report.kind,
                             path.display()
                         )),
                         _ => return Ok(report),
@@ -564,30 +562,34 @@ fn cast_target(from: DType, format: Format, options: &WriteOptions) -> Option<DT
     let risky = (from.is_int() && from.size() >= 4 && to.is_float() && to.size() <= 4)
         || (from.is_int() && to.is_float() && to.size() < 4)
         || (from.is_float() && to.is_int())
-        || (from.is_int() && to.is_int() && int_range(to) != int_range(from));
+        || (from.is_int() && to.is_int() && {
+            // Narrowing only: the target's range must miss part of the source's.
+            let ((a, b), (c, d)) = (int_bounds(from), int_bounds(to));
+            a < c || b > d
+        });
     risky.then_some(to)
 }
 
-/// The values an integer dtype holds, as f64 (the 64-bit bounds rounded up to the next
-/// float, which is what a saturating cast from f64 compares with).
-fn int_range(d: DType) -> (f64, f64) {
+/// The values an integer dtype holds.
+fn int_bounds(d: DType) -> (i128, i128) {
     match d {
-        DType::I8 => (i8::MIN as f64, i8::MAX as f64),
-        DType::I16 => (i16::MIN as f64, i16::MAX as f64),
-        DType::I32 => (i32::MIN as f64, i32::MAX as f64),
-        DType::I64 => (i64::MIN as f64, i64::MAX as f64),
-        DType::U8 => (0.0, u8::MAX as f64),
-        DType::U16 => (0.0, u16::MAX as f64),
-        DType::U32 => (0.0, u32::MAX as f64),
-        DType::U64 => (0.0, u64::MAX as f64),
-        _ => (f64::NEG_INFINITY, f64::INFINITY),
+        DType::I8 => (i8::MIN.into(), i8::MAX.into()),
+        DType::I16 => (i16::MIN.into(), i16::MAX.into()),
+        DType::I32 => (i32::MIN.into(), i32::MAX.into()),
+        DType::I64 => (i64::MIN.into(), i64::MAX.into()),
+        DType::U8 => (0, u8::MAX.into()),
+        DType::U16 => (0, u16::MAX.into()),
+        DType::U32 => (0, u32::MAX.into()),
+        DType::U64 => (0, u64::MAX.into()),
+        _ => (i128::MIN, i128::MAX),
     }
 }
 
 /// Says how many values of tensor `name` the cast it is written with changes beyond
-/// rounding: integers past the float type's exact range (2^24 for float32), and NaN,
-/// infinities or values out of the integer type's range (saturated; NaN becomes 0),
-/// where numpy's `astype` would change them silently.
+/// rounding: integers past the float type's exact range (2^24 for float32) or the
+/// integer type's range (wrapped), and NaN, infinities or values out of the integer
+/// type's range (saturated; NaN becomes 0), where numpy's `astype` would change them
+/// silently. One pass over one copy of the values (none for f64 and u64).
 fn cast_loss_warning(
     name: &str,
     t: &Tensor,
@@ -597,54 +599,56 @@ fn cast_loss_warning(
     let Some(to) = cast_target(t.dtype(), format, options) else {
         return Ok(None);
     };
-    let wide = t.cast(DType::F64)?;
-    let values = wide.typed::<f64>()?;
-    let changed = if to.is_float() {
-        let exact = match to.size() {
-            2 if to == DType::BF16 => 256.0,
-            2 => 2048.0,
-            _ => 16_777_216.0,
-        };
-        values.iter().filter(|v| v.abs() > exact).count()
-    } else {
-        let (lo, hi) = int_range(to);
-        if t.dtype().is_int() {
-            // Integers narrowed wrap as numpy's astype does: count what does not fit,
-            // exactly (an i64 past 2^53 is compared as i128, not through f64).
-            let exact = t.cast(DType::I64).ok();
-            let big = exact.as_ref().and_then(|e| e.typed::<i64>().ok());
-            let u = if t.dtype() == DType::U64 {
-                t.typed::<u64>().ok()
-            } else {
-                None
+    let from = t.dtype();
+    let changed = if from.is_int() {
+        // Exactly, in i128.
+        let (lo, hi) = if to.is_float() {
+            let exact: i128 = match to {
+                DType::BF16 => 1 << 8,
+                DType::F16 => 1 << 11,
+                DType::F32 => 1 << 24,
+                _ => 1 << 53,
             };
-            match (u, big) {
-                (Some(u), _) => u.iter().filter(|&&v| (v as f64) > hi).count(),
-                (None, Some(b)) => b
-                    .iter()
-                    .filter(|&&v| (v as f64) < lo || (v as f64) > hi)
-                    .count(),
-                _ => 0,
-            }
+            (-exact, exact)
         } else {
-            values
+            int_bounds(to)
+        };
+        let outside = |v: i128| v < lo || v > hi;
+        if from == DType::U64 {
+            t.typed::<u64>()?
                 .iter()
-                .filter(|v| !v.is_finite() || **v < lo || **v > hi)
+                .filter(|&&v| outside(v.into()))
                 .count()
+        } else {
+            let wide = t.cast(DType::I64)?;
+            let n = wide
+                .typed::<i64>()?
+                .iter()
+                .filter(|&&v| outside(v.into()))
+                .count();
+            n
         }
+    } else {
+        // A float into an integer type (`cast_target` asks no other float cast).
+        let (lo, hi) = int_bounds(to);
+        let (lo, hi) = (lo as f64, hi as f64 + 1.0);
+        let wide = t.cast(DType::F64)?;
+        let n = wide
+            .typed::<f64>()?
+            .iter()
+            .filter(|v| !v.is_finite() || **v < lo || **v >= hi)
+            .count();
+        n
     };
     Ok((changed > 0).then(|| {
         let what = if to.is_float() {
             "integers beyond its exact range, rounded"
-        } else if t.dtype().is_int() {
+        } else if from.is_int() {
             "out of its range, wrapped as numpy's astype wraps them"
         } else {
             "NaN, infinite or out of its range, saturated (NaN as 0)"
         };
-        format!(
-            "{name}: {changed} value(s) of {} stored as {to}: {what}",
-            t.dtype()
-        )
+        format!("{name}: {changed} value(s) of {from} stored as {to}: {what}")
     }))
 }
 

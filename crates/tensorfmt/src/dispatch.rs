@@ -55,41 +55,23 @@ pub fn open_bytes(
 /// dense file as dense); another format's kind is left to files of that format. PINK's
 /// kinds also go by their reading names (`mapping` for `som-mapping`).
 fn kind_as_asked(format: Format, file: &dyn TensorFile, options: &ReadOptions) -> Result<()> {
-    let Some(hint) = options.kind.as_deref() else {
+    let Some(asked) = options.kind.as_deref() else {
         return Ok(());
     };
-    let hint = hint.trim().to_ascii_lowercase();
-    let hint = match (format, hint.as_str()) {
-        (Format::Som, "data" | "mapping" | "rotflip") => format!("som-{hint}"),
-        (Format::Som, "map") => "som-mapping".into(),
-        (Format::Caffe, "model") => "caffemodel".into(),
-        (Format::Caffe, "mean") => "binaryproto".into(),
-        _ => hint,
-    };
-    if !format.kinds().contains(&hint.as_str()) {
+    let Some(kind) = format.kind_named(asked) else {
         // Another format's kind is a hint for files of that format (`validate -r --kind
         // mapping` over a mixed directory); a kind of no format is a mistake.
-        let known = |h: &str| {
-            Format::ALL.iter().any(|f| f.kinds().contains(&h))
-                || matches!(h, "data" | "mapping" | "rotflip" | "map" | "mean")
-        };
-        let asked = options
-            .kind
-            .as_deref()
-            .unwrap_or_default()
-            .trim()
-            .to_ascii_lowercase();
-        if known(&asked) {
+        if Format::ALL.iter().any(|f| f.kind_named(asked).is_some()) {
             return Ok(());
         }
         return Err(Error::Invalid(format!(
             "no format has a file kind {asked:?} ({format} kinds: {})",
             format.kinds().join(", ")
         )));
-    }
-    if hint != file.kind_id() {
+    };
+    if kind != file.kind_id() {
         return Err(Error::Invalid(format!(
-            "this is a {} file ({}), not {hint}",
+            "this is a {} file ({}), not {kind}",
             file.kind_id(),
             file.kind()
         )));
@@ -189,6 +171,8 @@ pub struct WriteReport {
     pub written: Vec<String>,
     /// What the original program refuses in this file, or what was not written.
     pub warnings: Vec<String>,
+    /// The written file's kind, as read back ([`TensorFile::kind_id`]).
+    pub kind: String,
 }
 
 impl WriteReport {
@@ -253,6 +237,7 @@ pub fn report(
         offered,
         written: back.tensors().into_iter().map(|i| i.name).collect(),
         warnings,
+        kind: back.kind_id().to_string(),
     })
 }
 

@@ -107,6 +107,29 @@ impl Format {
         }
     }
 
+    /// The kind identifier (one of [`Format::kinds`]) that `name` means in this format,
+    /// case and spaces aside: the identifier itself, or the names reading gives PINK's
+    /// and Caffe's kinds (`data`, `mapping`, `map`, `rotflip`; `model`, `mean`).
+    ///
+    /// ```
+    /// use tensorfmt::Format;
+    /// assert_eq!(Format::Som.kind_named(" Mapping"), Some("som-mapping"));
+    /// assert_eq!(Format::Caffe.kind_named("mean"), Some("binaryproto"));
+    /// assert_eq!(Format::Pvp.kind_named("mapping"), None);
+    /// ```
+    pub fn kind_named(self, name: &str) -> Option<&'static str> {
+        let name = name.trim().to_ascii_lowercase();
+        let id = match (self, name.as_str()) {
+            (Format::Som, "data") => "som-data",
+            (Format::Som, "mapping" | "map") => "som-mapping",
+            (Format::Som, "rotflip") => "som-rotflip",
+            (Format::Caffe, "model") => "caffemodel",
+            (Format::Caffe, "mean") => "binaryproto",
+            (_, other) => other,
+        };
+        self.kinds().iter().copied().find(|k| *k == id)
+    }
+
     /// The `--set KEY=VALUE` settings the format's writer reads (`WriteOptions::extra`;
     /// an entry ending in `.` is a prefix), or `None` when any key is taken:
     /// safetensors keeps them all as `__metadata__`. [`crate::save`] and every
@@ -380,13 +403,8 @@ impl FromStr for Target {
         let s = s.to_ascii_lowercase();
         if let Some((format, kind)) = s.split_once(':') {
             let format: Format = format.parse()?;
-            // PINK's kinds as `--kind` names them when reading (`som:mapping`).
-            let kind = match (format, kind) {
-                (Format::Som, "data" | "mapping" | "rotflip") => {
-                    return Ok(Target::new(format).with_kind(format!("som-{kind}")))
-                }
-                _ => kind,
-            };
+            // PINK's kinds also as `--kind` names them when reading (`som:mapping`).
+            let kind = format.kind_named(kind).unwrap_or(kind);
             if !format.write_kinds().contains(&kind) {
                 return Err(Error::Invalid(format!(
                     "{format} has no file kind {kind:?} (kinds: {})",

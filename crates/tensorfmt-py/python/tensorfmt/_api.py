@@ -635,6 +635,14 @@ def _as_array(name: str, value: Any) -> Tuple[np.ndarray, str]:
     return a, a.dtype.str
 
 
+def _target_format(to: Optional[str], path: str) -> str:
+    """The format name a write goes to: ``to=``'s (``"pvp:sparse"`` -> ``pvp``), else
+    the path's extension (the writer decides the rest)."""
+    if to is not None and not isinstance(to, str):
+        raise TensorfmtTypeError(f"to= takes a format name such as 'npz' or 'pvp:sparse', not {type(to).__name__}")
+    return (to or os.path.splitext(path)[1].lstrip(".")).split(":")[0].lower()
+
+
 def _settings(settings: Optional[Mapping[str, Any]]) -> Dict[str, str]:
     """``settings=`` as the writers take them: text values, a bool as ``true`` /
     ``false`` (the CLI's ``--set external_data=true`` is ``{"external_data": True}``)."""
@@ -810,12 +818,10 @@ def _convert_open(
 ) -> List[str]:
     _flags(hex=hex, fsync=fsync, dense=dense)
     p = os.fsdecode(path)
-    if to is not None and not isinstance(to, str):
-        raise TensorfmtTypeError(f"to= takes a format name such as 'npz' or 'pvp:sparse', not {type(to).__name__}")
+    target = _target_format(to, p)
     if doc._step != 1:
         # The writers take runs of frames; a stepped selection would be written whole.
         raise InvalidArgumentError("frames= with a step cannot be converted as it stands: load the frames and save them")
-    target = (to or os.path.splitext(p)[1].lstrip(".")).split(":")[0].lower()
     if doc._sparse and target in ("npz", "safetensors"):
         raise InvalidArgumentError(
             f"a document opened with sparse=True holds bare CSR arrays, without the frame shape; "
@@ -890,10 +896,7 @@ def convert(
     """
     # npz and safetensors keep sparse frames sparse anyway, in the layout that carries
     # their shape; the bare CSR view (sparse=True) is for the other outputs.
-    if to is not None and not isinstance(to, str):
-        raise TensorfmtTypeError(f"to= takes a format name such as 'npz' or 'pvp:sparse', not {type(to).__name__}")
-    target = (to or os.path.splitext(os.fsdecode(dst))[1].lstrip(".")).split(":")[0].lower()
-    if _flag("sparse", sparse) and target in ("npz", "safetensors"):
+    if _flag("sparse", sparse) and _target_format(to, os.fsdecode(dst)) in ("npz", "safetensors"):
         sparse = False
     with open(
         src, format=format, kind=kind, strict=strict, frames=frames, sparse=sparse, max_alloc=max_alloc

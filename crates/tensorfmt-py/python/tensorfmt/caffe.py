@@ -412,9 +412,7 @@ def to_onnx(
     if os.path.splitext(dst)[1].lower() != ".onnx":
         raise InvalidArgumentError(f"the output is an ONNX model; name it .onnx, not {dst}")
     _refuse_existing(dst, overwrite, {"external_data": "true"} if external_data else None)
-    for given in (caffemodel, prototxt, proto):
-        if given is not None and _same_file(os.fsdecode(given), dst):
-            raise InvalidArgumentError(f"the output {dst} is the input {os.fsdecode(given)}; an input is never overwritten")
+    # An input as the output (or as its .data file) is refused by the lowering itself.
     result = _native.caffe_to_onnx(
         os.fsdecode(caffemodel),
         os.fsdecode(prototxt),
@@ -432,15 +430,6 @@ def to_onnx(
     for w in result["warnings"]:
         warn(f"{dst}: {w}")
     return result
-
-
-def _same_file(a: str, b: str) -> bool:
-    """Whether paths ``a`` and ``b`` are one file (device and inode: a hard link or a
-    symlink is the same file); False when either does not exist."""
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return False
 
 
 def _rpn_value(key: Any, value: Any) -> str:

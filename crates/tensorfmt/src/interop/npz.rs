@@ -122,17 +122,14 @@ const MEMBER_AHEAD: u64 = 4096;
 
 impl Read for Fetching<'_, '_> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let want = buf.len() as u64;
-        self.image
-            .get_exact(self.at, want.max(MEMBER_AHEAD))
-            .map_err(std::io::Error::other)?;
         let got = self
             .image
-            .get_exact(self.at, want)
+            .get_exact(self.at, (buf.len() as u64).max(MEMBER_AHEAD))
             .map_err(std::io::Error::other)?;
-        buf[..got.len()].copy_from_slice(got);
-        self.at += got.len() as u64;
-        Ok(got.len())
+        let n = got.len().min(buf.len());
+        buf[..n].copy_from_slice(&got[..n]);
+        self.at += n as u64;
+        Ok(n)
     }
 }
 
