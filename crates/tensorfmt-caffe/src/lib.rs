@@ -74,6 +74,7 @@ pub mod proto;
 use std::path::Path;
 
 use bytes::Bytes;
+use tensorfmt_core::settings::{Setting, SettingValue};
 use tensorfmt_core::{ReadOptions, Tensor, TensorFile, WriteOptions};
 
 pub use blob::{Blob, BlobElement, Head, SyncedMemory};
@@ -152,13 +153,20 @@ fn split_name(name: &str) -> Option<(&str, usize)> {
 }
 
 /// The `--set` settings [`save_tensors`] reads (`WriteOptions::extra`; `type.` is a
-/// prefix: `type.<layer>`); the facade refuses any other, so a misspelt one is not
+/// prefix: `type.<layer>`), with their values and kinds; the facade and
+/// [`save_tensors`] refuse any other key, value or kind, so a setting is never
 /// silently ignored.
 ///
 /// ```
-/// assert!(tensorfmt_caffe::SETTINGS.contains(&"iter"));
+/// assert!(tensorfmt_caffe::SETTINGS.iter().any(|s| s.key == "iter"));
 /// ```
-pub const SETTINGS: &[&str] = &["name", "type.", "iter", "learned_net", "current_step"];
+pub const SETTINGS: &[Setting] = &[
+    Setting::new("name", SettingValue::Text).for_kinds(&["caffemodel"]),
+    Setting::new("type.", SettingValue::Text).for_kinds(&["caffemodel"]),
+    Setting::new("iter", SettingValue::Int32).for_kinds(&["solverstate"]),
+    Setting::new("learned_net", SettingValue::Text).for_kinds(&["solverstate"]),
+    Setting::new("current_step", SettingValue::Int32).for_kinds(&["solverstate"]),
+];
 
 /// Saves named tensors as a Caffe file.
 ///
@@ -331,17 +339,59 @@ pub fn weights_only_note(
 ) -> Option<String> {
     const KEEP: &str = "load it with its prototxt, or write with --like ORIGINAL (like=ORIGINAL) to keep the original's structure";
     match written_kind(names, options, ext).ok()? {
-        FileKind::Model => Some(format!(
-            "a weights-only caffemodel: layer names and blobs, no layer types, net name or topology; {KEEP}"
-        )),
-        FileKind::SolverState => {
-            let iter = options.extra.get("iter").map_or("0", String::as_str);
+        FileKind::Model => {
+            let mut missing = Vec::new();
+            let layers: Vec<&str> = names
+                .iter()
+                .filter_map(|n| split_name(n).map(|(layer, _)| layer))
+                .collect();
+            let typed = !layers.is_empty()
+                && layers
+                    .iter()
+                    .all(|layer| options.extra.contains_key(&format!("type.{layer}")));
+            if !typed {
+                missing.push("layer types (--set type.LAYER=TYPE)");
+            }
+            if !options.extra.contains_key("name") {
+                missing.push("net name (--set name=NAME)");
+            }
+            missing.push("topology");
             Some(format!(
-                "a solver state from tensors alone: iter {iter}{}, no learned_net and no current_step; {KEEP}",
-                if options.extra.contains_key("iter") { "" } else { " (--set iter=N)" }
+                "a weights-only caffemodel: layer names and blobs, no {}; {KEEP}",
+                and_list(&missing)
             ))
         }
+        FileKind::SolverState => {
+            let mut s = format!(
+                "a solver state from tensors alone: iter {}",
+                options.text("iter").unwrap_or("0")
+            );
+            let mut missing = Vec::new();
+            if !options.extra.contains_key("iter") {
+                s.push_str(" (--set iter=N)");
+            }
+            if !options.extra.contains_key("learned_net") {
+                missing.push("learned_net");
+            }
+            if !options.extra.contains_key("current_step") {
+                missing.push("current_step");
+            }
+            if missing.is_empty() {
+                return None;
+            }
+            let missing: Vec<String> = missing.iter().map(|m| format!("no {m}")).collect();
+            Some(format!("{s}, {}; {KEEP}", missing.join(" and ")))
+        }
         _ => None,
+    }
+}
+
+/// `a`, `a and b`, `a, b and c`.
+fn and_list(items: &[&str]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.to_string(),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
     }
 }
 
@@ -353,6 +403,7 @@ fn prepare(
     let tensors = &*for_readers(tensors, options)?;
     let names: Vec<&str> = tensors.iter().map(|(n, _)| n.as_str()).collect();
     let kind = written_kind(&names, options, ext)?;
+    tensorfmt_core::settings::check("caffe", SETTINGS, Some(kind.name()), options)?;
     Ok(match kind {
         FileKind::Mean => {
             let [(_, t)] = tensors else {
@@ -373,21 +424,11 @@ fn prepare(
             let history = indexed(tensors, |n| {
                 n.strip_prefix("history/").and_then(|i| i.parse().ok())
             })?;
-            let int = |k: &str| -> Result<Option<i32>> {
-                options
-                    .extra
-                    .get(k)
-                    .map(|v| {
-                        v.parse()
-                            .map_err(|_| CaffeError::Write(format!("{k}={v} is not an int32")))
-                    })
-                    .transpose()
-            };
             Prepared::State(RawSolverState {
-                iter: Some(int("iter")?.unwrap_or(0)),
-                learned_net: options.extra.get("learned_net").cloned(),
+                iter: Some(options.int32("iter")?.unwrap_or(0)),
+                current_step: Some(options.int32("current_step")?.unwrap_or(0)),
+                learned_net: options.text("learned_net").map(str::to_string),
                 history,
-                current_step: Some(int("current_step")?.unwrap_or(0)),
             })
         }
         FileKind::Model => Prepared::Model(
@@ -436,6 +477,20 @@ fn weights_layers(
             }
         }
     }
+    for key in options.extra.keys() {
+        if let Some(layer) = key.strip_prefix("type.") {
+            if !index.contains_key(layer) {
+                return Err(CaffeError::Write(format!(
+                    "--set {key}: no layer {layer:?} among the tensors' layers ({})",
+                    layers
+                        .iter()
+                        .map(|(n, _)| n.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )));
+            }
+        }
+    }
     layers
         .into_iter()
         .map(|(name, mut blobs)| {
@@ -447,7 +502,7 @@ fn weights_layers(
                 )));
             }
             Ok(WeightsLayer {
-                type_name: options.extra.get(&format!("type.{name}")).cloned(),
+                type_name: options.text(&format!("type.{name}")).map(str::to_string),
                 blobs: blobs
                     .iter()
                     .map(|(_, t)| blob_from_tensor(t))

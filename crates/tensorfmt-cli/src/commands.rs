@@ -558,6 +558,16 @@ pub fn convert_file(a: &ConvertArgs, show_progress: bool) -> Result<Converted, F
             .set(key, value)
             .map_err(|e| Failure::Usage(format!("--set {key}={value}: {e}")))?;
     }
+    // A setting the writer does not read, a value it does not take, or one of another
+    // kind than --to names: usage errors, before the input is opened. (A kind the
+    // tensors decide is checked by the writer.)
+    target
+        .format
+        .check_settings(&WriteOptions {
+            kind: target.kind.clone(),
+            ..write_options.clone()
+        })
+        .map_err(|e| Failure::Usage(e.to_string()))?;
     if a.like.is_some() {
         // The tensors into the structure of ORIGINAL (the Document conversion's
         // `like`, as Python's `like=`).

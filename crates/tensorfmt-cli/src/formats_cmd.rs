@@ -99,7 +99,7 @@ const TABLE: [Row; 8] = [
         writes: &[
             kind("som-data", "training data from `data`", "som-data"),
             kind("som", "a SOM from `som` (--hex: hexagonal)", "som:som"),
-            kind("som-mapping", "a mapping from `mapping`", "som-mapping"),
+            kind("som-mapping", "a mapping from `distances`", "som-mapping"),
             kind("som-rotflip", "rotations/flips", "som-rotflip"),
         ],
     },
@@ -222,6 +222,12 @@ fn table_json() -> Value {
                 "writes": !r.writes.is_empty(),
                 "read_kinds": kinds_json(r.reads, false),
                 "write_kinds": kinds_json(r.writes, true),
+                "settings": r
+                    .format
+                    .settings_described()
+                    .into_iter()
+                    .map(|(s, kinds)| json!({ "setting": s, "kinds": kinds }))
+                    .collect::<Vec<_>>(),
             })
         })
         .collect();
@@ -254,6 +260,16 @@ fn table_text() -> String {
         }
         for k in r.writes {
             let _ = writeln!(out, "  writes  {:16} {}  [--to {}]", k.name, k.what, k.to);
+        }
+        if !r.writes.is_empty() {
+            for (setting, kinds) in r.format.settings_described() {
+                let kinds = if kinds.is_empty() {
+                    String::new()
+                } else {
+                    format!("  ({})", kinds.join(", "))
+                };
+                let _ = writeln!(out, "  --set   {setting}{kinds}");
+            }
         }
     }
     out.push_str(

@@ -483,7 +483,7 @@ fn a_caffe_file_from_tensors_alone_says_what_it_lacks() {
         (
             ["ip/0", "ip/1"],
             "m.caffemodel",
-            "no layer types, net name or topology",
+            "no layer types (--set type.LAYER=TYPE), net name (--set name=NAME) and topology",
         ),
         (
             ["history/0", "history/1"],
@@ -502,9 +502,193 @@ fn a_caffe_file_from_tensors_alone_says_what_it_lacks() {
             "{err}"
         );
     }
+    // What the settings give is no longer said to be missing.
+    let input = dir.path().join("m_caffemodel").join("in.npz");
+    let out = dir.path().join("named.caffemodel");
+    let (code, _, err) = tf([
+        "convert".as_ref(),
+        input.as_os_str(),
+        out.as_os_str(),
+        "--set".as_ref(),
+        "name=net".as_ref(),
+        "--set".as_ref(),
+        "type.ip=InnerProduct".as_ref(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("layer names and blobs, no topology;"), "{err}");
+    let input = dir.path().join("s_solverstate").join("in.npz");
+    let out = dir.path().join("whole.solverstate");
+    let mut args: Vec<&std::ffi::OsStr> =
+        vec!["convert".as_ref(), input.as_os_str(), out.as_os_str()];
+    for s in ["iter=7", "learned_net=net.caffemodel", "current_step=2"] {
+        args.extend([std::ffi::OsStr::new("--set"), std::ffi::OsStr::new(s)]);
+    }
+    let (code, _, err) = tf(args);
+    assert_eq!(code, 0, "{err}");
+    assert!(!err.contains("warning"), "{err}");
     let mean = npz_with(dir.path(), &[("mean", images())]);
     let out = dir.path().join("mean.binaryproto");
     let (code, _, err) = tf(["convert".as_ref(), mean.as_os_str(), out.as_os_str()]);
     assert_eq!(code, 0, "{err}");
     assert!(!err.contains("warning"), "{err}");
+}
+
+/// A `--set` value the writer would not understand, or a setting of another kind, was
+/// written over with exit 0 (`nx=7` for a dense PVP file, `sparse=maybe`, `som_rank=7`,
+/// `iter=5` for a caffemodel, `type.nosuch`, `batch_axis` without stats): now refused,
+/// as a usage error (exit 2) when the command line alone says so, exit 1 when the
+/// tensors decide the kind; nothing written either way.
+#[test]
+fn every_setting_value_is_used_or_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let values = Tensor::from_vec(vec![1f32; 24], [1, 2, 3, 4], Order::RowMajor).unwrap();
+    let pvp_in = npz_with(dir.path(), &[("values", values.clone())]);
+    let sub = dir.path().join("b");
+    std::fs::create_dir(&sub).unwrap();
+    let three = Tensor::from_vec(vec![1f32; 24], [2, 3, 4], Order::RowMajor).unwrap();
+    let som_in = npz_with(&sub, &[("data", three)]);
+    let sub = dir.path().join("c");
+    std::fs::create_dir(&sub).unwrap();
+    let w = Tensor::from_vec(vec![1f32; 6], [2, 3], Order::RowMajor).unwrap();
+    let caffe_in = npz_with(&sub, &[("ip/0", w.clone()), ("ip/1", w)]);
+    let cases: &[(&Path, &str, &[&str], i32, &str)] = &[
+        (&pvp_in, "a.pvp", &["--set", "nx=7"], 1, "pvp dense file"),
+        (
+            &pvp_in,
+            "b.pvp",
+            &["--to", "pvp:dense", "--set", "nx=7"],
+            2,
+            "pvp dense file",
+        ),
+        (
+            &pvp_in,
+            "c.pvp",
+            &["--to", "pvp:sparse", "--set", "nx=abc"],
+            2,
+            "positive whole",
+        ),
+        (
+            &pvp_in,
+            "d.pvp",
+            &["--to", "pvp:sparse", "--set", "datatype=9"],
+            2,
+            "one of 3, 4",
+        ),
+        (
+            &pvp_in,
+            "e.pvp",
+            &["--to", "pvp:sparse", "--set", "sparse=maybe"],
+            2,
+            "binary, values",
+        ),
+        (
+            &pvp_in,
+            "f.pvp",
+            &[
+                "--to",
+                "pvp:sparse",
+                "--set",
+                "sparse=binary",
+                "--set",
+                "datatype=4",
+            ],
+            1,
+            "binary (no values)",
+        ),
+        (
+            &pvp_in,
+            "g.pvp",
+            &["--to", "pvp:sparse", "--set", "nx=4", "--set", "ny=4"],
+            1,
+            "values' shape [1, 2, 3, 4]",
+        ),
+        (
+            &som_in,
+            "a.bin",
+            &["--to", "som", "--set", "som_rank=7"],
+            2,
+            "one of 1, 2, 3",
+        ),
+        (
+            &som_in,
+            "b.bin",
+            &["--to", "som-data", "--set", "som_dims=3,3"],
+            2,
+            "som-rotflip",
+        ),
+        (
+            &som_in,
+            "c.bin",
+            &["--to", "som-data", "--set", "pink_cli_compat=maybe"],
+            2,
+            "true or false",
+        ),
+        (
+            &som_in,
+            "a.data",
+            &["--to", "primitiv", "--set", "batch_axis=true"],
+            1,
+            "no stats",
+        ),
+        (
+            &caffe_in,
+            "a.caffemodel",
+            &["--set", "type.nosuch=Convolution"],
+            1,
+            "no layer \"nosuch\"",
+        ),
+        (
+            &caffe_in,
+            "b.caffemodel",
+            &["--set", "iter=5"],
+            2,
+            "solverstate",
+        ),
+        (
+            &caffe_in,
+            "c.solverstate",
+            &["--to", "solverstate", "--set", "iter=-1"],
+            2,
+            "0 to 2147483647",
+        ),
+        (
+            &caffe_in,
+            "a.onnx",
+            &["--set", "external_data=maybe"],
+            2,
+            "true or false",
+        ),
+    ];
+    for (input, out, flags, code, says) in cases {
+        let out = dir.path().join(out);
+        let mut args: Vec<&std::ffi::OsStr> =
+            vec!["convert".as_ref(), input.as_os_str(), out.as_os_str()];
+        args.extend(flags.iter().map(std::ffi::OsStr::new));
+        let (got, _, err) = tf(args);
+        assert_eq!((got, err.contains(says)), (*code, true), "{flags:?}: {err}");
+        assert!(!out.exists(), "{flags:?}");
+    }
+    // The values the settings take are used: a sparse file of 3x2x4 neurons (the
+    // values' shape, which --set may repeat).
+    let out = dir.path().join("ok.pvp");
+    let (code, _, err) = tf([
+        "convert".as_ref(),
+        pvp_in.as_os_str(),
+        out.as_os_str(),
+        "--to".as_ref(),
+        "pvp:sparse".as_ref(),
+        "--set".as_ref(),
+        "nx=3".as_ref(),
+        "--set".as_ref(),
+        "ny=2".as_ref(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let doc = tensorfmt::open(&out, &Default::default()).unwrap();
+    let header = format!("{:?}", doc.header());
+    assert!(
+        header.contains("\"nx\", Int(3)")
+            && header.contains("\"ny\", Int(2)")
+            && header.contains("\"nf\", Int(4)"),
+        "{header}"
+    );
 }

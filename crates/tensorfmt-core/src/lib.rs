@@ -41,6 +41,7 @@ mod limits;
 mod ndarray_interop;
 mod options;
 pub mod ranged;
+pub mod settings;
 mod shape;
 mod stats;
 mod tensor;

@@ -98,13 +98,18 @@ pub fn open_tensor_file_at(
     )?)))
 }
 
-/// The `--set` settings [`save_tensors`] reads (`WriteOptions::extra`); the facade
-/// refuses any other, so a misspelt one is not silently ignored.
+/// The `--set` settings [`save_tensors`] reads (`WriteOptions::extra`), with their
+/// values; the facade refuses any other key or value, so a setting is never silently
+/// ignored.
 ///
 /// ```
-/// assert_eq!(tensorfmt_onnx::SETTINGS, ["external_data"]);
+/// assert_eq!(tensorfmt_onnx::SETTINGS[0].key, "external_data");
 /// ```
-pub const SETTINGS: &[&str] = &[ExternalData::SETTING];
+pub const SETTINGS: &[tensorfmt_core::settings::Setting] =
+    &[tensorfmt_core::settings::Setting::new(
+        ExternalData::SETTING,
+        tensorfmt_core::settings::SettingValue::Flag,
+    )];
 
 /// Saves named tensors as a weights-only ONNX model (a graph of initializers and no
 /// nodes), written through [`tensorfmt_core::io::AtomicFile`].

@@ -243,20 +243,21 @@ impl ExternalData {
     /// The writer setting [`ExternalData::from_options`] reads (`--set external_data=true`).
     pub const SETTING: &'static str = "external_data";
 
-    /// The choice `options.extra["external_data"]` makes: absent or `"false"`
-    /// [`WhenNeeded`](ExternalData::WhenNeeded), `"true"` [`Always`](ExternalData::Always),
-    /// anything else an error.
+    /// The choice `options.extra["external_data"]` makes: absent or false
+    /// [`WhenNeeded`](ExternalData::WhenNeeded), true [`Always`](ExternalData::Always)
+    /// (a [`Flag`](tensorfmt_core::settings::SettingValue::Flag)), anything else an error.
     pub fn from_options(options: &WriteOptions) -> Result<ExternalData> {
         Self::parse(options.extra.get(Self::SETTING).map(String::as_str))
     }
 
     /// [`ExternalData::from_options`] for one value (`None`: not given).
     pub fn parse(value: Option<&str>) -> Result<ExternalData> {
-        match value {
-            None | Some("false") => Ok(ExternalData::WhenNeeded),
-            Some("true") => Ok(ExternalData::Always),
-            Some(other) => Err(OnnxError::Write(format!(
-                "external_data is true or false, not {other:?}"
+        match value.map(tensorfmt_core::settings::parse_flag) {
+            None | Some(Some(false)) => Ok(ExternalData::WhenNeeded),
+            Some(Some(true)) => Ok(ExternalData::Always),
+            Some(None) => Err(OnnxError::Write(format!(
+                "external_data is true or false, not {:?}",
+                value.unwrap_or_default()
             ))),
         }
     }

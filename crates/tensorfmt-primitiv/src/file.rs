@@ -299,13 +299,6 @@ fn split_stat(name: &str) -> (&str, Option<&str>) {
     (name, None)
 }
 
-fn flag(options: &WriteOptions, key: &str) -> bool {
-    options
-        .extra
-        .get(key)
-        .is_some_and(|v| matches!(v.as_str(), "1" | "true" | "yes"))
-}
-
 /// Builds primitiv data from named tensors (the reverse of the export names) and
 /// writes it atomically.
 ///
@@ -376,12 +369,23 @@ pub fn build(tensors: &[(String, Tensor)], options: &WriteOptions) -> Result<Pri
             )))
         }
     };
-    let batch_axis = flag(options, "batch_axis");
+    let batch_axis = options.flag("batch_axis")?;
     let kind = match options.kind.as_deref() {
         Some(k) => k,
         None if tensors.len() == 1 && tensors[0].0 == "value" => "parameter",
         None => "model",
     };
+    tensorfmt_core::settings::check("primitiv", crate::SETTINGS, Some(kind), options)?;
+    let has_stats = match kind {
+        "parameter" => tensors.iter().any(|(n, _)| n != "value"),
+        "model" => tensors.iter().any(|(n, _)| split_stat(n).1.is_some()),
+        _ => true,
+    };
+    if batch_axis && !has_stats {
+        return Err(PrimitivError::BadTensors(format!(
+            "batch_axis=true is for the stats' batch axis, and this {kind} has no stats"
+        )));
+    }
     let mut names = std::collections::HashSet::new();
     for (n, _) in tensors {
         if !names.insert(n.as_str()) {

@@ -76,6 +76,7 @@ mod write;
 use std::path::Path;
 
 use bytes::Bytes;
+use tensorfmt_core::settings::{Setting, SettingValue};
 use tensorfmt_core::{ReadOptions, Tensor, TensorFile, WriteOptions};
 
 pub use data::{
@@ -153,13 +154,14 @@ pub fn open_tensor_file(
     ))
 }
 
-/// The `--set` settings [`save_tensors`] reads (`WriteOptions::extra`); the facade
-/// refuses any other, so a misspelt one is not silently ignored.
+/// The `--set` settings [`save_tensors`] reads (`WriteOptions::extra`), with their
+/// values; the facade and [`save_tensors`] refuse any other key or value, so a
+/// setting is never silently ignored.
 ///
 /// ```
-/// assert_eq!(tensorfmt_primitiv::SETTINGS, ["batch_axis"]);
+/// assert_eq!(tensorfmt_primitiv::SETTINGS[0].key, "batch_axis");
 /// ```
-pub const SETTINGS: &[&str] = &["batch_axis"];
+pub const SETTINGS: &[Setting] = &[Setting::new("batch_axis", SettingValue::Flag)];
 
 /// Saves named tensors as a primitiv file: a Model file from the export names, or a
 /// Parameter file (`options.kind = "parameter"`, or a single tensor named `value`).

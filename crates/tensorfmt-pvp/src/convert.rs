@@ -39,14 +39,7 @@ fn times(tensors: &[(String, Tensor)], frames: usize) -> Result<Vec<f64>> {
 }
 
 fn extra_usize(options: &WriteOptions, key: &str) -> Result<Option<usize>> {
-    options
-        .extra
-        .get(key)
-        .map(|v| {
-            v.parse::<usize>()
-                .map_err(|_| PvpError::Invalid(format!("--set {key}={v}: not a count")))
-        })
-        .transpose()
+    Ok(options.count(key)?)
 }
 
 /// The file kind chosen from `options.kind` or from the tensor names.
@@ -89,7 +82,7 @@ fn sparse_geometry(options: &WriteOptions, width: usize) -> Result<(usize, usize
     let nx = extra_usize(options, "nx")?;
     let ny = extra_usize(options, "ny")?.unwrap_or(1);
     let nf = extra_usize(options, "nf")?.unwrap_or(1);
-    let nx = nx.unwrap_or(width / (ny * nf).max(1));
+    let nx = nx.unwrap_or(width / ny.saturating_mul(nf).max(1));
     if nx.checked_mul(ny).and_then(|v| v.checked_mul(nf)) != Some(width) {
         return Err(PvpError::Invalid(format!(
             "nx*ny*nf = {nx}*{ny}*{nf} does not match the {width} columns"
@@ -104,9 +97,15 @@ fn sparse_writer<'a>(
     values: bool,
     (nx, ny, nf): (usize, usize, usize),
 ) -> Result<SparseWriter<&'a mut AtomicFile>> {
+    let datatype = options.text("datatype");
     if !values {
+        if let Some(d) = datatype {
+            return Err(PvpError::Invalid(format!(
+                "--set datatype={d} is for sparse values files; this one is binary (no values)"
+            )));
+        }
         SparseWriter::binary(f, nx, ny, nf)
-    } else if options.extra.get("datatype").map(String::as_str) == Some("4") {
+    } else if datatype == Some("4") {
         SparseWriter::values_datatype4(f, nx, ny, nf)
     } else {
         SparseWriter::values(f, nx, ny, nf)
@@ -118,11 +117,31 @@ fn write_sparse(
     tensors: &[(String, Tensor)],
     options: &WriteOptions,
 ) -> Result<()> {
-    let binary_wanted = options.extra.get("sparse").map(String::as_str) == Some("binary");
+    let binary_wanted = options.text("sparse") == Some("binary");
+    if options.text("sparse") == Some("values")
+        && find(tensors, "indptr").is_some()
+        && find(tensors, "data").is_none()
+    {
+        return Err(PvpError::Invalid(
+            "--set sparse=values needs a `data` tensor beside `indptr` and `indices`".into(),
+        ));
+    }
     if find(tensors, "indptr").is_none() {
         // Dense input: keep the non-zero entries.
         let t = need(tensors, "values", "sparse")?;
         let (frames, ny, nx, nf) = dense_dims(t)?;
+        // The geometry is the values' shape; --set may only repeat it.
+        for (key, is) in [("nx", nx), ("ny", ny), ("nf", nf)] {
+            if let Some(set) = extra_usize(options, key)? {
+                if set != is {
+                    return Err(PvpError::Invalid(format!(
+                        "--set {key}={set} does not match the values' shape {:?} \
+                         ([frames, ny, nx, nf]), which gives {key}={is}",
+                        t.dims()
+                    )));
+                }
+            }
+        }
         let vals = typed::<f32>(t, DType::F32)?;
         let time = times(tensors, frames)?;
         let mut w = sparse_writer(f, options, !binary_wanted, (nx, ny, nf))?;
@@ -170,7 +189,10 @@ fn write_sparse(
                 extra_usize(options, "nf")?,
             );
             match (x, y, c) {
-                (Some(x), y, c) => x * y.unwrap_or(1) * c.unwrap_or(1),
+                (Some(x), y, c) => x
+                    .checked_mul(y.unwrap_or(1))
+                    .and_then(|v| v.checked_mul(c.unwrap_or(1)))
+                    .ok_or_else(|| PvpError::Invalid("nx*ny*nf overflows".into()))?,
                 _ => {
                     return Err(PvpError::Invalid(
                         "CSR input needs `shape` or --set nx=..".into(),
@@ -286,8 +308,8 @@ fn write_weights(
     };
     let npx = extra_usize(options, "nx")?.unwrap_or(1);
     let npy = extra_usize(options, "ny")?.unwrap_or(1);
-    let npf = extra_usize(options, "nf")?.unwrap_or(patches / (npx * npy).max(1));
-    if npx * npy * npf != patches {
+    let npf = extra_usize(options, "nf")?.unwrap_or(patches / npx.saturating_mul(npy).max(1));
+    if npx.checked_mul(npy).and_then(|v| v.checked_mul(npf)) != Some(patches) {
         return Err(PvpError::Invalid(format!(
             "kernel unit cell {npx}x{npy}x{npf} does not hold {patches} patches"
         )));
@@ -311,6 +333,7 @@ pub(crate) fn save(
     options: &WriteOptions,
 ) -> Result<()> {
     let kind = choose_kind(tensors, options)?;
+    tensorfmt_core::settings::check("pvp", crate::SETTINGS, Some(&kind), options)?;
     tensorfmt_core::io::write_atomic_with(path, options, |f| -> Result<()> {
         match kind.as_str() {
             "weights" => write_weights(f, tensors, options),

@@ -185,9 +185,15 @@ pub fn diff<'py>(
     Ok(out)
 }
 
-/// `[(name, extensions, write_kinds, enabled)]` for every format.
+/// A format's writer settings: `KEY=VALUES` and the kinds each is for.
+type Settings = Vec<(String, Vec<String>)>;
+
+/// One format: name, extensions, write kinds, compiled in, writer settings.
+type FormatRow = (String, Vec<String>, Vec<String>, bool, Settings);
+
+/// `[(name, extensions, write_kinds, enabled, settings)]` for every format.
 #[pyfunction]
-pub fn formats() -> Vec<(String, Vec<String>, Vec<String>, bool)> {
+pub fn formats() -> Vec<FormatRow> {
     Format::ALL
         .iter()
         .map(|f| {
@@ -196,6 +202,10 @@ pub fn formats() -> Vec<(String, Vec<String>, Vec<String>, bool)> {
                 f.extensions().iter().map(|s| s.to_string()).collect(),
                 f.write_kinds().iter().map(|s| s.to_string()).collect(),
                 f.is_enabled(),
+                f.settings_described()
+                    .into_iter()
+                    .map(|(s, kinds)| (s, kinds.iter().map(|k| k.to_string()).collect()))
+                    .collect(),
             )
         })
         .collect()

@@ -238,6 +238,26 @@ def test_formats_lists_every_format():
     names = {f["name"] for f in tensorfmt.formats()}
     assert {"pvp", "som", "primitiv", "caffe", "npy", "npz", "safetensors"} <= names
     assert tensorfmt.detect(DENSE) == "pvp"
+    pvp = next(f for f in tensorfmt.formats() if f["name"] == "pvp")
+    assert {"setting": "nx=N>0", "kinds": ["sparse", "weights"]} in pvp["settings"]
+
+
+@pytest.mark.parametrize(
+    "name, arrays, settings, says",
+    [
+        ("a.pvp", {"values": np.ones((1, 2, 3, 4), np.float32)}, {"nx": 7}, "pvp dense file"),
+        ("b.pvp", {"values": np.ones((1, 2, 3, 4), np.float32)}, {"sparse": "maybe"}, "binary, values"),
+        ("c.caffemodel", {"ip/0": np.ones(3, np.float32)}, {"iter": 5}, "solverstate"),
+        ("d.bin", {"som": np.ones((2, 2, 3, 3), np.float32)}, {"som_rank": 0}, "1, 2, 3"),
+        ("e.data", {"value": np.ones(3, np.float32)}, {"batch_axis": "maybe"}, "true or false"),
+    ],
+)
+def test_a_setting_is_used_or_refused(tmp_path, name, arrays, settings, says):
+    # These were written with exit 0, the setting silently ignored.
+    out = tmp_path / name
+    with pytest.raises(tensorfmt.InvalidArgumentError, match=says):
+        tensorfmt.save(out, arrays, settings=settings)
+    assert not out.exists()
 
 
 def test_save_without_fsync_is_still_atomic_and_exact(tmp_path):

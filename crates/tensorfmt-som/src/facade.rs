@@ -5,6 +5,7 @@ use std::ops::Range;
 use std::path::Path;
 
 use bytes::Bytes;
+use tensorfmt_core::settings::{Setting, SettingValue};
 use tensorfmt_core::{
     Chunks, DType, FieldValue, Order, ReadOptions, SourceLayout, SourceRun, Tensor, TensorFile,
     TensorInfo, WriteOptions,
@@ -348,16 +349,6 @@ fn pick<'a>(tensors: &'a [(String, Tensor)], name: &str, kind: &str) -> Result<&
     }
 }
 
-fn parse_dims(s: &str) -> Result<Vec<usize>> {
-    s.split([',', 'x'])
-        .map(|p| {
-            p.trim()
-                .parse::<usize>()
-                .map_err(|_| SomError::InvalidInput(format!("bad dims {s:?} (use e.g. 3,3)")))
-        })
-        .collect()
-}
-
 fn hex_grid_for(neurons: usize) -> Result<HexGrid> {
     let d = hex_side(neurons).ok_or_else(|| {
         SomError::InvalidInput(format!(
@@ -387,18 +378,25 @@ pub fn write_warnings(options: &WriteOptions) -> Vec<String> {
     }
 }
 
-/// The `--set` settings [`save_tensors`] reads (`WriteOptions::extra`); the facade
-/// refuses any other, so a misspelt one is not silently ignored.
+/// The `--set` settings [`save_tensors`] reads (`WriteOptions::extra`), with their
+/// values and kinds; the facade and [`save_tensors`] refuse any other key, value or
+/// kind, so a setting is never silently ignored.
 ///
 /// ```
-/// assert!(tensorfmt_som::SETTINGS.contains(&"comment"));
+/// assert!(tensorfmt_som::SETTINGS.iter().any(|s| s.key == "comment"));
 /// ```
-pub const SETTINGS: &[&str] = &[
-    "comment",
-    "pink_cli_compat",
-    "channels",
-    "som_rank",
-    "som_dims",
+pub const SETTINGS: &[Setting] = &[
+    Setting::new("comment", SettingValue::Text),
+    // The hexagonal layout code (PINK's CLI writes 0): layouts are the SOM's,
+    // mapping's and rotation/flip's.
+    Setting::new("pink_cli_compat", SettingValue::Flag).for_kinds(&[
+        "som",
+        "som-mapping",
+        "som-rotflip",
+    ]),
+    Setting::new("channels", SettingValue::Choice(&["first", "last"])).for_kinds(&["som-data"]),
+    Setting::new("som_rank", SettingValue::Choice(&["1", "2", "3"])).for_kinds(&["som"]),
+    Setting::new("som_dims", SettingValue::Counts).for_kinds(&["som-rotflip"]),
 ];
 
 /// Saves named tensors as a PINK file (`convert --to som-data|som`).
@@ -431,12 +429,16 @@ pub fn save_tensors(
 ) -> Result<()> {
     let has = |n: &str| tensors.iter().any(|(k, _)| k == n);
     let kind = match options.kind.as_deref() {
+        Some("data") => "som-data".into(),
+        Some("mapping" | "map") => "som-mapping".into(),
+        Some("rotflip") => "som-rotflip".into(),
         Some(k) => k.to_string(),
         None if has("som") => "som".into(),
         None if has("distances") => "som-mapping".into(),
         None if has("flip") && has("angle") => "som-rotflip".into(),
         None => "som-data".into(),
     };
+    tensorfmt_core::settings::check("som", SETTINGS, Some(&kind), options)?;
     let data_type = match options.dtype {
         None => DataType::F32,
         Some(d) => DataType::from_dtype(d).ok_or_else(|| {
@@ -451,7 +453,7 @@ pub fn save_tensors(
             .map(|c| vec![c.to_string()])
             .unwrap_or_default(),
         data_type,
-        pink_cli_compat: extra("pink_cli_compat") == Some("true"),
+        pink_cli_compat: options.flag("pink_cli_compat")?,
         end_line: false,
     };
     let cast = |t: &Tensor| -> Result<Tensor> {
@@ -464,7 +466,7 @@ pub fn save_tensors(
     match kind.as_str() {
         "som-data" | "data" => {
             let mut t = cast(pick(tensors, "data", "som-data")?)?;
-            if extra("channels") == Some("last") {
+            if options.text("channels") == Some("last") {
                 if t.dims().len() != 4 {
                     return Err(SomError::InvalidInput(format!(
                         "channels=last needs [n, h, w, c], got {}",
@@ -494,12 +496,14 @@ pub fn save_tensors(
                 }
                 (MapLayout::Hexagonal(hex_grid_for(d[0])?), d[1..].to_vec())
             } else {
-                let som_rank = match extra("som_rank") {
-                    Some(s) => s
-                        .parse::<usize>()
-                        .ok()
-                        .filter(|r| (1..=3).contains(r) && *r < d.len())
-                        .ok_or_else(|| SomError::InvalidInput(format!("bad som_rank {s:?}")))?,
+                let som_rank = match options.count("som_rank")? {
+                    Some(r) if r < d.len() => r,
+                    Some(r) => {
+                        return Err(SomError::InvalidInput(format!(
+                            "som_rank={r} leaves no neuron dims of SOM shape {}",
+                            t.shape()
+                        )))
+                    }
                     None => match d.len() {
                         3 => 1,
                         4 => 2,
@@ -550,9 +554,25 @@ pub fn save_tensors(
                     angle.shape()
                 )));
             }
-            let map = match extra("som_dims") {
-                _ if options.hex => MapLayout::Hexagonal(hex_grid_for(d[1])?),
-                Some(s) => MapLayout::Cartesian(parse_dims(s)?),
+            let map = match options.counts("som_dims")? {
+                Some(_) if options.hex => {
+                    return Err(SomError::InvalidInput(
+                        "som_dims is a cartesian SOM's shape; a hexagonal one has its \
+                         neuron count only"
+                            .into(),
+                    ))
+                }
+                None if options.hex => MapLayout::Hexagonal(hex_grid_for(d[1])?),
+                Some(dims) => {
+                    if dims.iter().try_fold(1usize, |a, &b| a.checked_mul(b)) != Some(d[1]) {
+                        return Err(SomError::InvalidInput(format!(
+                            "som_dims={} does not hold the {} neurons of flip and angle",
+                            options.text("som_dims").unwrap_or_default(),
+                            d[1]
+                        )));
+                    }
+                    MapLayout::Cartesian(dims)
+                }
                 None => MapLayout::Cartesian(vec![d[1]]),
             };
             let fl = flip.to_vec::<u8>()?;

@@ -13,6 +13,7 @@ use std::io::Read;
 use std::path::Path;
 use std::str::FromStr;
 
+use tensorfmt_core::settings::Setting;
 use tensorfmt_core::{Error, Result, WriteOptions};
 
 /// How many leading bytes [`detect`] reads.
@@ -131,16 +132,20 @@ impl Format {
     }
 
     /// The `--set KEY=VALUE` settings the format's writer reads (`WriteOptions::extra`;
-    /// an entry ending in `.` is a prefix), or `None` when any key is taken:
-    /// safetensors keeps them all as `__metadata__`. [`crate::save`] and every
-    /// conversion refuse a key not listed, so a misspelt setting is never ignored.
+    /// a key ending in `.` is a prefix), with the values each takes and the kinds it
+    /// applies to, or `None` when any key is taken: safetensors keeps them all as
+    /// `__metadata__`. [`crate::save`] and every conversion refuse a key not listed, a
+    /// value the setting does not take and a setting of another kind, so a setting is
+    /// never ignored.
     ///
     /// ```
     /// use tensorfmt::Format;
     /// assert_eq!(Format::Npz.settings(), Some(&[][..]));
     /// assert_eq!(Format::Safetensors.settings(), None);
+    /// let nx = Format::Pvp.settings().unwrap().iter().find(|s| s.key == "nx").unwrap();
+    /// assert_eq!(nx.describe(), "nx=N>0 (sparse, weights)");
     /// ```
-    pub fn settings(self) -> Option<&'static [&'static str]> {
+    pub fn settings(self) -> Option<&'static [Setting]> {
         match self {
             Format::Safetensors => None,
             #[cfg(feature = "pvp")]
@@ -157,9 +162,51 @@ impl Format {
         }
     }
 
-    /// Refuses a `--set` key `options` gives that the format's writer does not read
-    /// ([`Format::settings`]), naming the ones it does.
-    pub(crate) fn check_settings(self, options: &WriteOptions) -> Result<()> {
+    /// Every `--set` setting of the format's writer as `KEY=VALUES`, with the kinds it
+    /// is for (empty: every kind): the typed ones (`compress`, `threads`) and
+    /// [`Format::settings`]; what `tensorfmt formats` and Python's `formats()` list.
+    ///
+    /// ```
+    /// use tensorfmt::Format;
+    /// let caffe = Format::Caffe.settings_described();
+    /// assert!(caffe.contains(&("iter=N>=0".to_string(), vec!["solverstate"])));
+    /// assert_eq!(Format::Npy.settings_described(), [("threads=N>0".to_string(), vec![])]);
+    /// ```
+    pub fn settings_described(self) -> Vec<(String, Vec<&'static str>)> {
+        let mut out = Vec::new();
+        if self == Format::Npz {
+            out.push(("compress=none|stored|deflate".to_string(), Vec::new()));
+        }
+        if matches!(self, Format::Npy | Format::Npz | Format::Safetensors) {
+            out.push(("threads=N>0".to_string(), Vec::new()));
+        }
+        match self.settings() {
+            None => out.push(("KEY=TEXT (kept in __metadata__)".to_string(), Vec::new())),
+            Some(table) => out.extend(table.iter().map(|s| {
+                let key = match s.key.strip_suffix('.') {
+                    Some(prefix) => format!("{prefix}.<layer>"),
+                    None => s.key.to_string(),
+                };
+                (format!("{key}={}", s.value.describe()), s.kinds.to_vec())
+            })),
+        }
+        out
+    }
+
+    /// Refuses a `--set` setting `options` gives that the format's writer does not read
+    /// ([`Format::settings`]), a value it does not take, and one of another kind than
+    /// `options.kind` (when given), naming what the writer does read.
+    ///
+    /// ```
+    /// use tensorfmt::{Format, WriteOptions};
+    /// let mut o = WriteOptions { kind: Some("dense".into()), ..Default::default() };
+    /// o.set("nx", "4")?;
+    /// assert!(Format::Pvp.check_settings(&o).unwrap_err().to_string().contains("dense"));
+    /// o.kind = Some("sparse".into());
+    /// assert!(Format::Pvp.check_settings(&o).is_ok());
+    /// # Ok::<(), tensorfmt::Error>(())
+    /// ```
+    pub fn check_settings(self, options: &WriteOptions) -> Result<()> {
         // The typed settings: compression is npz's; the pipeline's threads are the
         // streaming writers' (npy, npz, safetensors).
         if options.compress != tensorfmt_core::Compression::default() && self != Format::Npz {
@@ -175,26 +222,11 @@ impl Format {
                  take it)"
             )));
         }
-        let Some(known) = self.settings() else {
+        let Some(table) = self.settings() else {
             return Ok(());
         };
-        for key in options.extra.keys() {
-            let ok = known
-                .iter()
-                .any(|k| k == key || (k.ends_with('.') && key.starts_with(k)));
-            if !ok {
-                let list = if known.is_empty() {
-                    "none".to_string()
-                } else {
-                    known.join(", ")
-                };
-                return Err(Error::Invalid(format!(
-                    "setting {key:?} means nothing to the {self} writer (its settings: {list}; \
-                     compress and threads for npz, npy and safetensors)"
-                )));
-            }
-        }
-        Ok(())
+        let kind = options.kind.as_deref().and_then(|k| self.kind_named(k));
+        tensorfmt_core::settings::check(self.name(), table, kind, options)
     }
 
     /// True when support for the format is compiled in (cargo features).

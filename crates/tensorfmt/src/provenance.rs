@@ -781,9 +781,6 @@ pub fn restore(
     let Some(text) = carried(file) else {
         return Ok(Restored::NotRecorded);
     };
-    if !options.asks_nothing() {
-        return Ok(Restored::NotRecorded);
-    }
     let skeleton = match parse(&text) {
         Ok(s) => s,
         Err(why) => {
@@ -794,6 +791,14 @@ pub fn restore(
     };
     if skeleton.format != target {
         return Ok(Restored::NotRecorded);
+    }
+    if !options.asks_nothing() {
+        // Said, not silent: the user gets a file without the original's header.
+        return Ok(Restored::Refused(format!(
+            "the original {target} file the metadata {KEY:?} carries was not restored: the \
+             write asks for something of its own (a dtype, layout, kind or --set); \
+             written from the tensors alone"
+        )));
     }
     let refuse = |why: String| {
         Ok(Restored::Refused(format!(

@@ -1131,10 +1131,18 @@ def validate(
 
 
 def formats() -> List[Dict[str, Any]]:
-    """What is read and written: name, extensions and writable file kinds of every format."""
+    """What is read and written: name, extensions, writable file kinds and writer
+    settings (``settings=`` keys as ``"KEY=VALUES"``, each with the kinds it is for, empty
+    for all) of every format."""
     return [
-        {"name": n, "extensions": list(ext), "write_kinds": list(kinds), "enabled": enabled}
-        for n, ext, kinds, enabled in _native.formats()
+        {
+            "name": n,
+            "extensions": list(ext),
+            "write_kinds": list(kinds),
+            "enabled": enabled,
+            "settings": [{"setting": s, "kinds": list(k)} for s, k in settings],
+        }
+        for n, ext, kinds, enabled, settings in _native.formats()
     ]
 
 
