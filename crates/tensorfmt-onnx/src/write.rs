@@ -224,7 +224,9 @@ const EXTERNAL_ALIGN: u64 = 64;
 /// assert_eq!(ExternalData::from_options(&o)?, ExternalData::WhenNeeded);
 /// o.extra.insert("external_data".into(), "true".into());
 /// assert_eq!(ExternalData::from_options(&o)?, ExternalData::Always);
-/// o.extra.insert("external_data".into(), "yes".into());
+/// o.extra.insert("external_data".into(), "yes".into()); // a flag: true, 1, yes
+/// assert_eq!(ExternalData::from_options(&o)?, ExternalData::Always);
+/// o.extra.insert("external_data".into(), "maybe".into());
 /// assert!(ExternalData::from_options(&o).is_err());
 /// # Ok::<(), tensorfmt_onnx::OnnxError>(())
 /// ```
