@@ -229,7 +229,24 @@ fn validate_asks_what_the_original_program_accepts() {
     let cut = dir.path().join("crashed.pvp");
     std::fs::write(&cut, &dense[..dense.len() - 20]).unwrap();
     let mixed = testdata("caffe", "mixed_layers.caffemodel");
-    for file in [&cut, &mixed] {
+    // PINK data and a SOM of f64 (which pyink and tensorfmt read): PINK 2.5 refuses
+    // the data file and reads the SOM's payload as f32; `validate` said ok to both.
+    let f64_data = dir.path().join("f64_data.bin");
+    let f64_som = dir.path().join("f64_som.bin");
+    for (path, name, kind, dims) in [
+        (&f64_data, "data", "som-data", vec![2, 3, 3]),
+        (&f64_som, "som", "som", vec![2, 2, 3, 3]),
+    ] {
+        let n = dims.iter().product();
+        let t = Tensor::from_vec(vec![0.5f64; n], dims, Order::RowMajor).unwrap();
+        let o = tensorfmt::WriteOptions {
+            kind: Some(kind.into()),
+            dtype: Some(tensorfmt::DType::F64),
+            ..Default::default()
+        };
+        tensorfmt::save(path, Format::Som, &[(name.into(), t)], &o).unwrap();
+    }
+    for file in [&cut, &mixed, &f64_data, &f64_som] {
         let (code, out, _) = tf(args!["validate", file]);
         assert_eq!(code, 1, "{out}");
         assert!(
@@ -244,11 +261,15 @@ fn validate_asks_what_the_original_program_accepts() {
         let v = json(&out);
         assert_eq!(v["files"][0]["ok"], false);
         assert_eq!(v["files"][0]["readable"], true);
-        // inspect stays lenient, with the warning.
+        // inspect stays lenient, with the warning where the file is damaged (a
+        // well-formed f64 PINK file is what the user wrote, warned of then).
         let (code, out, err) = tf(args!["inspect", file]);
         assert_eq!(code, 0, "{err}");
         assert!(
-            out.contains("warning") || err.contains("warning"),
+            out.contains("warning")
+                || err.contains("warning")
+                || file.ends_with("f64_data.bin")
+                || file.ends_with("f64_som.bin"),
             "{out}{err}"
         );
     }

@@ -158,6 +158,22 @@ pub enum SomError {
         /// Why it is rejected.
         reason: &'static str,
     },
+    /// A data or SOM file storing another type than f32 (strict mode only): PINK 2.5
+    /// refuses such data files and reads a SOM's payload as f32 whatever it holds.
+    #[error(
+        "data_type at byte {offset} is {value} ({dtype}); PINK 2.5 {}",
+        if *som { "reads a SOM's payload as f32 (data type 0) whatever it holds, so it would misread this one" } else { "reads data files of f32 (data type 0) only and refuses this one" }
+    )]
+    NotPinkDataType {
+        /// Absolute offset of the field.
+        offset: u64,
+        /// The value found.
+        value: i32,
+        /// The element type it stands for.
+        dtype: tensorfmt_core::DType,
+        /// A SOM (misread by PINK) rather than a data file (refused).
+        som: bool,
+    },
     /// A flip byte other than 0 or 1 (strict mode only).
     #[error("flip byte at byte {offset} is {value}; expected 0 or 1")]
     BadFlip {
@@ -260,6 +276,7 @@ impl tensorfmt_core::Classify for SomError {
             | SomError::BadHexagonal { offset, .. }
             | SomError::BadEntryCount { offset, .. }
             | SomError::BadFlip { offset, .. }
+            | SomError::NotPinkDataType { offset, .. }
             | SomError::Overflow { offset, .. } => Some(*offset),
             SomError::Core(e) => e.offset(),
             _ => None,

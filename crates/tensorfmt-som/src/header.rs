@@ -421,10 +421,21 @@ pub(crate) fn parse_v2(buf: &[u8], rules: &ParseRules) -> Result<RawHeader> {
     } else {
         let off = c.pos as u64;
         let v = c.i32("data_type")?;
-        Some(DataType::from_code(v).ok_or(SomError::BadDataType {
+        let t = DataType::from_code(v).ok_or(SomError::BadDataType {
             offset: off,
             value: v,
-        })?)
+        })?;
+        // What PINK reads (data files and SOMs) is f32; its mapping outputs are
+        // read by pyink and us only, which take every type.
+        if rules.strict && t != DataType::F32 && matches!(kind, FileKind::Data | FileKind::Som) {
+            return Err(SomError::NotPinkDataType {
+                offset: off,
+                value: v,
+                dtype: t.dtype(),
+                som: kind == FileKind::Som,
+            });
+        }
+        Some(t)
     };
     let (mut n_entries, mut n_entries_offset) = (None, None);
     if kind != FileKind::Som {
