@@ -532,7 +532,13 @@ pub fn convert_file(a: &ConvertArgs, show_progress: bool) -> Result<Converted, F
         // npz and safetensors keep sparse frames sparse anyway, in the layout that
         // carries their shape (scipy's save_npz / the CSR triple with frame_shape); the
         // bare CSR view is for the other outputs.
-        sparse_csr: a.sparse && !matches!(target.format, Format::Npz | Format::Safetensors),
+        // To PVP, a sparse file's frames are written as a sparse PVP file of the same
+        // geometry from that view too.
+        sparse_csr: a.sparse
+            && !matches!(
+                target.format,
+                Format::Npz | Format::Safetensors | Format::Pvp
+            ),
         ..a.read.clone()
     };
     let doc =

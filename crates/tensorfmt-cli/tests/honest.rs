@@ -713,3 +713,76 @@ fn every_setting_value_is_used_or_refused() {
         "{header}"
     );
 }
+
+/// Sparse stays sparse: some frames of a sparse PVP file converted to PVP were written
+/// as a dense file (and with `--sparse` as a sparse one of the wrong geometry,
+/// `nx = ny*nx*nf`); now a sparse file of the same geometry, kind and datatype, from
+/// the entries; `--dense` or `--to pvp:dense` still asks for a dense one.
+#[test]
+fn some_frames_of_a_sparse_pvp_file_stay_sparse() {
+    let dir = tempfile::tempdir().unwrap();
+    let header = |p: &Path| {
+        let doc = tensorfmt::open(p, &Default::default()).unwrap();
+        let h = doc.header();
+        let get = |k: &str| {
+            h.iter()
+                .find(|(n, _)| n == k)
+                .map(|(_, v)| format!("{v:?}"))
+                .unwrap_or_default()
+        };
+        ["filetype", "nx", "ny", "nf", "datatype"].map(get)
+    };
+    for src in [
+        "sparse_values_dt3.pvp",
+        "sparse_values_dt4.pvp",
+        "sparse_binary.pvp",
+    ] {
+        let input = testdata("pvp", src);
+        for flags in [&[][..], &["--sparse"][..]] {
+            let out = dir.path().join(format!("{src}{}.pvp", flags.len()));
+            let mut args: Vec<&std::ffi::OsStr> =
+                vec!["convert".as_ref(), input.as_os_str(), out.as_os_str()];
+            args.extend(
+                ["--frames", "0:1"]
+                    .iter()
+                    .chain(flags)
+                    .map(std::ffi::OsStr::new),
+            );
+            let (code, _, err) = tf(args);
+            assert_eq!(code, 0, "{err}");
+            assert_eq!(header(&out), header(&input), "{src} {flags:?}");
+            let first = tensorfmt::ReadOptions {
+                frames: Some((0, Some(1))),
+                ..Default::default()
+            };
+            let want = tensorfmt::open(&input, &first)
+                .unwrap()
+                .read_tensor("values")
+                .unwrap();
+            let got = tensorfmt::open(&out, &Default::default())
+                .unwrap()
+                .read_tensor("values")
+                .unwrap();
+            assert_eq!(
+                got.to_vec::<f32>().unwrap(),
+                want.to_vec::<f32>().unwrap(),
+                "{src}"
+            );
+            assert_eq!(got.dims(), want.dims());
+        }
+        for flags in [&["--dense"][..], &["--to", "pvp:dense"][..]] {
+            let out = dir.path().join(format!("{src}dense{}.pvp", flags.len()));
+            let mut args: Vec<&std::ffi::OsStr> =
+                vec!["convert".as_ref(), input.as_os_str(), out.as_os_str()];
+            args.extend(
+                ["--frames", "0:1"]
+                    .iter()
+                    .chain(flags)
+                    .map(std::ffi::OsStr::new),
+            );
+            let (code, _, err) = tf(args);
+            assert_eq!(code, 0, "{err}");
+            assert_eq!(header(&out)[0], "Int(4)", "{src} {flags:?}");
+        }
+    }
+}

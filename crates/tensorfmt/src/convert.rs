@@ -690,6 +690,16 @@ fn keep_sparse(
             return sparse::write_csr(file, name, names, path, format, options).map(Some);
         }
     }
+    // A sparse PVP file (some of its frames, say) to PVP: a sparse PVP file again, of
+    // the same geometry and kind, from its entries, unless a dense file is asked for.
+    if format == Format::Pvp
+        && options.sparse == SparseOutput::Keep
+        && options.kind.as_deref().is_none_or(|k| k == "sparse")
+    {
+        if let [name] = &sparse[..] {
+            return sparse::write_pvp(file, name, names, path, options).map(Some);
+        }
+    }
     for name in &sparse {
         let bytes = dense_bytes(file, name)?;
         if bytes > MAX_DENSE_BYTES {

@@ -168,6 +168,57 @@ pub(crate) fn write_csr(
     dispatch::report(path, format, tensors.len(), options)
 }
 
+/// Writes `names` of `file`, a sparse PVP file's `values` (`name`) among them, as a
+/// sparse PVP file from its entries (never densified): the geometry is the frames'
+/// shape, binary stays binary (no `data`) and an obsolete datatype 4 stays 4, unless
+/// `--set` says otherwise.
+pub(crate) fn write_pvp(
+    file: &dyn TensorFile,
+    name: &str,
+    names: &[String],
+    path: &Path,
+    options: &WriteOptions,
+) -> Result<WriteReport> {
+    let header = file.header();
+    let field = |k: &str| {
+        header.iter().find_map(|(n, v)| match v {
+            FieldValue::Int(i) if n == k => Some(*i),
+            _ => None,
+        })
+    };
+    let binary = file.format() == "pvp" && field("filetype") == Some(2);
+    let mut tensors = csr_tensors(collect(file, name)?)?;
+    if binary {
+        tensors.retain(|(n, _)| n != "data");
+    }
+    for other in names.iter().filter(|n| n.as_str() != name) {
+        if tensors.iter().any(|(n, _)| n == other) {
+            return Err(Error::Invalid(format!(
+                "tensor {other:?} would collide with the CSR layout of sparse {name:?}"
+            )));
+        }
+        tensors.push((other.clone(), file.read_tensor(other)?));
+    }
+    let mut options = WriteOptions {
+        kind: Some("sparse".into()),
+        ..options.clone()
+    };
+    if file.format() == "pvp" && !binary && field("datatype") == Some(4) {
+        options
+            .extra
+            .entry("datatype".into())
+            .or_insert_with(|| "4".into());
+    }
+    dispatch::write_tensors(
+        path,
+        Format::Pvp,
+        &tensors,
+        &options,
+        &crate::progress::Progress::silent(),
+    )?;
+    dispatch::report(path, Format::Pvp, names.len(), &options)
+}
+
 /// An npz in scipy's `save_npz` layout: built in memory (the entries of a sparse
 /// file, no more than its own size in bytes), then written through [`AtomicFile`].
 fn write_npz(path: &Path, tensors: &[(String, Tensor)], options: &WriteOptions) -> Result<()> {
