@@ -505,6 +505,13 @@ fn main() -> ExitCode {
                     ("--hex", hex),
                     ("--dtype", dtype.is_some()),
                     ("--from", from.is_some_and(|f| f != Format::Caffe)),
+                    // The input is a caffemodel; another kind asks for something else.
+                    (
+                        "--kind",
+                        read.kind
+                            .as_deref()
+                            .is_some_and(|k| Format::Caffe.kind_named(k) != Some("caffemodel")),
+                    ),
                     (
                         "--to",
                         to.as_ref().is_some_and(|t| t.format != Format::Onnx),

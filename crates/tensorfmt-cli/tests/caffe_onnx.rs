@@ -380,6 +380,7 @@ fn caffe_to_onnx_refuses_flags_it_would_ignore_and_writes_external_data() {
         &["--like", "x.onnx"],
         &["--to", "npz"],
         &["--from", "pvp"],
+        &["--kind", "binaryproto"],
         &["--set", "compress=deflate"],
         &["--set", "foo=bar"],
         &["--set", "external_data=maybe"],
@@ -403,6 +404,8 @@ fn caffe_to_onnx_refuses_flags_it_would_ignore_and_writes_external_data() {
             "onnx",
             "--from",
             "caffe",
+            "--kind",
+            "caffemodel",
         ],
     );
     assert_eq!(code, 0, "{err}");

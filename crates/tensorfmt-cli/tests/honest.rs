@@ -679,6 +679,16 @@ fn every_setting_value_is_used_or_refused() {
             2,
             "true or false",
         ),
+        // --hex means something to PINK SOM, mapping and rotation/flip files only.
+        (&pvp_in, "h.npz", &["--hex"], 2, "hexagonal layout"),
+        (
+            &som_in,
+            "h.bin",
+            &["--to", "som-data", "--hex"],
+            2,
+            "som som-data file",
+        ),
+        (&som_in, "h2.bin", &["--hex"], 1, "data file"),
     ];
     for (input, out, flags, code, says) in cases {
         let out = dir.path().join(out);

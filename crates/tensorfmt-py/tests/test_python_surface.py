@@ -180,6 +180,7 @@ def _bool_calls(tmp):
     cut = str(TESTDATA / "pvp" / "dense_f32.pvp")
     out = lambda name: str(tmp / name)  # noqa: E731
     som = TESTDATA / "som" / "mapping"
+    hex_som = str(TESTDATA / "som" / "som_hex3.bin")
     caffemodel = str(tmp / "lenet.caffemodel") if tmp is not None else None
     return {
         ("open", "strict"): lambda v: tensorfmt.open(cut, strict=v),
@@ -187,10 +188,10 @@ def _bool_calls(tmp):
         ("load", "strict"): lambda v: tensorfmt.load(cut, strict=v),
         ("load", "sparse"): lambda v: tensorfmt.load(cut, sparse=v),
         ("save", "overwrite"): lambda v: tensorfmt.save(out("s.npy"), np.zeros(2), overwrite=v),
-        ("save", "hex"): lambda v: tensorfmt.save(out("s.npy"), np.zeros(2), hex=v),
+        ("save", "hex"): lambda v: tensorfmt.save(out("s.bin"), {"som": np.zeros((7, 2, 2), np.float32)}, hex=v),
         ("save", "fsync"): lambda v: tensorfmt.save(out("s.npy"), np.zeros(2), fsync=v),
         ("convert", "overwrite"): lambda v: tensorfmt.convert(cut, out("c.npz"), overwrite=v),
-        ("convert", "hex"): lambda v: tensorfmt.convert(cut, out("c.npz"), hex=v),
+        ("convert", "hex"): lambda v: tensorfmt.convert(hex_som, out("c.bin"), hex=v),
         ("convert", "fsync"): lambda v: tensorfmt.convert(cut, out("c.npz"), fsync=v),
         ("convert", "strict"): lambda v: tensorfmt.convert(cut, out("c.npz"), strict=v),
         ("convert", "sparse"): lambda v: tensorfmt.convert(cut, out("c.npz"), sparse=v),
@@ -201,7 +202,7 @@ def _bool_calls(tmp):
         ("validate", "lenient"): lambda v: tensorfmt.validate(cut, lenient=v),
         ("validate", "strict"): lambda v: tensorfmt.validate(cut, strict=v),
         ("Document.convert", "overwrite"): lambda v: tensorfmt.open(cut).convert(out("d.npz"), overwrite=v),
-        ("Document.convert", "hex"): lambda v: tensorfmt.open(cut).convert(out("d.npz"), hex=v),
+        ("Document.convert", "hex"): lambda v: tensorfmt.open(hex_som).convert(out("d.bin"), hex=v),
         ("Document.convert", "fsync"): lambda v: tensorfmt.open(cut).convert(out("d.npz"), fsync=v),
         ("Document.convert", "dense"): lambda v: tensorfmt.open(cut).convert(out("d.npz"), dense=v),
         ("pvp.open", "strict"): lambda v: tensorfmt.pvp.open(cut, strict=v),

@@ -439,6 +439,13 @@ pub fn save_tensors(
         None => "som-data".into(),
     };
     tensorfmt_core::settings::check("som", SETTINGS, Some(&kind), options)?;
+    if options.hex && kind == "som-data" {
+        return Err(SomError::InvalidInput(
+            "hex means nothing to a data file: its images are cartesian (a hexagonal \
+             layout is a SOM's, mapping's or rotation/flip file's)"
+                .into(),
+        ));
+    }
     let data_type = match options.dtype {
         None => DataType::F32,
         Some(d) => DataType::from_dtype(d).ok_or_else(|| {

@@ -222,10 +222,20 @@ impl Format {
                  take it)"
             )));
         }
+        let kind = options.kind.as_deref().and_then(|k| self.kind_named(k));
+        if options.hex && (self != Format::Som || kind == Some("som-data")) {
+            return Err(Error::Invalid(format!(
+                "--hex (hex=True) means nothing to {}: a hexagonal layout is a PINK SOM's, \
+                 mapping's or rotation/flip file's",
+                match kind {
+                    Some(k) => format!("a {self} {k} file"),
+                    None => format!("the {self} writer"),
+                }
+            )));
+        }
         let Some(table) = self.settings() else {
             return Ok(());
         };
-        let kind = options.kind.as_deref().and_then(|k| self.kind_named(k));
         tensorfmt_core::settings::check(self.name(), table, kind, options)
     }
 
