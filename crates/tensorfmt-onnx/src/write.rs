@@ -326,7 +326,7 @@ fn save_model_within(
 ) -> Result<()> {
     let forced = external == ExternalData::Always;
     if !forced && Plan::new(model)?.total <= max_inline {
-        return write_atomic_with(path, options, |w| write_model_bulk(w, model));
+        return write_inline(path, model, options);
     }
     let data_path = external_data_path(path);
     let location = data_path
@@ -360,7 +360,7 @@ fn save_model_within(
     }
     if payloads.is_empty() {
         // Nothing large enough to move: one file.
-        return write_atomic_with(path, options, |w| write_model_bulk(w, &small));
+        return write_inline(path, &small, options);
     }
     let mut data = AtomicFile::create(&data_path)?.sync(!options.skip_fsync);
     data.expect_len(end)?;
@@ -393,6 +393,32 @@ fn save_model_within(
         let _ = std::fs::remove_file(old);
     }
     Ok(())
+}
+
+/// Writes `model` as one file at `path`. A `NAME.data` beside it that the model it
+/// replaces kept its payloads in goes with that model (nothing refers to it any more);
+/// one the old model did not use is not ours and stays.
+fn write_inline(path: &Path, model: &ModelProto, options: &WriteOptions) -> Result<()> {
+    let data_path = external_data_path(path);
+    let orphaned = data_path.is_file() && old_model_uses(path, &data_path);
+    write_atomic_with(path, options, |w| write_model_bulk(w, model))?;
+    if orphaned {
+        let _ = std::fs::remove_file(&data_path);
+    }
+    Ok(())
+}
+
+/// Whether the model at `path` (about to be replaced) keeps payloads in `data_path`.
+fn old_model_uses(path: &Path, data_path: &Path) -> bool {
+    let Some(name) = data_path.file_name().and_then(|n| n.to_str()) else {
+        return false;
+    };
+    tensorfmt_core::io::map_file(path)
+        .ok()
+        .and_then(|bytes| {
+            crate::read_model_file_described(bytes, &tensorfmt_core::ReadOptions::default()).ok()
+        })
+        .is_some_and(|m| m.external_files.iter().any(|f| f == name))
 }
 
 /// The external data file [`save_model`] writes beside the model at `model`:
@@ -525,9 +551,28 @@ mod tests {
         }
         assert!(std::fs::metadata(&p).unwrap().len() < 1024);
         let mut bad = WriteOptions::default();
-        bad.extra.insert("external_data".into(), "yes".into());
+        bad.extra.insert("external_data".into(), "maybe".into());
         let e = save_model(&p, &m, &bad).unwrap_err().to_string();
         assert!(e.contains("true or false"), "{e}");
+    }
+
+    /// A model rewritten as one file left the `NAME.data` of the model it replaced
+    /// behind, referred to by nothing; a `NAME.data` the old model did not use is kept.
+    #[test]
+    fn an_inline_rewrite_removes_the_data_file_only_the_old_model_used() {
+        use tensorfmt_core::Order;
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("m.onnx");
+        let big = Tensor::from_vec(vec![1.5f32; 3000], [3000], Order::RowMajor).unwrap();
+        let m = weights_model(&[("big".to_string(), big)]).unwrap();
+        let data = dir.path().join("m.onnx.data");
+        save_model_with(&p, &m, ExternalData::Always, &Default::default()).unwrap();
+        assert!(data.is_file());
+        save_model_with(&p, &m, ExternalData::WhenNeeded, &Default::default()).unwrap();
+        assert!(!data.exists());
+        std::fs::write(&data, b"someone else's").unwrap();
+        save_model_with(&p, &m, ExternalData::WhenNeeded, &Default::default()).unwrap();
+        assert_eq!(std::fs::read(&data).unwrap(), b"someone else's");
     }
 
     /// The model and its data file are replaced together: when the new model cannot be
