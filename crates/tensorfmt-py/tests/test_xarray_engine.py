@@ -332,6 +332,9 @@ def test_safe_names_write_to_zarr_and_netcdf_and_match_the_parser(tmp_path):
     want = tensorfmt.load(p)
     ds = xr.open_dataset(p, engine="tensorfmt", safe_names=True)
     assert list(ds) == ["conv1.0", "conv1.1", "ip.0"]
+    # Dimensions named after a tensor follow its name: no `/` anywhere.
+    assert ds["ip.0"].dims == ("ip.0_dim0", "ip.0_dim1")
+    assert not any("/" in d for d in ds.dims)
     assert {ds[v].attrs["tensorfmt_name"] for v in ds} == set(want)
     ds.to_zarr(tmp_path / "w.zarr", zarr_format=3)
     back = xr.open_zarr(tmp_path / "w.zarr", zarr_format=3)

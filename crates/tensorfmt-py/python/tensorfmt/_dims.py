@@ -137,6 +137,17 @@ def _reserved(z: str) -> bool:
     return not z or set(z) == {"."} or z.startswith("__") or z in _ZARR_KEYS
 
 
+def renamed_dims(dims: Sequence[str], name: str, new: str) -> Tuple[str, ...]:
+    """``dims`` of tensor ``name`` with its own axes (``<name>_dim<i>``) named after
+    ``new``, its zarr / netCDF-safe name, so that no dimension keeps a ``/`` either.
+
+    >>> renamed_dims(("conv1/0_dim0", "frame"), "conv1/0", "conv1.0")
+    ('conv1.0_dim0', 'frame')
+    """
+    own = name + "_dim"
+    return tuple(new + d[len(name) :] if d.startswith(own) else d for d in dims)
+
+
 def zarr_names(names: Iterable[str]) -> Dict[str, str]:
     """Array names for zarr and netCDF (no ``/``, which zarr reads as a group and
     netCDF refuses): ``/`` becomes ``.``; a name that would then collide with another

@@ -63,7 +63,7 @@ import numpy as np
 
 from . import _native
 from ._args import flag
-from ._dims import dims_for, header_attrs, zarr_names
+from ._dims import dims_for, header_attrs, renamed_dims, zarr_names
 from ._errors import FormatError, InputChangedError, InvalidArgumentError, TensorfmtError, TensorfmtIOError, naming
 
 try:  # pragma: no cover - import guard
@@ -257,7 +257,7 @@ class Parser:
                 continue
             shape = tuple(int(s) for s in t["shape"])
             dtype = np.dtype(t["zarr_dtype"])
-            dims = dims_for(fmt, name, shape, header, all_names)
+            dims = renamed_dims(dims_for(fmt, name, shape, header, all_names), name, znames[name])
             attrs: Dict[str, Any] = {}
             if znames[name] != name:
                 attrs["tensorfmt_name"] = name

@@ -52,7 +52,7 @@ import numpy as np
 import tensorfmt
 
 from . import _native
-from ._dims import FRAME_AXES, dims_for, header_attrs, netcdf_attrs, zarr_names
+from ._dims import FRAME_AXES, dims_for, header_attrs, netcdf_attrs, renamed_dims, zarr_names
 
 try:  # pragma: no cover - import guard
     import xarray as xr
@@ -306,6 +306,8 @@ def open_tensorfmt_dataset(
         if info.name in drop:
             continue
         dims = dims_for(fmt, info.name, info.shape, header, names)
+        # A tensor's own axes are named after it: renamed with it (no `/` left).
+        dims = renamed_dims(dims, info.name, renamed[info.name])
         if fmt == "pvp" and doc_kind == "sparse" and info.name == "values" and not dense:
             _sparse_module()  # the extra's error at open, not at the first read
             lazy = SparseFramesArray(p, strict, tuple(info.shape), np.dtype(info.dtype))
