@@ -796,3 +796,107 @@ fn some_frames_of_a_sparse_pvp_file_stay_sparse() {
         }
     }
 }
+
+/// A file converted to its own format and kind keeps the layout its tensors do not
+/// tell: a 2x2x2 SOM of 2x2 neurons (`[2, 2, 2, 2, 2]`) with `--dtype f64` failed
+/// ("cannot split SOM shape ... set som_rank"; PINK's legacy 3-D maps too), and some
+/// entries of a 2x2 rotation/flip file became a 4-neuron line; a frame of a non-shared
+/// PVP weight file became a shared one.
+#[test]
+fn a_conversion_to_its_own_format_keeps_the_layout() {
+    let dir = tempfile::tempdir().unwrap();
+    let kind_of = |p: &Path| {
+        tensorfmt::open(p, &Default::default())
+            .unwrap()
+            .file()
+            .kind()
+    };
+    for (src, flags) in [
+        ("som_cart_2x2x2.bin", &["--dtype", "f64"][..]),
+        ("rotflip_cart_2x2.bin", &["--frames", "0:1"][..]),
+    ] {
+        let input = testdata("som", src);
+        let out = dir.path().join(src);
+        let mut args: Vec<&std::ffi::OsStr> =
+            vec!["convert".as_ref(), input.as_os_str(), out.as_os_str()];
+        args.extend(flags.iter().map(std::ffi::OsStr::new));
+        let (code, _, err) = tf(args);
+        assert_eq!(code, 0, "{src}: {err}");
+        assert_eq!(kind_of(&out), kind_of(&input), "{src}");
+    }
+    // The first frame of a non-shared weight file was written as a shared (kernel)
+    // file of nx=1, ny=1, nf=16: now the same geometry and values.
+    let first = tensorfmt::ReadOptions {
+        frames: Some((0, Some(1))),
+        ..Default::default()
+    };
+    for src in ["nonshared_f32.pvp", "kernel_f32.pvp"] {
+        let input = testdata("pvp", src);
+        let out = dir.path().join(src);
+        let (code, _, err) = tf(args!["convert", &input, &out, "--frames", "0:1"]);
+        assert_eq!(code, 0, "{src}: {err}");
+        assert_eq!(kind_of(&out), kind_of(&input), "{src}");
+        let fields = |p: &Path| {
+            let h = tensorfmt::open(p, &Default::default()).unwrap().header();
+            [
+                "filetype",
+                "nx",
+                "ny",
+                "nf",
+                "nxExtended",
+                "nyExtended",
+                "nxp",
+                "numpatches",
+            ]
+            .map(|k| format!("{:?}", h.iter().find(|(n, _)| n == k).map(|(_, v)| v)))
+        };
+        assert_eq!(fields(&out), fields(&input), "{src}");
+        let want = tensorfmt::open(&input, &first)
+            .unwrap()
+            .read_tensor("weights")
+            .unwrap();
+        let got = tensorfmt::open(&out, &Default::default())
+            .unwrap()
+            .read_tensor("weights")
+            .unwrap();
+        assert_eq!(
+            got.to_vec::<f32>().unwrap(),
+            want.to_vec::<f32>().unwrap(),
+            "{src}"
+        );
+    }
+    // A non-shared geometry that does not hold the patches is refused.
+    let input = testdata("pvp", "kernel_f32.pvp");
+    let out = dir.path().join("bad.pvp");
+    let (code, _, err) = tf(args![
+        "convert",
+        &input,
+        &out,
+        "--to",
+        "pvp:weights",
+        "--set",
+        "shared=false",
+        "--set",
+        "nx=3",
+        "--set",
+        "ny=3",
+        "--set",
+        "nf=1"
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("does not hold") && !out.exists(), "{err}");
+    // What the user sets wins over the source's layout.
+    let input = testdata("som", "som_cart_2x2x2.bin");
+    let out = dir.path().join("rank1.bin");
+    let (code, _, err) = tf(args![
+        "convert",
+        &input,
+        &out,
+        "--dtype",
+        "f64",
+        "--set",
+        "som_rank=1"
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(kind_of(&out).contains("cartesian 2)"), "{}", kind_of(&out));
+}

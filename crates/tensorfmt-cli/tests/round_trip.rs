@@ -40,8 +40,14 @@ fn round_trip(orig: &Path, via: &str, back_name: &str, back_args: &[&str]) {
         back.display()
     );
     assert!(out.starts_with("equal: "), "{out}");
-    // The reimported file also passes validation and diffs equal in JSON.
-    assert_eq!(tf(args!["validate", "-q", back]).0, 0);
+    // The reimported file also passes validation (a PINK file of another type than f32
+    // is what PINK 2.5 refuses, said so, and what tensorfmt reads) and diffs equal in
+    // JSON.
+    let (code, out, _) = tf(args!["validate", back]);
+    if code != 0 {
+        assert!(out.contains("PINK 2.5 reads"), "{out}");
+        assert_eq!(tf(args!["validate", "--lenient", "-q", back]).0, 0);
+    }
     let (code, out, _) = tf(args!["diff", "--json", "--tensors-only", back, orig]);
     assert_eq!(code, 0);
     assert_eq!(common::json(&out)["equal"], true);

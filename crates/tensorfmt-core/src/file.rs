@@ -449,6 +449,15 @@ pub trait TensorFile: Send + Sync {
         Vec::new()
     }
 
+    /// The writer settings (`--set` keys of this format) that this file's layout
+    /// implies and its tensors alone do not tell (a PINK SOM's map rank, which splits
+    /// `[4, 3, 2, 44, 44]` into a 4x3x2 map of 44x44 neurons): a conversion to the same
+    /// format and kind hands them to the writer as
+    /// [`WriteOptions::source_layout`](crate::WriteOptions::source_layout). Empty by default.
+    fn layout_settings(&self) -> Vec<(String, String)> {
+        Vec::new()
+    }
+
     /// A full structural check: by default decodes every tensor chunk by chunk.
     fn validate(&self) -> Result<()> {
         for info in self.tensors() {

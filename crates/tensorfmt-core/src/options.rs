@@ -108,6 +108,12 @@ pub struct WriteOptions {
     /// Python's `settings=`, besides the typed ones): a PVP geometry, a PINK comment,
     /// a Caffe solver state's `iter`; safetensors writes them as `__metadata__`.
     pub extra: BTreeMap<String, String>,
+    /// What the source file's layout implies for a writer of its own format and kind
+    /// ([`TensorFile::layout_settings`](crate::TensorFile::layout_settings), set by a
+    /// conversion): a writer reads a key here where `extra` has none and the key applies
+    /// to what it writes; unlike `extra`, nothing here is the user's, so nothing here is
+    /// refused.
+    pub source_layout: BTreeMap<String, String>,
     /// Skip the `fsync` before the temporary file is renamed over the target (every
     /// format's path-level save and conversion). Faster for large scratch files; the
     /// write stays atomic for other processes and crashes of this one (the target is the
@@ -152,6 +158,8 @@ impl WriteOptions {
         *self
             == WriteOptions {
                 skip_fsync: self.skip_fsync,
+                // The source's own layout, not something asked.
+                source_layout: self.source_layout.clone(),
                 ..WriteOptions::default()
             }
     }

@@ -244,6 +244,14 @@ impl WriteOptions {
         self.setting(key, parse_counts, SettingValue::Counts)
     }
 
+    /// A [`SettingValue::Counts`] setting, else the source layout's
+    /// ([`WriteOptions::source_layout`]) when it has a valid one.
+    pub fn counts_or_layout(&self, key: &str) -> Result<Option<Vec<usize>>> {
+        Ok(self
+            .counts(key)?
+            .or_else(|| self.source_layout.get(key).and_then(|v| parse_counts(v))))
+    }
+
     /// A [`SettingValue::Text`] or [`SettingValue::Choice`] setting, as given.
     pub fn text(&self, key: &str) -> Option<&str> {
         self.extra.get(key).map(String::as_str)

@@ -306,17 +306,67 @@ fn write_weights(
             )))
         }
     };
-    let npx = extra_usize(options, "nx")?.unwrap_or(1);
-    let npy = extra_usize(options, "ny")?.unwrap_or(1);
-    let npf = extra_usize(options, "nf")?.unwrap_or(patches / npx.saturating_mul(npy).max(1));
-    if npx.checked_mul(npy).and_then(|v| v.checked_mul(npf)) != Some(patches) {
-        return Err(PvpError::Invalid(format!(
-            "kernel unit cell {npx}x{npy}x{npf} does not hold {patches} patches"
-        )));
-    }
+    // What the user sets, else the source file's own geometry (a conversion from a
+    // PVP weight file), else a kernel of `patches` features.
+    let own = |key: &str| -> Result<Option<usize>> {
+        Ok(extra_usize(options, key)?
+            .or_else(|| options.source_layout.get(key).and_then(|v| v.parse().ok())))
+    };
+    let shared = match options.extra.get("shared") {
+        Some(_) => options.flag("shared")?,
+        None => options.source_layout.get("shared").map(String::as_str) != Some("false"),
+    };
+    let g = if shared {
+        for key in ["margin_x", "margin_y"] {
+            if options.extra.contains_key(key) {
+                return Err(PvpError::Invalid(format!(
+                    "--set {key} is a non-shared weight file's (--set shared=false)"
+                )));
+            }
+        }
+        let npx = own("nx")?.unwrap_or(1);
+        let npy = own("ny")?.unwrap_or(1);
+        let npf = own("nf")?.unwrap_or(patches / npx.saturating_mul(npy).max(1));
+        if npx.checked_mul(npy).and_then(|v| v.checked_mul(npf)) != Some(patches) {
+            return Err(PvpError::Invalid(format!(
+                "kernel unit cell {npx}x{npy}x{npf} does not hold {patches} patches"
+            )));
+        }
+        WeightGeometry::kernel(npx, npy, npf, nxp, nyp, nfp, arbors)
+    } else {
+        let margin = |key: &str| -> Result<usize> {
+            Ok(match options.int32(key)? {
+                Some(m) => m as usize,
+                None => options
+                    .source_layout
+                    .get(key)
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0),
+            })
+        };
+        let (mx, my) = (margin("margin_x")?, margin("margin_y")?);
+        let (Some(nx), Some(ny), Some(nf)) = (own("nx")?, own("ny")?, own("nf")?) else {
+            return Err(PvpError::Invalid(
+                "a non-shared weight file needs its pre layer's --set nx, ny and nf".into(),
+            ));
+        };
+        let held = nx
+            .checked_add(mx.saturating_mul(2))
+            .and_then(|x| {
+                ny.checked_add(my.saturating_mul(2))
+                    .and_then(|y| x.checked_mul(y))
+            })
+            .and_then(|v| v.checked_mul(nf));
+        if held != Some(patches) {
+            return Err(PvpError::Invalid(format!(
+                "a non-shared pre layer {nx}x{ny}x{nf} with margins {mx}, {my} does not hold \
+                 {patches} patches ((nx+2*margin_x)*(ny+2*margin_y)*nf)"
+            )));
+        }
+        WeightGeometry::non_shared(nx, ny, nf, mx, my, nxp, nyp, nfp, arbors)
+    };
     let time = times(tensors, frames)?;
     let vals = typed::<f32>(t, DType::F32)?;
-    let g = WeightGeometry::kernel(npx, npy, npf, nxp, nyp, nfp, arbors);
     let mut w = WeightWriter::new(f, g, bytes)?;
     let per = g.frame_values()?;
     for (k, frame) in vals.chunks_exact(per).enumerate() {

@@ -168,6 +168,11 @@ pub const SETTINGS: &[Setting] = &[
     Setting::new("nf", SettingValue::Count).for_kinds(&["sparse", "weights"]),
     Setting::new("datatype", SettingValue::Choice(&["3", "4"])).for_kinds(&["sparse"]),
     Setting::new("sparse", SettingValue::Choice(&["binary", "values"])).for_kinds(&["sparse"]),
+    // Non-shared weights (filetype 3): nx, ny, nf are then the pre layer's, with
+    // margins (patches = (nx + 2 margin_x) * (ny + 2 margin_y) * nf).
+    Setting::new("shared", SettingValue::Flag).for_kinds(&["weights"]),
+    Setting::new("margin_x", SettingValue::Int32).for_kinds(&["weights"]),
+    Setting::new("margin_y", SettingValue::Int32).for_kinds(&["weights"]),
 ];
 
 /// Saves named tensors as a PVP file, atomically: a dense file from `values`
@@ -176,7 +181,9 @@ pub const SETTINGS: &[Setting] = &[
 /// absent or `--set sparse=binary`; `--set datatype=4` for old readers; geometry from
 /// `--set nx= ny= nf=`, default `width x 1 x 1`), or a kernel file from `weights`
 /// (`options.dtype = u8` for byte weights; unit cell from `--set nx= ny= nf=`,
-/// default `1 x 1 x patches`). `options.kind` (`dense`, `sparse`, `weights`) forces
+/// default `1 x 1 x patches`; `--set shared=false` for a non-shared file over a pre
+/// layer `nx x ny x nf` with `margin_x`, `margin_y`; geometry the user does not set
+/// comes from `options.source_layout`, a PVP source's own). `options.kind` (`dense`, `sparse`, `weights`) forces
 /// the kind; `sparse` from a dense `values` keeps the non-zero entries.
 ///
 /// ```

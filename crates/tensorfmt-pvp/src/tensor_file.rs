@@ -191,6 +191,27 @@ impl TensorFile for PvpTensorFile {
         }
     }
 
+    /// A weight file's geometry: the kernel unit cell (`nx`, `ny`, `nf`), or a
+    /// non-shared file's pre layer with its margins (`shared=false`, `margin_x`,
+    /// `margin_y`), which its `weights` tensor alone does not tell.
+    fn layout_settings(&self) -> Vec<(String, String)> {
+        let PvpFile::Weights(w) = &self.file else {
+            return Vec::new();
+        };
+        let h = w.first_header().base;
+        let mut out = vec![
+            ("nx".to_string(), h.nx.to_string()),
+            ("ny".to_string(), h.ny.to_string()),
+            ("nf".to_string(), h.nf.to_string()),
+        ];
+        if self.file.kind() == Kind::NonSharedWeights {
+            out.push(("shared".into(), "false".into()));
+            out.push(("margin_x".into(), ((h.nx_extended - h.nx) / 2).to_string()));
+            out.push(("margin_y".into(), ((h.ny_extended - h.ny) / 2).to_string()));
+        }
+        out
+    }
+
     fn header(&self) -> Vec<(String, FieldValue)> {
         let mut out = header_fields(self.file.header());
         match &self.file {

@@ -179,6 +179,27 @@ impl TensorFile for SomTensors {
         "som"
     }
 
+    /// A cartesian SOM's map rank (`som_rank`: its tensor `[*map, *neuron]` does not
+    /// say where the map ends) and a cartesian rotation/flip file's map dims
+    /// (`som_dims`: its tensors are `[entries, neurons]`).
+    fn layout_settings(&self) -> Vec<(String, String)> {
+        let f = &self.file;
+        let Some(MapLayout::Cartesian(dims)) = f.map_layout() else {
+            return Vec::new();
+        };
+        let list = || {
+            dims.iter()
+                .map(|d| d.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        match f.kind() {
+            FileKind::Som => vec![("som_rank".into(), dims.len().to_string())],
+            FileKind::RotFlip => vec![("som_dims".into(), list())],
+            _ => Vec::new(),
+        }
+    }
+
     fn kind(&self) -> String {
         let f = &self.file;
         let mut s = match f.legacy_format() {
@@ -495,6 +516,13 @@ pub fn save_tensors(
             let t = cast(pick(tensors, "som", "som")?)?;
             let d = t.dims().to_vec();
             let (map, neuron_dims) = if options.hex || has("hex_axial") {
+                if options.extra.contains_key("som_rank") {
+                    return Err(SomError::InvalidInput(
+                        "som_rank splits a cartesian SOM's shape; a hexagonal SOM is \
+                         [neurons, *neuron_dims]"
+                            .into(),
+                    ));
+                }
                 if !(2..=4).contains(&d.len()) {
                     return Err(SomError::InvalidInput(format!(
                         "a hexagonal SOM needs [neurons, *neuron_dims], got {}",
@@ -503,15 +531,22 @@ pub fn save_tensors(
                 }
                 (MapLayout::Hexagonal(hex_grid_for(d[0])?), d[1..].to_vec())
             } else {
-                let som_rank = match options.count("som_rank")? {
-                    Some(r) if r < d.len() => r,
-                    Some(r) => {
+                // The source SOM's own split, when it fits this shape.
+                let of_source = options
+                    .source_layout
+                    .get("som_rank")
+                    .and_then(|r| r.parse::<usize>().ok())
+                    .filter(|r| (1..d.len()).contains(r));
+                let som_rank = match (options.count("som_rank")?, of_source) {
+                    (Some(r), _) if r < d.len() => r,
+                    (Some(r), _) => {
                         return Err(SomError::InvalidInput(format!(
                             "som_rank={r} leaves no neuron dims of SOM shape {}",
                             t.shape()
                         )))
                     }
-                    None => match d.len() {
+                    (None, Some(r)) => r,
+                    (None, None) => match d.len() {
                         3 => 1,
                         4 => 2,
                         6 => 3,
@@ -561,7 +596,15 @@ pub fn save_tensors(
                     angle.shape()
                 )));
             }
-            let map = match options.counts("som_dims")? {
+            // The source's map dims, when they hold these neurons.
+            let of_source = options
+                .counts_or_layout("som_dims")
+                .ok()
+                .flatten()
+                .filter(|dims| {
+                    dims.iter().try_fold(1usize, |a, &b| a.checked_mul(b)) == Some(d[1])
+                });
+            let map = match options.counts("som_dims")?.or(of_source) {
                 Some(_) if options.hex => {
                     return Err(SomError::InvalidInput(
                         "som_dims is a cartesian SOM's shape; a hexagonal one has its \

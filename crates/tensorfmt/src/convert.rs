@@ -226,6 +226,15 @@ impl Document {
         if target.kind.is_some() {
             options.kind = target.kind.clone();
         }
+        // To its own format and kind, a file's layout goes with its tensors where they
+        // do not tell it (a SOM's map rank): the writer's defaults, never refused.
+        let asked = options
+            .kind
+            .as_deref()
+            .map(|k| target.format.kind_named(k).unwrap_or(k));
+        if target.format == self.file_format() && asked.is_none_or(|k| k == self.file().kind_id()) {
+            options.source_layout = self.file().layout_settings().into_iter().collect();
+        }
         let source = Reading::of(self.file(), progress);
         let mut report = write_selection(&*source, names, path, target.format, &options)?;
         // What the reader said of the input (a repaired frame count, members left out)

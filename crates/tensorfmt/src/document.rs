@@ -218,6 +218,9 @@ impl TensorFile for Watched {
     fn external_files(&self) -> Vec<String> {
         self.file.external_files()
     }
+    fn layout_settings(&self) -> Vec<(String, String)> {
+        self.file.layout_settings()
+    }
     fn validate(&self) -> Result<()> {
         self.watch.check_sizes()?;
         self.checked(|| self.file.validate())?;
@@ -492,6 +495,9 @@ impl TensorFile for Document {
     }
     fn external_files(&self) -> Vec<String> {
         self.file.external_files()
+    }
+    fn layout_settings(&self) -> Vec<(String, String)> {
+        self.file.layout_settings()
     }
     fn validate(&self) -> Result<()> {
         self.file.validate()

@@ -486,6 +486,9 @@ where
     fn external_files(&self) -> Vec<String> {
         self.inner.external_files()
     }
+    fn layout_settings(&self) -> Vec<(String, String)> {
+        self.inner.layout_settings()
+    }
     fn validate(&self) -> Result<()> {
         self.inner.validate()
     }
