@@ -235,6 +235,7 @@ pub fn convert_many(
         )));
     }
     let files = expand(inputs, recursive)?;
+    let created = !out_dir.exists();
     std::fs::create_dir_all(out_dir)
         .map_err(|e| Failure::Input(format!("creating {}: {e}", out_dir.display())))?;
     let ext = target.format.extensions()[0];
@@ -419,11 +420,38 @@ pub fn convert_many(
             files.len()
         );
     }
+    if created && done == 0 && skipped == 0 {
+        // Nothing was written: the directory this run made goes again (its record of
+        // intents and the empty folders; anything else in it by now is left alone).
+        remove_if_only_ours(out_dir);
+    }
     if failed > 0 {
         Err(Failure::Reported)
     } else {
         Ok(())
     }
+}
+
+/// Removes `dir` if all it holds is the record and empty folders.
+fn remove_if_only_ours(dir: &Path) {
+    fn prune(d: &Path) -> bool {
+        let Ok(entries) = std::fs::read_dir(d) else {
+            return false;
+        };
+        let mut empty = true;
+        for e in entries.flatten() {
+            let p = e.path();
+            let is_dir = e.file_type().is_ok_and(|t| t.is_dir());
+            let gone = if is_dir {
+                prune(&p)
+            } else {
+                e.file_name() == MANIFEST && std::fs::remove_file(&p).is_ok()
+            };
+            empty &= gone;
+        }
+        empty && std::fs::remove_dir(d).is_ok()
+    }
+    prune(dir);
 }
 
 /// The record of what `convert` wrote into an output directory: the hidden file

@@ -287,3 +287,24 @@ fn validate_of_a_tree_runs_in_parallel_and_reports_in_order() {
     let (_, j4, _) = run(&["-j", "4", "--json"]);
     assert_eq!(json(&j1), json(&j4));
 }
+
+/// A collection whose every file fails left an output directory behind (empty but for
+/// the record of intents and the folders of the outputs that never came): a run that
+/// wrote nothing leaves nothing; a directory that existed before stays.
+#[test]
+fn a_run_that_writes_nothing_leaves_no_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in");
+    std::fs::create_dir_all(input.join("deep")).unwrap();
+    std::fs::write(input.join("garbage.npz"), b"not a zip").unwrap();
+    std::fs::write(input.join("deep").join("broken.npz"), b"PK nope").unwrap();
+    let out = dir.path().join("out");
+    let (code, _, err) = tf(args!["convert", "-r", &input, &out, "--to", "npz"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("0 converted, 0 up to date, 2 failed"), "{err}");
+    assert!(!out.exists(), "{err}");
+    std::fs::create_dir(&out).unwrap();
+    let (code, _, _) = tf(args!["convert", "-r", &input, &out, "--to", "npz"]);
+    assert_eq!(code, 1);
+    assert!(out.is_dir());
+}

@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use tensorfmt_core::settings::{Setting, SettingValue};
 use tensorfmt_core::{io::AtomicFile, DType, Order, Tensor, WriteOptions};
 
 use crate::error::{PvpError, Result};
@@ -37,6 +38,34 @@ fn times(tensors: &[(String, Tensor)], frames: usize) -> Result<Vec<f64>> {
         }
     }
 }
+
+/// The `--set` settings [`save_tensors`](crate::save_tensors) reads (`WriteOptions::extra`), with their
+/// values and kinds; the facade and [`save_tensors`](crate::save_tensors) refuse any other key, value or
+/// kind, so a setting is never silently ignored. A dense file's geometry is its
+/// `values`' shape, so `nx`, `ny` and `nf` are the sparse and weight files' (a weight
+/// file's unit cell).
+///
+/// ```
+/// use tensorfmt_core::settings::check;
+/// use tensorfmt_core::WriteOptions;
+/// let mut o = WriteOptions::default();
+/// o.set("nx", "8")?;
+/// assert!(check("pvp", tensorfmt_pvp::SETTINGS, Some("sparse"), &o).is_ok());
+/// assert!(check("pvp", tensorfmt_pvp::SETTINGS, Some("dense"), &o).is_err());
+/// # Ok::<(), tensorfmt_core::Error>(())
+/// ```
+pub const SETTINGS: &[Setting] = &[
+    Setting::new("nx", SettingValue::Count).for_kinds(&["sparse", "weights"]),
+    Setting::new("ny", SettingValue::Count).for_kinds(&["sparse", "weights"]),
+    Setting::new("nf", SettingValue::Count).for_kinds(&["sparse", "weights"]),
+    Setting::new("datatype", SettingValue::Choice(&["3", "4"])).for_kinds(&["sparse"]),
+    Setting::new("sparse", SettingValue::Choice(&["binary", "values"])).for_kinds(&["sparse"]),
+    // Non-shared weights (filetype 3): nx, ny, nf are then the pre layer's, with
+    // margins (patches = (nx + 2 margin_x) * (ny + 2 margin_y) * nf).
+    Setting::new("shared", SettingValue::Flag).for_kinds(&["weights"]),
+    Setting::new("margin_x", SettingValue::Int32).for_kinds(&["weights"]),
+    Setting::new("margin_y", SettingValue::Int32).for_kinds(&["weights"]),
+];
 
 fn extra_usize(options: &WriteOptions, key: &str) -> Result<Option<usize>> {
     Ok(options.count(key)?)
@@ -383,7 +412,7 @@ pub(crate) fn save(
     options: &WriteOptions,
 ) -> Result<()> {
     let kind = choose_kind(tensors, options)?;
-    tensorfmt_core::settings::check("pvp", crate::SETTINGS, Some(&kind), options)?;
+    tensorfmt_core::settings::check("pvp", SETTINGS, Some(&kind), options)?;
     tensorfmt_core::io::write_atomic_with(path, options, |f| -> Result<()> {
         match kind.as_str() {
             "weights" => write_weights(f, tensors, options),

@@ -58,7 +58,6 @@ pub mod write;
 use std::path::Path;
 
 use bytes::Bytes;
-use tensorfmt_core::settings::{Setting, SettingValue};
 use tensorfmt_core::{ReadOptions, Tensor, TensorFile, WriteOptions};
 
 pub use error::{PvpError, Result};
@@ -147,33 +146,7 @@ pub fn open_tensor_file_keyed(
     Ok(Box::new(PvpTensorFile::new_keyed(data, options, key)?))
 }
 
-/// The `--set` settings [`save_tensors`] reads (`WriteOptions::extra`), with their
-/// values and kinds; the facade and [`save_tensors`] refuse any other key, value or
-/// kind, so a setting is never silently ignored. A dense file's geometry is its
-/// `values`' shape, so `nx`, `ny` and `nf` are the sparse and weight files' (a weight
-/// file's unit cell).
-///
-/// ```
-/// use tensorfmt_core::settings::check;
-/// use tensorfmt_core::WriteOptions;
-/// let mut o = WriteOptions::default();
-/// o.set("nx", "8")?;
-/// assert!(check("pvp", tensorfmt_pvp::SETTINGS, Some("sparse"), &o).is_ok());
-/// assert!(check("pvp", tensorfmt_pvp::SETTINGS, Some("dense"), &o).is_err());
-/// # Ok::<(), tensorfmt_core::Error>(())
-/// ```
-pub const SETTINGS: &[Setting] = &[
-    Setting::new("nx", SettingValue::Count).for_kinds(&["sparse", "weights"]),
-    Setting::new("ny", SettingValue::Count).for_kinds(&["sparse", "weights"]),
-    Setting::new("nf", SettingValue::Count).for_kinds(&["sparse", "weights"]),
-    Setting::new("datatype", SettingValue::Choice(&["3", "4"])).for_kinds(&["sparse"]),
-    Setting::new("sparse", SettingValue::Choice(&["binary", "values"])).for_kinds(&["sparse"]),
-    // Non-shared weights (filetype 3): nx, ny, nf are then the pre layer's, with
-    // margins (patches = (nx + 2 margin_x) * (ny + 2 margin_y) * nf).
-    Setting::new("shared", SettingValue::Flag).for_kinds(&["weights"]),
-    Setting::new("margin_x", SettingValue::Int32).for_kinds(&["weights"]),
-    Setting::new("margin_y", SettingValue::Int32).for_kinds(&["weights"]),
-];
+pub use convert::SETTINGS;
 
 /// Saves named tensors as a PVP file, atomically: a dense file from `values`
 /// (`[frames, ny, nx, nf]` or `[ny, nx, nf]`, optional `time`, default 0, 1, ...), a

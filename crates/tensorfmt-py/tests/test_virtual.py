@@ -646,3 +646,15 @@ def test_a_server_that_ignores_range_is_an_io_error_naming_the_file(tmp_path):
             tv.Parser()(base + "/m.pvp", reg)
     finally:
         srv.shutdown()
+
+
+def test_sizes_are_whole_numbers_above_zero():
+    # Parser(chunk_bytes=0, block=0) was accepted: zero-byte read-ahead, endless chunks.
+    for kw in ("chunk_bytes", "block", "max_fetch"):
+        for bad in (0, -1):
+            with pytest.raises(tensorfmt.InvalidArgumentError, match=kw):
+                tv.Parser(**{kw: bad})
+        for bad in (True, 1.5, "8"):
+            with pytest.raises(tensorfmt.TensorfmtTypeError, match=kw):
+                tv.Parser(**{kw: bad})
+    assert tv.Parser(chunk_bytes=np.int64(1 << 20)).chunk_bytes == 1 << 20

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from ._errors import TensorfmtTypeError
+from ._errors import InvalidArgumentError, TensorfmtTypeError
 
 
 def flag(name: str, value: Any) -> bool:
@@ -22,3 +22,14 @@ def flags(**values: Any) -> None:
     """:func:`flag` for each keyword given."""
     for name, value in values.items():
         flag(name, value)
+
+
+def positive(name: str, value: Any) -> int:
+    """``value`` of the size keyword ``name``: a whole number above 0 (a bool, a float or
+    0 is refused, naming the keyword, instead of a read-ahead of 0 bytes or chunks that
+    never end)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TensorfmtTypeError(f"{name}= takes a whole number, not {value!r} ({type(value).__name__})")
+    if value <= 0:
+        raise InvalidArgumentError(f"{name}= must be above 0, not {value}")
+    return int(value)

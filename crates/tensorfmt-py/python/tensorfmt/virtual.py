@@ -62,7 +62,7 @@ from urllib.parse import urlparse
 import numpy as np
 
 from . import _native
-from ._args import flag
+from ._args import flag, positive
 from ._dims import dims_for, header_attrs, renamed_dims, zarr_names
 from ._errors import FormatError, InputChangedError, InvalidArgumentError, TensorfmtError, TensorfmtIOError, naming
 
@@ -162,9 +162,9 @@ class Parser:
         self.kind = kind
         self.strict = flag("strict", strict)
         self.skip_variables = set(skip_variables or ())
-        self.chunk_bytes = int(chunk_bytes)
-        self.block = int(block)
-        self.max_fetch = int(max_fetch)
+        self.chunk_bytes = positive("chunk_bytes", chunk_bytes)
+        self.block = positive("block", block)
+        self.max_fetch = positive("max_fetch", max_fetch)
         #: What the last call fetched: ``{"fetched": bytes, "requests": n}``.
         self.last_fetch: Dict[str, int] = {}
 
