@@ -198,18 +198,31 @@ impl TensorFile for PvpTensorFile {
         let PvpFile::Weights(w) = &self.file else {
             return Vec::new();
         };
-        let h = w.first_header().base;
-        let mut out = vec![
+        let first = w.first_header();
+        let (h, patches) = (first.base, i64::from(first.extra.numpatches));
+        let dims = vec![
             ("nx".to_string(), h.nx.to_string()),
             ("ny".to_string(), h.ny.to_string()),
             ("nf".to_string(), h.nf.to_string()),
         ];
+        let (nx, ny, nf) = (i64::from(h.nx), i64::from(h.ny), i64::from(h.nf));
         if self.file.kind() == Kind::NonSharedWeights {
+            // Always: a non-shared file written as a shared one would be another kind
+            // of file; a geometry the writer cannot keep is its error, not a new kind.
+            let mut out = dims;
             out.push(("shared".into(), "false".into()));
             out.push(("margin_x".into(), ((h.nx_extended - h.nx) / 2).to_string()));
             out.push(("margin_y".into(), ((h.ny_extended - h.ny) / 2).to_string()));
+            return out;
         }
-        out
+        // OpenPV's kernel files give the pre layer as nx, ny, nf, which the kernel
+        // writer (whose nx, ny, nf are the unit cell of its patches) keeps only where
+        // they are that unit cell.
+        if nx * ny * nf == patches {
+            dims
+        } else {
+            Vec::new()
+        }
     }
 
     fn header(&self) -> Vec<(String, FieldValue)> {
