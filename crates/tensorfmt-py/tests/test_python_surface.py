@@ -502,3 +502,14 @@ def test_convert_arguments_are_checked(tmp_path):
         with pytest.raises(tensorfmt.InvalidArgumentError, match="sparse=True"):
             doc.convert(tmp_path / "s.npz")
     assert tensorfmt.load(src, frames=(5, 6))["values"].shape[0] == 0  # a Python slice
+
+
+def test_max_alloc_is_a_whole_number_of_bytes():
+    # max_alloc=True was read as a limit of 1 byte; a float failed without naming it.
+    path = TESTDATA / "pvp" / "dense_f32.pvp"
+    for bad in (True, 1.5, "64M"):
+        with pytest.raises(tensorfmt.TensorfmtTypeError, match="max_alloc"):
+            tensorfmt.open(path, max_alloc=bad)
+    with pytest.raises(tensorfmt.InvalidArgumentError, match="max_alloc"):
+        tensorfmt.load(path, max_alloc=-1)
+    assert tensorfmt.load(path, max_alloc=np.int64(1 << 20))["values"].shape == (3, 2, 3, 2)

@@ -269,3 +269,12 @@ def test_arguments_no_mapping_produces_are_refused():
     with pytest.raises(InvalidArgumentError, match="at least one neuron"):
         som.counts(np.zeros((0, 4))[:, :0])
     assert som.counts(np.zeros((0, 4))).tolist() == [0, 0, 0, 0]
+
+
+def test_transform_arguments_that_are_not_numbers_raise_tensorfmt_errors():
+    # transform(image, "no", 0.0) raised a bare ValueError from int("no").
+    image = np.zeros((4, 4), np.float32)
+    for flip, angle, num_rot in (("no", 0.0, 4), (0, "abc", 4), (0, 0.0, "x"), (None, 0.0, 4), (2, 0.0, 4)):
+        with pytest.raises(tensorfmt.InvalidArgumentError):
+            tensorfmt.som.transform(image, flip, angle, num_rot=num_rot)
+    assert tensorfmt.som.transform(image, np.uint8(1), np.float32(0.0), num_rot=4).shape == (6, 6)

@@ -12,7 +12,7 @@ import numpy as np
 from . import _native
 from ._errors import warn_leniency as _warn_leniency
 from ._text import summary as _summary
-from ._args import flag as _flag, flags as _flags
+from ._args import byte_limit as _byte_limit, flag as _flag, flags as _flags
 from ._errors import (
     InvalidArgumentError,
     LimitError,
@@ -554,6 +554,7 @@ def open(  # noqa: A001 - the name users expect, like io.open / safetensors.safe
     if framework not in _FRAMEWORKS:
         raise InvalidArgumentError(f"framework= is 'numpy' or 'pt', not {framework!r}")
     _flags(strict=strict, sparse=sparse)
+    max_alloc = _byte_limit("max_alloc", max_alloc)
     p = os.fsdecode(path)
     with naming(p):
         native = _native.open_file(p, format, kind, strict, None, sparse, max_alloc)

@@ -33,3 +33,16 @@ def positive(name: str, value: Any) -> int:
     if value <= 0:
         raise InvalidArgumentError(f"{name}= must be above 0, not {value}")
     return int(value)
+
+
+def byte_limit(name: str, value: Any) -> Any:
+    """``value`` of a byte-limit keyword such as ``max_alloc``: ``None`` or a whole
+    number of bytes, 0 or more (``True`` was read as 1 byte, a float as an error about
+    integers that did not name the keyword)."""
+    if value is None:
+        return None
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TensorfmtTypeError(f"{name}= takes a whole number of bytes or None, not {value!r} ({type(value).__name__})")
+    if value < 0:
+        raise InvalidArgumentError(f"{name}= must be 0 or more bytes, not {value}")
+    return int(value)

@@ -413,19 +413,33 @@ def _index(flip: Any, angle: float, num_rot: int) -> int:
     """The transform index of a rotation/flip record: ``angle`` must be one of the
     ``num_rot`` angles PINK tries (``k 2 pi / num_rot``: a record of a mapping made
     with another ``num_rot`` names another image), ``flip`` 0 or 1."""
-    if isinstance(num_rot, bool) or not 1 <= int(num_rot) < 2**31:
+    def number(convert: Any, value: Any) -> Any:
+        # A string or an object is the caller's mistake, said in the TensorfmtError
+        # hierarchy (int("no") raised a bare ValueError).
+        try:
+            return convert(value)
+        except (TypeError, ValueError, OverflowError):
+            return None
+
+    n = number(int, num_rot)
+    if isinstance(num_rot, bool) or n is None or not 1 <= n < 2**31:
         raise InvalidArgumentError(f"num_rot {num_rot!r}: expected a whole number >= 1")
-    if int(flip) not in (0, 1) or float(flip) != int(flip):
+    num_rot = n
+    f = number(float, flip)
+    if isinstance(flip, str) or f not in (0.0, 1.0):
         raise InvalidArgumentError(f"flip {flip!r}: expected 0 or 1 (PINK's flip byte)")
+    a = number(float, angle)
+    if isinstance(angle, str) or a is None:
+        raise InvalidArgumentError(f"angle {angle!r}: expected a number of radians")
     step = float(np.float32(2 * np.pi) / np.float32(num_rot))
-    q = float(angle) / step
+    q = a / step
     k = int(round(q))
     if not np.isfinite(q) or abs(q - k) > 1e-3:
         raise InvalidArgumentError(
             f"angle {angle!r}: not one of the {num_rot} angles k * 2 pi / {num_rot} PINK tries "
             f"(the num_rot of the mapping it comes from?)"
         )
-    return k % num_rot + (num_rot if int(flip) else 0)
+    return k % num_rot + (num_rot if f else 0)
 
 
 def transform(
@@ -446,7 +460,7 @@ def transform(
     """
     a, c, d = _chw(np.asarray(image), "image")
     nd = neuron_dim if neuron_dim is not None else (d if num_rot == 1 else int(2 * d / np.sqrt(2) + 1))
-    t = _index(flip, angle, int(num_rot))
+    t = _index(flip, angle, num_rot)
     out = _native.som_transform(a.tobytes(), c, d, int(nd), int(num_rot), bool(flip), t, interpolation)
     shape = (nd, nd) if a.ndim == 2 else (c, nd, nd)
     return np.frombuffer(out, dtype="<f4").reshape(shape).copy()
@@ -466,7 +480,7 @@ def align(neuron: Any, flip: Any, angle: float, *, num_rot: int = 360, image_dim
     """
     a, c, nd = _chw(np.asarray(neuron), "neuron")
     d = nd if image_dim is None else int(image_dim)
-    t = _index(flip, angle, int(num_rot))
+    t = _index(flip, angle, num_rot)
     out = _native.som_align(a.tobytes(), c, nd, d, int(num_rot), bool(flip), t)
     shape = (d, d) if a.ndim == 2 else (c, d, d)
     return np.frombuffer(out, dtype="<f4").reshape(shape).copy()
