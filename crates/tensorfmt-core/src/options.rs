@@ -33,6 +33,10 @@ pub struct ReadOptions {
     /// PINK files that fit several readings: `som`, `som-data`, `mapping`, `rotflip`).
     /// Formats without such ambiguity ignore it.
     pub kind: Option<String>,
+    /// The kind the file's name suggests (its extension: PINK's `.map` names a
+    /// mapping), set by the facade when it opens a path: used only to choose among
+    /// readings that all fit the bytes, with a warning; never an error.
+    pub name_kind: Option<String>,
     /// Refuse what the original reader refused, instead of reading it with a warning
     /// (e.g. PVP crash-truncated frame counts, primitiv lenient markers).
     pub strict: bool,

@@ -81,6 +81,10 @@ pub fn open_tensor_file(data: Bytes, options: &ReadOptions) -> Result<Box<dyn Te
         limits: options.limits,
         strict: options.strict,
         legacy_kind: options.kind.as_deref().map(parse_kind_hint).transpose()?,
+        legacy_guess: options
+            .name_kind
+            .as_deref()
+            .and_then(|k| Some((parse_kind_hint(k).ok()?, format!("its name suggests {k}")))),
         ..ReadConfig::default()
     };
     let file = SomFile::from_bytes_with(data, &config)?;

@@ -40,6 +40,9 @@ pub struct ReadConfig {
     pub legacy: bool,
     /// The kind a legacy file is expected to be.
     pub legacy_kind: Option<FileKind>,
+    /// The kind its name suggests (`.map`: a mapping): chooses among several legacy
+    /// readings that fit, with a warning, where [`ReadConfig::legacy_kind`] is not given.
+    pub legacy_guess: Option<(FileKind, String)>,
 }
 
 impl Default for ReadConfig {
@@ -49,6 +52,7 @@ impl Default for ReadConfig {
             strict: false,
             legacy: true,
             legacy_kind: None,
+            legacy_guess: None,
         }
     }
 }
@@ -212,6 +216,30 @@ impl SomFile {
                 })
             }
             0 => Err(v2),
+            n if not_v2 && n > 1 && config.legacy_guess.is_some() && {
+                let (g, _) = config.legacy_guess.as_ref().expect("checked");
+                cands.iter().filter(|c| c.kind == *g).count() == 1
+            } =>
+            {
+                let (g, why) = config.legacy_guess.clone().expect("checked");
+                let others: Vec<String> = cands
+                    .iter()
+                    .filter(|c| c.kind != g)
+                    .map(|c| c.describe())
+                    .collect();
+                let c = cands
+                    .into_iter()
+                    .find(|c| c.kind == g)
+                    .expect("one candidate of the kind");
+                let mut file = SomFile::from_legacy(data, comments, c, config)?;
+                file.warnings.push(format!(
+                    "ambiguous legacy file read as {} because {why}; it also fits {} \
+                     (name the kind to read it otherwise)",
+                    g.name(),
+                    others.join(", ")
+                ));
+                Ok(file)
+            }
             _ if not_v2 => Err(SomError::LegacyAmbiguous {
                 candidates: cands.iter().map(|c| c.describe()).collect(),
                 len: data.len() as u64,

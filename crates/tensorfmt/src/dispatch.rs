@@ -8,7 +8,7 @@ use std::path::Path;
 use bytes::Bytes;
 use tensorfmt_core::{Error, ReadOptions, Result, Tensor, TensorFile, WriteOptions};
 
-use crate::format::Format;
+use crate::format::{Format, Target};
 use crate::interop::{self, MemoryFile};
 use crate::progress::Progress;
 
@@ -122,6 +122,19 @@ pub(crate) fn open_mapped(
         kind_as_asked(format, &*file, options)?;
         return Ok((file, data));
     }
+    // A kind the name suggests (PINK's `.map`) settles a legacy file that fits several
+    // readings; the user's `--kind` comes first.
+    let named;
+    let options = match Target::from_path(path).and_then(|t| t.kind) {
+        Some(kind) if options.kind.is_none() && Format::from_path(path) == Some(format) => {
+            named = ReadOptions {
+                name_kind: Some(kind),
+                ..options.clone()
+            };
+            &named
+        }
+        _ => options,
+    };
     let file = open_bytes(data.clone(), format, Some(path), options)?;
     Ok((file, data))
 }

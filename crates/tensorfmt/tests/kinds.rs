@@ -282,3 +282,43 @@ fn a_conversion_of_no_weight_frames_leaves_nothing() {
     assert!(doc.convert_to(&out, Format::Pvp).is_err());
     assert!(!out.exists());
 }
+
+/// A legacy PINK file that fits several readings was refused even where its name says
+/// which (PINK's examples name mappings `.map`, SOMs `.som`, data `.pink`): the name now
+/// settles it, with a warning; `--kind` still comes first, and a `.bin` stays ambiguous.
+#[test]
+fn a_legacy_pink_files_name_settles_its_kind() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut bytes = Vec::new();
+    for v in [4000i32, 5, 5, 5] {
+        bytes.extend_from_slice(&v.to_le_bytes());
+    }
+    bytes.extend(std::iter::repeat_n(0u8, 4000 * 125 * 4));
+    let at = |name: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, &bytes).unwrap();
+        p
+    };
+    let e = Document::open(at("x.bin")).unwrap_err().to_string();
+    assert!(e.contains("ambiguous"), "{e}");
+    let doc = Document::open(at("x.map")).unwrap();
+    assert_eq!(doc.file().kind_id(), "som-mapping");
+    assert!(
+        doc.file()
+            .warnings()
+            .iter()
+            .any(|w| w.contains("its name suggests")),
+        "{:?}",
+        doc.file().warnings()
+    );
+    assert_eq!(
+        Document::open(at("x.pink")).unwrap().file().kind_id(),
+        "som-data"
+    );
+    let asked = tensorfmt::ReadOptions {
+        kind: Some("data".into()),
+        ..Default::default()
+    };
+    let doc = tensorfmt::open(&at("y.map"), &asked).unwrap();
+    assert_eq!(doc.file().kind_id(), "som-data");
+}
