@@ -572,6 +572,54 @@ impl TensorFile for CaffeFile {
         self.header.clone()
     }
 
+    /// What a weights-only write would lose: a model's net name and layer types
+    /// (`name`, `type.<layer>`), a solver state's `iter`, `learned_net` and
+    /// `current_step`.
+    fn layout_settings(&self) -> Vec<(String, String)> {
+        let text = |v: &FieldValue| match v {
+            FieldValue::Text(t) => Some(t.clone()),
+            FieldValue::Int(i) => Some(i.to_string()),
+            FieldValue::UInt(u) => Some(u.to_string()),
+            _ => None,
+        };
+        let mut out = Vec::new();
+        match self.kind {
+            FileKind::Model => {
+                for (key, value) in &self.header {
+                    match (key.as_str(), value) {
+                        ("name", v) => out.extend(text(v).map(|t| ("name".to_string(), t))),
+                        ("layer", FieldValue::List(layers)) => {
+                            for l in layers {
+                                let FieldValue::Map(fields) = l else { continue };
+                                let get = |k: &str| {
+                                    fields
+                                        .iter()
+                                        .find(|(n, _)| n == k)
+                                        .and_then(|(_, v)| text(v))
+                                };
+                                if let (Some(name), Some(ty)) = (get("name"), get("type")) {
+                                    if !ty.is_empty() {
+                                        out.push((format!("type.{name}"), ty));
+                                    }
+                                }
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            FileKind::SolverState => {
+                for (key, value) in &self.header {
+                    if matches!(key.as_str(), "iter" | "learned_net" | "current_step") {
+                        out.extend(text(value).map(|t| (key.clone(), t)));
+                    }
+                }
+            }
+            _ => {}
+        }
+        out
+    }
+
     fn tensors(&self) -> Vec<TensorInfo> {
         self.blobs.iter().map(|b| self.info(b)).collect()
     }

@@ -348,11 +348,11 @@ pub fn weights_only_note(
             let typed = !layers.is_empty()
                 && layers
                     .iter()
-                    .all(|layer| options.extra.contains_key(&format!("type.{layer}")));
+                    .all(|layer| given(options, &format!("type.{layer}")));
             if !typed {
                 missing.push("layer types (--set type.LAYER=TYPE)");
             }
-            if !options.extra.contains_key("name") {
+            if !given(options, "name") {
                 missing.push("net name (--set name=NAME)");
             }
             missing.push("topology");
@@ -364,16 +364,19 @@ pub fn weights_only_note(
         FileKind::SolverState => {
             let mut s = format!(
                 "a solver state from tensors alone: iter {}",
-                options.text("iter").unwrap_or("0")
+                options
+                    .text("iter")
+                    .or_else(|| layout(options, "iter"))
+                    .unwrap_or("0")
             );
             let mut missing = Vec::new();
-            if !options.extra.contains_key("iter") {
+            if !given(options, "iter") {
                 s.push_str(" (--set iter=N)");
             }
-            if !options.extra.contains_key("learned_net") {
+            if !given(options, "learned_net") {
                 missing.push("learned_net");
             }
-            if !options.extra.contains_key("current_step") {
+            if !given(options, "current_step") {
                 missing.push("current_step");
             }
             if missing.is_empty() {
@@ -384,6 +387,17 @@ pub fn weights_only_note(
         }
         _ => None,
     }
+}
+
+/// What the source file's layout says of `key` (a conversion from a Caffe file of
+/// the same kind: [`WriteOptions::source_layout`]); the user's `--set` comes first.
+fn layout<'a>(options: &'a WriteOptions, key: &str) -> Option<&'a str> {
+    options.source_layout.get(key).map(String::as_str)
+}
+
+/// Whether `key` is given, by the user or by the source's layout.
+fn given(options: &WriteOptions, key: &str) -> bool {
+    options.extra.contains_key(key) || options.source_layout.contains_key(key)
 }
 
 /// `a`, `a and b`, `a, b and c`.
@@ -424,15 +438,27 @@ fn prepare(
             let history = indexed(tensors, |n| {
                 n.strip_prefix("history/").and_then(|i| i.parse().ok())
             })?;
+            let own_int = |k: &str| -> Result<i32> {
+                Ok(match options.int32(k)? {
+                    Some(v) => v,
+                    None => layout(options, k).and_then(|v| v.parse().ok()).unwrap_or(0),
+                })
+            };
             Prepared::State(RawSolverState {
-                iter: Some(options.int32("iter")?.unwrap_or(0)),
-                current_step: Some(options.int32("current_step")?.unwrap_or(0)),
-                learned_net: options.text("learned_net").map(str::to_string),
+                iter: Some(own_int("iter")?),
+                current_step: Some(own_int("current_step")?),
+                learned_net: options
+                    .text("learned_net")
+                    .or_else(|| layout(options, "learned_net"))
+                    .map(str::to_string),
                 history,
             })
         }
         FileKind::Model => Prepared::Model(
-            options.extra.get("name").cloned(),
+            options
+                .text("name")
+                .or_else(|| layout(options, "name"))
+                .map(str::to_string),
             weights_layers(tensors, options)?,
         ),
     })
@@ -502,7 +528,10 @@ fn weights_layers(
                 )));
             }
             Ok(WeightsLayer {
-                type_name: options.text(&format!("type.{name}")).map(str::to_string),
+                type_name: options
+                    .text(&format!("type.{name}"))
+                    .or_else(|| layout(options, &format!("type.{name}")))
+                    .map(str::to_string),
                 blobs: blobs
                     .iter()
                     .map(|(_, t)| blob_from_tensor(t))

@@ -801,7 +801,8 @@ fn some_frames_of_a_sparse_pvp_file_stay_sparse() {
 /// tell: a 2x2x2 SOM of 2x2 neurons (`[2, 2, 2, 2, 2]`) with `--dtype f64` failed
 /// ("cannot split SOM shape ... set som_rank"; PINK's legacy 3-D maps too), and some
 /// entries of a 2x2 rotation/flip file became a 4-neuron line; a frame of a non-shared
-/// PVP weight file became a shared one.
+/// PVP weight file became a shared one; some blobs of a caffemodel lost the net name
+/// and layer types, some history of a solver state its iter.
 #[test]
 fn a_conversion_to_its_own_format_keeps_the_layout() {
     let dir = tempfile::tempdir().unwrap();
@@ -885,7 +886,64 @@ fn a_conversion_to_its_own_format_keeps_the_layout() {
     ]);
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("does not hold") && !out.exists(), "{err}");
+    // Some blobs of a caffemodel kept the layer names only (no net name, no types);
+    // some history of a solver state reset iter to 0.
+    let text = |p: &Path| {
+        tensorfmt::open(p, &Default::default())
+            .unwrap()
+            .header()
+            .iter()
+            .map(|(k, v)| format!("{k}: {v}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    for (src, tensor, keeps) in [
+        (
+            "v2_tiny.caffemodel",
+            "ip/0",
+            &["name: tiny", "type: InnerProduct"][..],
+        ),
+        (
+            "tiny.solverstate",
+            "history/0",
+            &[
+                "iter: 100",
+                "learned_net: tiny_iter_100.caffemodel",
+                "current_step: 1",
+            ][..],
+        ),
+    ] {
+        let input = testdata("caffe", src);
+        let out = dir.path().join(src);
+        let (code, _, err) = tf(args!["convert", &input, &out, "--tensor", tensor]);
+        assert_eq!(code, 0, "{src}: {err}");
+        let h = text(&out);
+        for k in keeps {
+            assert!(h.contains(k), "{src}: {k} not in {h}");
+        }
+        assert!(
+            !err.contains("no layer types") && !err.contains("no learned_net"),
+            "{err}"
+        );
+    }
     // What the user sets wins over the source's layout.
+    let (code, _, err) = tf(args![
+        "convert",
+        testdata("caffe", "v2_tiny.caffemodel"),
+        dir.path().join("renamed.caffemodel"),
+        "--tensor",
+        "ip/0",
+        "--set",
+        "name=other",
+        "--set",
+        "type.ip=Scale"
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let h = text(&dir.path().join("renamed.caffemodel"));
+    assert!(
+        h.contains("name: other") && h.contains("type: Scale"),
+        "{h}"
+    );
     let input = testdata("som", "som_cart_2x2x2.bin");
     let out = dir.path().join("rank1.bin");
     let (code, _, err) = tf(args![
