@@ -73,3 +73,39 @@ fn offsets_fields_io_and_unsupported_come_from_the_error() {
         (ErrorKind::Format, None, None)
     );
 }
+
+/// A big-endian or Fortran-order npy whose copy the limit refuses was a format error
+/// (the limit's message folded into a "malformed" one); it is a limit error, at the
+/// data's offset. A rank over the limit likewise.
+#[test]
+fn npy_copies_and_ranks_over_the_limit_are_limit_errors() {
+    let root = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/core"));
+    let tight = tensorfmt::ReadOptions {
+        limits: tensorfmt::Limits {
+            max_alloc: 8,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let e = tensorfmt::open(&root.join("f64_be_3.npy"), &tight)
+        .and_then(|d| d.read_tensor("f64_be_3"))
+        .unwrap_err();
+    assert_eq!(
+        (e.kind(), e.field()),
+        (ErrorKind::Limit, Some("data")),
+        "{e}"
+    );
+    let low_rank = tensorfmt::ReadOptions {
+        limits: tensorfmt::Limits {
+            max_rank: 1,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let e = tensorfmt::open(&root.join("f32_2x3.npy"), &low_rank).unwrap_err();
+    assert_eq!(
+        (e.kind(), e.field()),
+        (ErrorKind::Limit, Some("shape")),
+        "{e}"
+    );
+}

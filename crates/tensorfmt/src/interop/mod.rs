@@ -48,6 +48,17 @@ pub enum InteropError {
         /// What is wrong.
         message: String,
     },
+    /// A limit of the reader's [`Limits`](tensorfmt_core::Limits) refused what a field
+    /// asks for (a rank, a copy's allocation): a limit error, not a malformed file.
+    #[error("at byte {offset}: {field}: {source}")]
+    Limited {
+        /// Byte offset of the field.
+        offset: u64,
+        /// The field concerned.
+        field: &'static str,
+        /// The limit's error.
+        source: tensorfmt_core::Error,
+    },
     /// Valid for the format, but not something tensorfmt handles (structured or
     /// object dtypes, 8-bit floats, encrypted archive members, ...).
     #[error("unsupported: {0}")]
@@ -64,18 +75,23 @@ impl tensorfmt_core::Classify for InteropError {
     fn kind(&self) -> tensorfmt_core::ErrorKind {
         match self {
             InteropError::Unsupported(_) => tensorfmt_core::ErrorKind::Unsupported,
+            InteropError::Limited { source, .. } => source.kind(),
             _ => tensorfmt_core::ErrorKind::Format,
         }
     }
     fn offset(&self) -> Option<u64> {
         match self {
-            InteropError::Malformed { offset, .. } => Some(*offset),
+            InteropError::Malformed { offset, .. } | InteropError::Limited { offset, .. } => {
+                Some(*offset)
+            }
             _ => None,
         }
     }
     fn field(&self) -> Option<&str> {
         match self {
-            InteropError::Malformed { field, .. } => Some(field),
+            InteropError::Malformed { field, .. } | InteropError::Limited { field, .. } => {
+                Some(field)
+            }
             _ => None,
         }
     }

@@ -165,7 +165,11 @@ pub fn parse_header(bytes: &[u8], limits: &Limits) -> Result<NpyHeader, InteropE
     };
     limits
         .check_rank(dims.len())
-        .map_err(|e| InteropError::malformed(pre as u64, "shape", e.to_string()))?;
+        .map_err(|source| InteropError::Limited {
+            offset: pre as u64,
+            field: "shape",
+            source,
+        })?;
     let shape = Shape::new(dims);
     let (dtype, big_endian) = parse_descr(&descr)?;
     shape.byte_len(dtype.size()).map_err(|_| {
@@ -405,7 +409,11 @@ pub fn decode(h: &NpyHeader, file: &Bytes, limits: &Limits) -> Result<Tensor, In
     if copies {
         limits
             .check_alloc(need as u64)
-            .map_err(|e| InteropError::malformed(h.data_offset as u64, "data", e.to_string()))?;
+            .map_err(|source| InteropError::Limited {
+                offset: h.data_offset as u64,
+                field: "data",
+                source,
+            })?;
     }
     if h.big_endian {
         let mut v = data.to_vec();
