@@ -801,7 +801,7 @@ fn some_frames_of_a_sparse_pvp_file_stay_sparse() {
 /// tell: a 2x2x2 SOM of 2x2 neurons (`[2, 2, 2, 2, 2]`) with `--dtype f64` failed
 /// ("cannot split SOM shape ... set som_rank"; PINK's legacy 3-D maps too), and some
 /// entries of a 2x2 rotation/flip file became a 4-neuron line; a frame of a non-shared
-/// PVP weight file became a shared one; some blobs of a caffemodel lost the net name
+/// PVP weight file became a shared one (and byte weights float ones); some blobs of a caffemodel lost the net name
 /// and layer types, some history of a solver state its iter.
 #[test]
 fn a_conversion_to_its_own_format_keeps_the_layout() {
@@ -831,7 +831,12 @@ fn a_conversion_to_its_own_format_keeps_the_layout() {
         frames: Some((0, Some(1))),
         ..Default::default()
     };
-    for src in ["nonshared_f32.pvp", "kernel_f32.pvp"] {
+    for src in [
+        "nonshared_f32.pvp",
+        "kernel_f32.pvp",
+        "kernel_byte.pvp",
+        "nonshared_byte.pvp",
+    ] {
         let input = testdata("pvp", src);
         let out = dir.path().join(src);
         let (code, _, err) = tf(args!["convert", &input, &out, "--frames", "0:1"]);
@@ -841,6 +846,7 @@ fn a_conversion_to_its_own_format_keeps_the_layout() {
             let h = tensorfmt::open(p, &Default::default()).unwrap().header();
             [
                 "filetype",
+                "datatype",
                 "nx",
                 "ny",
                 "nf",

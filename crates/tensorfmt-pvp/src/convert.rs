@@ -396,13 +396,31 @@ fn write_weights(
     };
     let time = times(tensors, frames)?;
     let vals = typed::<f32>(t, DType::F32)?;
-    let mut w = WeightWriter::new(f, g, bytes)?;
     let per = g.frame_values()?;
+    // A byte weight file converted to its own kind stays bytes when every frame's
+    // values come back exactly from its bytes (they do when they were bytes of this
+    // frame's range); else float, which holds them exactly.
+    let bytes = bytes
+        || (options.dtype.is_none()
+            && options.source_layout.get("datatype").map(String::as_str) == Some("1")
+            && vals.chunks_exact(per.max(1)).all(bytes_are_exact));
+    let mut w = WeightWriter::new(f, g, bytes)?;
     for (k, frame) in vals.chunks_exact(per).enumerate() {
         w.write_frame(time[k], frame)?;
     }
     w.finish()?;
     Ok(())
+}
+
+/// Whether a frame of weights survives byte compression exactly: each value decodes
+/// back from its byte in the frame's own range (what [`WeightWriter`] writes).
+fn bytes_are_exact(frame: &[f32]) -> bool {
+    let lo = frame.iter().copied().fold(f32::INFINITY, f32::min);
+    let hi = frame.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    frame.iter().all(|&v| {
+        v.is_finite()
+            && crate::read::decode_byte(crate::write::encode_byte(v, lo, hi), lo, hi - lo) == v
+    })
 }
 
 /// See [`crate::save_tensors`].
@@ -420,4 +438,20 @@ pub(crate) fn save(
             _ => write_dense(f, tensors),
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    /// Bytes are kept only where every value decodes back exactly.
+    #[test]
+    fn byte_weights_are_kept_only_when_exact() {
+        let bytes: Vec<f32> = [0u8, 3, 128, 255]
+            .iter()
+            .map(|&b| crate::read::decode_byte(b, -1.0, 4.0))
+            .collect();
+        assert!(super::bytes_are_exact(&bytes));
+        assert!(super::bytes_are_exact(&[0.25; 5]));
+        assert!(!super::bytes_are_exact(&[0.0, 0.1234567, 1.0]));
+        assert!(!super::bytes_are_exact(&[0.0, f32::NAN]));
+    }
 }

@@ -206,10 +206,13 @@ impl TensorFile for PvpTensorFile {
             ("nf".to_string(), h.nf.to_string()),
         ];
         let (nx, ny, nf) = (i64::from(h.nx), i64::from(h.ny), i64::from(h.nf));
+        // Byte weights stay bytes where the values allow it (the writer checks).
+        let bytes = (h.datatype == 1).then(|| ("datatype".to_string(), "1".to_string()));
         if self.file.kind() == Kind::NonSharedWeights {
             // Always: a non-shared file written as a shared one would be another kind
             // of file; a geometry the writer cannot keep is its error, not a new kind.
             let mut out = dims;
+            out.extend(bytes);
             out.push(("shared".into(), "false".into()));
             out.push(("margin_x".into(), ((h.nx_extended - h.nx) / 2).to_string()));
             out.push(("margin_y".into(), ((h.ny_extended - h.ny) / 2).to_string()));
@@ -218,11 +221,13 @@ impl TensorFile for PvpTensorFile {
         // OpenPV's kernel files give the pre layer as nx, ny, nf, which the kernel
         // writer (whose nx, ny, nf are the unit cell of its patches) keeps only where
         // they are that unit cell.
-        if nx * ny * nf == patches {
+        let mut out = if nx * ny * nf == patches {
             dims
         } else {
             Vec::new()
-        }
+        };
+        out.extend(bytes);
+        out
     }
 
     fn header(&self) -> Vec<(String, FieldValue)> {
