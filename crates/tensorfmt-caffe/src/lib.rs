@@ -234,11 +234,25 @@ fn for_readers<'a>(
     tensors: &'a [(String, Tensor)],
     options: &WriteOptions,
 ) -> Result<std::borrow::Cow<'a, [(String, Tensor)]>> {
-    if options.dtype == Some(tensorfmt_core::DType::F64)
-        || !tensors
-            .iter()
-            .any(|(_, t)| t.dtype() == tensorfmt_core::DType::F64)
-    {
+    use tensorfmt_core::DType;
+    match options.dtype {
+        None | Some(DType::F32) => {}
+        // `--dtype f64`: every blob in `double_data`.
+        Some(DType::F64) => {
+            return Ok(std::borrow::Cow::Owned(
+                tensors
+                    .iter()
+                    .map(|(n, t)| Ok((n.clone(), t.cast(DType::F64)?)))
+                    .collect::<Result<Vec<_>>>()?,
+            ))
+        }
+        Some(d) => {
+            return Err(CaffeError::Write(format!(
+                "Caffe blobs hold float32 (data) or float64 (double_data), not {d}"
+            )))
+        }
+    }
+    if !tensors.iter().any(|(_, t)| t.dtype() == DType::F64) {
         return Ok(std::borrow::Cow::Borrowed(tensors));
     }
     tensors

@@ -964,3 +964,40 @@ fn a_conversion_to_its_own_format_keeps_the_layout() {
     assert_eq!(code, 0, "{err}");
     assert!(kind_of(&out).contains("cartesian 2)"), "{}", kind_of(&out));
 }
+
+/// `--dtype` was ignored by three writers (exit 0, another type written): ONNX wrote
+/// float32 for `--dtype f16`, Caffe float32 `data` for `--dtype f64`, PVP activity
+/// float32 for `--dtype f64`. Now ONNX and Caffe store the type asked (Caffe's
+/// `double_data`), and what a format cannot store is refused, nothing written.
+#[test]
+fn dtype_is_used_or_refused_by_every_writer() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = Tensor::from_vec(vec![0.5f32; 6], [2, 3], Order::RowMajor).unwrap();
+    let input = npz_with(dir.path(), &[("ip/0", w)]);
+    let dtype_of = |p: &Path| {
+        let doc = tensorfmt::open(p, &Default::default()).unwrap();
+        doc.file().tensors()[0].dtype
+    };
+    for (out, dtype, want) in [
+        ("a.onnx", "f16", tensorfmt::DType::F16),
+        ("a.caffemodel", "f64", tensorfmt::DType::F64),
+    ] {
+        let out = dir.path().join(out);
+        let (code, _, err) = tf(args!["convert", &input, &out, "--dtype", dtype]);
+        assert_eq!(code, 0, "{err}");
+        assert_eq!(dtype_of(&out), want, "{}", out.display());
+    }
+    let values = Tensor::from_vec(vec![1f32; 24], [1, 2, 3, 4], Order::RowMajor).unwrap();
+    let sub = dir.path().join("v");
+    std::fs::create_dir(&sub).unwrap();
+    let activity = npz_with(&sub, &[("values", values)]);
+    for (input, out, dtype, says) in [
+        (&activity, "b.pvp", "f64", "stored as f32"),
+        (&input, "b.caffemodel", "f16", "double_data"),
+    ] {
+        let out = dir.path().join(out);
+        let (code, _, err) = tf(args!["convert", input, &out, "--dtype", dtype]);
+        assert_eq!((code, err.contains(says)), (1, true), "{err}");
+        assert!(!out.exists());
+    }
+}

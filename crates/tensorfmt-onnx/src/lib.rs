@@ -129,5 +129,17 @@ pub fn save_tensors(
     tensors: &[(String, Tensor)],
     options: &WriteOptions,
 ) -> Result<()> {
+    // `--dtype`: every initializer stored as that type (ONNX has them all).
+    let cast: Vec<(String, Tensor)>;
+    let tensors = match options.dtype {
+        Some(d) if tensors.iter().any(|(_, t)| t.dtype() != d) => {
+            cast = tensors
+                .iter()
+                .map(|(n, t)| Ok((n.clone(), t.cast(d)?)))
+                .collect::<Result<_>>()?;
+            &cast[..]
+        }
+        _ => tensors,
+    };
     save_model(path, &weights_model(tensors)?, options)
 }

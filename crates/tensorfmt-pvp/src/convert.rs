@@ -431,6 +431,15 @@ pub(crate) fn save(
 ) -> Result<()> {
     let kind = choose_kind(tensors, options)?;
     tensorfmt_core::settings::check("pvp", SETTINGS, Some(&kind), options)?;
+    match options.dtype {
+        None | Some(DType::F32) => {}
+        Some(d) if kind != "weights" => {
+            return Err(PvpError::Invalid(format!(
+                "PVP {kind} activity is stored as f32, not {d}"
+            )))
+        }
+        _ => {} // weights: f32 or u8, checked by their writer
+    }
     tensorfmt_core::io::write_atomic_with(path, options, |f| -> Result<()> {
         match kind.as_str() {
             "weights" => write_weights(f, tensors, options),
