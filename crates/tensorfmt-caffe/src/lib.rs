@@ -362,11 +362,11 @@ pub fn weights_only_note(
             let typed = !layers.is_empty()
                 && layers
                     .iter()
-                    .all(|layer| given(options, &format!("type.{layer}")));
+                    .all(|layer| options.gives(&format!("type.{layer}")));
             if !typed {
                 missing.push("layer types (--set type.LAYER=TYPE)");
             }
-            if !given(options, "name") {
+            if !options.gives("name") {
                 missing.push("net name (--set name=NAME)");
             }
             missing.push("topology");
@@ -378,19 +378,16 @@ pub fn weights_only_note(
         FileKind::SolverState => {
             let mut s = format!(
                 "a solver state from tensors alone: iter {}",
-                options
-                    .text("iter")
-                    .or_else(|| layout(options, "iter"))
-                    .unwrap_or("0")
+                options.text_or_layout("iter").unwrap_or("0")
             );
             let mut missing = Vec::new();
-            if !given(options, "iter") {
+            if !options.gives("iter") {
                 s.push_str(" (--set iter=N)");
             }
-            if !given(options, "learned_net") {
+            if !options.gives("learned_net") {
                 missing.push("learned_net");
             }
-            if !given(options, "current_step") {
+            if !options.gives("current_step") {
                 missing.push("current_step");
             }
             if missing.is_empty() {
@@ -401,17 +398,6 @@ pub fn weights_only_note(
         }
         _ => None,
     }
-}
-
-/// What the source file's layout says of `key` (a conversion from a Caffe file of
-/// the same kind: [`WriteOptions::source_layout`]); the user's `--set` comes first.
-fn layout<'a>(options: &'a WriteOptions, key: &str) -> Option<&'a str> {
-    options.source_layout.get(key).map(String::as_str)
-}
-
-/// Whether `key` is given, by the user or by the source's layout.
-fn given(options: &WriteOptions, key: &str) -> bool {
-    options.extra.contains_key(key) || options.source_layout.contains_key(key)
 }
 
 /// `a`, `a and b`, `a, b and c`.
@@ -452,27 +438,15 @@ fn prepare(
             let history = indexed(tensors, |n| {
                 n.strip_prefix("history/").and_then(|i| i.parse().ok())
             })?;
-            let own_int = |k: &str| -> Result<i32> {
-                Ok(match options.int32(k)? {
-                    Some(v) => v,
-                    None => layout(options, k).and_then(|v| v.parse().ok()).unwrap_or(0),
-                })
-            };
             Prepared::State(RawSolverState {
-                iter: Some(own_int("iter")?),
-                current_step: Some(own_int("current_step")?),
-                learned_net: options
-                    .text("learned_net")
-                    .or_else(|| layout(options, "learned_net"))
-                    .map(str::to_string),
+                iter: Some(options.int32_or_layout("iter")?.unwrap_or(0)),
+                current_step: Some(options.int32_or_layout("current_step")?.unwrap_or(0)),
+                learned_net: options.text_or_layout("learned_net").map(str::to_string),
                 history,
             })
         }
         FileKind::Model => Prepared::Model(
-            options
-                .text("name")
-                .or_else(|| layout(options, "name"))
-                .map(str::to_string),
+            options.text_or_layout("name").map(str::to_string),
             weights_layers(tensors, options)?,
         ),
     })
@@ -543,8 +517,7 @@ fn weights_layers(
             }
             Ok(WeightsLayer {
                 type_name: options
-                    .text(&format!("type.{name}"))
-                    .or_else(|| layout(options, &format!("type.{name}")))
+                    .text_or_layout(&format!("type.{name}"))
                     .map(str::to_string),
                 blobs: blobs
                     .iter()

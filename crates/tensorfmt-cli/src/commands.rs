@@ -529,11 +529,10 @@ pub fn convert_file(a: &ConvertArgs, show_progress: bool) -> Result<Converted, F
     }
     let read_options = ReadOptions {
         frames: a.frames,
-        // npz and safetensors keep sparse frames sparse anyway, in the layout that
-        // carries their shape (scipy's save_npz / the CSR triple with frame_shape); the
-        // bare CSR view is for the other outputs.
-        // To PVP, a sparse file's frames are written as a sparse PVP file of the same
-        // geometry from that view too.
+        // npz, safetensors and PVP keep sparse frames sparse anyway, from the file's
+        // own sparse view (scipy's save_npz layout / the CSR triple with frame_shape /
+        // a sparse PVP file of the same geometry); the bare CSR arrays, which lose the
+        // frame shape, are for the other outputs.
         sparse_csr: a.sparse
             && !matches!(
                 target.format,

@@ -19,6 +19,14 @@ fn npz_with(dir: &std::path::Path, tensors: &[(&str, Tensor)]) -> std::path::Pat
     p
 }
 
+/// `tensorfmt convert INPUT OUT FLAGS...`.
+fn convert(input: &Path, out: &Path, flags: &[&str]) -> (i32, String, String) {
+    let mut args: Vec<&std::ffi::OsStr> =
+        vec!["convert".as_ref(), input.as_os_str(), out.as_os_str()];
+    args.extend(flags.iter().map(std::ffi::OsStr::new));
+    tf(args)
+}
+
 fn images() -> Tensor {
     Tensor::from_vec(vec![0.5f32; 2 * 3 * 3], [2, 3, 3], Order::RowMajor).unwrap()
 }
@@ -539,12 +547,18 @@ fn a_caffe_file_from_tensors_alone_says_what_it_lacks() {
     assert!(err.contains("layer names and blobs, no topology;"), "{err}");
     let input = dir.path().join("s_solverstate").join("in.npz");
     let out = dir.path().join("whole.solverstate");
-    let mut args: Vec<&std::ffi::OsStr> =
-        vec!["convert".as_ref(), input.as_os_str(), out.as_os_str()];
-    for s in ["iter=7", "learned_net=net.caffemodel", "current_step=2"] {
-        args.extend([std::ffi::OsStr::new("--set"), std::ffi::OsStr::new(s)]);
-    }
-    let (code, _, err) = tf(args);
+    let (code, _, err) = convert(
+        &input,
+        &out,
+        &[
+            "--set",
+            "iter=7",
+            "--set",
+            "learned_net=net.caffemodel",
+            "--set",
+            "current_step=2",
+        ],
+    );
     assert_eq!(code, 0, "{err}");
     assert!(!err.contains("warning"), "{err}");
     let mean = npz_with(dir.path(), &[("mean", images())]);
@@ -692,10 +706,7 @@ fn every_setting_value_is_used_or_refused() {
     ];
     for (input, out, flags, code, says) in cases {
         let out = dir.path().join(out);
-        let mut args: Vec<&std::ffi::OsStr> =
-            vec!["convert".as_ref(), input.as_os_str(), out.as_os_str()];
-        args.extend(flags.iter().map(std::ffi::OsStr::new));
-        let (got, _, err) = tf(args);
+        let (got, _, err) = convert(input, &out, flags);
         assert_eq!((got, err.contains(says)), (*code, true), "{flags:?}: {err}");
         assert!(!out.exists(), "{flags:?}");
     }
@@ -750,15 +761,7 @@ fn some_frames_of_a_sparse_pvp_file_stay_sparse() {
         let input = testdata("pvp", src);
         for flags in [&[][..], &["--sparse"][..]] {
             let out = dir.path().join(format!("{src}{}.pvp", flags.len()));
-            let mut args: Vec<&std::ffi::OsStr> =
-                vec!["convert".as_ref(), input.as_os_str(), out.as_os_str()];
-            args.extend(
-                ["--frames", "0:1"]
-                    .iter()
-                    .chain(flags)
-                    .map(std::ffi::OsStr::new),
-            );
-            let (code, _, err) = tf(args);
+            let (code, _, err) = convert(&input, &out, &[&["--frames", "0:1"][..], flags].concat());
             assert_eq!(code, 0, "{err}");
             assert_eq!(header(&out), header(&input), "{src} {flags:?}");
             let first = tensorfmt::ReadOptions {
@@ -782,15 +785,7 @@ fn some_frames_of_a_sparse_pvp_file_stay_sparse() {
         }
         for flags in [&["--dense"][..], &["--to", "pvp:dense"][..]] {
             let out = dir.path().join(format!("{src}dense{}.pvp", flags.len()));
-            let mut args: Vec<&std::ffi::OsStr> =
-                vec!["convert".as_ref(), input.as_os_str(), out.as_os_str()];
-            args.extend(
-                ["--frames", "0:1"]
-                    .iter()
-                    .chain(flags)
-                    .map(std::ffi::OsStr::new),
-            );
-            let (code, _, err) = tf(args);
+            let (code, _, err) = convert(&input, &out, &[&["--frames", "0:1"][..], flags].concat());
             assert_eq!(code, 0, "{err}");
             assert_eq!(header(&out)[0], "Int(4)", "{src} {flags:?}");
         }
@@ -818,10 +813,7 @@ fn a_conversion_to_its_own_format_keeps_the_layout() {
     ] {
         let input = testdata("som", src);
         let out = dir.path().join(src);
-        let mut args: Vec<&std::ffi::OsStr> =
-            vec!["convert".as_ref(), input.as_os_str(), out.as_os_str()];
-        args.extend(flags.iter().map(std::ffi::OsStr::new));
-        let (code, _, err) = tf(args);
+        let (code, _, err) = convert(&input, &out, flags);
         assert_eq!(code, 0, "{src}: {err}");
         assert_eq!(kind_of(&out), kind_of(&input), "{src}");
     }
@@ -963,6 +955,27 @@ fn a_conversion_to_its_own_format_keeps_the_layout() {
     ]);
     assert_eq!(code, 0, "{err}");
     assert!(kind_of(&out).contains("cartesian 2)"), "{}", kind_of(&out));
+    // The source's layout is a default, never refused: --hex on a cartesian
+    // rotation/flip file of 7 neurons makes a hexagonal one (the source's som_dims
+    // were taken as the user's and refused with --hex).
+    let flip = Tensor::from_vec(vec![0u8; 2 * 7], [2, 7], Order::RowMajor).unwrap();
+    let angle = Tensor::from_vec(vec![0f32; 2 * 7], [2, 7], Order::RowMajor).unwrap();
+    let cart = dir.path().join("line7.bin");
+    let o = tensorfmt::WriteOptions {
+        kind: Some("som-rotflip".into()),
+        ..Default::default()
+    };
+    tensorfmt::save(
+        &cart,
+        Format::Som,
+        &[("flip".into(), flip), ("angle".into(), angle)],
+        &o,
+    )
+    .unwrap();
+    let out = dir.path().join("hex7.bin");
+    let (code, _, err) = convert(&cart, &out, &["--hex"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(kind_of(&out).contains("hexagonal"), "{}", kind_of(&out));
 }
 
 /// `--dtype` was ignored by three writers (exit 0, another type written): ONNX wrote

@@ -117,14 +117,19 @@ impl Setting {
         self.key == key || (self.key.ends_with('.') && key.starts_with(self.key))
     }
 
-    /// `key=VALUES`, and the kinds when not all: `nx=N>0 (sparse, weights)`.
-    pub fn describe(&self) -> String {
+    /// `key=VALUES`: `nx=N>0`, `type.<name>=TEXT`.
+    pub fn usage(&self) -> String {
         let key = if self.key.ends_with('.') {
             format!("{}<name>", self.key)
         } else {
             self.key.to_string()
         };
-        let mut s = format!("{key}={}", self.value.describe());
+        format!("{key}={}", self.value.describe())
+    }
+
+    /// [`Setting::usage`], and the kinds when not all: `nx=N>0 (sparse, weights)`.
+    pub fn describe(&self) -> String {
+        let mut s = self.usage();
         if !self.kinds.is_empty() {
             s.push_str(&format!(" ({})", self.kinds.join(", ")));
         }
@@ -244,17 +249,55 @@ impl WriteOptions {
         self.setting(key, parse_counts, SettingValue::Counts)
     }
 
-    /// A [`SettingValue::Counts`] setting, else the source layout's
-    /// ([`WriteOptions::source_layout`]) when it has a valid one.
-    pub fn counts_or_layout(&self, key: &str) -> Result<Option<Vec<usize>>> {
-        Ok(self
-            .counts(key)?
-            .or_else(|| self.source_layout.get(key).and_then(|v| parse_counts(v))))
-    }
-
     /// A [`SettingValue::Text`] or [`SettingValue::Choice`] setting, as given.
     pub fn text(&self, key: &str) -> Option<&str> {
         self.extra.get(key).map(String::as_str)
+    }
+
+    /// A setting the user gives (`extra`: parsed, an error when it does not parse),
+    /// else the source layout's ([`WriteOptions::source_layout`]: a writer's default,
+    /// left out when it does not parse, never an error).
+    fn setting_or_layout<T>(
+        &self,
+        key: &str,
+        parse: fn(&str) -> Option<T>,
+        grammar: SettingValue,
+    ) -> Result<Option<T>> {
+        Ok(match self.setting(key, parse, grammar)? {
+            Some(v) => Some(v),
+            None => self.source_layout.get(key).and_then(|v| parse(v)),
+        })
+    }
+
+    /// [`WriteOptions::flag`], else the source layout's; `None` when neither says.
+    pub fn flag_or_layout(&self, key: &str) -> Result<Option<bool>> {
+        self.setting_or_layout(key, parse_flag, SettingValue::Flag)
+    }
+
+    /// [`WriteOptions::count`], else the source layout's.
+    pub fn count_or_layout(&self, key: &str) -> Result<Option<usize>> {
+        self.setting_or_layout(key, parse_count, SettingValue::Count)
+    }
+
+    /// [`WriteOptions::int32`], else the source layout's.
+    pub fn int32_or_layout(&self, key: &str) -> Result<Option<i32>> {
+        self.setting_or_layout(key, parse_int32, SettingValue::Int32)
+    }
+
+    /// [`WriteOptions::counts`], else the source layout's.
+    pub fn counts_or_layout(&self, key: &str) -> Result<Option<Vec<usize>>> {
+        self.setting_or_layout(key, parse_counts, SettingValue::Counts)
+    }
+
+    /// [`WriteOptions::text`], else the source layout's.
+    pub fn text_or_layout(&self, key: &str) -> Option<&str> {
+        self.text(key)
+            .or_else(|| self.source_layout.get(key).map(String::as_str))
+    }
+
+    /// Whether `key` is given, by the user or by the source's layout.
+    pub fn gives(&self, key: &str) -> bool {
+        self.extra.contains_key(key) || self.source_layout.contains_key(key)
     }
 }
 
@@ -334,5 +377,21 @@ mod tests {
             "type.<name>=TEXT"
         );
         assert_eq!(TABLE[1].describe(), "n=N>0 (a)");
+        assert_eq!(TABLE[1].usage(), "n=N>0");
+    }
+
+    #[test]
+    fn the_users_setting_comes_before_the_source_layout_which_is_never_an_error() {
+        let mut o = with("n", "3");
+        o.source_layout.insert("n".into(), "5".into());
+        o.source_layout.insert("i".into(), "x".into());
+        o.source_layout.insert("flag".into(), "false".into());
+        assert_eq!(o.count_or_layout("n").unwrap(), Some(3));
+        assert_eq!(o.int32_or_layout("i").unwrap(), None);
+        assert_eq!(o.flag_or_layout("flag").unwrap(), Some(false));
+        assert_eq!(o.text_or_layout("flag"), Some("false"));
+        assert!(o.gives("flag") && o.gives("n") && !o.gives("dims"));
+        o.extra.insert("n".into(), "x".into());
+        assert!(o.count_or_layout("n").is_err());
     }
 }

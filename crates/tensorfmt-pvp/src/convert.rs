@@ -67,10 +67,6 @@ pub const SETTINGS: &[Setting] = &[
     Setting::new("margin_y", SettingValue::Int32).for_kinds(&["weights"]),
 ];
 
-fn extra_usize(options: &WriteOptions, key: &str) -> Result<Option<usize>> {
-    Ok(options.count(key)?)
-}
-
 /// The file kind chosen from `options.kind` or from the tensor names.
 fn choose_kind(tensors: &[(String, Tensor)], options: &WriteOptions) -> Result<String> {
     if let Some(k) = &options.kind {
@@ -108,9 +104,9 @@ fn dense_dims(t: &Tensor) -> Result<(usize, usize, usize, usize)> {
 
 /// Geometry (nx, ny, nf) of `width` neurons from `--set nx= ny= nf=` (default `width x 1 x 1`).
 fn sparse_geometry(options: &WriteOptions, width: usize) -> Result<(usize, usize, usize)> {
-    let nx = extra_usize(options, "nx")?;
-    let ny = extra_usize(options, "ny")?.unwrap_or(1);
-    let nf = extra_usize(options, "nf")?.unwrap_or(1);
+    let nx = options.count("nx")?;
+    let ny = options.count("ny")?.unwrap_or(1);
+    let nf = options.count("nf")?.unwrap_or(1);
     let nx = nx.unwrap_or(width / ny.saturating_mul(nf).max(1));
     if nx.checked_mul(ny).and_then(|v| v.checked_mul(nf)) != Some(width) {
         return Err(PvpError::Invalid(format!(
@@ -126,15 +122,14 @@ fn sparse_writer<'a>(
     values: bool,
     (nx, ny, nf): (usize, usize, usize),
 ) -> Result<SparseWriter<&'a mut AtomicFile>> {
-    let datatype = options.text("datatype");
     if !values {
-        if let Some(d) = datatype {
+        if let Some(d) = options.text("datatype") {
             return Err(PvpError::Invalid(format!(
                 "--set datatype={d} is for sparse values files; this one is binary (no values)"
             )));
         }
         SparseWriter::binary(f, nx, ny, nf)
-    } else if datatype == Some("4") {
+    } else if options.text_or_layout("datatype") == Some("4") {
         SparseWriter::values_datatype4(f, nx, ny, nf)
     } else {
         SparseWriter::values(f, nx, ny, nf)
@@ -146,7 +141,8 @@ fn write_sparse(
     tensors: &[(String, Tensor)],
     options: &WriteOptions,
 ) -> Result<()> {
-    let binary_wanted = options.text("sparse") == Some("binary");
+    // A sparse PVP file's own kind (binary) goes with its entries (source layout).
+    let binary_wanted = options.text_or_layout("sparse") == Some("binary");
     if options.text("sparse") == Some("values")
         && find(tensors, "indptr").is_some()
         && find(tensors, "data").is_none()
@@ -161,7 +157,7 @@ fn write_sparse(
         let (frames, ny, nx, nf) = dense_dims(t)?;
         // The geometry is the values' shape; --set may only repeat it.
         for (key, is) in [("nx", nx), ("ny", ny), ("nf", nf)] {
-            if let Some(set) = extra_usize(options, key)? {
+            if let Some(set) = options.count(key)? {
                 if set != is {
                     return Err(PvpError::Invalid(format!(
                         "--set {key}={set} does not match the values' shape {:?} \
@@ -213,9 +209,9 @@ fn write_sparse(
         }
         None => {
             let (x, y, c) = (
-                extra_usize(options, "nx")?,
-                extra_usize(options, "ny")?,
-                extra_usize(options, "nf")?,
+                options.count("nx")?,
+                options.count("ny")?,
+                options.count("nf")?,
             );
             match (x, y, c) {
                 (Some(x), y, c) => x
@@ -337,14 +333,8 @@ fn write_weights(
     };
     // What the user sets, else the source file's own geometry (a conversion from a
     // PVP weight file), else a kernel of `patches` features.
-    let own = |key: &str| -> Result<Option<usize>> {
-        Ok(extra_usize(options, key)?
-            .or_else(|| options.source_layout.get(key).and_then(|v| v.parse().ok())))
-    };
-    let shared = match options.extra.get("shared") {
-        Some(_) => options.flag("shared")?,
-        None => options.source_layout.get("shared").map(String::as_str) != Some("false"),
-    };
+    let own = |key: &str| options.count_or_layout(key);
+    let shared = options.flag_or_layout("shared")?.unwrap_or(true);
     let g = if shared {
         for key in ["margin_x", "margin_y"] {
             if options.extra.contains_key(key) {
@@ -364,14 +354,7 @@ fn write_weights(
         WeightGeometry::kernel(npx, npy, npf, nxp, nyp, nfp, arbors)
     } else {
         let margin = |key: &str| -> Result<usize> {
-            Ok(match options.int32(key)? {
-                Some(m) => m as usize,
-                None => options
-                    .source_layout
-                    .get(key)
-                    .and_then(|v| v.parse().ok())
-                    .unwrap_or(0),
-            })
+            Ok(options.int32_or_layout(key)?.map_or(0, |m| m as usize))
         };
         let (mx, my) = (margin("margin_x")?, margin("margin_y")?);
         let (Some(nx), Some(ny), Some(nf)) = (own("nx")?, own("ny")?, own("nf")?) else {
@@ -402,7 +385,7 @@ fn write_weights(
     // frame's range); else float, which holds them exactly.
     let bytes = bytes
         || (options.dtype.is_none()
-            && options.source_layout.get("datatype").map(String::as_str) == Some("1")
+            && options.text_or_layout("datatype") == Some("1")
             && vals.chunks_exact(per.max(1)).all(bytes_are_exact));
     let mut w = WeightWriter::new(f, g, bytes)?;
     for (k, frame) in vals.chunks_exact(per).enumerate() {

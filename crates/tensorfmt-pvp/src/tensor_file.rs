@@ -191,12 +191,21 @@ impl TensorFile for PvpTensorFile {
         }
     }
 
-    /// A weight file's geometry: the kernel unit cell (`nx`, `ny`, `nf`), or a
-    /// non-shared file's pre layer with its margins (`shared=false`, `margin_x`,
-    /// `margin_y`), which its `weights` tensor alone does not tell.
+    /// What the tensors alone do not tell: a weight file's geometry (the kernel unit
+    /// cell `nx`, `ny`, `nf`, or a non-shared file's pre layer with its margins:
+    /// `shared=false`, `margin_x`, `margin_y`) and byte storage (`datatype=1`); a
+    /// sparse file's kind (`sparse=binary`, or the obsolete `datatype=4`).
     fn layout_settings(&self) -> Vec<(String, String)> {
-        let PvpFile::Weights(w) = &self.file else {
-            return Vec::new();
+        let w = match &self.file {
+            PvpFile::Weights(w) => w,
+            // A sparse file's kind (its geometry travels with the entries).
+            PvpFile::Sparse(_) if self.file.kind() == Kind::SparseBinary => {
+                return vec![("sparse".into(), "binary".into())]
+            }
+            PvpFile::Sparse(_) if self.file.header().datatype == 4 => {
+                return vec![("datatype".into(), "4".into())]
+            }
+            _ => return Vec::new(),
         };
         let first = w.first_header();
         let (h, patches) = (first.base, i64::from(first.extra.numpatches));
@@ -214,14 +223,20 @@ impl TensorFile for PvpTensorFile {
             let mut out = dims;
             out.extend(bytes);
             out.push(("shared".into(), "false".into()));
-            out.push(("margin_x".into(), ((h.nx_extended - h.nx) / 2).to_string()));
-            out.push(("margin_y".into(), ((h.ny_extended - h.ny) / 2).to_string()));
+            out.push((
+                "margin_x".into(),
+                ((i64::from(h.nx_extended) - nx) / 2).to_string(),
+            ));
+            out.push((
+                "margin_y".into(),
+                ((i64::from(h.ny_extended) - ny) / 2).to_string(),
+            ));
             return out;
         }
         // OpenPV's kernel files give the pre layer as nx, ny, nf, which the kernel
         // writer (whose nx, ny, nf are the unit cell of its patches) keeps only where
         // they are that unit cell.
-        let mut out = if nx * ny * nf == patches {
+        let mut out = if nx.checked_mul(ny).and_then(|v| v.checked_mul(nf)) == Some(patches) {
             dims
         } else {
             Vec::new()

@@ -228,12 +228,7 @@ impl TensorFile for SomTensors {
     }
 
     fn kind_id(&self) -> &'static str {
-        match self.file.kind() {
-            FileKind::Data => "som-data",
-            FileKind::Som => "som",
-            FileKind::Mapping => "som-mapping",
-            FileKind::RotFlip => "som-rotflip",
-        }
+        kind_id(self.file.kind())
     }
 
     /// The header fields, with the comment block bounded: `comments` holds its first
@@ -454,17 +449,14 @@ pub fn save_tensors(
 ) -> Result<()> {
     let has = |n: &str| tensors.iter().any(|(k, _)| k == n);
     let kind = match options.kind.as_deref() {
-        Some("data") => "som-data".into(),
-        Some("mapping" | "map") => "som-mapping".into(),
-        Some("rotflip") => "som-rotflip".into(),
-        Some(k) => k.to_string(),
-        None if has("som") => "som".into(),
-        None if has("distances") => "som-mapping".into(),
-        None if has("flip") && has("angle") => "som-rotflip".into(),
-        None => "som-data".into(),
+        Some(k) => parse_kind_hint(k)?,
+        None if has("som") => FileKind::Som,
+        None if has("distances") => FileKind::Mapping,
+        None if has("flip") && has("angle") => FileKind::RotFlip,
+        None => FileKind::Data,
     };
-    tensorfmt_core::settings::check("som", SETTINGS, Some(&kind), options)?;
-    if options.hex && kind == "som-data" {
+    tensorfmt_core::settings::check("som", SETTINGS, Some(kind_id(kind)), options)?;
+    if options.hex && kind == FileKind::Data {
         return Err(SomError::InvalidInput(
             "hex means nothing to a data file: its images are cartesian (a hexagonal \
              layout is a SOM's, mapping's or rotation/flip file's)"
@@ -495,8 +487,8 @@ pub fn save_tensors(
             Ok(t.cast(data_type.dtype())?)
         }
     };
-    match kind.as_str() {
-        "som-data" | "data" => {
+    match kind {
+        FileKind::Data => {
             let mut t = cast(pick(tensors, "data", "som-data")?)?;
             if options.text("channels") == Some("last") {
                 if t.dims().len() != 4 {
@@ -516,7 +508,7 @@ pub fn save_tensors(
             }
             tensorfmt_core::io::write_atomic_with(path, options, |w| write_data(w, &t, &config))
         }
-        "som" => {
+        FileKind::Som => {
             let t = cast(pick(tensors, "som", "som")?)?;
             let d = t.dims().to_vec();
             let (map, neuron_dims) = if options.hex || has("hex_axial") {
@@ -535,31 +527,32 @@ pub fn save_tensors(
                 }
                 (MapLayout::Hexagonal(hex_grid_for(d[0])?), d[1..].to_vec())
             } else {
-                // The source SOM's own split, when it fits this shape.
-                let of_source = options
-                    .source_layout
-                    .get("som_rank")
-                    .and_then(|r| r.parse::<usize>().ok())
-                    .filter(|r| (1..d.len()).contains(r));
-                let som_rank = match (options.count("som_rank")?, of_source) {
-                    (Some(r), _) if r < d.len() => r,
-                    (Some(r), _) => {
+                let som_rank = match options.count("som_rank")? {
+                    Some(r) if r < d.len() => r,
+                    Some(r) => {
                         return Err(SomError::InvalidInput(format!(
                             "som_rank={r} leaves no neuron dims of SOM shape {}",
                             t.shape()
                         )))
                     }
-                    (None, Some(r)) => r,
-                    (None, None) => match d.len() {
-                        3 => 1,
-                        4 => 2,
-                        6 => 3,
-                        _ => {
-                            return Err(SomError::InvalidInput(format!(
-                                "cannot split SOM shape {} into map and neuron dims: set som_rank",
-                                t.shape()
-                            )))
-                        }
+                    // The source SOM's own split when it fits this shape, else by rank.
+                    None => match options
+                        .count_or_layout("som_rank")?
+                        .filter(|r| *r < d.len())
+                    {
+                        Some(r) => r,
+                        None => match d.len() {
+                            3 => 1,
+                            4 => 2,
+                            6 => 3,
+                            _ => {
+                                return Err(SomError::InvalidInput(format!(
+                                    "cannot split SOM shape {} into map and neuron dims: set \
+                                     som_rank",
+                                    t.shape()
+                                )))
+                            }
+                        },
                     },
                 };
                 (
@@ -571,7 +564,7 @@ pub fn save_tensors(
                 write_som(w, &map, &neuron_dims, &t, &config)
             })
         }
-        "som-mapping" | "mapping" => {
+        FileKind::Mapping => {
             let t = cast(pick(tensors, "distances", "som-mapping")?)?;
             let d = t.dims();
             if d.len() < 2 {
@@ -589,7 +582,7 @@ pub fn save_tensors(
                 write_mapping(w, &map, &t, &config)
             })
         }
-        "som-rotflip" | "rotflip" => {
+        FileKind::RotFlip => {
             let flip = pick(tensors, "flip", "som-rotflip")?.cast(DType::U8)?;
             let angle = pick(tensors, "angle", "som-rotflip")?.cast(DType::F32)?;
             let d = flip.dims().to_vec();
@@ -600,15 +593,10 @@ pub fn save_tensors(
                     angle.shape()
                 )));
             }
-            // The source's map dims, when they hold these neurons.
-            let of_source = options
-                .counts_or_layout("som_dims")
-                .ok()
-                .flatten()
-                .filter(|dims| {
-                    dims.iter().try_fold(1usize, |a, &b| a.checked_mul(b)) == Some(d[1])
-                });
-            let map = match options.counts("som_dims")?.or(of_source) {
+            let holds = |dims: &Vec<usize>| {
+                dims.iter().try_fold(1usize, |a, &b| a.checked_mul(b)) == Some(d[1])
+            };
+            let map = match options.counts("som_dims")? {
                 Some(_) if options.hex => {
                     return Err(SomError::InvalidInput(
                         "som_dims is a cartesian SOM's shape; a hexagonal one has its \
@@ -616,18 +604,22 @@ pub fn save_tensors(
                             .into(),
                     ))
                 }
-                None if options.hex => MapLayout::Hexagonal(hex_grid_for(d[1])?),
-                Some(dims) => {
-                    if dims.iter().try_fold(1usize, |a, &b| a.checked_mul(b)) != Some(d[1]) {
-                        return Err(SomError::InvalidInput(format!(
-                            "som_dims={} does not hold the {} neurons of flip and angle",
-                            options.text("som_dims").unwrap_or_default(),
-                            d[1]
-                        )));
-                    }
-                    MapLayout::Cartesian(dims)
+                Some(dims) if !holds(&dims) => {
+                    return Err(SomError::InvalidInput(format!(
+                        "som_dims={} does not hold the {} neurons of flip and angle",
+                        options.text("som_dims").unwrap_or_default(),
+                        d[1]
+                    )))
                 }
-                None => MapLayout::Cartesian(vec![d[1]]),
+                Some(dims) => MapLayout::Cartesian(dims),
+                None if options.hex => MapLayout::Hexagonal(hex_grid_for(d[1])?),
+                // The source's map dims when they hold these neurons, else a line.
+                None => MapLayout::Cartesian(
+                    options
+                        .counts_or_layout("som_dims")?
+                        .filter(holds)
+                        .unwrap_or_else(|| vec![d[1]]),
+                ),
             };
             let fl = flip.to_vec::<u8>()?;
             let an = angle.to_vec::<f32>()?;
@@ -644,8 +636,15 @@ pub fn save_tensors(
                 write_rotflip(w, &map, d[0], &recs, &rot_config)
             })
         }
-        other => Err(SomError::InvalidInput(format!(
-            "unknown PINK file kind {other:?} (som-data, som, som-mapping, som-rotflip)"
-        ))),
+    }
+}
+
+/// The kind identifier of a PINK file kind (`TensorFile::kind_id`, the `--to` kinds).
+fn kind_id(kind: FileKind) -> &'static str {
+    match kind {
+        FileKind::Data => "som-data",
+        FileKind::Som => "som",
+        FileKind::Mapping => "som-mapping",
+        FileKind::RotFlip => "som-rotflip",
     }
 }

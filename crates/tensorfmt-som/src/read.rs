@@ -190,6 +190,24 @@ impl SomFile {
             cands.retain(|c| c.kind == k);
         }
         let not_v2 = matches!(v2, SomError::NotPink { .. });
+        // Several readings fit: the one of the kind the name suggests, if just one is.
+        if let (true, Some((g, why))) = (not_v2 && cands.len() > 1, &config.legacy_guess) {
+            if let [c] = &cands.iter().filter(|c| c.kind == *g).collect::<Vec<_>>()[..] {
+                let others: Vec<String> = cands
+                    .iter()
+                    .filter(|o| o.kind != *g)
+                    .map(|o| o.describe())
+                    .collect();
+                let mut file = SomFile::from_legacy(data, comments, (*c).clone(), config)?;
+                file.warnings.push(format!(
+                    "ambiguous legacy file read as {} because {why}; it also fits {} \
+                     (name the kind to read it otherwise)",
+                    g.name(),
+                    others.join(", ")
+                ));
+                return Ok(file);
+            }
+        }
         match cands.len() {
             1 => {
                 let c = cands.pop().expect("one candidate");
@@ -216,30 +234,6 @@ impl SomFile {
                 })
             }
             0 => Err(v2),
-            n if not_v2 && n > 1 && config.legacy_guess.is_some() && {
-                let (g, _) = config.legacy_guess.as_ref().expect("checked");
-                cands.iter().filter(|c| c.kind == *g).count() == 1
-            } =>
-            {
-                let (g, why) = config.legacy_guess.clone().expect("checked");
-                let others: Vec<String> = cands
-                    .iter()
-                    .filter(|c| c.kind != g)
-                    .map(|c| c.describe())
-                    .collect();
-                let c = cands
-                    .into_iter()
-                    .find(|c| c.kind == g)
-                    .expect("one candidate of the kind");
-                let mut file = SomFile::from_legacy(data, comments, c, config)?;
-                file.warnings.push(format!(
-                    "ambiguous legacy file read as {} because {why}; it also fits {} \
-                     (name the kind to read it otherwise)",
-                    g.name(),
-                    others.join(", ")
-                ));
-                Ok(file)
-            }
             _ if not_v2 => Err(SomError::LegacyAmbiguous {
                 candidates: cands.iter().map(|c| c.describe()).collect(),
                 len: data.len() as u64,

@@ -182,13 +182,7 @@ impl Format {
         }
         match self.settings() {
             None => out.push(("KEY=TEXT (kept in __metadata__)".to_string(), Vec::new())),
-            Some(table) => out.extend(table.iter().map(|s| {
-                let key = match s.key.strip_suffix('.') {
-                    Some(prefix) => format!("{prefix}.<layer>"),
-                    None => s.key.to_string(),
-                };
-                (format!("{key}={}", s.value.describe()), s.kinds.to_vec())
-            })),
+            Some(table) => out.extend(table.iter().map(|s| (s.usage(), s.kinds.to_vec()))),
         }
         out
     }

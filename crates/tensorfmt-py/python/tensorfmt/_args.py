@@ -24,25 +24,22 @@ def flags(**values: Any) -> None:
         flag(name, value)
 
 
-def positive(name: str, value: Any) -> int:
-    """``value`` of the size keyword ``name``: a whole number above 0 (a bool, a float or
-    0 is refused, naming the keyword, instead of a read-ahead of 0 bytes or chunks that
-    never end)."""
+def whole(name: str, value: Any, least: int, what: str = "a whole number") -> int:
+    """``value`` of the integer keyword ``name``: a whole number (a Python or numpy
+    int, not a bool or a float) of ``least`` or more, else an error naming the keyword
+    (``max_alloc=True`` was read as 1 byte, ``chunk_bytes=0`` as chunks that never end)."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise TensorfmtTypeError(f"{name}= takes a whole number, not {value!r} ({type(value).__name__})")
-    if value <= 0:
-        raise InvalidArgumentError(f"{name}= must be above 0, not {value}")
+        raise TensorfmtTypeError(f"{name}= takes {what}, not {value!r} ({type(value).__name__})")
+    if value < least:
+        raise InvalidArgumentError(f"{name}= must be {least} or more, not {value}")
     return int(value)
+
+
+def positive(name: str, value: Any) -> int:
+    """:func:`whole` above 0: a size (``chunk_bytes``, ``block``)."""
+    return whole(name, value, 1)
 
 
 def byte_limit(name: str, value: Any) -> Any:
-    """``value`` of a byte-limit keyword such as ``max_alloc``: ``None`` or a whole
-    number of bytes, 0 or more (``True`` was read as 1 byte, a float as an error about
-    integers that did not name the keyword)."""
-    if value is None:
-        return None
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise TensorfmtTypeError(f"{name}= takes a whole number of bytes or None, not {value!r} ({type(value).__name__})")
-    if value < 0:
-        raise InvalidArgumentError(f"{name}= must be 0 or more bytes, not {value}")
-    return int(value)
+    """``None`` or :func:`whole` of 0 or more: a byte limit such as ``max_alloc``."""
+    return None if value is None else whole(name, value, 0, "a whole number of bytes or None")

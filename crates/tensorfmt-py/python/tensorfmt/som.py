@@ -241,9 +241,7 @@ def _is_path(x: Any) -> bool:
 
 def _path_of(x: Any) -> Optional[str]:
     """The path ``x`` names, or None for an array."""
-    if isinstance(x, (str, os.PathLike)):
-        return os.fsdecode(x)
-    if isinstance(x, bytes):
+    if isinstance(x, (str, bytes, os.PathLike)):
         return os.fsdecode(x)
     return None
 

@@ -150,15 +150,7 @@ pub(crate) fn write_csr(
     format: Format,
     options: &WriteOptions,
 ) -> Result<WriteReport> {
-    let mut tensors = csr_tensors(collect(file, name)?)?;
-    for other in names.iter().filter(|n| n.as_str() != name) {
-        if tensors.iter().any(|(n, _)| n == other) {
-            return Err(Error::Invalid(format!(
-                "tensor {other:?} would collide with the CSR layout of sparse {name:?}"
-            )));
-        }
-        tensors.push((other.clone(), file.read_tensor(other)?));
-    }
+    let tensors = csr_with_others(file, name, names)?;
     // A whole legacy file's skeleton rides along (see `as_original`).
     match format {
         Format::Npz => write_npz(path, &tensors, options)?,
@@ -170,8 +162,9 @@ pub(crate) fn write_csr(
 
 /// Writes `names` of `file`, a sparse PVP file's `values` (`name`) among them, as a
 /// sparse PVP file from its entries (never densified): the geometry is the frames'
-/// shape, binary stays binary (no `data`) and an obsolete datatype 4 stays 4, unless
-/// `--set` says otherwise.
+/// shape; binary or values and the datatype are the source's
+/// ([`TensorFile::layout_settings`], in `options.source_layout`) unless `--set` says
+/// otherwise.
 pub(crate) fn write_pvp(
     file: &dyn TensorFile,
     name: &str,
@@ -179,36 +172,11 @@ pub(crate) fn write_pvp(
     path: &Path,
     options: &WriteOptions,
 ) -> Result<WriteReport> {
-    let header = file.header();
-    let field = |k: &str| {
-        header.iter().find_map(|(n, v)| match v {
-            FieldValue::Int(i) if n == k => Some(*i),
-            _ => None,
-        })
-    };
-    let binary = file.format() == "pvp" && field("filetype") == Some(2);
-    let mut tensors = csr_tensors(collect(file, name)?)?;
-    if binary {
-        tensors.retain(|(n, _)| n != "data");
-    }
-    for other in names.iter().filter(|n| n.as_str() != name) {
-        if tensors.iter().any(|(n, _)| n == other) {
-            return Err(Error::Invalid(format!(
-                "tensor {other:?} would collide with the CSR layout of sparse {name:?}"
-            )));
-        }
-        tensors.push((other.clone(), file.read_tensor(other)?));
-    }
-    let mut options = WriteOptions {
+    let tensors = csr_with_others(file, name, names)?;
+    let options = WriteOptions {
         kind: Some("sparse".into()),
         ..options.clone()
     };
-    if file.format() == "pvp" && !binary && field("datatype") == Some(4) {
-        options
-            .extra
-            .entry("datatype".into())
-            .or_insert_with(|| "4".into());
-    }
     dispatch::write_tensors(
         path,
         Format::Pvp,
@@ -217,6 +185,25 @@ pub(crate) fn write_pvp(
         &crate::progress::Progress::silent(),
     )?;
     dispatch::report(path, Format::Pvp, names.len(), &options)
+}
+
+/// The CSR arrays of sparse tensor `name` of `file`, then the other tensors of
+/// `names` as they are.
+fn csr_with_others(
+    file: &dyn TensorFile,
+    name: &str,
+    names: &[String],
+) -> Result<Vec<(String, Tensor)>> {
+    let mut tensors = csr_tensors(collect(file, name)?)?;
+    for other in names.iter().filter(|n| n.as_str() != name) {
+        if tensors.iter().any(|(n, _)| n == other) {
+            return Err(Error::Invalid(format!(
+                "tensor {other:?} would collide with the CSR layout of sparse {name:?}"
+            )));
+        }
+        tensors.push((other.clone(), file.read_tensor(other)?));
+    }
+    Ok(tensors)
 }
 
 /// An npz in scipy's `save_npz` layout: built in memory (the entries of a sparse
