@@ -1014,3 +1014,22 @@ fn dtype_is_used_or_refused_by_every_writer() {
         assert!(!out.exists());
     }
 }
+
+/// The layout a weight file hands a same-format write is computed from header fields
+/// a hostile file sets: nx = ny = nf = 2^31 - 1 (which the reader accepts, the patch
+/// count being its own field) overflowed the unit-cell product (a panic in a debug
+/// build); now such a header is no unit cell and the conversion goes on.
+#[test]
+fn a_hostile_weight_header_does_not_overflow_the_layout() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut bytes = std::fs::read(testdata("pvp", "kernel_f32.pvp")).unwrap();
+    for off in [12, 16, 20] {
+        bytes[off..off + 4].copy_from_slice(&i32::MAX.to_le_bytes());
+    }
+    let input = dir.path().join("huge.pvp");
+    std::fs::write(&input, bytes).unwrap();
+    let out = dir.path().join("out.pvp");
+    let (code, _, err) = convert(&input, &out, &["--frames", "0:1"]);
+    assert!(code == 0 || code == 1, "{code}: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
