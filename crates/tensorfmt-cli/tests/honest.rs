@@ -1033,3 +1033,30 @@ fn a_hostile_weight_header_does_not_overflow_the_layout() {
     assert!(code == 0 || code == 1, "{code}: {err}");
     assert!(!err.contains("panicked"), "{err}");
 }
+
+#[test]
+fn a_primitiv_refusal_names_the_tensor_and_the_rule() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.data");
+    // A Caffe blob name reads as a parameter's stat in primitiv's export names.
+    let net = testdata("caffe", "v2_tiny.caffemodel");
+    let (code, _, err) = convert(&net, &out, &["--to", "primitiv"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("tensor \"conv1/0\" names stat \"0\" of parameter \"conv1\"")
+            && err.contains("write `\\/` for a slash"),
+        "{err}"
+    );
+    // A float64 tensor among float32 ones: which one, and how to narrow it.
+    let time = Tensor::from_vec(vec![1f64], [1], Order::RowMajor).unwrap();
+    let input = npz_with(dir.path(), &[("w", images()), ("time", time)]);
+    let (code, _, err) = convert(&input, &out, &["--to", "primitiv"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("tensor \"time\": primitiv stores f32 only; got f64"),
+        "{err}"
+    );
+    assert!(!out.exists());
+    let (code, _, err) = convert(&input, &out, &["--to", "primitiv", "--dtype", "f32"]);
+    assert_eq!(code, 0, "{err}");
+}

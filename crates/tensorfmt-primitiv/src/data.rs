@@ -273,7 +273,7 @@ impl PrimitivTensor {
             DType::F16 | DType::BF16 => tensor.cast(DType::F32)?,
             other => {
                 return Err(PrimitivError::Unwritable(format!(
-                    "primitiv stores f32 only; got a {other} tensor (cast it to f32 first)"
+                    "primitiv stores f32 only; got {other} (ask for dtype f32 to narrow it)"
                 )))
             }
         };

@@ -299,6 +299,16 @@ fn split_stat(name: &str) -> (&str, Option<&str>) {
     (name, None)
 }
 
+/// One tensor as primitiv stores it; an error names the tensor.
+fn stored(name: &str, tensor: &Tensor, batch_axis: bool) -> Result<PrimitivTensor> {
+    PrimitivTensor::from_core(tensor, batch_axis).map_err(|e| match e {
+        PrimitivError::Unwritable(why) => {
+            PrimitivError::Unwritable(format!("tensor {name:?}: {why}"))
+        }
+        other => other,
+    })
+}
+
 /// Builds primitiv data from named tensors (the reverse of the export names) and
 /// writes it atomically.
 ///
@@ -396,9 +406,7 @@ pub fn build(tensors: &[(String, Tensor)], options: &WriteOptions) -> Result<Pri
     }
     match kind {
         "tensor" => match tensors {
-            [(_, t)] => Ok(PrimitivData::Tensor(PrimitivTensor::from_core(
-                t, batch_axis,
-            )?)),
+            [(n, t)] => Ok(PrimitivData::Tensor(stored(n, t, batch_axis)?)),
             _ => Err(PrimitivError::BadTensors(format!(
                 "a primitiv Tensor file holds exactly one tensor, got {}",
                 tensors.len()
@@ -410,14 +418,14 @@ pub fn build(tensors: &[(String, Tensor)], options: &WriteOptions) -> Result<Pri
                     "a primitiv Parameter file needs a tensor named `value`".into(),
                 )
             })?;
-            let mut p = Parameter::new(PrimitivTensor::from_core(&value.1, false)?)?;
+            let mut p = Parameter::new(stored(&value.0, &value.1, false)?)?;
             for (n, t) in tensors.iter().filter(|(n, _)| n != "value") {
-                p.set_stat(n.as_str(), PrimitivTensor::from_core(t, batch_axis)?);
+                p.set_stat(n.as_str(), stored(n, t, batch_axis)?);
             }
             Ok(PrimitivData::Parameter(p))
         }
         "model" => {
-            type Group<'a> = (Option<&'a Tensor>, Vec<(&'a str, &'a Tensor)>);
+            type Group<'a> = (Option<&'a Tensor>, Vec<(&'a str, &'a str, &'a Tensor)>);
             let mut groups: BTreeMap<Vec<Key>, Group> = BTreeMap::new();
             for (n, t) in tensors {
                 let (param, stat) = split_stat(n);
@@ -429,21 +437,25 @@ pub fn build(tensors: &[(String, Tensor)], options: &WriteOptions) -> Result<Pri
                 })?;
                 let g = groups.entry(path).or_default();
                 match stat {
-                    Some(s) => g.1.push((s, t)),
+                    Some(s) => g.1.push((n, s, t)),
                     None => g.0 = Some(t),
                 }
             }
             let mut model = Model::new();
             for (path, (value, stats)) in groups {
+                let param = Model::join(&path);
                 let value = value.ok_or_else(|| {
+                    // Names from other formats (Caffe's `conv1/0`) meet this rule first.
                     PrimitivError::BadTensors(format!(
-                        "stat tensors for {} but no tensor named {0}",
-                        Model::join(&path)
+                        "tensor {:?} names stat {:?} of parameter {param:?}, and there is \
+                         no tensor named {param:?} (in primitiv export names `/` starts a \
+                         parameter's stat; write `\\/` for a slash inside a name)",
+                        stats[0].0, stats[0].1
                     ))
                 })?;
-                let mut p = Parameter::new(PrimitivTensor::from_core(value, false)?)?;
-                for (s, t) in stats {
-                    p.set_stat(s, PrimitivTensor::from_core(t, batch_axis)?);
+                let mut p = Parameter::new(stored(&param, value, false)?)?;
+                for (n, s, t) in stats {
+                    p.set_stat(s, stored(n, t, batch_axis)?);
                 }
                 model.insert(path, p);
             }
