@@ -513,3 +513,90 @@ def test_max_alloc_is_a_whole_number_of_bytes():
     with pytest.raises(tensorfmt.InvalidArgumentError, match="max_alloc"):
         tensorfmt.load(path, max_alloc=-1)
     assert tensorfmt.load(path, max_alloc=np.int64(1 << 20))["values"].shape == (3, 2, 3, 2)
+
+
+_PUBLIC_MODULES = (
+    "tensorfmt",
+    "tensorfmt.caffe",
+    "tensorfmt.som",
+    "tensorfmt.pvp",
+    "tensorfmt.primitiv",
+    "tensorfmt.spaces",
+    "tensorfmt.virtual",
+    "tensorfmt.dask",
+    "tensorfmt.plot",
+    "tensorfmt.xarray_backend",
+)
+
+
+def _public_callables():
+    import importlib
+    import inspect
+
+    out = []
+    for m in _PUBLIC_MODULES:
+        mod = importlib.import_module(m)
+        for name in mod.__all__:
+            f = getattr(mod, name)
+            if inspect.isclass(f) and issubclass(f, BaseException) or not callable(f):
+                continue
+            try:
+                params = list(inspect.signature(f).parameters.values())
+            except (TypeError, ValueError):
+                continue
+            named = [p for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+            out.append(pytest.param(f, named, id=f"{m}.{name}"))
+    return out
+
+
+@pytest.fixture
+def keep_floatx():
+    """``set_floatx(...)`` may succeed with what the test passes: restore it."""
+    import tensorfmt.spaces
+
+    floatx = tensorfmt.spaces.get_floatx()
+    yield
+    tensorfmt.spaces.set_floatx(floatx)
+
+
+@pytest.mark.parametrize("f,params", _public_callables())
+def test_a_bad_argument_to_any_public_call_is_a_tensorfmt_error(f, params, tmp_path, keep_floatx):
+    """Whatever Python itself trips over in an argument (``os.fspath(None)``,
+    ``int("x")``, ``None < 1``, ``ax=-1``) is a TensorfmtError (keeping the builtin
+    base), as the native module's argument errors are."""
+    import warnings
+
+    # A copy: `save(first, tensors=...)` and the like write where they are told.
+    first = tmp_path / "dense_f32.pvp"
+    shutil.copyfile(TESTDATA / "pvp" / "dense_f32.pvp", first)
+    hostile = (None, "x", -1, 2**70, float("nan"), [], object())
+    for i, p in enumerate(params):
+        for value in hostile:
+            args, kwargs = [], {}
+            if i == 0:
+                args = [value]
+            else:
+                args = [first]
+                kwargs[p.name] = value
+                if len(params) > 1 and params[1].name in ("dst", "out") and i != 1:
+                    args.append(tmp_path / "out.npz")
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                try:
+                    r = f(*args, **kwargs)
+                except tensorfmt.TensorfmtError:
+                    continue
+                except TypeError as e:  # the call itself does not fit the signature
+                    if any(w in str(e) for w in ("unexpected keyword", "missing", "positional argument", "multiple values")):
+                        continue
+                    raise AssertionError(f"{p.name}={value!r}: {type(e).__name__}: {e}") from e
+                except Exception as e:  # noqa: BLE001 - the point of the test
+                    if f.__name__ == "is_flat_specs" and isinstance(e, KeyError):
+                        continue  # Pylearn2's own behaviour for a mapping
+                    raise AssertionError(f"{p.name}={value!r}: {type(e).__name__}: {e}") from e
+            close = getattr(r, "close", None)
+            if callable(close):
+                try:
+                    close()
+                except Exception:  # noqa: BLE001
+                    pass

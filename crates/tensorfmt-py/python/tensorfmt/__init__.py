@@ -37,6 +37,7 @@ from ._api import (
 )
 from ._errors import (
     _guard_native,
+    _guard_public,
     ClosedError,
     FormatError,
     InputChangedError,
@@ -90,3 +91,6 @@ __all__ = [
     "TensorfmtOverflowError",
     "TensorfmtWarning",
 ]
+
+# So are the errors Python raises on a bad argument before any tensorfmt code runs.
+_guard_public(globals())

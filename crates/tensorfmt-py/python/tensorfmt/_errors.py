@@ -18,7 +18,7 @@ import contextlib
 import os
 import re
 import sys
-from typing import Iterator, Optional, Sequence
+from typing import Any, Iterator, Optional, Sequence
 
 
 class TensorfmtError(Exception):
@@ -157,6 +157,62 @@ def _guard_native(module: object) -> None:
             return guarded
 
         setattr(module, attr, make(f))
+
+
+# The methods of a public class that take a caller's arguments besides the public ones.
+_GUARDED_DUNDERS = frozenset({"__init__", "__call__", "__getitem__", "__setitem__", "__contains__"})
+
+
+def _guarded(f: Any, type_error: type = TensorfmtTypeError) -> Any:
+    """``f`` with its builtin ``OverflowError``, ``TypeError``, ``ValueError`` and
+    ``IndexError`` turned into the matching :class:`TensorfmtError` subclass
+    (``type_error`` for a ``TypeError``, and for an ``AttributeError``, which a public
+    call raises only for an argument of the wrong type); the rest passes as it is."""
+    import functools
+
+    if getattr(f, "_tensorfmt_guarded", False):
+        return f
+
+    @functools.wraps(f)
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return f(*args, **kwargs)
+        except (OverflowError, TypeError, ValueError, IndexError, AttributeError) as e:
+            if isinstance(e, TensorfmtError):
+                raise
+            if isinstance(e, IndexError):
+                t: BaseException = TensorfmtIndexError(str(e))
+            elif isinstance(e, (TypeError, AttributeError)):
+                # An AttributeError here is an argument of the wrong type (`ax=-1`).
+                t = type_error(str(e))
+            else:
+                t = _translate(e)
+            raise t from e
+
+    guarded._tensorfmt_guarded = True  # type: ignore[attr-defined]
+    return guarded
+
+
+def _guard_public(namespace: dict[str, Any], type_error: type = TensorfmtTypeError) -> None:
+    """Guards what a module exports (its ``__all__``) as :func:`_guard_native` guards
+    the native module: the functions, and the public methods (with ``__init__``,
+    ``__call__`` and item access) of the classes defined in tensorfmt. A bad argument
+    that Python itself trips over (``os.fspath(None)``, ``int("x")``, ``None < 1``)
+    is then a :class:`TensorfmtError` like every other failure of a tensorfmt call,
+    without a check written at every entry."""
+    import types
+
+    for name in namespace.get("__all__", ()):
+        obj = namespace.get(name)
+        if not str(getattr(obj, "__module__", "")).startswith("tensorfmt"):
+            continue
+        if isinstance(obj, types.FunctionType):
+            namespace[name] = _guarded(obj, type_error)
+        elif isinstance(obj, type) and not issubclass(obj, BaseException):
+            for attr, f in list(vars(obj).items()):
+                public = not attr.startswith("_") or attr in _GUARDED_DUNDERS
+                if public and isinstance(f, types.FunctionType):
+                    setattr(obj, attr, _guarded(f, type_error))
 
 
 class TensorfmtWarning(UserWarning):

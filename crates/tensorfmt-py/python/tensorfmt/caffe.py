@@ -492,3 +492,8 @@ def supported_layers() -> List[str]:
 
 
 __all__ = ["open", "CaffeFile", "Layer", "Blob", "Message", "to_onnx", "state_dict", "write_random_weights", "supported_layers"]
+
+# Bad arguments Python itself trips over are TensorfmtErrors too.
+from ._errors import _guard_public  # noqa: E402
+
+_guard_public(globals())

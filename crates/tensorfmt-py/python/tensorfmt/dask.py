@@ -270,3 +270,10 @@ def convert_many(
     for k, r in zip(runnable, [r for batch in done for r in batch]):
         results[k] = r
     return results
+
+__all__ = ["from_file", "convert_many"]
+
+# Bad arguments Python itself trips over are TensorfmtErrors too.
+from ._errors import _guard_public  # noqa: E402
+
+_guard_public(globals())

@@ -355,3 +355,8 @@ def caffe_mean(path: PathLike, *, cmap: str = "gray", ax: Any = None) -> Any:
     what = f"{m.shape[1]}x{m.shape[2]}" + (f", {m.shape[0]} channels" if m.shape[0] > 1 else "")
     _title(ax, f"{_name(path)}: mean image", what, lo, hi)
     return _show(fig, ax, _tiles(list(m), columns=m.shape[0]), cmap, lo, hi, "mean")
+
+# Bad arguments Python itself trips over are TensorfmtErrors too.
+from ._errors import _guard_public  # noqa: E402
+
+_guard_public(globals())

@@ -215,3 +215,8 @@ def open(path: PathLike, *, strict: bool = False) -> PrimitivFile:  # noqa: A001
 
 
 __all__ = ["open", "PrimitivFile", "Parameter", "Optimizer"]
+
+# Bad arguments Python itself trips over are TensorfmtErrors too.
+from ._errors import _guard_public  # noqa: E402
+
+_guard_public(globals())

@@ -648,3 +648,8 @@ __all__ = [
     "SparseWriter",
     "WeightsWriter",
 ]
+
+# Bad arguments Python itself trips over are TensorfmtErrors too.
+from ._errors import _guard_public  # noqa: E402
+
+_guard_public(globals())

@@ -26,7 +26,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import _native
+from . import _args, _native
 from ._api import _refuse_existing
 from ._api import open as _open_document
 from ._args import flag as _flag
@@ -494,8 +494,11 @@ def crop(image: Any, euclidean_distance_dim: int) -> np.ndarray:
     [[5, 6], [9, 10]]
     """
     a = np.asarray(image)
-    d, e = a.shape[-1], int(euclidean_distance_dim)
-    if a.ndim not in (2, 3) or a.shape[-2] != d or not 0 < e <= d:
+    e = _args.whole("euclidean_distance_dim", euclidean_distance_dim, 1)
+    if a.ndim not in (2, 3) or a.shape[-2] != a.shape[-1]:
+        raise InvalidArgumentError(f"crop takes a [d, d] or [channels, d, d] image, not one of shape {a.shape}")
+    d = a.shape[-1]
+    if e > d:
         raise InvalidArgumentError(f"euclidean_distance_dim {e}: must be 1..={d} for an image of shape {a.shape}")
     b = (d - e) // 2
     return a[..., b : b + e, b : b + e]
@@ -629,3 +632,8 @@ __all__ = [
     "neuron_entries",
     "worst_matches",
 ]
+
+# Bad arguments Python itself trips over are TensorfmtErrors too.
+from ._errors import _guard_public  # noqa: E402
+
+_guard_public(globals())

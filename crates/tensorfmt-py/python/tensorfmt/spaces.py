@@ -1371,3 +1371,8 @@ __all__ = [
     "SpaceIndexError",
     "InvalidArgumentError",
 ]
+
+# Bad arguments Python itself trips over are TensorfmtErrors too.
+from ._errors import _guard_public, SpaceTypeError  # noqa: E402
+
+_guard_public(globals(), SpaceTypeError)

@@ -410,7 +410,13 @@ def combine_attrs(attrs: List[Mapping[str, Any]], context: Any = None) -> Dict[s
 def parsed_at(obj: Any) -> _dt.datetime:
     """When the (first) file of a virtual dataset (or its attributes) was parsed."""
     attrs = getattr(obj, "attrs", obj)
-    return _dt.datetime.fromisoformat(attrs["tensorfmt_parsed_at"])
+    stamp = attrs.get("tensorfmt_parsed_at") if isinstance(attrs, Mapping) else None
+    if not isinstance(stamp, str):
+        raise InvalidArgumentError(
+            "parsed_at takes a virtual dataset made by tensorfmt.virtual.Parser (or its attrs), "
+            f"which carry tensorfmt_parsed_at; got {type(obj).__name__} without it"
+        )
+    return _dt.datetime.fromisoformat(stamp)
 
 
 def last_updated_at(obj: Any) -> _dt.datetime:
@@ -453,3 +459,8 @@ def check_unchanged(ds: Any, registry: Any) -> None:
 
 
 __all__ = ["Parser", "check_unchanged", "parsed_at", "last_updated_at", "fill_value", "zarr_names", "kerchunk_refs", "to_kerchunk", "combine_attrs", "CHUNK_BYTES"]
+
+# Bad arguments Python itself trips over are TensorfmtErrors too.
+from ._errors import _guard_public  # noqa: E402
+
+_guard_public(globals())

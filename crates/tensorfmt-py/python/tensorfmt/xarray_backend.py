@@ -438,3 +438,8 @@ class TensorfmtBackendEntrypoint(BackendEntrypoint):
 
 
 __all__ = ["TensorfmtBackendEntrypoint", "TensorfmtArray", "open_tensorfmt_dataset", "detect_content", "preferred_frames", "PREFERRED_CHUNK_BYTES"]
+
+# Bad arguments Python itself trips over are TensorfmtErrors too.
+from ._errors import _guard_public  # noqa: E402
+
+_guard_public(globals())
