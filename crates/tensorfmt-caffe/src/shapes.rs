@@ -487,6 +487,7 @@ fn other_shapes(l: &LayerDef, bottoms: &[Vec<usize>]) -> R<Shapes> {
         }
         "MVN" => {
             exactly(bottoms, 1)?;
+            finite("mvn_param.eps", l.param.mvn_param.clone().unwrap_or_default().eps())?;
             // MVNLayer reads num(), channels(), height(), width(): Caffe's legacy
             // accessors, which refuse blobs of more than 4 axes.
             if bottoms[0].len() > 4 {
@@ -1515,7 +1516,7 @@ fn prior_count(pp: &proto::PriorBoxParameter) -> R<usize> {
         return Ok(pp.width.len() * offsets);
     }
     if pp.min_size.is_empty() {
-        return Err("must specify min_size".into());
+        return Err("must specify min_size (or width and height: OpenCV's explicit box sizes, which PriorBoxClustered needs)".into());
     }
     for &m in &pp.min_size {
         positive("min_size", m)?;
@@ -1716,6 +1717,19 @@ fn yolo_detection_output(l: &LayerDef, bottoms: &[Vec<usize>]) -> R<Shapes> {
         ));
     }
     let classes = u(p.classes.or(p.num_classes).unwrap_or(20));
+    if classes == 0 {
+        // class_index_and_score reads the first class score past the box's entries.
+        return Err("classes 0: each box needs at least one class score".into());
+    }
+    let nms = p.nms_threshold();
+    if !nms.is_finite() {
+        return Err(format!(
+            "nms_threshold {nms} is not a number an IoU compares with"
+        ));
+    }
+    if let Some(b) = p.biases.iter().find(|b| !b.is_finite()) {
+        return Err(format!("bias {b}: anchors must be finite"));
+    }
     let boxes = u(p.num_box());
     let want = classes
         .checked_add(5)

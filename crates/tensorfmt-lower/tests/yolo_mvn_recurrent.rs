@@ -214,6 +214,31 @@ fn yolo_detection_output_bad_input_names_the_numbers() {
         &[],
         &["\"det\"", "3 biases", "needs 4"],
     );
+    // What would run to an empty ArgMax or NaN rows (the ports check none of it).
+    err(
+        &yolo_det(
+            &[1, 10, 3, 3],
+            &format!("side: 3 classes: 0 num_box: 2 {BIASES}"),
+        ),
+        &[],
+        &["\"det\"", "classes 0"],
+    );
+    err(
+        &yolo_det(
+            &[1, 2 * 8, 3, 3],
+            &format!("side: 3 classes: 3 num_box: 2 nms_threshold: nan {BIASES}"),
+        ),
+        &[],
+        &["\"det\"", "nms_threshold NaN"],
+    );
+    err(
+        &yolo_det(
+            &[1, 2 * 8, 3, 3],
+            "side: 3 classes: 3 num_box: 2 biases: 1 biases: inf biases: 3 biases: 4",
+        ),
+        &[],
+        &["\"det\"", "bias inf"],
+    );
     // A dynamic batch: the ports take one image.
     let e = lower_text(
         &yolo_det(
@@ -439,7 +464,7 @@ fn zero_valued_attributes_survive_encoding() {
 #[test]
 fn huge_maps_and_batches_make_no_huge_constants() {
     // 2000 x 2000 cells of 5 boxes: 2e7 rows, whose grids would be 400 MB of constants.
-    let l = ok(&yolo_det(&[1, 25, 2000, 2000], "side: 2000 classes: 0 num_box: 5 biases: 1 biases: 1 biases: 1 biases: 1 biases: 1 biases: 1 biases: 1 biases: 1 biases: 1 biases: 1"), &[]);
+    let l = ok(&yolo_det(&[1, 30, 2000, 2000], "side: 2000 classes: 1 num_box: 5 biases: 1 biases: 1 biases: 1 biases: 1 biases: 1 biases: 1 biases: 1 biases: 1 biases: 1 biases: 1"), &[]);
     assert!(
         l.model.encoded_len() < 1 << 20,
         "{} bytes",
@@ -523,4 +548,18 @@ layer { name: 'n' type: 'RNN' bottom: 'x' bottom: 'cont' top: 'o' recurrent_para
         prototxt_to_onnx(&t);
     }
     assert!(start.elapsed().as_secs() < 60, "{:?}", start.elapsed());
+}
+
+#[test]
+fn mvn_eps_must_be_finite() {
+    for eps in ["nan", "inf"] {
+        err(
+            &(input("x", &[1, 3, 2, 2])
+                + &format!(
+                    "layer {{ name: 'm' type: 'MVN' bottom: 'x' top: 'm' mvn_param {{ eps: {eps} }} }}"
+                )),
+            &[],
+            &["\"m\"", "mvn_param.eps must be finite"],
+        );
+    }
 }

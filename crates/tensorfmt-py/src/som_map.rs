@@ -408,6 +408,7 @@ pub fn som_write_data(
     let result = run_interruptible(py, move || {
         let entries = b.shape.first().copied().unwrap_or(0);
         let mut lines = comments.unwrap_or_default();
+        tensorfmt::som::ids::check_free_comments(&lines).map_err(som_error)?;
         if let Some(ids) = &ids {
             if ids.len() != entries {
                 return Err(Error::Invalid(format!(

@@ -173,6 +173,21 @@ def test_detection_output_nms_decides_as_caffe(tmp_path):
         assert ours[0, 0, 0, 2] == 0.5 and ours[0, 0, 0, 3:].tolist() == [0, 0, 0.5, 0.5]
 
 
+@pytest.mark.parametrize("thr", ["1.5", "inf"])
+def test_detection_output_nms_threshold_above_one_suppresses_nothing(thr, tmp_path):
+    """Caffe checks only ``nms_threshold >= 0``: above 1 no overlap reaches it, as at 1
+    (NonMaxSuppression refuses an iou_threshold above 1 when it runs, so the lowering
+    stores 1)."""
+    loc, conf, prior = ssd_inputs(4, 1, 40, 3, 1, loc_scale=0.2)
+    kw = dict(code_type="CENTER_SIZE", keep_top_k=100, confidence_threshold=0.05)
+    sess, _ = convert(tmp_path, det_prototxt(1, 40, 3, 1, det_params(dict(kw, nms_threshold=1.0))), name="one")
+    at_one = run(sess, loc=loc, conf=conf, prior=prior)
+    text = det_prototxt(1, 40, 3, 1, det_params(dict(kw, nms_threshold=1.0))).replace("nms_threshold: 1.0", f"nms_threshold: {thr}")
+    assert f"nms_threshold: {thr}" in text
+    sess, _ = convert(tmp_path, text, name="above")
+    close(run(sess, loc=loc, conf=conf, prior=prior), at_one, f"nms_threshold {thr}")
+
+
 def test_detection_output_keep_top_k_ties_keep_the_lower_class_then_prior(tmp_path):
     """Equal scores at the keep_top_k cut: Caffe cuts with std::sort, whose choice among
     equal scores libstdc++ leaves unspecified; the lowering (TopK) keeps the lower class,
@@ -251,6 +266,13 @@ def test_detection_output_pixel_clip_reads_the_image_bottom(tmp_path):
     close(sort_rows(ours.reshape(-1, 7), 2), sort_rows(opencv_detections(cv), 2), "pixel clip: OpenCV")
     with pytest.raises(tensorfmt.TensorfmtError, match="4th bottom"):
         convert(tmp_path, det_prototxt(2, 40, 3, 1, det_params(kw)), name="noimage")
+    # The clip reads H and W as axes 2 and 3: another rank is refused, not a model that
+    # onnxruntime cannot load.
+    flat = det_prototxt(2, 40, 3, 1, det_params(kw), image=(200, 250)).replace("dim: 3 dim: 200 dim: 250", "dim: 600 dim: 250")
+    assert "dim: 600 dim: 250" in flat
+    with pytest.raises(tensorfmt.TensorfmtError, match=r"image bottom \"image\" has shape \[2, 600, 250\]"):
+        convert(tmp_path, flat, name="flat")
+    assert not (tmp_path / "flat.onnx").exists()
 
 
 @pytest.mark.parametrize("what,shapes,message", [
@@ -310,6 +332,27 @@ def test_prior_box_clustered_clips_when_clip_is_unset_priorbox_does_not(tmp_path
     ours, cv = both(tmp_path, "PriorBox", params)
     close(ours, R.prior_box_explicit((3, 5), (30, 40), [10], [40], [0.1]), "PriorBox: Caffe's default", atol=1e-6, rtol=1e-6)
     assert np.abs(ours - cv).max() > 0.4
+
+
+@pytest.mark.parametrize("given", ["img_size: 100", "img_h: 100 img_w: 100"])
+def test_prior_box_image_size_is_weiliu89s_where_opencv_ignores_it(given, tmp_path):
+    """With ``min_size``, weiliu89's layer takes the image size from ``img_size`` or
+    ``img_h``/``img_w`` when given; OpenCV 4 reads neither and takes the image
+    bottom's 40 x 30. The original's 100 x 100 is followed: a measured deviation."""
+    ours, cv = both(tmp_path, "PriorBox", f"min_size: 20 {given} clip: false variance: 0.1")
+    # weiliu89: steps 100/5 and 100/3, the first centre (10, 16.67), a 20 x 20 box.
+    close(ours.reshape(-1)[:4], np.array([0.0, 20 / 300, 0.2, 80 / 300]), given, atol=1e-6, rtol=1e-6)
+    # OpenCV: steps 40/5 and 30/3, the first centre (4, 5), the box over 40 x 30.
+    close(cv.reshape(-1)[:4], np.array([-0.15, -1 / 6, 0.35, 0.5]), f"{given}: OpenCV", atol=1e-6, rtol=1e-6)
+
+
+def test_prior_box_sizes_that_overflow_are_refused(tmp_path):
+    """Finite sizes whose product overflows float32 (sqrt(1e38 * 3e38)) would give
+    infinite boxes: refused, naming the layer; with clip they are clipped, as Caffe does."""
+    with pytest.raises(tensorfmt.TensorfmtError, match=r'"m" \(PriorBox, line 3\): the boxes overflow float32'):
+        convert(tmp_path, priors_net("PriorBox", "min_size: 1e38 max_size: 3e38 variance: 0.1"))
+    ours, cv = both(tmp_path, "PriorBox", "min_size: 1e38 max_size: 3e38 variance: 0.1 clip: true")
+    assert np.isfinite(ours).all()
 
 
 @pytest.mark.parametrize("params", [

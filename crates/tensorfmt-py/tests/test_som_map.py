@@ -85,6 +85,29 @@ def test_write_data_with_ids_round_trips(tmp_path):
         som.write_data(tmp_path / "e.bin", imgs, ids=["é", "b", "c"])
     with pytest.raises(InvalidArgumentError):
         som.write_data(tmp_path / "e.bin", imgs, ids=["a"])
+    # Comment lines that would end the block early or read as one more id.
+    for bad, why in (("END OF HEADER", "END line"), ("id column = NVSS name", "id line"), ("# id x", "id line")):
+        with pytest.raises(TensorfmtError, match=why):
+            som.write_data(tmp_path / "e.bin", imgs, ids=["a", "b", "c"], comments=[bad])
+        assert not (tmp_path / "e.bin").exists()
+    with pytest.raises(TensorfmtError, match="id line"):
+        tensorfmt.save(tmp_path / "e.bin", {"data": imgs}, settings={"comment": "id 7"})
+
+
+def test_non_finite_values_are_refused_not_given_pinks_placeholder_distance():
+    """PINK writes sqrt(FLT_MAX) = 1.8e19 for an entry whose sums are all NaN (a NaN
+    pixel in the compared region), which best-match tools would take for a distance."""
+    rng = np.random.default_rng(3)
+    data = rng.random((4, 16, 16), dtype=np.float32)
+    neurons = rng.random((3, 11, 11), dtype=np.float32)
+    som.map(data, neurons, num_rot=4)
+    data[2, 8, 8] = np.nan
+    with pytest.raises(InvalidArgumentError, match="entry 2.*not a finite number"):
+        som.map(data, neurons, num_rot=4)
+    data[2, 8, 8] = 0.5
+    neurons[1, 5, 5] = np.inf
+    with pytest.raises(InvalidArgumentError, match=r"neuron 1.*inf"):
+        som.map(data, neurons, num_rot=4)
 
 
 def test_transform_reproduces_pinks_distance_at_its_rotation():

@@ -472,10 +472,12 @@ pub fn save_tensors(
         })?,
     };
     let extra = |k: &str| options.extra.get(k).map(String::as_str);
+    let comments: Vec<String> = extra("comment")
+        .map(|c| vec![c.to_string()])
+        .unwrap_or_default();
+    crate::ids::check_free_comments(&comments)?;
     let config = WriteConfig {
-        comments: extra("comment")
-            .map(|c| vec![c.to_string()])
-            .unwrap_or_default(),
+        comments,
         data_type,
         pink_cli_compat: options.flag("pink_cli_compat")?,
         end_line: false,

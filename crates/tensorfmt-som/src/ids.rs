@@ -41,6 +41,32 @@ pub fn id_comments(ids: &[String]) -> Result<Vec<String>> {
         .collect()
 }
 
+/// Checks comment lines a user gives beside the ids: one that reads as an id line
+/// (`id ...`, written `# id ...`) would add an id that names no entry, and every later
+/// reading of the ids would fail.
+///
+/// ```
+/// use tensorfmt_som::ids::check_free_comments;
+/// assert!(check_free_comments(&["made by a survey".to_string()]).is_ok());
+/// assert!(check_free_comments(&["id column = NVSS name".to_string()]).is_err());
+/// ```
+pub fn check_free_comments(lines: &[String]) -> Result<()> {
+    for (i, l) in lines.iter().enumerate() {
+        let written = if l.starts_with('#') {
+            l.clone()
+        } else {
+            format!("# {l}")
+        };
+        if !ids_from_comments(std::iter::once(written.as_str())).is_empty() {
+            return Err(SomError::BadComment {
+                line: i,
+                reason: "it reads as a catalogue id line (`# id ...`); give ids as ids",
+            });
+        }
+    }
+    Ok(())
+}
+
 /// The ids among comment lines, in order (lines starting with [`ID_PREFIX`]; a bare
 /// `# id` line is an empty id).
 pub fn ids_from_comments<'a>(lines: impl Iterator<Item = &'a str>) -> Vec<String> {

@@ -395,6 +395,9 @@ struct Lane {
     t: u32,
 }
 
+/// What PINK's scan leaves when no transform gives a sum below FLT_MAX.
+const NO_DISTANCE: f32 = 1.844_674_3e19;
+
 /// A SOM prepared for mapping images of one geometry.
 #[derive(Debug)]
 pub struct Mapper {
@@ -447,6 +450,18 @@ impl Mapper {
         let mut neuron_regions = Vec::with_capacity(neurons * region_len);
         for n in som.chunks_exact(nl) {
             neuron_regions.extend(region.iter().map(|&o| n[o]));
+        }
+        // PINK would give every entry sqrt(FLT_MAX) for such a neuron (a NaN sum never
+        // wins its `<` scan), a number that looks like a distance.
+        if let Some(i) = neuron_regions.iter().position(|v| !v.is_finite()) {
+            return Err(SomError::MapOption {
+                option: "som",
+                value: format!("neuron {}", i / region_len.max(1)),
+                reason: format!(
+                    "it holds {} in the compared region; distances to it would be meaningless",
+                    neuron_regions[i]
+                ),
+            });
         }
         // The quarter turns and the mirror are permutations: apply PINK's own
         // functions to an image of indices to learn where each pixel comes from.
@@ -637,6 +652,21 @@ impl Mapper {
             }
             let (d, b) = (&mut dist[..len * n], &mut best[..len * n]);
             self.run_batch(&images, d, b, &workspaces)?;
+            // A sum that never fell below FLT_MAX: NaN or infinite pixels reached the
+            // region, or the squares overflowed. PINK writes sqrt(FLT_MAX) there,
+            // which best-match tools would take for a distance.
+            if let Some(i) = d.iter().position(|&v| v == NO_DISTANCE) {
+                return Err(SomError::MapOption {
+                    option: "data",
+                    value: format!("entry {}", start + i / n),
+                    reason: format!(
+                        "its distance to neuron {} is not a finite number: a NaN or infinite \
+                         pixel in the compared region, or values whose squared differences \
+                         overflow float32 (PINK writes sqrt(FLT_MAX) = {NO_DISTANCE:e} there)",
+                        i % n
+                    ),
+                });
+            }
             sink(start..end, d, b)?;
             start = end;
             progress(start as u64, n_entries as u64)?;
@@ -1013,6 +1043,41 @@ mod tests {
         };
         assert_eq!(rows(12).len(), 12);
         assert_eq!(rows(13).len(), 12); // row 12 of 13 has a negative root
+    }
+
+    #[test]
+    fn non_finite_values_are_refused_not_mapped_to_pinks_placeholder() {
+        let o = MapOptions {
+            num_rot: 4,
+            threads: Some(1),
+            ..MapOptions::default()
+        };
+        let som = vec![0.5f32; 2 * 8 * 8];
+        let m = Mapper::new(&som, 2, &[8, 8], &[8, 8], &o).unwrap();
+        let mut images = vec![0.25f32; 3 * 64];
+        let run = |images: &[f32]| {
+            m.map_entries(
+                3,
+                |r| Ok(Cow::Owned(images[r.start * 64..r.end * 64].to_vec())),
+                |_, _, _| Ok(()),
+                &|_, _| Ok(()),
+            )
+        };
+        run(&images).unwrap();
+        images[64 + 27] = f32::NAN; // entry 1, in the compared region
+        let e = run(&images).unwrap_err().to_string();
+        assert!(
+            e.contains("entry 1") && e.contains("not a finite number"),
+            "{e}"
+        );
+        images[64 + 27] = 1e30; // squares overflow
+        assert!(run(&images).unwrap_err().to_string().contains("entry 1"));
+        let mut bad = som.clone();
+        bad[64 + 27] = f32::INFINITY;
+        let e = Mapper::new(&bad, 2, &[8, 8], &[8, 8], &o)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("neuron 1") && e.contains("inf"), "{e}");
     }
 
     #[test]

@@ -84,15 +84,15 @@ pub fn encode_comments(lines: &[String]) -> Result<Vec<u8>> {
                 reason: "contains a line break",
             });
         }
-        if l.trim_end_matches('\r') == END_OF_HEADER {
+        // Compared as written: `END OF HEADER` gets its `# ` and would end the block.
+        let prefix = if l.starts_with('#') { "" } else { "# " };
+        if format!("{prefix}{l}").trim_end_matches('\r') == END_OF_HEADER {
             return Err(SomError::BadComment {
                 line: i,
                 reason: "the END line is written automatically",
             });
         }
-        if !l.starts_with('#') {
-            out.extend_from_slice(b"# ");
-        }
+        out.extend_from_slice(prefix.as_bytes());
         out.extend_from_slice(l.as_bytes());
         out.push(b'\n');
     }

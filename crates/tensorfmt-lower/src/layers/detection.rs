@@ -55,6 +55,10 @@ fn options(p: &DetectionOutputParameter) -> LResult<Det> {
             "nms_param.nms_threshold {nms_threshold} must be non negative (Caffe's check)"
         )));
     }
+    // Caffe allows any threshold: above 1 no overlap reaches it and nothing is
+    // suppressed, as at 1 (eta is 1 here, so it never decays); NonMaxSuppression
+    // refuses an iou_threshold outside [0, 1] when it runs.
+    let nms_threshold = nms_threshold.min(1.0);
     let eta = nms.eta();
     if eta.is_nan() || eta <= 0.0 || eta > 1.0 {
         return Err(Fail::new(format!(
@@ -248,6 +252,15 @@ pub(crate) fn detection_output(cx: &mut LayerCx<'_>) -> LResult<Vec<Vec<usize>>>
             "clip with normalized_bbox false clips to the image: it needs the image as a 4th \
              bottom (OpenCV's rule)",
         ));
+    }
+    if pixel_clip && ins[3].shape.len() != 4 {
+        // The clip reads the image's height and width as axes 2 and 3 (OpenCV's
+        // inputs[3].size[2], size[3]).
+        return Err(Fail::new(format!(
+            "the image bottom {:?} has shape {:?}: clip with normalized_bbox false reads \
+             its height and width from a 4-D [N, C, H, W] blob",
+            ins[3].name, ins[3].shape
+        )));
     }
     let plus_one = !d.normalized;
     let (loc, conf, prior_name) = (

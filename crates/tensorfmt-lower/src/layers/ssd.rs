@@ -159,6 +159,14 @@ pub(crate) fn prior_boxes(
     for i in 0..n {
         out.push(var[i % 4]);
     }
+    // Finite parameters can still overflow (sqrt(min_size * max_size) of 1e38 and
+    // 3e38): Caffe would compute infinite or NaN boxes, which no detection survives.
+    if let Some(v) = out.iter().find(|v| !v.is_finite()) {
+        return Err(Fail::new(format!(
+            "the boxes overflow float32 (a value is {v}): box sizes {sizes:?}, image \
+             {img_w} x {img_h}"
+        )));
+    }
     Ok(out)
 }
 
