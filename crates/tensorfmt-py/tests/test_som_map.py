@@ -297,7 +297,28 @@ def test_arguments_no_mapping_produces_are_refused():
 def test_transform_arguments_that_are_not_numbers_raise_tensorfmt_errors():
     # transform(image, "no", 0.0) raised a bare ValueError from int("no").
     image = np.zeros((4, 4), np.float32)
-    for flip, angle, num_rot in (("no", 0.0, 4), (0, "abc", 4), (0, 0.0, "x"), (None, 0.0, 4), (2, 0.0, 4)):
+    for flip, angle, num_rot in (("no", 0.0, 4), (0, "abc", 4), (None, 0.0, 4), (2, 0.0, 4)):
         with pytest.raises(tensorfmt.InvalidArgumentError):
             tensorfmt.som.transform(image, flip, angle, num_rot=num_rot)
+    with pytest.raises(tensorfmt.TensorfmtTypeError, match="num_rot="):
+        tensorfmt.som.transform(image, 0, 0.0, num_rot="x")
     assert tensorfmt.som.transform(image, np.uint8(1), np.float32(0.0), num_rot=4).shape == (6, 6)
+
+
+def test_bad_numbers_and_names_are_named_not_truncated():
+    img = np.ones((8, 8), np.float32)
+    neurons = np.ones((2, 11, 11), np.float32)
+    d = np.array([[1.0, 2.0], [3.0, 0.5]], np.float32)
+    cases = [
+        (lambda: som.map(img[None], neurons, num_rot=4, interpolation=None), "interpolation="),
+        (lambda: som.map(img[None], neurons, num_rot=4, euclidean_distance_shape=None), "euclidean_distance_shape="),
+        (lambda: som.transform(img, 0, 0.0, num_rot=4, neuron_dim=-3), "neuron_dim= must be 1 or more"),
+        (lambda: som.align(img, 0, 0.0, num_rot=4, image_dim=-2), "image_dim= must be 1 or more"),
+        (lambda: som.geometry((-8, -8), (11, 11)), "image_shape= must be 1 or more"),
+        (lambda: som.align(img, 0, 0.0, num_rot=4, image_dim=2.5), "image_dim= takes a whole number"),
+        (lambda: som.neuron_entries(d, 1.7), "neuron= takes a whole number"),
+        (lambda: som.worst_matches(d, 2.5), "count= takes a whole number"),
+    ]
+    for call, message in cases:
+        with pytest.raises(TensorfmtError, match=message):
+            call()

@@ -30,7 +30,7 @@ from . import _args, _native
 from ._api import _refuse_existing
 from ._api import open as _open_document
 from ._args import flag as _flag
-from ._errors import InvalidArgumentError, naming
+from ._errors import InvalidArgumentError, TensorfmtTypeError, naming
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -222,6 +222,9 @@ def _options(options: Dict[str, Any]) -> Dict[str, Any]:
             raise InvalidArgumentError(f"{key} {v!r}: expected a whole number >= {lo}")
         out[key] = int(v)
     out["flip"] = _flag("flip", out["flip"])
+    for key in ("euclidean_distance_shape", "interpolation"):
+        if not isinstance(out[key], str):
+            raise TensorfmtTypeError(f"{key}= takes a name such as {_DEFAULTS[key]!r}, not {out[key]!r}")
     return out
 
 
@@ -330,7 +333,8 @@ def geometry(image_shape: Sequence[int], neuron_shape: Sequence[int], **options:
     {'channels': 1, 'image_dim': 64, 'neuron_dim': 91, 'euclidean_distance_dim': 45, 'transforms': 720}
     """
     o = _options(options)
-    c, d, nd, edd, t = _native.som_geometry([int(v) for v in image_shape], [int(v) for v in neuron_shape], o)
+    shapes = [[_args.whole(name, v, 1) for v in shape] for name, shape in (("image_shape", image_shape), ("neuron_shape", neuron_shape))]
+    c, d, nd, edd, t = _native.som_geometry(shapes[0], shapes[1], o)
     return {"channels": c, "image_dim": d, "neuron_dim": nd, "euclidean_distance_dim": edd, "transforms": t}
 
 
@@ -457,9 +461,12 @@ def transform(
     1.0
     """
     a, c, d = _chw(np.asarray(image), "image")
-    nd = neuron_dim if neuron_dim is not None else (d if num_rot == 1 else int(2 * d / np.sqrt(2) + 1))
+    num_rot = _args.whole("num_rot", num_rot, 1)
+    if not isinstance(interpolation, str):
+        raise TensorfmtTypeError(f"interpolation= takes 'bilinear' or 'nearest_neighbor', not {interpolation!r}")
+    nd = _args.whole("neuron_dim", neuron_dim, 1) if neuron_dim is not None else (d if num_rot == 1 else int(2 * d / np.sqrt(2) + 1))
     t = _index(flip, angle, num_rot)
-    out = _native.som_transform(a.tobytes(), c, d, int(nd), int(num_rot), bool(flip), t, interpolation)
+    out = _native.som_transform(a.tobytes(), c, d, nd, num_rot, bool(flip), t, interpolation)
     shape = (nd, nd) if a.ndim == 2 else (c, nd, nd)
     return np.frombuffer(out, dtype="<f4").reshape(shape).copy()
 
@@ -477,9 +484,10 @@ def align(neuron: Any, flip: Any, angle: float, *, num_rot: int = 360, image_dim
     True
     """
     a, c, nd = _chw(np.asarray(neuron), "neuron")
-    d = nd if image_dim is None else int(image_dim)
+    num_rot = _args.whole("num_rot", num_rot, 1)
+    d = nd if image_dim is None else _args.whole("image_dim", image_dim, 1)
     t = _index(flip, angle, num_rot)
-    out = _native.som_align(a.tobytes(), c, nd, d, int(num_rot), bool(flip), t)
+    out = _native.som_align(a.tobytes(), c, nd, d, num_rot, bool(flip), t)
     shape = (d, d) if a.ndim == 2 else (c, d, d)
     return np.frombuffer(out, dtype="<f4").reshape(shape).copy()
 
@@ -590,10 +598,11 @@ def neuron_entries(distances: Any, neuron: int) -> Tuple[np.ndarray, np.ndarray]
     True
     """
     d = _distances(distances)
-    if not 0 <= int(neuron) < d.shape[1]:
+    neuron = _args.whole("neuron", neuron, 0)
+    if neuron >= d.shape[1]:
         raise InvalidArgumentError(f"neuron {neuron}: the map has {d.shape[1]} neurons")
-    entries = np.flatnonzero(best_matches(d) == int(neuron))
-    values = d[entries, int(neuron)]
+    entries = np.flatnonzero(best_matches(d) == neuron)
+    values = d[entries, neuron]
     order = np.argsort(values, kind="stable")
     return entries[order], values[order]
 
@@ -612,7 +621,7 @@ def worst_matches(distances: Any, count: int = 10) -> Tuple[np.ndarray, np.ndarr
     b = best_matches(d)
     valid = np.flatnonzero(b >= 0)
     best = d[valid, b[valid]]
-    order = np.argsort(-best, kind="stable")[: max(0, int(count))]
+    order = np.argsort(-best, kind="stable")[: _args.whole("count", count, 0)]
     return valid[order], best[order]
 
 
