@@ -600,3 +600,14 @@ def test_a_bad_argument_to_any_public_call_is_a_tensorfmt_error(f, params, tmp_p
                     close()
                 except Exception:  # noqa: BLE001
                     pass
+
+
+def test_an_npz_of_strings_alone_does_not_read_as_an_empty_archive(tmp_path):
+    p = tmp_path / "names.npz"
+    np.savez(p, names=np.array(["a", "b"]), x=np.ones(2))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with tensorfmt.open(p) as doc:
+            header = doc.header
+    assert (header["member_count"], header["other_members"]) == (1, 1)
+    assert any("names.npy" in str(w.message) for w in caught)

@@ -796,9 +796,10 @@ impl TensorFile for NpzFile {
             (true, true) => "archive (stored and deflated)".into(),
         }
     }
-    /// `members` describes the first 32 members; `member_count`
+    /// `members` describes the first 32 tensor members; `member_count`
     /// counts them all (the tensors list every one), so an archive of 100,000 members
-    /// does not make a header of 100,000 maps.
+    /// does not make a header of 100,000 maps; `other_members` counts the members left
+    /// out (strings, objects), each named in a warning.
     fn header(&self) -> Vec<(String, FieldValue)> {
         let members = self
             .members
@@ -814,6 +815,11 @@ impl TensorFile for NpzFile {
             ("member_count".into(), self.members.len().into()),
             ("members".into(), FieldValue::Map(members)),
         ];
+        if !self.skipped.is_empty() {
+            // Members that are not tensors (strings, objects): counted, so that an
+            // archive of strings alone does not read as an empty one.
+            fields.push(("other_members".into(), self.skipped.len().into()));
+        }
         if let Some(text) = &self.carried {
             fields.push((provenance::KEY.into(), text.clone().into()));
         }
