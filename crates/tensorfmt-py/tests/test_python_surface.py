@@ -611,3 +611,14 @@ def test_an_npz_of_strings_alone_does_not_read_as_an_empty_archive(tmp_path):
             header = doc.header
     assert (header["member_count"], header["other_members"]) == (1, 1)
     assert any("names.npy" in str(w.message) for w in caught)
+
+
+def test_numbers_are_not_truncated_or_read_from_strings(tmp_path):
+    a = DENSE
+    with pytest.raises(tensorfmt.TensorfmtTypeError, match="max_diffs="):
+        tensorfmt.diff(a, a, max_diffs=2.5)
+    with pytest.raises(tensorfmt.TensorfmtTypeError, match="rtol="):
+        tensorfmt.diff(a, a, rtol="0.1")
+    with pytest.raises(tensorfmt.InvalidArgumentError):
+        tensorfmt.diff(a, a, atol=float("nan"))
+    assert tensorfmt.diff(a, a, rtol=np.float32(0.5), max_diffs=np.int64(3)).equal

@@ -12,6 +12,7 @@ import numpy as np
 from . import _native
 from ._errors import warn_leniency as _warn_leniency
 from ._text import summary as _summary
+from . import _args
 from ._args import byte_limit as _byte_limit, flag as _flag, flags as _flags
 from ._errors import (
     InvalidArgumentError,
@@ -1002,6 +1003,14 @@ class DiffResult:
         return f"<DiffResult {'; '.join(parts)}>"
 
 
+def _tolerance(name: str, value: Any) -> float:
+    """A tolerance keyword: a real number (the native diff checks it is finite and
+    not negative), not a bool or a string."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TensorfmtTypeError(f"{name}= takes a number, not {value!r} ({type(value).__name__})")
+    return float(value)
+
+
 def diff(
     a: PathLike,
     b: PathLike,
@@ -1037,7 +1046,8 @@ def diff(
     read = dict(format=format, kind=kind, strict=strict, max_alloc=max_alloc)
     with open(a, **read) as doc_a, open(b, **read) as doc_b:  # type: ignore[arg-type]
         raw = _native.diff(
-            doc_a._file, doc_b._file, float(rtol), float(atol), int(max_diffs), bool(allow_dtype), bool(tensors_only)
+            doc_a._file, doc_b._file, _tolerance("rtol", rtol), _tolerance("atol", atol),
+            _args.whole("max_diffs", max_diffs, 0), bool(allow_dtype), bool(tensors_only)
         )
     tensors = [
         TensorDiff(

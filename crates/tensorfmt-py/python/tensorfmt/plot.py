@@ -26,6 +26,7 @@ from typing import Any, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
+from . import _args
 from . import caffe as _caffe
 from . import pvp as _pvp
 from . import som as _som
@@ -287,7 +288,8 @@ def distances(path: PathLike, entry: int = 0, *, cmap: str = "viridis_r", ax: An
     """
     m = _mapping(path)
     n = len(m)
-    e = int(entry) + (n if int(entry) < 0 else 0)
+    e = _args.whole("entry", entry, -n) if n else _args.whole("entry", entry, 0)
+    e += n if e < 0 else 0
     if not 0 <= e < n:
         raise InvalidArgumentError(f"entry {entry}: {path} has {n} entries")
     values = np.asarray(m.distances[e], dtype=np.float64).reshape(-1)
