@@ -1060,3 +1060,46 @@ fn a_primitiv_refusal_names_the_tensor_and_the_rule() {
     let (code, _, err) = convert(&input, &out, &["--to", "primitiv", "--dtype", "f32"]);
     assert_eq!(code, 0, "{err}");
 }
+
+#[test]
+fn an_older_kernel_header_convention_is_kept() {
+    // OpenPV's writers before 2017 gave a kernel file's pre layer (here 64x32x24) as
+    // nx, ny, nf and a recordsize of one arbor's patches; selecting frames of such a
+    // file rewrote them as the unit cell (1x1x24, recordsize 0).
+    let dir = tempfile::tempdir().unwrap();
+    let w = Tensor::from_vec(
+        (0..2 * 24 * 9).map(|v| v as f32).collect::<Vec<_>>(),
+        [2, 1, 24, 3, 3, 1],
+        Order::RowMajor,
+    )
+    .unwrap();
+    let input = npz_with(dir.path(), &[("weights", w)]);
+    let older = dir.path().join("older.pvp");
+    let (code, _, err) = convert(&input, &older, &["--set", "header_dims=64,32,24"]);
+    assert_eq!(code, 0, "{err}");
+    let field = |p: &Path, k: &str| {
+        let h = tensorfmt::open(p, &Default::default()).unwrap().header();
+        format!("{:?}", h.iter().find(|(n, _)| n == k).map(|(_, v)| v))
+    };
+    let keys = ["nx", "ny", "nf", "recordsize", "nxExtended", "numpatches"];
+    let expect = ["64", "32", "24", "1056", "64", "24"];
+    for (k, v) in keys.iter().zip(expect) {
+        assert!(field(&older, k).contains(v), "{k}: {}", field(&older, k));
+    }
+    let first = dir.path().join("first.pvp");
+    let (code, _, err) = convert(&older, &first, &["--frames", "0:1"]);
+    assert_eq!(code, 0, "{err}");
+    for k in keys {
+        assert_eq!(field(&first, k), field(&older, k), "{k}");
+    }
+    let (code, _, err) = tf(args!["diff", &older, &first]);
+    assert_eq!(code, 1, "{err}"); // one frame of two: the values differ, not the header
+    // A non-shared file's nx, ny, nf are its pre layer already.
+    let (code, _, err) = convert(
+        &input,
+        &dir.path().join("bad.pvp"),
+        &["--set", "header_dims=64,32,24", "--set", "shared=false"],
+    );
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("header_dims is a kernel file's"), "{err}");
+}

@@ -65,6 +65,9 @@ pub const SETTINGS: &[Setting] = &[
     Setting::new("shared", SettingValue::Flag).for_kinds(&["weights"]),
     Setting::new("margin_x", SettingValue::Int32).for_kinds(&["weights"]),
     Setting::new("margin_y", SettingValue::Int32).for_kinds(&["weights"]),
+    // A kernel file's header nx, ny, nf when they are not its unit cell (OpenPV's
+    // writers before 2017 gave the pre layer's size there).
+    Setting::new("header_dims", SettingValue::Counts).for_kinds(&["weights"]),
 ];
 
 /// The file kind chosen from `options.kind` or from the tensor names.
@@ -343,6 +346,15 @@ fn write_weights(
                 )));
             }
         }
+        let header_dims = match options.counts_or_layout("header_dims")?.as_deref() {
+            None => None,
+            Some(&[x, y, f]) => Some([x, y, f]),
+            Some(other) => {
+                return Err(PvpError::Invalid(format!(
+                    "--set header_dims takes nx,ny,nf (3 numbers), got {other:?}"
+                )))
+            }
+        };
         let npx = own("nx")?.unwrap_or(1);
         let npy = own("ny")?.unwrap_or(1);
         let npf = own("nf")?.unwrap_or(patches / npx.saturating_mul(npy).max(1));
@@ -351,8 +363,18 @@ fn write_weights(
                 "kernel unit cell {npx}x{npy}x{npf} does not hold {patches} patches"
             )));
         }
-        WeightGeometry::kernel(npx, npy, npf, nxp, nyp, nfp, arbors)
+        let g = WeightGeometry::kernel(npx, npy, npf, nxp, nyp, nfp, arbors);
+        match header_dims {
+            Some(d) => g.with_header_dims(d),
+            None => g,
+        }
     } else {
+        if options.extra.contains_key("header_dims") {
+            return Err(PvpError::Invalid(
+                "--set header_dims is a kernel file's (a non-shared file's nx, ny, nf are its pre layer)"
+                    .into(),
+            ));
+        }
         let margin = |key: &str| -> Result<usize> {
             Ok(options.int32_or_layout(key)?.map_or(0, |m| m as usize))
         };

@@ -233,13 +233,12 @@ impl TensorFile for PvpTensorFile {
             ));
             return out;
         }
-        // OpenPV's kernel files give the pre layer as nx, ny, nf, which the kernel
-        // writer (whose nx, ny, nf are the unit cell of its patches) keeps only where
-        // they are that unit cell.
+        // The kernel writer's nx, ny, nf are the unit cell of its patches; older OpenPV
+        // writers gave the pre layer there, which travels as header_dims.
         let mut out = if nx.checked_mul(ny).and_then(|v| v.checked_mul(nf)) == Some(patches) {
             dims
         } else {
-            Vec::new()
+            vec![("header_dims".to_string(), format!("{nx},{ny},{nf}"))]
         };
         out.extend(bytes);
         out

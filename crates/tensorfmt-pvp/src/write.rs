@@ -434,6 +434,11 @@ pub struct WeightGeometry {
     pub nfp: usize,
     /// Arbors.
     pub arbors: usize,
+    /// A kernel file's header `nx`, `ny`, `nf` when they are not the unit cell: OpenPV's
+    /// writers before 2017 gave the pre-synaptic layer's size there (and a
+    /// `recordsize` of a frame's patches); `None` writes the unit cell, as OpenPV does
+    /// since. The unit cell then follows from `numpatches` alone (spec §6.3).
+    pub header_dims: Option<[usize; 3]>,
 }
 
 impl WeightGeometry {
@@ -459,6 +464,23 @@ impl WeightGeometry {
             nyp,
             nfp,
             arbors,
+            header_dims: None,
+        }
+    }
+
+    /// This kernel geometry with `[nx, ny, nf]` written in the header instead of the
+    /// unit cell (older OpenPV writers' convention: the pre-synaptic layer's size).
+    ///
+    /// ```
+    /// use tensorfmt_pvp::write::WeightGeometry;
+    /// let g = WeightGeometry::kernel(1, 1, 24, 18, 18, 1, 1).with_header_dims([64, 32, 24]);
+    /// assert_eq!((g.numpatches()?, g.header_dims), (24, Some([64, 32, 24])));
+    /// # Ok::<(), tensorfmt_pvp::PvpError>(())
+    /// ```
+    pub fn with_header_dims(self, dims: [usize; 3]) -> Self {
+        WeightGeometry {
+            header_dims: Some(dims),
+            ..self
         }
     }
 
@@ -487,6 +509,7 @@ impl WeightGeometry {
             nyp,
             nfp,
             arbors,
+            header_dims: None,
         }
     }
 
@@ -576,6 +599,24 @@ impl<W: Write + Seek> WeightWriter<W> {
         dim(numpatches, "numpatches")?;
         dim(geom.nx + 2 * geom.margin_x, "nxExtended")?;
         dim(geom.ny + 2 * geom.margin_y, "nyExtended")?;
+        if let Some(dims) = geom.header_dims {
+            if !geom.shared {
+                return Err(PvpError::Invalid(
+                    "header_dims is a kernel file's (a non-shared file's nx, ny, nf are its pre layer)"
+                        .into(),
+                ));
+            }
+            for (v, what) in dims.into_iter().zip(["nx", "ny", "nf"]) {
+                dim(v, what)?;
+            }
+            // The recordsize those writers gave: one arbor's patches, headers included.
+            let per_patch = 8 + 4 * (geom.nxp as u64) * (geom.nyp as u64) * (geom.nfp as u64);
+            dim(
+                usize::try_from(mul(numpatches as u64, per_patch, "recordsize")?)
+                    .map_err(|_| PvpError::Overflow("recordsize"))?,
+                "recordsize",
+            )?;
+        }
         let frame_values = geom.frame_values()?;
         Ok(WeightWriter {
             w,
@@ -596,6 +637,14 @@ impl<W: Write + Seek> WeightWriter<W> {
             (dt::FLOAT, 4)
         };
         let arbors = g.arbors as i32;
+        let ([nx, ny, nf], recordsize) = match g.header_dims {
+            // Checked to fit in `new` (with 4-byte values, the larger size).
+            Some(d) => (
+                d,
+                (self.numpatches * (8 + datasize as usize * g.nxp * g.nyp * g.nfp)) as i32,
+            ),
+            None => ([g.nx, g.ny, g.nf], 0),
+        };
         WeightHeader {
             base: Header {
                 headersize: 104,
@@ -605,17 +654,17 @@ impl<W: Write + Seek> WeightWriter<W> {
                 } else {
                     ft::NONSHARED_WEIGHTS
                 },
-                nx: g.nx as i32,
-                ny: g.ny as i32,
-                nf: g.nf as i32,
+                nx: nx as i32,
+                ny: ny as i32,
+                nf: nf as i32,
                 numrecords: arbors,
-                recordsize: 0,
+                recordsize,
                 datasize,
                 datatype,
                 nxprocs: 1,
                 nyprocs: 1,
-                nx_extended: (g.nx + 2 * g.margin_x) as i32,
-                ny_extended: (g.ny + 2 * g.margin_y) as i32,
+                nx_extended: (nx + 2 * g.margin_x) as i32,
+                ny_extended: (ny + 2 * g.margin_y) as i32,
                 kx0: 0,
                 ky0: 0,
                 nbatch: 1,
@@ -742,6 +791,7 @@ impl<W: Read + Write + Seek> WeightWriter<W> {
             nyp: l.nyp,
             nfp: l.nfp,
             arbors: l.arbors,
+            header_dims: None,
         };
         if geom.numpatches()? != l.numpatches {
             return Err(PvpError::Invalid(
