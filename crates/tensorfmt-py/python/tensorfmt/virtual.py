@@ -56,7 +56,7 @@ import datetime as _dt
 import math
 import os
 import posixpath
-from typing import Any, Dict, Iterable, List, Mapping, Optional
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 from urllib.parse import urlparse
 
 import numpy as np
@@ -64,7 +64,7 @@ import numpy as np
 from . import _native
 from ._args import flag, positive
 from ._dims import dims_for, header_attrs, renamed_dims, zarr_names
-from ._errors import FormatError, InputChangedError, InvalidArgumentError, TensorfmtError, TensorfmtIOError, naming
+from ._errors import FormatError, InputChangedError, InvalidArgumentError, TensorfmtError, TensorfmtFileNotFoundError, TensorfmtIOError, naming
 
 try:  # pragma: no cover - import guard
     from virtualizarr.manifests import ChunkManifest, ManifestArray, ManifestGroup, ManifestStore
@@ -102,6 +102,25 @@ def fill_value(dtype: np.dtype) -> Any:
     return False
 
 
+def _head(url: str, store: Any, path: str) -> Dict[str, Any]:
+    """The store's metadata of ``url``; its errors in tensorfmt's hierarchy, naming the
+    URL: a missing object (or a directory) is :class:`TensorfmtFileNotFoundError`, any
+    other failure (a server that cannot be reached, refused access)
+    :class:`TensorfmtIOError`."""
+    try:
+        return _meta(store, path)
+    except FileNotFoundError as e:  # obstore's NotFoundError is one
+        raise TensorfmtFileNotFoundError(f"{url}: not found: {type(e).__name__}: {_first_line(e)}") from e
+    except Exception as e:  # noqa: BLE001 - obstore's GenericError, PermissionError, ...
+        raise TensorfmtIOError(f"{url}: reading its metadata failed: {type(e).__name__}: {_first_line(e)}") from e
+
+
+def _first_line(e: BaseException) -> str:
+    """An exception's first line (obstore's messages carry a multi-line debug dump)."""
+    lines = str(e).strip().splitlines()
+    return lines[0] if lines else ""
+
+
 def _meta(store: Any, path: str) -> Dict[str, Any]:
     m = store.head(path)
     last = m.get("last_modified")
@@ -125,6 +144,20 @@ def _check_local_beside(url: str, location: str, tensor: str) -> None:
         raise  # the file cannot be reached: an I/O error, as the store's would be
     except TensorfmtError as e:
         raise FormatError(f"{url}: tensor {tensor!r}: {e}; nothing was described") from e
+
+
+class _EmptyManifest(ChunkManifest):
+    """The manifest of a zero-size array (a PVP run stopped before its first frame, a
+    ``(0, 4)`` npy): no chunks. VirtualiZarr 2.5's ``iter_refs`` walks the chunk grid
+    with ``np.nditer``, which refuses a grid with a zero-length axis ("Iteration of
+    zero-sized operands is not enabled"), so ``vds.vz.to_icechunk`` failed on it; here
+    it yields nothing, and Icechunk stores the empty array's metadata alone (as
+    :func:`kerchunk_refs` does for kerchunk)."""
+
+    def iter_refs(self) -> Iterator[Tuple[Tuple[int, ...], Any]]:
+        if 0 in self.shape_chunk_grid:
+            return iter(())
+        return super().iter_refs()
 
 
 class Parser:
@@ -172,7 +205,7 @@ class Parser:
         """The native description of ``url`` (formats, tensors, chunk offsets), read
         through ``registry``'s store."""
         store, path = registry.resolve(url)
-        before = _meta(store, path)
+        before = _head(url, store, path)
 
         def store_error(e: Exception, what: str) -> TensorfmtIOError:
             # The store's own exception (obstore's, a server that ignores Range...) as
@@ -205,7 +238,12 @@ class Parser:
                 chunk_bytes=self.chunk_bytes,
                 fortran_columns=self.fortran == "columns",
             )
-        after = _meta(store, path)
+        try:
+            after = _meta(store, path)
+        except FileNotFoundError as e:  # removed while its header was read
+            raise InputChangedError(f"{url}: the file was removed while its header was read; nothing was described") from e
+        except Exception as e:  # noqa: BLE001
+            raise TensorfmtIOError(f"{url}: reading its metadata failed: {type(e).__name__}: {_first_line(e)}") from e
         if (after["size"], after["last_modified"], after["etag"]) != (before["size"], before["last_modified"], before["etag"]):
             raise InputChangedError(f"{url}: the file changed while its header was read; nothing was described")
         d["source"] = before
@@ -283,7 +321,7 @@ class Parser:
             if t.get("file") is not None:
                 where = self._beside(url, t, offsets, registry, sources)
             if offsets.size == 0:
-                manifest = ChunkManifest(entries={}, shape=grid)
+                manifest = _EmptyManifest(entries={}, shape=grid)
             else:
                 manifest = ChunkManifest.from_arrays(
                     paths=np.full(grid, where, dtype=np.dtypes.StringDType()),
@@ -441,14 +479,19 @@ def _paths(ds: Any) -> List[str]:
 def check_unchanged(ds: Any, registry: Any) -> None:
     """Raises :class:`tensorfmt.InputChangedError` naming every file a virtual dataset
     refers to (concatenated ones included) that was modified after the dataset was
-    parsed (``tensorfmt_parsed_at``) or whose size or ETag differs from the recorded
-    one; returns None when all are unchanged."""
+    parsed (``tensorfmt_parsed_at``), whose size or ETag differs from the recorded one,
+    or that was deleted; returns None when all are unchanged. A file the store cannot
+    reach for another reason is a :class:`tensorfmt.TensorfmtIOError` naming it."""
     since = parsed_at(ds)
     recorded: Mapping[str, Any] = ds.attrs.get("tensorfmt_source", {})
     changed = []
     for url in _paths(ds):
         store, path = registry.resolve(url)
-        now = _meta(store, path)
+        try:
+            now = _head(url, store, path)
+        except TensorfmtFileNotFoundError:
+            changed.append(f"{url} (deleted)")
+            continue
         was = recorded.get(url)
         modified = now["last_modified"] and _dt.datetime.fromisoformat(now["last_modified"]) > since
         differs = was is not None and (now["size"], now["etag"]) != (was["size"], was["etag"])
