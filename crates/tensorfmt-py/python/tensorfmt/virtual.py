@@ -31,7 +31,11 @@ them is a reference). An ONNX model's external data is referenced in its own fil
 the model (its location relative and without ``..``, its size checked and recorded in
 ``tensorfmt_source``). A
 file whose references could be wrong (legacy MPI-split PVP frames, a size that is not
-whole frames, weight frames that disagree) is refused with an error naming the field.
+whole frames, weight frames that disagree) is refused with an error naming the field;
+one the store cannot find is :class:`tensorfmt.TensorfmtFileNotFoundError`, one it
+cannot reach :class:`tensorfmt.TensorfmtIOError`, each naming the URL. A zero-size
+array (a PVP run stopped before its first frame) has an empty manifest, which
+``vds.vz.to_icechunk`` and :func:`to_kerchunk` write as the empty array.
 
 Fill values never mask data under xarray's default decoding: floating-point arrays use
 NaN, which CF decoding ignores. Integer and boolean arrays need a fill value in zarr v3

@@ -20,10 +20,12 @@ preferred chunks: a power of two of whole frames within :data:`PREFERRED_CHUNK_B
 one chunk for a smaller tensor; see :func:`preferred_frames`). A sparse PVP file opens
 lazily as pydata ``sparse`` arrays built from the stored entries of the frames indexed
 (``pip install 'tensorfmt[sparse]'``; ``dense=True`` reads dense frames instead), never
-densified behind your back. One exception is xarray's: ``chunks=`` (and ``.chunk()``)
-makes numpy blocks of every backend array (xarray's ``to_numpy`` densifies a sparse
-block, one block at a time, never the file); index first, or build dask arrays of COO
-blocks yourself from ``ds["values"][a:b].data``.
+densified behind your back. One exception is xarray's: ``chunks=`` (and ``.chunk()``,
+and ``open_mfdataset``, which always chunks) makes a numpy block of every lazily loaded
+backend array, whatever the engine returns (xarray's ``to_numpy`` densifies a sparse
+block); the engine bounds those blocks as a dense movie's preferred chunks (by the
+frames' dense size), never one block of the whole file. For dask arrays of COO blocks,
+open without ``chunks=`` and call :func:`chunk_sparse`.
 
 Options of ``open_dataset``: ``format`` and ``kind`` as :func:`tensorfmt.open` takes them,
 ``strict``, ``dense`` (sparse PVP), and ``safe_names``: names without ``/`` (Caffe's
@@ -39,6 +41,11 @@ past int32 as their decimal text, ``None`` left out)::
     >>> list(ds), ds["conv1.0"].attrs["tensorfmt_name"]
     (['conv1.0', 'conv1.1', 'ip.0'], 'conv1/0')
     >>> ds.to_netcdf("tiny.nc", engine="scipy")
+
+A tree (``xr.open_datatree``) uses ``safe_names=True`` by default: a DataTree holds no
+variable whose name has a ``/``. Each file is a node named by its stem (``V1.pvp`` is
+``V1``), or by its whole name where the stem is taken (``a.pvp`` beside ``a.npy``,
+``run.pvp`` beside a folder ``run/``).
 """
 
 from __future__ import annotations
