@@ -35,7 +35,8 @@ whole frames, weight frames that disagree) is refused with an error naming the f
 one the store cannot find is :class:`tensorfmt.TensorfmtFileNotFoundError`, one it
 cannot reach :class:`tensorfmt.TensorfmtIOError`, each naming the URL. A zero-size
 array (a PVP run stopped before its first frame) has an empty manifest, which
-``vds.vz.to_icechunk`` and :func:`to_kerchunk` write as the empty array.
+``vds.vz.to_icechunk`` and :func:`to_kerchunk` write as the empty array (a
+concatenation of such files: :func:`to_icechunk`).
 
 Fill values never mask data under xarray's default decoding: floating-point arrays use
 NaN, which CF decoding ignores. Integer and boolean arrays need a fill value in zarr v3
@@ -428,6 +429,22 @@ def to_kerchunk(
     raise InvalidArgumentError(f"to_kerchunk: format is 'dict', 'json' or 'parquet', not {format!r}")
 
 
+def to_icechunk(ds: Any, store: Any, **kwargs: Any) -> None:
+    """``vds.vz.to_icechunk(store, **kwargs)`` that also writes zero-size arrays whose
+    manifest is VirtualiZarr's own: the parser's empty manifests already write (see
+    :class:`_EmptyManifest`), but ``xr.concat`` of them (a series of runs stopped before
+    their first frame) makes a new one, whose walk VirtualiZarr 2.5 refuses ("Iteration
+    of zero-sized operands is not enabled"). Same keywords as VirtualiZarr's
+    (``group``, ``append_dim``, ``last_updated_at``, ...)."""
+    out = ds.copy(deep=False)
+    for name, var in ds.variables.items():
+        data = var.data
+        if isinstance(data, ManifestArray) and 0 in var.shape and not isinstance(data.manifest, _EmptyManifest):
+            empty = _EmptyManifest(entries={}, shape=data.manifest.shape_chunk_grid)
+            out[name] = var.copy(deep=False, data=ManifestArray(metadata=data.metadata, chunkmanifest=empty))
+    out.vz.to_icechunk(store, **kwargs)
+
+
 def combine_attrs(attrs: List[Mapping[str, Any]], context: Any = None) -> Dict[str, Any]:
     """xarray's ``combine_attrs`` for a series of virtual datasets (``xr.concat(vdss,
     dim="frame", coords="minimal", compat="override",
@@ -505,7 +522,7 @@ def check_unchanged(ds: Any, registry: Any) -> None:
         raise InputChangedError(f"changed since they were referenced: {', '.join(changed)}")
 
 
-__all__ = ["Parser", "check_unchanged", "parsed_at", "last_updated_at", "fill_value", "zarr_names", "kerchunk_refs", "to_kerchunk", "combine_attrs", "CHUNK_BYTES"]
+__all__ = ["Parser", "check_unchanged", "parsed_at", "last_updated_at", "fill_value", "zarr_names", "kerchunk_refs", "to_kerchunk", "to_icechunk", "combine_attrs", "CHUNK_BYTES"]
 
 # Bad arguments Python itself trips over are TensorfmtErrors too.
 from ._errors import _guard_public  # noqa: E402
