@@ -331,7 +331,10 @@ def chunk_sparse(obj: Any, frames: Optional[int] = None) -> Any:
     chunks) cannot do this: it makes a numpy block of every lazily loaded backend
     array, so a sparse file's blocks come out dense (bounded, one preferred chunk
     each). Combine files with ``xr.concat`` / ``xr.combine_nested`` after
-    ``chunk_sparse``; dask concatenates COO blocks as COO.
+    ``chunk_sparse``; dask concatenates COO blocks as COO. Reduce with
+    ``skipna=False`` (a PVP activity holds no NaN): xarray's default NaN-skipping path
+    over dask COO blocks (``where(isnan(a), 0, a)``) peaked at the dense size (570 MiB
+    for a 64-frame 256x256x16 file, against none with ``skipna=False``).
 
     >>> import xarray as xr
     >>> ds = chunk_sparse(xr.open_dataset("testdata/pvp/sparse_values_dt4.pvp", engine="tensorfmt"), frames=2)
