@@ -353,3 +353,120 @@ def test_safe_names_write_to_zarr_and_netcdf_and_match_the_parser(tmp_path):
     shutil.copy(p, tmp_path / "run" / "net.caffemodel")
     tree = xr.open_datatree(tmp_path / "run", engine="tensorfmt", safe_names=True)
     assert "conv1.0" in tree["net"].dataset
+
+
+def test_sparse_chunks_are_bounded_and_chunk_sparse_keeps_coo_blocks(tmp_path, monkeypatch):
+    """chunks={} (open_mfdataset's default) made ONE numpy block of a whole sparse file
+    (256 MiB for a 52 KB file): its chunks are now bounded as a dense movie's, and
+    ``chunk_sparse`` gives dask arrays of COO blocks (xarray's own chunking makes numpy
+    blocks of every backend array)."""
+    da = require_module("dask.array")
+    p = tmp_path / "spikes.pvp"
+    rng = np.random.default_rng(0)
+    with tensorfmt.pvp.SparseWriter(p, nx=64, ny=32, nf=8) as w:
+        for t in range(40):
+            idx = np.unique(rng.integers(0, 64 * 32 * 8, 20))
+            w.write_frame(float(t), idx, np.full(len(idx), t + 1, np.float32))
+    want = tensorfmt.load(p)["values"]
+    frame_bytes = 64 * 32 * 8 * 4
+    monkeypatch.setattr(xarray_backend, "PREFERRED_CHUNK_BYTES", frame_bytes * 8)
+    ds = xr.open_dataset(p, engine="tensorfmt", chunks={})
+    assert ds["values"].chunks[0] == (8,) * 5
+    assert ds["values"].encoding["preferred_chunks"] == {"frame": 8}
+    assert float(ds["values"].sum()) == float(want.sum())
+    lazy = xr.open_dataset(p, engine="tensorfmt")
+    s = xarray_backend.chunk_sparse(lazy)
+    v = s["values"].data
+    assert isinstance(v, da.Array) and v.chunks[0] == (8,) * 5
+    assert isinstance(v._meta, sparse.COO) and isinstance(v.blocks[2].compute(), sparse.COO)
+    assert same(v.compute().todense(), want)
+    mean = s["values"].mean("frame").compute().data
+    assert isinstance(mean, sparse.COO) and np.allclose(mean.todense(), want.mean(0))
+    assert s["time"].values.tolist() == lazy["time"].values.tolist()
+    assert xarray_backend.chunk_sparse(lazy["values"], frames=16).data.chunks[0] == (16, 16, 8)
+    # Indexed first: the blocks read the frames kept.
+    part = xarray_backend.chunk_sparse(lazy.isel(frame=slice(5, 12)), frames=3)["values"].data
+    assert part.chunks[0] == (3, 3, 1) and same(part.compute().todense(), want[5:12])
+    # Dense files and variables pass through untouched; other objects are refused.
+    d = xr.open_dataset(TESTDATA / "pvp/dense_f32.pvp", engine="tensorfmt")
+    assert xarray_backend.chunk_sparse(d)["values"].chunks is None
+    with pytest.raises(tensorfmt.InvalidArgumentError, match="Dataset or DataArray"):
+        xarray_backend.chunk_sparse(np.zeros(3))
+    with pytest.raises(tensorfmt.InvalidArgumentError, match="frames"):
+        xarray_backend.chunk_sparse(lazy, frames=0)
+
+
+def test_datatree_of_caffe_files_opens_with_safe_names_by_default(tmp_path):
+    """A DataTree refuses variables named with '/': Caffe's ``conv1/0`` failed every
+    tree holding a Caffe file unless safe_names=True was given."""
+    d = tmp_path / "nets"
+    d.mkdir()
+    shutil.copy(TESTDATA / "caffe/v2_tiny.caffemodel", d / "tiny.caffemodel")
+    shutil.copy(TESTDATA / "pvp/dense_f32.pvp", d / "V1.pvp")
+    tree = xr.open_datatree(d, engine="tensorfmt")
+    assert sorted(tree["tiny"].data_vars) == ["conv1.0", "conv1.1", "ip.0"]
+    assert tree["tiny"]["conv1.0"].attrs["tensorfmt_name"] == "conv1/0"
+    want = tensorfmt.load(TESTDATA / "caffe/v2_tiny.caffemodel")
+    assert same(tree["tiny"]["ip.0"].values, want["ip/0"])
+    single = xr.open_datatree(TESTDATA / "caffe/v2_tiny.caffemodel", engine="tensorfmt")
+    assert "conv1.0" in single.ds
+    with pytest.raises(tensorfmt.InvalidArgumentError, match=r"tiny\.caffemodel.*safe_names=True"):
+        xr.open_datatree(d, engine="tensorfmt", safe_names=False)
+
+
+def test_a_file_beside_a_folder_of_its_name_is_its_own_node(tmp_path):
+    """``run.pvp`` beside ``run/`` became the parent node of the folder's files, and
+    xarray refused the whole tree (its frame and time are not the children's)."""
+    d = tmp_path / "out"
+    (d / "run").mkdir(parents=True)
+    shutil.copy(TESTDATA / "pvp/dense_f32.pvp", d / "run.pvp")
+    shutil.copy(TESTDATA / "pvp/kernel_f32.pvp", d / "run" / "w.pvp")
+    shutil.copy(TESTDATA / "pvp/dense_f32.pvp", d / "a.pvp")
+    np.save(d / "a.npy", np.arange(3))
+    np.save(d / "a.pvp.npy", np.arange(4))  # its stem is the whole name of a.pvp
+    tree = xr.open_datatree(d, engine="tensorfmt")
+    assert sorted(n.path for n in tree.subtree) == ["/", "/a.npy", "/a.pvp", "/a.pvp.npy", "/run", "/run.pvp", "/run/w"]
+    assert tree["run.pvp"]["values"].shape == (3, 2, 3, 2) and "values" not in tree["run"].ds
+    assert tree["run/w"]["weights"].dims[0] == "frame"
+
+
+def test_guess_can_open_claims_only_zips_of_npy_files(tmp_path):
+    """Every zip archive was claimed as npz (a .docx, notes.zip), so xr.open_dataset
+    without an engine picked tensorfmt and failed instead of saying no engine matches."""
+    import zipfile
+
+    e = xarray_backend.TensorfmtBackendEntrypoint()
+    notes = tmp_path / "notes.zip"
+    with zipfile.ZipFile(notes, "w") as z:
+        z.writestr("readme.txt", "hello")
+    mixed = tmp_path / "mixed.zip"
+    with zipfile.ZipFile(mixed, "w") as z:
+        z.writestr("a.npy", b"")
+        z.writestr("word/document.xml", "<x/>")
+    empty = tmp_path / "empty.zip"
+    zipfile.ZipFile(empty, "w").close()
+    for p in (notes, mixed, empty):
+        assert not e.guess_can_open(p), p
+    with pytest.raises(ValueError, match="did not find a match"):
+        xr.open_dataset(notes)
+    npz = tmp_path / "arrays.bin"
+    np.savez(npz, a=np.arange(3), b=np.ones(2))
+    stored = tmp_path / "deflated.npz"
+    np.savez_compressed(stored, a=np.arange(3))
+    for p in (tmp_path / "arrays.bin.npz", stored):
+        assert e.guess_can_open(p), p
+    assert xr.open_dataset(stored)["a"].values.tolist() == [0, 1, 2]
+    # In a tree, a stray zip of notes is not a node (it failed the whole tree).
+    (tmp_path / "tree").mkdir()
+    shutil.copy(notes, tmp_path / "tree" / "notes.zip")
+    shutil.copy(stored, tmp_path / "tree" / "arrays.npz")
+    assert sorted(xr.open_datatree(tmp_path / "tree", engine="tensorfmt").children) == ["arrays"]
+
+
+def test_3d_map_axes_are_named_as_map_axes():
+    s = xr.open_dataset(TESTDATA / "som/som_cart_2x2x2.bin", engine="tensorfmt")
+    assert s["som"].dims == ("neuron_z", "neuron_y", "neuron_x", "y", "x")
+    m = xr.open_dataset(TESTDATA / "som/mapping/map_cart2x2x2_16.bin", engine="tensorfmt")
+    assert m["distances"].dims == ("entry", "neuron_z", "neuron_y", "neuron_x")
+    c = xr.open_dataset(TESTDATA / "som/mapping/som_cart3x3_2ch.bin", engine="tensorfmt")
+    assert c["som"].dims == ("neuron_y", "neuron_x", "channel", "y", "x")  # a channel of the neurons, not the map

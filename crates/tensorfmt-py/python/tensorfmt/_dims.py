@@ -20,10 +20,20 @@ def _item(rank: int, prefix: str = "") -> Tuple[str, ...]:
 
 
 def _map(rank: int) -> Tuple[str, ...]:
-    """Names of a SOM's map axes: ``neuron`` (hexagonal or 1-d), ``neuron_y, neuron_x``..."""
+    """Names of a SOM's map axes, by position in C order as for an image, the last axis
+    ``x``: ``neuron`` (hexagonal or 1-d); ``neuron_y, neuron_x``; ``neuron_z, neuron_y,
+    neuron_x`` (a 3-d map: no axis of a map is a channel); ``neuron_0, ...`` beyond.
+    The axes are the header's dims in its order (PINK writes ``[width, height(,
+    depth)]``, so axis 0 holds the width); the names say where an axis is, not which
+    of PINK's names it has (PINK's own tools disagree about them, ``som.md``).
+
+    >>> _map(1), _map(2), _map(3)
+    (('neuron',), ('neuron_y', 'neuron_x'), ('neuron_z', 'neuron_y', 'neuron_x'))
+    """
     if rank == 1:
         return ("neuron",)
-    return tuple("neuron_" + n for n in _item(rank))
+    names = {2: ("y", "x"), 3: ("z", "y", "x")}.get(rank) or tuple(str(i) for i in range(rank))
+    return tuple("neuron_" + n for n in names)
 
 
 def _layout_rank(header: Mapping[str, Any], key: str) -> int:
@@ -40,9 +50,10 @@ def dims_for(fmt: str, name: str, shape: Sequence[int], header: Mapping[str, Any
     - PVP: ``values`` ``(frame, y, x, f)`` (a random-state file adds ``word``), ``time``
       ``(frame,)``, ``weights`` ``(frame, arbor, patch, nyp, nxp, nfp)``;
     - PINK: ``data`` ``(entry, y, x)`` (``x`` / ``channel, y, x`` by rank), ``som``
-      ``(neuron, y, x)`` hexagonal or ``(neuron_y, neuron_x, y, x)`` cartesian,
-      ``hex_axial`` ``(neuron, axial)``, ``distances`` ``(entry, neuron...)``, ``flip`` /
-      ``angle`` ``(entry, neuron)``;
+      ``(neuron, y, x)`` hexagonal or ``(neuron_y, neuron_x, y, x)`` cartesian (a 3-d
+      map ``neuron_z, neuron_y, neuron_x``; see :func:`_map`), ``hex_axial`` ``(neuron,
+      axial)``, ``distances`` ``(entry, neuron...)``, ``flip`` / ``angle`` ``(entry,
+      neuron)``;
     - anything else: ``<name>_dim0, <name>_dim1, ...`` (each tensor its own axes).
     """
     n = len(shape)

@@ -31,7 +31,12 @@ them is a reference). An ONNX model's external data is referenced in its own fil
 the model (its location relative and without ``..``, its size checked and recorded in
 ``tensorfmt_source``). A
 file whose references could be wrong (legacy MPI-split PVP frames, a size that is not
-whole frames, weight frames that disagree) is refused with an error naming the field.
+whole frames, weight frames that disagree) is refused with an error naming the field;
+one the store cannot find is :class:`tensorfmt.TensorfmtFileNotFoundError`, one it
+cannot reach :class:`tensorfmt.TensorfmtIOError`, each naming the URL. A zero-size
+array (a PVP run stopped before its first frame) has an empty manifest, which
+``vds.vz.to_icechunk`` and :func:`to_kerchunk` write as the empty array (a
+concatenation of such files: :func:`to_icechunk`).
 
 Fill values never mask data under xarray's default decoding: floating-point arrays use
 NaN, which CF decoding ignores. Integer and boolean arrays need a fill value in zarr v3
@@ -56,7 +61,7 @@ import datetime as _dt
 import math
 import os
 import posixpath
-from typing import Any, Dict, Iterable, List, Mapping, Optional
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 from urllib.parse import urlparse
 
 import numpy as np
@@ -64,7 +69,7 @@ import numpy as np
 from . import _native
 from ._args import flag, positive
 from ._dims import dims_for, header_attrs, renamed_dims, zarr_names
-from ._errors import FormatError, InputChangedError, InvalidArgumentError, TensorfmtError, TensorfmtIOError, naming
+from ._errors import FormatError, InputChangedError, InvalidArgumentError, TensorfmtError, TensorfmtFileNotFoundError, TensorfmtIOError, naming
 
 try:  # pragma: no cover - import guard
     from virtualizarr.manifests import ChunkManifest, ManifestArray, ManifestGroup, ManifestStore
@@ -102,6 +107,25 @@ def fill_value(dtype: np.dtype) -> Any:
     return False
 
 
+def _head(url: str, store: Any, path: str) -> Dict[str, Any]:
+    """The store's metadata of ``url``; its errors in tensorfmt's hierarchy, naming the
+    URL: a missing object (or a directory) is :class:`TensorfmtFileNotFoundError`, any
+    other failure (a server that cannot be reached, refused access)
+    :class:`TensorfmtIOError`."""
+    try:
+        return _meta(store, path)
+    except FileNotFoundError as e:  # obstore's NotFoundError is one
+        raise TensorfmtFileNotFoundError(f"{url}: not found: {type(e).__name__}: {_first_line(e)}") from e
+    except Exception as e:  # noqa: BLE001 - obstore's GenericError, PermissionError, ...
+        raise TensorfmtIOError(f"{url}: reading its metadata failed: {type(e).__name__}: {_first_line(e)}") from e
+
+
+def _first_line(e: BaseException) -> str:
+    """An exception's first line (obstore's messages carry a multi-line debug dump)."""
+    lines = str(e).strip().splitlines()
+    return lines[0] if lines else ""
+
+
 def _meta(store: Any, path: str) -> Dict[str, Any]:
     m = store.head(path)
     last = m.get("last_modified")
@@ -125,6 +149,20 @@ def _check_local_beside(url: str, location: str, tensor: str) -> None:
         raise  # the file cannot be reached: an I/O error, as the store's would be
     except TensorfmtError as e:
         raise FormatError(f"{url}: tensor {tensor!r}: {e}; nothing was described") from e
+
+
+class _EmptyManifest(ChunkManifest):
+    """The manifest of a zero-size array (a PVP run stopped before its first frame, a
+    ``(0, 4)`` npy): no chunks. VirtualiZarr 2.5's ``iter_refs`` walks the chunk grid
+    with ``np.nditer``, which refuses a grid with a zero-length axis ("Iteration of
+    zero-sized operands is not enabled"), so ``vds.vz.to_icechunk`` failed on it; here
+    it yields nothing, and Icechunk stores the empty array's metadata alone (as
+    :func:`kerchunk_refs` does for kerchunk)."""
+
+    def iter_refs(self) -> Iterator[Tuple[Tuple[int, ...], Any]]:
+        if 0 in self.shape_chunk_grid:
+            return iter(())
+        return super().iter_refs()
 
 
 class Parser:
@@ -172,7 +210,7 @@ class Parser:
         """The native description of ``url`` (formats, tensors, chunk offsets), read
         through ``registry``'s store."""
         store, path = registry.resolve(url)
-        before = _meta(store, path)
+        before = _head(url, store, path)
 
         def store_error(e: Exception, what: str) -> TensorfmtIOError:
             # The store's own exception (obstore's, a server that ignores Range...) as
@@ -205,7 +243,12 @@ class Parser:
                 chunk_bytes=self.chunk_bytes,
                 fortran_columns=self.fortran == "columns",
             )
-        after = _meta(store, path)
+        try:
+            after = _meta(store, path)
+        except FileNotFoundError as e:  # removed while its header was read
+            raise InputChangedError(f"{url}: the file was removed while its header was read; nothing was described") from e
+        except Exception as e:  # noqa: BLE001
+            raise TensorfmtIOError(f"{url}: reading its metadata failed: {type(e).__name__}: {_first_line(e)}") from e
         if (after["size"], after["last_modified"], after["etag"]) != (before["size"], before["last_modified"], before["etag"]):
             raise InputChangedError(f"{url}: the file changed while its header was read; nothing was described")
         d["source"] = before
@@ -283,7 +326,7 @@ class Parser:
             if t.get("file") is not None:
                 where = self._beside(url, t, offsets, registry, sources)
             if offsets.size == 0:
-                manifest = ChunkManifest(entries={}, shape=grid)
+                manifest = _EmptyManifest(entries={}, shape=grid)
             else:
                 manifest = ChunkManifest.from_arrays(
                     paths=np.full(grid, where, dtype=np.dtypes.StringDType()),
@@ -386,6 +429,22 @@ def to_kerchunk(
     raise InvalidArgumentError(f"to_kerchunk: format is 'dict', 'json' or 'parquet', not {format!r}")
 
 
+def to_icechunk(ds: Any, store: Any, **kwargs: Any) -> None:
+    """``vds.vz.to_icechunk(store, **kwargs)`` that also writes zero-size arrays whose
+    manifest is VirtualiZarr's own: the parser's empty manifests already write (see
+    :class:`_EmptyManifest`), but ``xr.concat`` of them (a series of runs stopped before
+    their first frame) makes a new one, whose walk VirtualiZarr 2.5 refuses ("Iteration
+    of zero-sized operands is not enabled"). Same keywords as VirtualiZarr's
+    (``group``, ``append_dim``, ``last_updated_at``, ...)."""
+    out = ds.copy(deep=False)
+    for name, var in ds.variables.items():
+        data = var.data
+        if isinstance(data, ManifestArray) and 0 in var.shape and not isinstance(data.manifest, _EmptyManifest):
+            empty = _EmptyManifest(entries={}, shape=data.manifest.shape_chunk_grid)
+            out[name] = var.copy(deep=False, data=ManifestArray(metadata=data.metadata, chunkmanifest=empty))
+    out.vz.to_icechunk(store, **kwargs)
+
+
 def combine_attrs(attrs: List[Mapping[str, Any]], context: Any = None) -> Dict[str, Any]:
     """xarray's ``combine_attrs`` for a series of virtual datasets (``xr.concat(vdss,
     dim="frame", coords="minimal", compat="override",
@@ -441,14 +500,19 @@ def _paths(ds: Any) -> List[str]:
 def check_unchanged(ds: Any, registry: Any) -> None:
     """Raises :class:`tensorfmt.InputChangedError` naming every file a virtual dataset
     refers to (concatenated ones included) that was modified after the dataset was
-    parsed (``tensorfmt_parsed_at``) or whose size or ETag differs from the recorded
-    one; returns None when all are unchanged."""
+    parsed (``tensorfmt_parsed_at``), whose size or ETag differs from the recorded one,
+    or that was deleted; returns None when all are unchanged. A file the store cannot
+    reach for another reason is a :class:`tensorfmt.TensorfmtIOError` naming it."""
     since = parsed_at(ds)
     recorded: Mapping[str, Any] = ds.attrs.get("tensorfmt_source", {})
     changed = []
     for url in _paths(ds):
         store, path = registry.resolve(url)
-        now = _meta(store, path)
+        try:
+            now = _head(url, store, path)
+        except TensorfmtFileNotFoundError:
+            changed.append(f"{url} (deleted)")
+            continue
         was = recorded.get(url)
         modified = now["last_modified"] and _dt.datetime.fromisoformat(now["last_modified"]) > since
         differs = was is not None and (now["size"], now["etag"]) != (was["size"], was["etag"])
@@ -458,7 +522,7 @@ def check_unchanged(ds: Any, registry: Any) -> None:
         raise InputChangedError(f"changed since they were referenced: {', '.join(changed)}")
 
 
-__all__ = ["Parser", "check_unchanged", "parsed_at", "last_updated_at", "fill_value", "zarr_names", "kerchunk_refs", "to_kerchunk", "combine_attrs", "CHUNK_BYTES"]
+__all__ = ["Parser", "check_unchanged", "parsed_at", "last_updated_at", "fill_value", "zarr_names", "kerchunk_refs", "to_kerchunk", "to_icechunk", "combine_attrs", "CHUNK_BYTES"]
 
 # Bad arguments Python itself trips over are TensorfmtErrors too.
 from ._errors import _guard_public  # noqa: E402
