@@ -551,12 +551,16 @@ def _public_callables():
 
 @pytest.fixture
 def keep_floatx():
-    """``set_floatx(...)`` may succeed with what the test passes: restore it."""
+    """``set_floatx(...)`` may succeed with what the test passes: restore it; close the
+    figures the plot calls that succeed leave open (matplotlib warns past 20)."""
+    import matplotlib.pyplot as plt
+
     import tensorfmt.spaces
 
     floatx = tensorfmt.spaces.get_floatx()
     yield
     tensorfmt.spaces.set_floatx(floatx)
+    plt.close("all")
 
 
 @pytest.mark.parametrize("f,params", _public_callables())
