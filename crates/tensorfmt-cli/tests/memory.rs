@@ -280,6 +280,43 @@ fn render_refuses_a_huge_picture_from_the_header() {
     assert!(!png.exists());
 }
 
+/// A 96-byte sparse (binary) PVP file of one frame with one active neuron, over a
+/// layer of `nx x ny x nf`.
+fn tiny_sparse_pvp(path: &Path, nx: i32, ny: i32, nf: i32) {
+    let mut b = Vec::new();
+    for v in [80, 20, 2, nx, ny, nf, 1, 0, 4, 2, 1, 1, nx, ny, 0, 0, 1, 1] {
+        b.extend_from_slice(&(v as i32).to_le_bytes());
+    }
+    b.extend_from_slice(&0f64.to_le_bytes());
+    b.extend_from_slice(&0f64.to_le_bytes());
+    b.extend_from_slice(&1i32.to_le_bytes());
+    b.extend_from_slice(&5i32.to_le_bytes());
+    std::fs::write(path, b).unwrap();
+}
+
+#[test]
+fn render_refuses_a_huge_sparse_frame_before_densifying_it() {
+    // Found: 15000 x 15000 drew (2.2 GB), 20000 x 20000 was refused after 1.5 GB.
+    let dir = tempfile::tempdir().unwrap();
+    let o = std::ffi::OsStr::new;
+    for (nx, ny, nf) in [(15000, 15000, 1), (20000, 20000, 1), (1 << 24, 1, 16)] {
+        let p = dir.path().join(format!("sp_{nx}_{nf}.pvp"));
+        tiny_sparse_pvp(&p, nx, ny, nf);
+        let png = dir.path().join("x.png");
+        assert_bounded(
+            &format!("render of a sparse {nx}x{ny}x{nf} frame"),
+            &[o("render"), p.as_os_str(), png.as_os_str()],
+            1,
+        );
+        assert!(!png.exists());
+    }
+    // A large frame within the limit still draws.
+    let p = dir.path().join("sp_ok.pvp");
+    tiny_sparse_pvp(&p, 600, 400, 1);
+    let png = dir.path().join("ok.png");
+    assert_eq!(peak(&[o("render"), p.as_os_str(), png.as_os_str()]).0, 0);
+}
+
 #[test]
 fn max_alloc_reaches_the_readers() {
     // A big-endian array is copied to swap its bytes: 24 bytes, refused under 16.

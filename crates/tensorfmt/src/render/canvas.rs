@@ -78,7 +78,7 @@ pub fn in_hexagon(x: usize, y: usize, w: usize, h: usize) -> bool {
 
 impl Image {
     /// A `width x height` image filled with `color`. Fails when the size overflows or
-    /// exceeds 2^28 pixels.
+    /// exceeds [`Image::MAX_PIXELS`].
     pub fn filled(width: usize, height: usize, color: [u8; 3]) -> Result<Image> {
         let px = Image::check_size(width, height)?;
         Ok(Image {
@@ -88,13 +88,18 @@ impl Image {
         })
     }
 
+    /// The largest picture drawn: 2^26 pixels (8192 x 8192, 192 MiB of RGB), more than
+    /// any screen shows; it bounds what drawing costs, since a sparse frame or a SOM
+    /// can declare a huge picture in a few bytes.
+    pub const MAX_PIXELS: usize = 1 << 26;
+
     /// The pixel count of a `width` x `height` picture, or an error when it is over
-    /// 2^28 pixels (768 MiB of RGB). Renderers call it with the size the header
+    /// [`Image::MAX_PIXELS`]. Renderers call it with the size the header
     /// implies before reading any data, so a huge file is refused at once.
     pub fn check_size(width: usize, height: usize) -> Result<usize> {
         width
             .checked_mul(height)
-            .filter(|&p| p <= 1 << 28)
+            .filter(|&p| p <= Image::MAX_PIXELS)
             .ok_or_else(|| {
                 Error::Invalid(format!("picture of {width}x{height} pixels is too large"))
             })

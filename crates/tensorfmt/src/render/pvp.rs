@@ -26,7 +26,7 @@ use super::colormap::Colormap;
 use super::image::Image;
 use super::legend::{count, Legend, Picture, Stats};
 use super::options::RenderOptions;
-use super::tableau::{colour_scale, enlarge, tableau, Block, PANEL_GAP};
+use super::tableau::{colour_scale, enlarge, tableau, tableau_size, Block, PANEL_GAP};
 use crate::{Error, Result};
 
 /// Renders a whole PVP file held in `data` (see the module docs), with the frame index
@@ -176,6 +176,7 @@ fn merge(parts: &[Stats]) -> Stats {
 /// `nf = 1`, a grid of per-feature maps otherwise. The legend has no frame or time
 /// (the caller knows them).
 pub fn activity_picture(values: &[f32], ny: usize, nx: usize, nf: usize) -> Result<Picture> {
+    activity_size(ny, nx, nf)?;
     let whole = Block::hwc(values, 0, ny, nx, nf)?;
     let blocks = if nf == 1 || nf == 3 {
         vec![whole]
@@ -206,6 +207,14 @@ pub fn activity_picture(values: &[f32], ny: usize, nx: usize, nf: usize) -> Resu
     })
 }
 
+/// The size of [`activity_picture`]'s picture of an `ny x nx x nf` frame, checked
+/// before the frame is read (a sparse frame is densified to draw it: a tiny file can
+/// declare a layer of 15000 x 15000).
+fn activity_size(ny: usize, nx: usize, nf: usize) -> Result<(usize, usize)> {
+    let (n, c) = if nf == 1 || nf == 3 { (1, nf) } else { (nf, 1) };
+    tableau_size(n, ny, nx, c, nx.min(ny))
+}
+
 fn dense_picture(r: &DenseReader, k: usize) -> Result<Picture> {
     if r.layout().element != DenseElement::F32 {
         return Err(Error::Invalid(
@@ -218,6 +227,7 @@ fn dense_picture(r: &DenseReader, k: usize) -> Result<Picture> {
         return Err(frame_out_of_range(k, r.len(), "activity"));
     }
     let [ny, nx, nf] = r.layout().frame_dims();
+    activity_size(ny, nx, nf)?;
     let mut pic = activity_picture(&r.frame_f32(k)?, ny, nx, nf)?;
     pic.legend.frame = Some(k);
     pic.legend.time = Some(r.time(k)?);
@@ -231,6 +241,7 @@ fn sparse_picture(r: &SparseReader, k: usize) -> Result<Picture> {
     }
     let l = r.layout();
     let (ny, nx, nf) = (l.ny, l.nx, l.nf);
+    activity_size(ny, nx, nf)?;
     let values = r.frame_dense(k)?.cast(DType::F32)?.to_vec::<f32>()?;
     let mut pic = activity_picture(&values, ny, nx, nf)?;
     pic.legend.what = format!("sparse {}", pic.legend.what);

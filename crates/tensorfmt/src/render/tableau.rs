@@ -202,15 +202,56 @@ impl<'a> Block<'a> {
 
     /// Pixel size of this block's cell in a tableau.
     fn cell_size(&self) -> (usize, usize) {
-        if self.channels == 3 {
-            (self.width, self.height)
-        } else {
-            (
-                self.channels * self.width + (self.channels - 1) * INNER_GAP,
-                self.height,
-            )
-        }
+        cell_size(self.height, self.width, self.channels)
     }
+}
+
+/// The pixels of one cell of `h x w x c` values: the block itself for RGB, else a row
+/// of `c` tiles `INNER_GAP` apart.
+fn cell_size(h: usize, w: usize, c: usize) -> (usize, usize) {
+    if c == 3 {
+        (w, h)
+    } else {
+        (
+            c.saturating_mul(w)
+                .saturating_add(c.saturating_sub(1).saturating_mul(INNER_GAP)),
+            h,
+        )
+    }
+}
+
+/// The size of the [`tableau`] of `n` blocks of `h x w x c` values, enlarged by
+/// [`enlarge`] for tiles of side `tile` (width, height), checked against the picture
+/// limit before any value is read: a renderer calls it with the sizes a header
+/// declares, so a file that would need a huge picture (or a huge frame to draw it
+/// from) is refused at once.
+///
+/// ```
+/// use tensorfmt::render::tableau::tableau_size;
+/// assert_eq!(tableau_size(1, 2, 2, 1, 2)?, (48, 48));
+/// assert!(tableau_size(1, 20_000, 20_000, 1, 20_000).is_err());
+/// # Ok::<(), tensorfmt::Error>(())
+/// ```
+pub fn tableau_size(n: usize, h: usize, w: usize, c: usize, tile: usize) -> Result<(usize, usize)> {
+    let (width, height) = grid_size(n, h, w, c)?;
+    Image::check_size(width, height)?;
+    let k = tableau_scale(width, height, tile);
+    let (width, height) = (width.saturating_mul(k), height.saturating_mul(k));
+    Image::check_size(width, height)?;
+    Ok((width, height))
+}
+
+/// The grid of `n` cells of `h x w x c` values `GAP` apart, unscaled.
+fn grid_size(n: usize, h: usize, w: usize, c: usize) -> Result<(usize, usize)> {
+    let (cw, ch) = cell_size(h, w, c);
+    let cols = grid_columns(n, cw, ch, GAP);
+    let rows = n.div_ceil(cols.max(1));
+    let size = |n: usize, cell: usize| {
+        n.checked_mul(cell.saturating_add(GAP))
+            .and_then(|v| v.checked_add(GAP))
+            .ok_or_else(|| Error::Invalid("picture size overflows".into()))
+    };
+    Ok((size(cols, cw)?, size(rows, ch)?))
 }
 
 /// The number of columns (1..=n) that makes a grid of `n` cells of `w x h` pixels,
@@ -314,13 +355,8 @@ pub fn tableau(blocks: &[Block<'_>], cmap: Colormap) -> Result<Image> {
     };
     let (cw, ch) = first.cell_size();
     let cols = grid_columns(blocks.len(), cw, ch, GAP);
-    let rows = blocks.len().div_ceil(cols);
-    let size = |n: usize, cell: usize| {
-        n.checked_mul(cell + GAP)
-            .and_then(|v| v.checked_add(GAP))
-            .ok_or_else(|| Error::Invalid("picture size overflows".into()))
-    };
-    let mut img = Image::filled(size(cols, cw)?, size(rows, ch)?, BACKGROUND)?;
+    let (width, height) = grid_size(blocks.len(), h, w, c)?;
+    let mut img = Image::filled(width, height, BACKGROUND)?;
     for (i, b) in blocks.iter().enumerate() {
         let (x0, y0) = cell_origin(i, cols, cw, ch);
         draw_cell(&mut img, x0, y0, b, cmap, joint);
