@@ -1103,3 +1103,47 @@ fn an_older_kernel_header_convention_is_kept() {
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("header_dims is a kernel file's"), "{err}");
 }
+
+#[test]
+fn a_lone_array_makes_one_main_tensor_and_not_two() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = Tensor::from_vec(
+        (0..24).map(|v| v as f32).collect::<Vec<_>>(),
+        [1, 1, 2, 3, 4, 1],
+        Order::RowMajor,
+    )
+    .unwrap();
+    let npy = dir.path().join("w.npy");
+    tensorfmt::save(
+        &npy,
+        Format::Npy,
+        &[("anything".into(), w.clone())],
+        &Default::default(),
+    )
+    .unwrap();
+    for (to, main) in [
+        ("pvp:weights", "weights"),
+        ("solverstate", "history/0"),
+        ("blobprotovector", "blobs/0"),
+    ] {
+        let out = dir.path().join(format!("out_{}", to.replace(':', "_")));
+        let (code, _, err) = tf(args!["convert", &npy, &out, "--to", to]);
+        assert_eq!(code, 0, "{to}: {err}");
+        let doc = tensorfmt::Document::open(&out).unwrap();
+        let back = doc.entry(main).unwrap().read().unwrap();
+        assert_eq!(back.stats().sum, w.stats().sum, "{to}");
+    }
+    // A rotation/flip file has two main tensors: one array was written as the angles
+    // and, cast to bytes, as made-up flips.
+    let out = dir.path().join("rf.bin");
+    let (code, _, err) = tf(args!["convert", &npy, &out, "--to", "som-rotflip"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("needs tensors named \"flip\" and \"angle\""), "{err}");
+    let flips = Tensor::from_vec(vec![0f32, 0.9, 1.0, 0.0], [2, 2], Order::RowMajor).unwrap();
+    let angles = Tensor::from_vec(vec![0f32; 4], [2, 2], Order::RowMajor).unwrap();
+    let both = npz_with(dir.path(), &[("flip", flips), ("angle", angles)]);
+    let (code, _, err) = tf(args!["convert", &both, &out, "--to", "som-rotflip"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("flip values must be 0 or 1"), "{err}");
+    assert!(!out.exists());
+}

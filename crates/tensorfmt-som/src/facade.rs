@@ -585,8 +585,35 @@ pub fn save_tensors(
             })
         }
         FileKind::RotFlip => {
-            let flip = pick(tensors, "flip", "som-rotflip")?.cast(DType::U8)?;
-            let angle = pick(tensors, "angle", "som-rotflip")?.cast(DType::F32)?;
+            // Two main tensors: a lone array is not both (it was written as the angles
+            // and, cast to bytes, as made-up flips).
+            let named = |name: &str| {
+                tensors
+                    .iter()
+                    .find(|(n, _)| n == name)
+                    .map(|(_, t)| t)
+                    .ok_or_else(|| {
+                        SomError::InvalidInput(format!(
+                            "som-rotflip: a rotation/flip file needs tensors named \"flip\" \
+                             and \"angle\" ([entries, neurons] each), got {:?}",
+                            tensors.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>()
+                        ))
+                    })
+            };
+            let flip = named("flip")?;
+            // PINK's flip byte is 0 or 1: any other value is not a flip to round.
+            if flip
+                .cast(DType::F64)?
+                .to_vec::<f64>()?
+                .iter()
+                .any(|&v| v != 0.0 && v != 1.0)
+            {
+                return Err(SomError::InvalidInput(
+                    "som-rotflip: flip values must be 0 or 1".into(),
+                ));
+            }
+            let flip = flip.cast(DType::U8)?;
+            let angle = named("angle")?.cast(DType::F32)?;
             let d = flip.dims().to_vec();
             if d.len() != 2 || angle.dims() != d.as_slice() {
                 return Err(SomError::InvalidInput(format!(

@@ -3,8 +3,10 @@
 //! A lone array (an `.npy`, a single-tensor file, one numpy array from Python) becomes
 //! the main tensor of whatever writable kind it is written as, without renaming:
 //! `values` of a dense or sparse PVP file (an `[ny, nx, nf]` image gains a frame axis),
-//! `value` of a primitiv Parameter, blob 0 of a one-layer caffemodel named after the
-//! array. Where several tensors compete, names decide, and the format's error lists
+//! `weights` of a PVP weight file, `value` of a primitiv Parameter, blob 0 of a
+//! one-layer caffemodel named after the array, the first history blob of a solver
+//! state, the first blob of a blob vector. A PINK rotation/flip file has two main
+//! tensors (`flip`, `angle`): one array does not make one. Where several tensors compete, names decide, and the format's error lists
 //! the names it accepts.
 
 use std::borrow::Cow;
@@ -30,8 +32,11 @@ pub(crate) fn lone_array<'a>(
         {
             "values".to_string()
         }
+        (Format::Pvp, Some("weights")) => "weights".to_string(),
         (Format::Primitiv, Some("parameter")) => "value".to_string(),
         (Format::Caffe, Some("caffemodel")) if !name.contains('/') => format!("{name}/0"),
+        (Format::Caffe, Some("solverstate")) if !name.contains('/') => "history/0".to_string(),
+        (Format::Caffe, Some("blobprotovector")) if !name.contains('/') => "blobs/0".to_string(),
         _ => return Ok(Cow::Borrowed(tensors)),
     };
     let t = if format == Format::Pvp && t.dims().len() == 3 {
