@@ -1138,7 +1138,10 @@ fn a_lone_array_makes_one_main_tensor_and_not_two() {
     let out = dir.path().join("rf.bin");
     let (code, _, err) = tf(args!["convert", &npy, &out, "--to", "som-rotflip"]);
     assert_eq!(code, 1, "{err}");
-    assert!(err.contains("needs tensors named \"flip\" and \"angle\""), "{err}");
+    assert!(
+        err.contains("needs tensors named \"flip\" and \"angle\""),
+        "{err}"
+    );
     let flips = Tensor::from_vec(vec![0f32, 0.9, 1.0, 0.0], [2, 2], Order::RowMajor).unwrap();
     let angles = Tensor::from_vec(vec![0f32; 4], [2, 2], Order::RowMajor).unwrap();
     let both = npz_with(dir.path(), &[("flip", flips), ("angle", angles)]);
@@ -1146,4 +1149,38 @@ fn a_lone_array_makes_one_main_tensor_and_not_two() {
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("flip values must be 0 or 1"), "{err}");
     assert!(!out.exists());
+}
+
+#[test]
+fn values_a_writer_stores_as_float32_warn_when_they_change() {
+    // PVP and PINK store float32: 1e300 became inf, 1e-50 became 0 and 2^40 + 1 was
+    // rounded without a word (the Caffe writer already said so).
+    let dir = tempfile::tempdir().unwrap();
+    let wild = Tensor::from_vec(vec![1e300f64, 1e-50, 0.5, 2.0], [1, 2, 2], Order::RowMajor).unwrap();
+    let big = Tensor::from_vec(vec![(1i64 << 40) + 1, 3, 5, 7], [1, 2, 2], Order::RowMajor).unwrap();
+    let tame = Tensor::from_vec(vec![0.5f64, 1.0, -2.0, 0.0], [1, 2, 2], Order::RowMajor).unwrap();
+    for to in ["pvp", "som-data", "som-mapping", "caffemodel"] {
+        for (name, t, want) in [
+            ("wild", &wild, Some("2 value(s) of f64 stored as f32: beyond its range")),
+            ("big", &big, Some("1 value(s) of i64 stored as f32: integers beyond")),
+            ("tame", &tame, None),
+        ] {
+            let sub = dir.path().join(format!("{to}_{name}"));
+            std::fs::create_dir(&sub).unwrap();
+            let input = npz_with(&sub, &[(name, t.clone())]);
+            let out = sub.join("out.x");
+            let (code, _, err) = convert(&input, &out, &["--to", to]);
+            assert_eq!(code, 0, "{to} {name}: {err}");
+            match want {
+                Some(w) => assert!(err.contains(w), "{to} {name}: {err}"),
+                None => assert!(!err.contains("stored as f32:"), "{to} {name}: {err}"),
+            }
+        }
+    }
+    // --dtype narrowing a float: 1e40 as float32 is infinite.
+    let huge = Tensor::from_vec(vec![1e40f64, 1.0], [2], Order::RowMajor).unwrap();
+    let input = npz_with(dir.path(), &[("huge", huge)]);
+    let (code, _, err) = convert(&input, &dir.path().join("h.npy"), &["--dtype", "f32"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("huge: 1 value(s) of f64 stored as f32"), "{err}");
 }

@@ -451,8 +451,11 @@ fn save_tracked(
     r.warnings
         .extend(f64_to_caffe_warning(format, f64s, options));
     for (name, t) in tensors {
-        r.warnings
-            .extend(cast_loss_warning(name, t, format, options)?);
+        if let Some(to) = cast_target(name, t.dtype(), format, options) {
+            let changed = cast_loss_count(t, to)?;
+            r.warnings
+                .extend(cast_loss_warning(name, t.dtype(), to, changed));
+        }
     }
     r.warnings
         .extend(weights_only_warning(path, format, &names, options));
@@ -546,12 +549,17 @@ fn write_selection(
     r.warnings
         .extend(f64_to_caffe_warning(format, f64s, options));
     for info in source.tensors() {
-        if written.contains(info.name.as_str())
-            && cast_target(info.dtype, format, options).is_some()
-        {
-            let t = source.read_tensor(&info.name)?;
+        if !written.contains(info.name.as_str()) {
+            continue;
+        }
+        if let Some(to) = cast_target(&info.name, info.dtype, format, options) {
+            // In pieces: a large float64 movie written as float32 is not held whole.
+            let mut changed = 0;
+            for piece in source.read_chunks(&info.name)? {
+                changed += cast_loss_count(&piece?, to)?;
+            }
             r.warnings
-                .extend(cast_loss_warning(&info.name, &t, format, options)?);
+                .extend(cast_loss_warning(&info.name, info.dtype, to, changed));
         }
     }
     r.warnings
@@ -559,18 +567,37 @@ fn write_selection(
     Ok(r)
 }
 
-/// The dtype a tensor of `from` is stored as when it may not keep its values: an
-/// integer type of 32 bits or more into Caffe's float32 `data` (or any `--dtype`
-/// float), a float into an integer `--dtype`; `None` when every value survives.
-fn cast_target(from: DType, format: Format, options: &WriteOptions) -> Option<DType> {
+/// The dtype tensor `name` of `from` is stored as when it may not keep its values: the
+/// `--dtype` asked, else what the format stores: Caffe's float32 `data` for integers and
+/// float64 (unless f64 is asked), PVP's float32 for activity and weights (not `time`
+/// nor a sparse file's index arrays), PINK's float32 for data, neurons, distances and
+/// angles (a lone array is one of them whatever its name). `None` when the store
+/// keeps every value (a wider type) or nothing is cast.
+fn cast_target(name: &str, from: DType, format: Format, options: &WriteOptions) -> Option<DType> {
     let to = match options.dtype {
         Some(d) => d,
-        None if format == Format::Caffe && from.is_int() => DType::F32,
+        None if format == Format::Caffe && (from.is_int() || from == DType::F64) => DType::F32,
+        None if format == Format::Pvp
+            && from != DType::F32
+            && !matches!(
+                name,
+                "time" | "indptr" | "indices" | "shape" | "frame_shape"
+            ) =>
+        {
+            DType::F32
+        }
+        None if format == Format::Som
+            && (from.is_int() || from == DType::F64)
+            && !matches!(name, "flip" | "hex_axial") =>
+        {
+            DType::F32
+        }
         None => return None,
     };
     let risky = (from.is_int() && from.size() >= 4 && to.is_float() && to.size() <= 4)
         || (from.is_int() && to.is_float() && to.size() < 4)
         || (from.is_float() && to.is_int())
+        || (from.is_float() && to.is_float() && to.size() < from.size())
         || (from.is_int() && to.is_int() && {
             // Narrowing only: the target's range must miss part of the source's.
             let ((a, b), (c, d)) = (int_bounds(from), int_bounds(to));
@@ -594,22 +621,15 @@ fn int_bounds(d: DType) -> (i128, i128) {
     }
 }
 
-/// Says how many values of tensor `name` the cast it is written with changes beyond
-/// rounding: integers past the float type's exact range (2^24 for float32) or the
-/// integer type's range (wrapped), and NaN, infinities or values out of the integer
-/// type's range (saturated; NaN becomes 0), where numpy's `astype` would change them
-/// silently. One pass over one copy of the values (none for f64 and u64).
-fn cast_loss_warning(
-    name: &str,
-    t: &Tensor,
-    format: Format,
-    options: &WriteOptions,
-) -> Result<Option<String>> {
-    let Some(to) = cast_target(t.dtype(), format, options) else {
-        return Ok(None);
-    };
+/// How many values of `t` the cast to `to` changes beyond rounding: integers past the
+/// float type's exact range (2^24 for float32) or the integer type's range (wrapped);
+/// NaN, infinities or values out of an integer type's range (saturated; NaN becomes
+/// 0); finite floats that overflow a narrower float type (to ±inf) or underflow it (to
+/// 0), where numpy's `astype` would change them silently. One pass over one copy of
+/// the values (none for f64 and u64).
+fn cast_loss_count(t: &Tensor, to: DType) -> Result<usize> {
     let from = t.dtype();
-    let changed = if from.is_int() {
+    Ok(if from.is_int() {
         // Exactly, in i128.
         let (lo, hi) = if to.is_float() {
             let exact: i128 = match to {
@@ -637,8 +657,17 @@ fn cast_loss_warning(
                 .count();
             n
         }
+    } else if to.is_float() {
+        // A narrower float: range, not precision (rounding is what a float cast does).
+        let wide = t.cast(DType::F64)?;
+        let narrow = t.cast(to)?.cast(DType::F64)?;
+        let (a, b) = (wide.typed::<f64>()?, narrow.typed::<f64>()?);
+        a.iter()
+            .zip(b.iter())
+            .filter(|(x, y)| (x.is_finite() && !y.is_finite()) || (**x != 0.0 && **y == 0.0))
+            .count()
     } else {
-        // A float into an integer type (`cast_target` asks no other float cast).
+        // A float into an integer type.
         let (lo, hi) = int_bounds(to);
         let (lo, hi) = (lo as f64, hi as f64 + 1.0);
         let wide = t.cast(DType::F64)?;
@@ -648,9 +677,15 @@ fn cast_loss_warning(
             .filter(|v| !v.is_finite() || **v < lo || **v >= hi)
             .count();
         n
-    };
-    Ok((changed > 0).then(|| {
-        let what = if to.is_float() {
+    })
+}
+
+/// The warning for `changed` values of tensor `name` cast from `from` to `to`.
+fn cast_loss_warning(name: &str, from: DType, to: DType, changed: usize) -> Option<String> {
+    (changed > 0).then(|| {
+        let what = if from.is_float() && to.is_float() {
+            "beyond its range, overflowed to infinity or underflowed to 0"
+        } else if to.is_float() {
             "integers beyond its exact range, rounded"
         } else if from.is_int() {
             "out of its range, wrapped as numpy's astype wraps them"
@@ -658,7 +693,7 @@ fn cast_loss_warning(
             "NaN, infinite or out of its range, saturated (NaN as 0)"
         };
         format!("{name}: {changed} value(s) of {from} stored as {to}: {what}")
-    }))
+    })
 }
 
 /// The names among `names` that `file` stores sparsely.
