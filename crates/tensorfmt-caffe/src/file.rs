@@ -13,7 +13,7 @@ use tensorfmt_core::{DType, FieldValue, Order, SourceLayout, Tensor, TensorFile,
 use crate::error::{CaffeError, Result};
 use crate::raw::{
     self, shape_string, walk_net, Budget, Model, NetItem, NetVersion, RawBlob, RawLayer,
-    RawSolverState,
+    RawSolverState, StructureDigest,
 };
 use crate::read::{layer_path, precheck, CaffeReadOptions, FileKind};
 
@@ -267,6 +267,7 @@ fn model_header(
     version: NetVersion,
     layers: usize,
     list: Vec<FieldValue>,
+    structure: String,
 ) -> Vec<(String, FieldValue)> {
     let mut header: Vec<(String, FieldValue)> = vec![
         ("message".into(), "NetParameter".into()),
@@ -277,6 +278,8 @@ fn model_header(
     }
     header.push(("layers".into(), layers.into()));
     header.push(("layer".into(), FieldValue::List(list)));
+    // What Caffe runs beyond the blobs, so that `diff` sees a changed topology.
+    header.push(("structure".into(), structure.into()));
     header
 }
 
@@ -324,6 +327,7 @@ impl CaffeFile {
                     m.version,
                     m.layers.len(),
                     std::mem::take(&mut b.layer_list),
+                    m.structure(),
                 );
                 b.finish(
                     FileKind::Model,
@@ -407,7 +411,12 @@ impl CaffeFile {
         let mut b = Builder::new();
         let mut file_out = match kind {
             FileKind::Model => {
+                let mut digest = StructureDigest::new();
                 let head = walk_net(file, opts.mixed_layers, &mut budget, &mut |item| {
+                    match &item {
+                        NetItem::Name(r) | NetItem::Raw(r) => digest.raw(file, r.clone()),
+                        NetItem::Layer(l) => digest.layer(file, l),
+                    }
                     if let NetItem::Layer(l) = item {
                         // The name borrowed from the file (the builder outlives the
                         // parsed layer): the set of names in use costs no copies.
@@ -424,6 +433,7 @@ impl CaffeFile {
                     head.version,
                     b.layers,
                     std::mem::take(&mut b.layer_list),
+                    digest.hex(),
                 );
                 b.finish(kind, head.version, *opts, header, head.warnings)?
             }

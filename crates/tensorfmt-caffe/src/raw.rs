@@ -986,6 +986,64 @@ pub(crate) enum NetPiece {
     Layer(usize),
 }
 
+/// A digest of a net's structure: every byte of the NetParameter but its blobs (the
+/// topology, layer parameters, phase, the net's own fields), in file order, a layer's
+/// fields bracketed so that moving a field between layers counts. Two files of equal
+/// tensors differ in what Caffe runs exactly when this differs (up to the encoding: a
+/// structure re-encoded by another writer differs too). FNV-1a (64 bits), stable
+/// across builds, streamed: no memory per layer.
+///
+/// ```
+/// use tensorfmt_caffe::{encode_weights_model, read_model, RawBlob, WeightsLayer};
+/// let layer = |t: &str| WeightsLayer {
+///     name: "ip".into(), type_name: Some(t.into()), blobs: vec![RawBlob::from_f32(&[1], &[2.0])],
+/// };
+/// let digest = |t: &str| read_model(encode_weights_model(Some("n"), &[layer(t)]).into()).unwrap().structure();
+/// assert_eq!(digest("InnerProduct"), digest("InnerProduct"));
+/// assert_ne!(digest("InnerProduct"), digest("Convolution"));
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct StructureDigest(u64);
+
+impl StructureDigest {
+    pub(crate) fn new() -> StructureDigest {
+        StructureDigest(0xcbf2_9ce4_8422_2325)
+    }
+    fn bytes(&mut self, b: &[u8]) {
+        for &x in b {
+            self.0 = (self.0 ^ u64::from(x)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    /// A top-level field of the net (its key and value).
+    pub(crate) fn raw(&mut self, file: &[u8], r: Range<usize>) {
+        self.bytes(&file[r]);
+    }
+    /// A layer: its fields but the blobs.
+    pub(crate) fn layer(&mut self, file: &[u8], l: &RawLayer) {
+        self.bytes(b"\x00layer{");
+        self.pieces(file, &l.pieces);
+        self.bytes(b"}");
+    }
+    fn pieces(&mut self, file: &[u8], pieces: &[Piece]) {
+        for p in pieces {
+            match p {
+                Piece::Raw { range, .. } => self.bytes(&file[range.clone()]),
+                Piece::Blob { .. } => {}
+                Piece::Nested { field, pieces } => {
+                    self.bytes(&field.to_le_bytes());
+                    self.bytes(b"{");
+                    self.pieces(file, pieces);
+                    self.bytes(b"}");
+                }
+            }
+        }
+    }
+    /// The digest as the header shows it.
+    pub(crate) fn hex(self) -> String {
+        format!("{:016x}", self.0)
+    }
+}
+
 /// A parsed NetParameter (`.caffemodel`): name, version and layers with their blobs;
 /// every other byte is kept so [`Model::to_bytes`] writes the file back exactly, with
 /// whatever blobs the layers hold by then.
@@ -1018,6 +1076,18 @@ pub struct Model {
 }
 
 impl Model {
+    /// The [`StructureDigest`] of the net, as the header's `structure` field shows it.
+    pub fn structure(&self) -> String {
+        let mut d = StructureDigest::new();
+        for p in &self.pieces {
+            match p {
+                NetPiece::Raw(r) => d.raw(&self.file, r.clone()),
+                NetPiece::Layer(i) => d.layer(&self.file, &self.layers[*i]),
+            }
+        }
+        d.hex()
+    }
+
     /// What was read although Caffe would refuse it (with
     /// [`MixedLayers::PreferV1`], the ignored `layer` list), each with its offset.
     pub fn warnings(&self) -> &[String] {

@@ -278,3 +278,24 @@ fn kind_and_strict_reach_the_readers() {
     ]);
     assert_eq!(code, 0, "{err}");
 }
+
+#[test]
+fn caffe_models_differing_in_topology_are_not_equal() {
+    // A caffemodel rewritten from its tensors alone (--dtype) keeps the blobs and loses
+    // the bottoms, tops, phase and layer parameters: diff said "equal".
+    let dir = tempfile::tempdir().unwrap();
+    let src = testdata("caffe", "v2_tiny.caffemodel");
+    let out = dir.path().join("weights_only.caffemodel");
+    let (code, _, err) = tf(args!["convert", &src, &out, "--dtype", "f32"]);
+    assert_eq!(code, 0, "{err}");
+    let (code, stdout, _) = tf(args!["diff", &src, &out]);
+    assert_eq!(code, 1, "{stdout}");
+    assert!(stdout.contains("header structure:"), "{stdout}");
+    // The same structure (a copy through safetensors carrying the original) is equal.
+    let mid = dir.path().join("mid.safetensors");
+    let back = dir.path().join("back.caffemodel");
+    assert_eq!(tf(args!["convert", &src, &mid]).0, 0);
+    assert_eq!(tf(args!["convert", &mid, &back]).0, 0);
+    let (code, stdout, _) = tf(args!["diff", &src, &back]);
+    assert_eq!(code, 0, "{stdout}");
+}

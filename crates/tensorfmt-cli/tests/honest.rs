@@ -1156,13 +1156,23 @@ fn values_a_writer_stores_as_float32_warn_when_they_change() {
     // PVP and PINK store float32: 1e300 became inf, 1e-50 became 0 and 2^40 + 1 was
     // rounded without a word (the Caffe writer already said so).
     let dir = tempfile::tempdir().unwrap();
-    let wild = Tensor::from_vec(vec![1e300f64, 1e-50, 0.5, 2.0], [1, 2, 2], Order::RowMajor).unwrap();
-    let big = Tensor::from_vec(vec![(1i64 << 40) + 1, 3, 5, 7], [1, 2, 2], Order::RowMajor).unwrap();
+    let wild =
+        Tensor::from_vec(vec![1e300f64, 1e-50, 0.5, 2.0], [1, 2, 2], Order::RowMajor).unwrap();
+    let big =
+        Tensor::from_vec(vec![(1i64 << 40) + 1, 3, 5, 7], [1, 2, 2], Order::RowMajor).unwrap();
     let tame = Tensor::from_vec(vec![0.5f64, 1.0, -2.0, 0.0], [1, 2, 2], Order::RowMajor).unwrap();
     for to in ["pvp", "som-data", "som-mapping", "caffemodel"] {
         for (name, t, want) in [
-            ("wild", &wild, Some("2 value(s) of f64 stored as f32: beyond its range")),
-            ("big", &big, Some("1 value(s) of i64 stored as f32: integers beyond")),
+            (
+                "wild",
+                &wild,
+                Some("2 value(s) of f64 stored as f32: beyond its range"),
+            ),
+            (
+                "big",
+                &big,
+                Some("1 value(s) of i64 stored as f32: integers beyond"),
+            ),
             ("tame", &tame, None),
         ] {
             let sub = dir.path().join(format!("{to}_{name}"));
@@ -1182,5 +1192,8 @@ fn values_a_writer_stores_as_float32_warn_when_they_change() {
     let input = npz_with(dir.path(), &[("huge", huge)]);
     let (code, _, err) = convert(&input, &dir.path().join("h.npy"), &["--dtype", "f32"]);
     assert_eq!(code, 0, "{err}");
-    assert!(err.contains("huge: 1 value(s) of f64 stored as f32"), "{err}");
+    assert!(
+        err.contains("huge: 1 value(s) of f64 stored as f32"),
+        "{err}"
+    );
 }
