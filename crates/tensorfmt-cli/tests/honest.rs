@@ -1094,7 +1094,7 @@ fn an_older_kernel_header_convention_is_kept() {
     }
     let (code, _, err) = tf(args!["diff", &older, &first]);
     assert_eq!(code, 1, "{err}"); // one frame of two: the values differ, not the header
-    // A non-shared file's nx, ny, nf are its pre layer already.
+                                  // A non-shared file's nx, ny, nf are its pre layer already.
     let (code, _, err) = convert(
         &input,
         &dir.path().join("bad.pvp"),
