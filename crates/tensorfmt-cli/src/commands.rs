@@ -459,7 +459,7 @@ pub struct FrameSlice {
 
 impl FrameSlice {
     /// Whether a bound counts from the end, so that the file's frame count is needed.
-    pub fn from_end(&self) -> bool {
+    pub fn counts_from_end(&self) -> bool {
         self.start.is_some_and(|a| a < 0) || self.stop.is_some_and(|b| b < 0)
     }
 
@@ -494,7 +494,7 @@ fn frame_range(
     from: Option<Format>,
     read: &ReadOptions,
 ) -> Result<(usize, Option<usize>), Failure> {
-    if !frames.from_end() {
+    if !frames.counts_from_end() {
         return Ok(frames.as_given());
     }
     let doc = open_input(input, from, read).map_err(|e| Failure::in_file(input, e))?;

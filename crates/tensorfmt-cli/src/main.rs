@@ -668,12 +668,12 @@ mod tests {
             start: Some(-1),
             stop: None
         }
-        .from_end());
+        .counts_from_end());
         assert!(!commands::FrameSlice {
             start: Some(2),
             stop: Some(1)
         }
-        .from_end());
+        .counts_from_end());
     }
 
     #[test]
