@@ -487,7 +487,7 @@ fn other_shapes(l: &LayerDef, bottoms: &[Vec<usize>]) -> R<Shapes> {
         }
         "MVN" => {
             exactly(bottoms, 1)?;
-            finite("mvn_param.eps", l.param.mvn_param.clone().unwrap_or_default().eps())?;
+            finite("mvn_param.eps", l.param.mvn_param.unwrap_or_default().eps())?;
             // MVNLayer reads num(), channels(), height(), width(): Caffe's legacy
             // accessors, which refuse blobs of more than 4 axes.
             if bottoms[0].len() > 4 {

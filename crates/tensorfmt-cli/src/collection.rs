@@ -21,12 +21,14 @@ use crate::text;
 use crate::Failure;
 
 /// One input of a collection: its path, its path relative to the argument that named it
-/// (what the output tree mirrors) and its size.
+/// (what the output tree mirrors), its size, and whether a directory walk or a pattern
+/// found it (rather than its own argument).
 #[derive(Debug, Clone)]
 pub struct Input {
     pub path: PathBuf,
     pub rel: PathBuf,
     pub size: u64,
+    pub walked: bool,
 }
 
 fn is_glob(s: &str) -> bool {
@@ -102,7 +104,12 @@ impl Walker {
                 let size = meta
                     .as_ref()
                     .map_or(0, |m| if m.is_file() { m.len() } else { 0 });
-                out.push(Input { path: p, rel, size });
+                out.push(Input {
+                    path: p,
+                    rel,
+                    size,
+                    walked: true,
+                });
             }
         }
         Ok(())
@@ -130,12 +137,38 @@ fn glob_root(pattern: &str) -> (PathBuf, String) {
 /// walked following symbolic links, each directory once; a file named twice (by two
 /// paths, links or hard links) is taken once.
 pub fn expand(args: &[PathBuf], recursive: bool) -> Result<Vec<Input>, Failure> {
+    expand_around(args, recursive, None)
+}
+
+/// [`expand`] for a conversion into `out_dir`: walks and patterns leave out the output
+/// directory and everything below it when it lies inside a directory they walk, so a
+/// rerun of `convert -r d d/out` does not take its own outputs as inputs. (An
+/// `out_dir` that is the walked directory itself is left to the record of outputs.)
+pub fn expand_around(
+    args: &[PathBuf],
+    recursive: bool,
+    out_dir: Option<&Path>,
+) -> Result<Vec<Input>, Failure> {
     directories_need_recursive(args, recursive)?;
+    let out_id = out_dir
+        .and_then(|d| std::fs::metadata(d).ok())
+        .filter(std::fs::Metadata::is_dir)
+        .map(|m| identity(&m));
+    // A walker that takes the output directory as already walked, unless it is the
+    // root itself.
+    let walker = |root: &Path| {
+        let mut w = Walker::default();
+        let root_id = std::fs::metadata(root).ok().map(|m| identity(&m));
+        if let Some(id) = out_id.filter(|&id| Some(id) != root_id) {
+            w.dirs.insert(id);
+        }
+        w
+    };
     let mut out = Vec::new();
     for a in args {
         let text = a.to_string_lossy();
         if a.is_dir() {
-            Walker::default().walk(a, a, None, &known_extension, &mut out)?;
+            walker(a).walk(a, a, None, &known_extension, &mut out)?;
         } else if !a.exists() && is_glob(&text) {
             let (root, rest) = glob_root(&text);
             let pattern = glob::Pattern::new(&rest)
@@ -154,7 +187,7 @@ pub fn expand(args: &[PathBuf], recursive: bool) -> Result<Vec<Input>, Failure> 
                 root.clone()
             };
             let before = out.len();
-            Walker::default().walk(&walk_root, &walk_root, depth, &take, &mut out)?;
+            walker(&walk_root).walk(&walk_root, &walk_root, depth, &take, &mut out)?;
             if root.as_os_str().is_empty() {
                 // `*.pvp` lists `a.pvp`, not `./a.pvp`.
                 for i in &mut out[before..] {
@@ -171,6 +204,7 @@ pub fn expand(args: &[PathBuf], recursive: bool) -> Result<Vec<Input>, Failure> 
                 path: a.clone(),
                 rel,
                 size,
+                walked: false,
             });
         }
     }
@@ -234,7 +268,12 @@ pub fn convert_many(
             out_dir.display()
         )));
     }
-    let files = expand(inputs, recursive)?;
+    let mut files = expand_around(inputs, recursive, Some(out_dir))?;
+    // Where the outputs go beside their inputs (`convert -r d d`), a file the walk
+    // found that this directory's record names as our output, unchanged since, is an
+    // output of an earlier run, not an input.
+    let recorded = Manifest::read(out_dir);
+    files.retain(|i| !(i.walked && recorded.is_output(out_dir, &i.path)));
     let created = !out_dir.exists();
     std::fs::create_dir_all(out_dir)
         .map_err(|e| Failure::Input(format!("creating {}: {e}", out_dir.display())))?;
@@ -312,6 +351,8 @@ pub fn convert_many(
             )))
         } else if let Some(why) = collision(k) {
             Err(Failure::Usage(why))
+        } else if existing.as_ref().is_some_and(std::fs::Metadata::is_dir) {
+            Err(crate::commands::directory_output(&output))
         } else {
             match (&existing, template.force) {
                 (None, _) | (Some(_), true) => Ok(true),
@@ -495,6 +536,20 @@ fn stamp(meta: &std::fs::Metadata) -> Value {
 
 impl Manifest {
     fn open(out_dir: &Path) -> Manifest {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(out_dir.join(MANIFEST))
+            .ok()
+            .map(Mutex::new);
+        Manifest {
+            file,
+            ..Manifest::read(out_dir)
+        }
+    }
+
+    /// The record as it is, for reading only.
+    fn read(out_dir: &Path) -> Manifest {
         let path = out_dir.join(MANIFEST);
         let mut entries = HashMap::new();
         // A damaged or foreign record only makes outputs look foreign (--force).
@@ -507,13 +562,29 @@ impl Manifest {
                 }
             }
         }
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .ok()
-            .map(Mutex::new);
-        Manifest { entries, file }
+        Manifest {
+            entries,
+            file: None,
+        }
+    }
+
+    /// Whether `path` (below `out_dir`) is an output this record names, still the file
+    /// that was written (same identity, size and time).
+    fn is_output(&self, out_dir: &Path, path: &Path) -> bool {
+        if self.entries.is_empty() {
+            return false;
+        }
+        // By the paths links resolve to: `./d/x.npz` and `d` are in one directory.
+        let (Ok(file), Ok(dir)) = (std::fs::canonicalize(path), std::fs::canonicalize(out_dir))
+        else {
+            return false;
+        };
+        let (Ok(rel), Ok(meta)) = (file.strip_prefix(&dir), std::fs::symlink_metadata(path)) else {
+            return false;
+        };
+        self.entries
+            .get(rel.to_string_lossy().as_ref())
+            .is_some_and(|e| e.get("stamp") == Some(&stamp(&meta)))
     }
 
     /// For an existing output: `Some(up_to_date)` when it is our earlier output of

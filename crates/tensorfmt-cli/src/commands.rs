@@ -281,8 +281,9 @@ pub(crate) fn refuse_dash(output: &Path) -> Result<(), Failure> {
 }
 
 /// Refuses an output that is an input (same device and inode, whatever the path
-/// text or links say), and, without `force`, any existing entry at the output path,
-/// a dangling symbolic link included.
+/// text or links say), a directory (never replaced, `--force` or not), and, without
+/// `force`, any other existing entry at the output path, a dangling symbolic link
+/// included.
 pub(crate) fn check_output(input: &Path, output: &Path, force: bool) -> Result<(), Failure> {
     refuse_dash(output)?;
     if tensorfmt::io::same_file(input, output) {
@@ -292,6 +293,9 @@ pub(crate) fn check_output(input: &Path, output: &Path, force: bool) -> Result<(
             input.display()
         )));
     }
+    if std::fs::symlink_metadata(output).is_ok_and(|m| m.is_dir()) {
+        return Err(directory_output(output));
+    }
     if !force && std::fs::symlink_metadata(output).is_ok() {
         return Err(Failure::Usage(format!(
             "{} exists; use --force to overwrite it",
@@ -299,6 +303,16 @@ pub(crate) fn check_output(input: &Path, output: &Path, force: bool) -> Result<(
         )));
     }
     Ok(())
+}
+
+/// The refusal of an output path that is a directory (not a link to one, which a
+/// rename replaces): a file is never renamed over a directory, so `--force` cannot
+/// help and is not suggested.
+pub(crate) fn directory_output(output: &Path) -> Failure {
+    Failure::Usage(format!(
+        "the output {} is a directory; name a file to write (a directory is never replaced)",
+        output.display()
+    ))
 }
 
 /// `inspect --json`'s description of one file, for the catalogue of a collection
@@ -422,7 +436,7 @@ pub struct ConvertArgs {
     pub tensor: Option<String>,
     pub force: bool,
     pub sparse: bool,
-    pub frames: Option<(usize, Option<usize>)>,
+    pub frames: Option<FrameSlice>,
     pub hex: bool,
     pub dtype: Option<DType>,
     pub settings: Vec<(String, String)>,
@@ -433,6 +447,66 @@ pub struct ConvertArgs {
     pub read: ReadOptions,
     pub quiet: bool,
     pub json: bool,
+}
+
+/// `--frames A:B` as given: the bounds of a Python slice, a negative one counting
+/// from the end of the file's frames (or a PINK file's entries).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FrameSlice {
+    pub start: Option<i64>,
+    pub stop: Option<i64>,
+}
+
+impl FrameSlice {
+    /// Whether a bound counts from the end, so that the file's frame count is needed.
+    pub fn counts_from_end(&self) -> bool {
+        self.start.is_some_and(|a| a < 0) || self.stop.is_some_and(|b| b < 0)
+    }
+
+    /// The range over `count` frames, as Python's `slice.indices(count)` gives it
+    /// (both ends clamped into `0..=count`, negative ones from the end), with an end
+    /// before the start raised to it (empty).
+    pub fn resolve(&self, count: usize) -> (usize, Option<usize>) {
+        let n = i64::try_from(count).unwrap_or(i64::MAX);
+        let fix = |x: i64| if x < 0 { (x + n).max(0) } else { x.min(n) };
+        let start = self.start.map_or(0, fix);
+        let stop = self.stop.map_or(n, fix).max(start);
+        // Both lie in 0..=count.
+        (start as usize, Some(stop as usize))
+    }
+
+    /// The range of [`ReadOptions::frames`] without the frame count (no bound from the
+    /// end; the readers clamp the ends as [`FrameSlice::resolve`] does).
+    fn as_given(&self) -> (usize, Option<usize>) {
+        let start = self.start.map_or(0, |a| a.max(0) as usize);
+        let stop = self.stop.map(|b| (b.max(0) as usize).max(start));
+        (start, stop)
+    }
+}
+
+/// The frame range `frames` selects from `input`: a bound from the end needs the
+/// file's frame count (PVP: its times; PINK data, mapping and rotation/flip files:
+/// their entries), read from a first open. Files without frames get a range anyway,
+/// so that the reader refuses it with its own message.
+fn frame_range(
+    frames: FrameSlice,
+    input: &Path,
+    from: Option<Format>,
+    read: &ReadOptions,
+) -> Result<(usize, Option<usize>), Failure> {
+    if !frames.counts_from_end() {
+        return Ok(frames.as_given());
+    }
+    let doc = open_input(input, from, read).map_err(|e| Failure::in_file(input, e))?;
+    let infos = doc.tensors();
+    let count = match doc.format() {
+        "pvp" => infos.iter().find(|i| i.name == "time"),
+        "som" => infos.first(),
+        _ => return Ok((0, None)),
+    }
+    .and_then(|i| i.shape.dims().first().copied())
+    .unwrap_or(0);
+    Ok(frames.resolve(count))
 }
 
 /// What one conversion wrote.
@@ -474,7 +548,8 @@ pub fn convert(a: ConvertArgs) -> Result<(), Failure> {
         }));
     } else if !a.quiet {
         let kind = target.kind.map(|k| format!(" ({k})")).unwrap_or_default();
-        let held = if report.dropped_some() {
+        // Fewer than given, or more (a PVP file's `time`): which ones.
+        let held = if report.written.len() != report.offered {
             format!(" (the file holds: {})", report.written.join(", "))
         } else {
             String::new()
@@ -527,8 +602,12 @@ pub fn convert_file(a: &ConvertArgs, show_progress: bool) -> Result<Converted, F
         let data = tensorfmt::onnx::external_data_path(&a.output);
         check_output(&a.input, &data, a.force || !forced)?;
     }
+    let frames = match a.frames {
+        Some(f) => Some(frame_range(f, &a.input, a.from, &a.read)?),
+        None => None,
+    };
     let read_options = ReadOptions {
-        frames: a.frames,
+        frames,
         // npz, safetensors and PVP keep sparse frames sparse anyway, from the file's
         // own sparse view (scipy's save_npz layout / the CSR triple with frame_shape /
         // a sparse PVP file of the same geometry); the bare CSR arrays, which lose the
@@ -781,13 +860,15 @@ pub fn validate(
 }
 
 /// What `render` draws from its file: the options of [`RenderOptions`] as given on
-/// the command line (a negative frame counts from the end; `--arbor` or `--layer`).
+/// the command line (a negative frame counts from the end; `--arbor` or `--layer`),
+/// and `--kind` for files whose kind their bytes do not tell.
 #[derive(Debug, Clone, Default)]
 pub struct RenderArgs {
     pub counts: bool,
     pub frame: Option<i64>,
     pub arbor: Option<usize>,
     pub layer: Option<String>,
+    pub kind: Option<String>,
 }
 
 /// The kinds of file (`TensorFile::kind_id`) each `render` option applies to, and what
@@ -816,11 +897,19 @@ const RENDER_OPTIONS: [(&str, &[&str], &str); 4] = [
 ];
 
 /// Checks `render`'s options against the file they are for, before anything is drawn:
-/// an option that does not apply to its kind is refused (exit 2) naming it, and a
-/// frame is resolved (negative: from the end) and bounds-checked.
-fn render_options(file: &Path, picture: &RenderArgs) -> Result<RenderOptions, Failure> {
-    let doc =
-        open_input(file, None, &ReadOptions::default()).map_err(|e| Failure::in_file(file, e))?;
+/// an option that does not apply to its kind is refused (exit 2) naming it, a frame is
+/// resolved (negative: from the end) and bounds-checked, and an arbor too. The file is
+/// opened as `inspect` opens it (`--kind`, else the kind its name suggests); returns
+/// the options and the file's kind (`TensorFile::kind_id`).
+fn render_options(
+    file: &Path,
+    picture: &RenderArgs,
+) -> Result<(RenderOptions, &'static str), Failure> {
+    let read = ReadOptions {
+        kind: picture.kind.clone(),
+        ..ReadOptions::default()
+    };
+    let doc = open_input(file, None, &read).map_err(|e| Failure::in_file(file, e))?;
     let kind_id = doc.kind_id();
     let given = [
         picture.counts,
@@ -877,18 +966,95 @@ fn render_options(file: &Path, picture: &RenderArgs) -> Result<RenderOptions, Fa
             usize::try_from(index).ok()
         }
     };
-    Ok(RenderOptions {
+    if kind_id == "weights" {
+        // `--arbor N`, or its older spelling `--layer N`: one the file has.
+        let given = match (picture.arbor, &picture.layer) {
+            (Some(a), _) => Some(("--arbor", a.to_string(), a)),
+            (None, Some(l)) => {
+                let a = tensorfmt::render::pvp::parse_arbor(l)
+                    .map_err(|e| Failure::Usage(format!("--layer {l}: {e}")))?;
+                Some(("--layer", l.clone(), a))
+            }
+            (None, None) => None,
+        };
+        let arbors = doc.header().iter().find_map(|(k, v)| match v {
+            FieldValue::UInt(n) if k == "arbors" => usize::try_from(*n).ok(),
+            FieldValue::Int(n) if k == "arbors" => usize::try_from(*n).ok(),
+            _ => None,
+        });
+        if let (Some((option, text, a)), Some(n)) = (given, arbors) {
+            if a >= n {
+                return Err(Failure::Usage(format!(
+                    "{option} {text}: arbor {a} is out of range: {} has {n} arbor{} (0..{n})",
+                    file.display(),
+                    if n == 1 { "" } else { "s" }
+                )));
+            }
+        }
+    }
+    let options = RenderOptions {
         counts: picture.counts,
         frame,
         layer: picture
             .arbor
             .map(|a| a.to_string())
             .or_else(|| picture.layer.clone()),
-    })
+    };
+    Ok((options, kind_id))
+}
+
+/// Draws `file` (with its legend) as `render_options` found it. PINK files are opened
+/// as the kind found there (what `--kind` or the name settled, which the renderer's own
+/// detection by content alone cannot); a Caffe model's layer choice is checked first,
+/// so that a missing or wrong `--layer` is a usage error (exit 2) listing the layers
+/// with filters.
+fn draw(
+    file: &Path,
+    options: &RenderOptions,
+    kind_id: &str,
+) -> Result<tensorfmt::render::Image, Failure> {
+    use tensorfmt::render::{legend, render_picture};
+    let fail = |e: tensorfmt::Error| Failure::in_file(file, e);
+    let picture = match kind_id {
+        "som" | "som-data" | "som-mapping" | "som-rotflip" => {
+            let config = tensorfmt::som::ReadConfig {
+                legacy_kind: Some(
+                    tensorfmt::som::parse_kind_hint(kind_id).map_err(|e| fail(e.into()))?,
+                ),
+                ..tensorfmt::som::ReadConfig::default()
+            };
+            let som = tensorfmt::SomFile::open_with(file, &config).map_err(|e| fail(e.into()))?;
+            tensorfmt::render::som::render_som_file(&som, options).map_err(fail)?
+        }
+        "caffemodel" => {
+            use tensorfmt::render::caffe::{filter_dims, filters_picture};
+            let data = tensorfmt::io::map_file(file).map_err(fail)?;
+            let model = tensorfmt::caffe::read_model(data).map_err(|e| fail(e.into()))?;
+            let layer = options.layer.as_deref();
+            let drawable = layer
+                .and_then(|l| model.layer(l))
+                .is_some_and(|l| filter_dims(l).is_some());
+            let any = model.layers.iter().any(|l| filter_dims(l).is_some());
+            match filters_picture(&model, layer) {
+                // No --layer, or one without filters, where the model has some: the
+                // choice is wrong, not the file.
+                Err(e) if !drawable && any => {
+                    return Err(Failure::Usage(format!("{}: {e}", file.display())))
+                }
+                other => other.map_err(fail)?,
+            }
+        }
+        _ => render_picture(file, options).map_err(fail)?,
+    };
+    let name = file
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| file.to_string_lossy().into_owned());
+    legend::annotate(&picture, &name).map_err(fail)
 }
 
 /// `tensorfmt render FILE OUT.png [--counts] [--frame K] [--arbor N | --layer NAME]
-/// [--quiet | --json]`.
+/// [--kind K] [--quiet | --json]`.
 pub fn render(
     file: &Path,
     output: &Path,
@@ -909,9 +1075,8 @@ pub fn render(
     }
     check_output(file, output, force)?;
     regular_file(file)?;
-    let options = render_options(file, picture)?;
-    let image =
-        tensorfmt::render::render_path(file, &options).map_err(|e| Failure::in_file(file, e))?;
+    let (options, kind_id) = render_options(file, picture)?;
+    let image = draw(file, &options, kind_id)?;
     tensorfmt::render::write_png(&image, output)?;
     if as_json {
         emit_json(&json!({

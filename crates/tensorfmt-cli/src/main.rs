@@ -209,10 +209,11 @@ Example:
         /// primitiv, Caffe). Refused, writing nothing, when they do not fit.
         #[arg(long, value_name = "ORIGINAL")]
         like: Option<PathBuf>,
-        /// Only frames / entries A..B (`A:B`, `A:` or `:B`), read as a Python slice (PVP
-        /// files and PINK entry files only).
-        #[arg(long, value_name = "A:B", value_parser = parse_frames)]
-        frames: Option<(usize, Option<usize>)>,
+        /// Only frames / entries A..B (`A:B`, `A:` or `:B`), read as a Python slice:
+        /// negative positions count from the end (`-1:` the last), an end before the
+        /// start selects none (PVP files and PINK entry files only).
+        #[arg(long, value_name = "A:B", value_parser = parse_frames, allow_hyphen_values = true)]
+        frames: Option<commands::FrameSlice>,
         /// Hexagonal layout (SOM output).
         #[arg(long)]
         hex: bool,
@@ -337,6 +338,12 @@ Example:
         /// For Caffe models: which conv layer (for PVP weights, the arbor number, as --arbor).
         #[arg(long, value_name = "NAME")]
         layer: Option<String>,
+        /// File kind, for files whose kind cannot be told from their bytes alone
+        /// (legacy PINK: som-data, som, mapping, rotflip; Caffe: caffemodel,
+        /// binaryproto, ...), as for inspect; by default the name's extension decides
+        /// between readings that fit (`.map`: a mapping).
+        #[arg(long, value_name = "KIND", value_parser = parse_kind)]
+        kind: Option<String>,
         /// Overwrite the PNG if it exists.
         #[arg(long)]
         force: bool,
@@ -376,20 +383,24 @@ Example:
     },
 }
 
-fn parse_frames(s: &str) -> Result<(usize, Option<usize>), String> {
+/// `A:B`, `A:`, `:B` or `:` with integer bounds, negative ones counting from the end
+/// (resolved against the file's frame count as Python's `slice.indices` does).
+fn parse_frames(s: &str) -> Result<commands::FrameSlice, String> {
     let (a, b) = s
         .split_once(':')
         .ok_or_else(|| format!("expected A:B, A: or :B, got {s:?}"))?;
-    let num = |x: &str| {
-        x.parse::<usize>()
+    let num = |x: &str| -> Result<Option<i64>, String> {
+        if x.is_empty() {
+            return Ok(None);
+        }
+        x.parse::<i64>()
+            .map(Some)
             .map_err(|_| format!("{x:?} is not a frame number"))
     };
-    let start = if a.is_empty() { 0 } else { num(a)? };
-    let end = if b.is_empty() { None } else { Some(num(b)?) };
-    if end.is_some_and(|e| e < start) {
-        return Err(format!("the range {s} ends before it starts"));
-    }
-    Ok((start, end))
+    Ok(commands::FrameSlice {
+        start: num(a)?,
+        stop: num(b)?,
+    })
 }
 
 fn parse_setting(s: &str) -> Result<(String, String), String> {
@@ -598,6 +609,7 @@ fn main() -> ExitCode {
             frame,
             arbor,
             layer,
+            kind,
             force,
             quiet,
             json,
@@ -607,6 +619,7 @@ fn main() -> ExitCode {
                 frame,
                 arbor,
                 layer,
+                kind,
             };
             commands::render(&file, &output, &picture, force, quiet, json)
         }
@@ -628,12 +641,39 @@ mod tests {
 
     #[test]
     fn frame_ranges() {
-        assert_eq!(parse_frames("2:5"), Ok((2, Some(5))));
-        assert_eq!(parse_frames("3:"), Ok((3, None)));
-        assert_eq!(parse_frames(":4"), Ok((0, Some(4))));
-        assert!(parse_frames("5:2").is_err());
-        assert!(parse_frames("7").is_err());
-        assert!(parse_frames("a:b").is_err());
+        let f = |s| parse_frames(s).map(|f| (f.start, f.stop));
+        assert_eq!(f("2:5"), Ok((Some(2), Some(5))));
+        assert_eq!(f("3:"), Ok((Some(3), None)));
+        assert_eq!(f(":4"), Ok((None, Some(4))));
+        assert_eq!(f("-1:"), Ok((Some(-1), None)));
+        assert_eq!(f(":-2"), Ok((None, Some(-2))));
+        assert_eq!(f("5:2"), Ok((Some(5), Some(2))));
+        assert!(f("7").is_err());
+        assert!(f("a:b").is_err());
+        assert!(f("1.5:").is_err());
+    }
+
+    #[test]
+    fn frame_slices_resolve_as_python_slices() {
+        // Python: slice(a, b).indices(3), stop raised to start.
+        let r = |a, b, n| commands::FrameSlice { start: a, stop: b }.resolve(n);
+        assert_eq!(r(Some(-1), None, 3), (2, Some(3)));
+        assert_eq!(r(None, Some(-1), 3), (0, Some(2)));
+        assert_eq!(r(Some(-9), None, 3), (0, Some(3)));
+        assert_eq!(r(Some(2), Some(1), 3), (2, Some(2)));
+        assert_eq!(r(Some(5), Some(9), 3), (3, Some(3)));
+        assert_eq!(r(Some(1), Some(-9), 3), (1, Some(1)));
+        assert_eq!(r(None, None, 0), (0, Some(0)));
+        assert!(commands::FrameSlice {
+            start: Some(-1),
+            stop: None
+        }
+        .counts_from_end());
+        assert!(!commands::FrameSlice {
+            start: Some(2),
+            stop: Some(1)
+        }
+        .counts_from_end());
     }
 
     #[test]

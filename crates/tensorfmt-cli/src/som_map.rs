@@ -10,7 +10,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::json;
 use tensorfmt::som::mapping::{map_files, DistanceShape, MapOptions};
 use tensorfmt::som::transform::Interpolation;
-use tensorfmt::som::{ids, SomFile};
+use tensorfmt::som::{ids, FileKind, ReadConfig, SomFile};
 
 use crate::commands::{check_output, regular_file};
 use crate::failure::Failure;
@@ -115,10 +115,17 @@ pub fn som_map(a: &SomMapArgs) -> Result<(), Failure> {
     };
     regular_file(&a.data)?;
     regular_file(&a.som)?;
-    let open =
-        |p: &Path| SomFile::open(p).map_err(|e| Failure::in_file(p, tensorfmt::Error::from(e)));
-    let data = open(&a.data)?;
-    let som = open(&a.som)?;
+    // Each argument's role names its kind, which settles a legacy file that fits
+    // several readings (a v1 data file is also a v1 mapping's size).
+    let open = |p: &Path, kind: FileKind| {
+        let config = ReadConfig {
+            legacy_kind: Some(kind),
+            ..ReadConfig::default()
+        };
+        SomFile::open_with(p, &config).map_err(|e| Failure::in_file(p, tensorfmt::Error::from(e)))
+    };
+    let data = open(&a.data, FileKind::Data)?;
+    let som = open(&a.som, FileKind::Som)?;
     let id_list = match (&a.ids, a.no_ids) {
         (Some(p), _) => Some(read_ids(p)?),
         (None, true) => None,

@@ -308,3 +308,96 @@ fn a_run_that_writes_nothing_leaves_no_directory() {
     assert_eq!(code, 1);
     assert!(out.is_dir());
 }
+
+/// An output directory inside the input tree (`convert -r d d/out`): a rerun took
+/// `d/out/x.npz` as an input (writing `d/out/out/x.npz`) and failed "the output ... is
+/// the input" for the real input; each run nested deeper. The walk leaves the output
+/// directory out, so a rerun is up to date; likewise for a pattern, and for outputs
+/// written beside their inputs (`convert -r d d`), which the record names.
+#[test]
+fn an_output_directory_inside_the_input_tree_is_not_an_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().join("d");
+    std::fs::create_dir_all(d.join("sub")).unwrap();
+    std::fs::copy(testdata("pvp", "dense_f32.pvp"), d.join("x.pvp")).unwrap();
+    std::fs::copy(
+        testdata("pvp", "dense_f32.pvp"),
+        d.join("sub").join("y.pvp"),
+    )
+    .unwrap();
+    let out = d.join("out");
+    let files = |root: &Path| {
+        let mut v: Vec<PathBuf> = contents(root).into_keys().collect();
+        v.sort();
+        v
+    };
+    let (code, _, err) = tf(args!["convert", "-r", &d, &out, "--to", "npz"]);
+    assert_eq!(code, 0, "{err}");
+    let first = files(&d);
+    for _ in 0..2 {
+        let (code, _, err) = tf(args!["convert", "-r", &d, &out, "--to", "npz"]);
+        assert_eq!(code, 0, "{err}");
+        assert!(
+            err.contains("2 file(s): 0 converted, 2 up to date, 0 failed"),
+            "{err}"
+        );
+        assert_eq!(files(&d), first, "nothing nested");
+    }
+    assert!(!out.join("out").exists());
+    // The same through a pattern, and through another spelling of the output.
+    let pattern = format!("{}/**/*.pvp", d.display());
+    let dotted = d.join(".").join("out");
+    let (code, _, err) = tf(args!["convert", &pattern, &dotted, "--to", "npz"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("0 converted, 2 up to date"), "{err}");
+    let pattern = format!("{}/**/*.npz", d.display());
+    let (code, _, err) = tf(args!["convert", &pattern, &out, "--to", "npz"]);
+    assert_eq!(code, 1, "no file matches outside the output: {err}");
+    // Outputs beside their inputs: the second run knows them as its own.
+    let e = dir.path().join("e");
+    std::fs::create_dir_all(&e).unwrap();
+    std::fs::copy(testdata("pvp", "dense_f32.pvp"), e.join("x.pvp")).unwrap();
+    let (code, _, err) = tf(args!["convert", "-r", &e, &e, "--to", "npz"]);
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = tf(args!["convert", "-r", &e, &e, "--to", "npz"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("1 file(s): 0 converted, 1 up to date, 0 failed"),
+        "{err}"
+    );
+    // A file of that name that is not our output is still refused as before.
+    std::fs::write(
+        e.join("x.npz"),
+        std::fs::read(testdata("core", "mixed.npz")).unwrap(),
+    )
+    .unwrap();
+    let (code, _, err) = tf(args!["convert", "-r", &e, &e, "--to", "npz"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("is the input"), "{err}");
+}
+
+/// An output of a collection that is an existing directory: refused as a directory
+/// (not "use --force"), and --force does not try to rename over it.
+#[test]
+fn a_collection_output_that_is_a_directory_is_refused_as_such() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in");
+    std::fs::create_dir_all(&input).unwrap();
+    std::fs::copy(testdata("pvp", "dense_f32.pvp"), input.join("x.pvp")).unwrap();
+    let out = dir.path().join("out");
+    std::fs::create_dir_all(out.join("x.npz")).unwrap();
+    for force in [false, true] {
+        let mut a = args!["convert", "-r", &input, &out, "--to", "npz"];
+        if force {
+            a.push("--force".into());
+        }
+        let (code, _, err) = tf(&a);
+        assert_eq!(code, 1, "{err}");
+        assert!(err.contains("out/x.npz is a directory"), "{err}");
+        assert!(
+            !err.contains("--force") && !err.contains("renaming"),
+            "{err}"
+        );
+    }
+    assert!(out.join("x.npz").is_dir());
+}

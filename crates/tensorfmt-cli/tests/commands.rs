@@ -446,9 +446,9 @@ fn render_caffe_filters() {
         ),
         png_size(&png)
     );
-    // Without --layer the error names the candidates.
+    // Without --layer the error names the candidates (a usage error).
     let (code, _, err) = tf(args!["render", model, dir.path().join("x.png")]);
-    assert_eq!(code, 1);
+    assert_eq!(code, 2);
     assert!(err.contains("conv1"), "{err}");
     let (code, _, err) = tf(args![
         "render",
@@ -457,7 +457,7 @@ fn render_caffe_filters() {
         "--layer",
         "nope"
     ]);
-    assert_eq!(code, 1);
+    assert_eq!(code, 2);
     assert!(err.contains("nope") || err.contains("conv1"), "{err}");
     // A mean file renders as an image.
     let mean = dir.path().join("mean.png");
@@ -600,4 +600,218 @@ fn converting_a_file_without_tensors_is_an_error_and_writes_nothing() {
         std::fs::read(&back).unwrap(),
         std::fs::read(&source).unwrap()
     );
+}
+
+/// A legacy PINK file that fits two readings (v1 data `[3, 1, 2, 2]` or v1 mapping of
+/// 3 entries over a 1x2x2 SOM: the same 64 bytes).
+fn ambiguous_legacy_pink(path: &std::path::Path) {
+    let mut b = Vec::new();
+    for v in [3i32, 1, 2, 2] {
+        b.extend_from_slice(&v.to_le_bytes());
+    }
+    for v in 0..12 {
+        b.extend_from_slice(&(v as f32).to_le_bytes());
+    }
+    std::fs::write(path, b).unwrap();
+}
+
+/// `render` and `som-map` could not read an ambiguous legacy PINK file: neither took
+/// `--kind`, and render ignored the name's hint (`.map`) that inspect, validate and
+/// convert use; the error said "name the kind", which the user could not do.
+#[test]
+fn render_and_som_map_read_ambiguous_legacy_pink_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let map = dir.path().join("m.map");
+    let bin = dir.path().join("m.bin");
+    ambiguous_legacy_pink(&map);
+    ambiguous_legacy_pink(&bin);
+    let (code, out, err) = tf(args!["inspect", &map]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("mapping"), "{out}");
+    // The name's hint, as inspect takes it.
+    let png = dir.path().join("a.png");
+    let (code, _, err) = tf(args!["render", &map, &png]);
+    assert_eq!(code, 0, "{err}");
+    // Without a hint the error says how to name the kind, and --kind does.
+    let (code, _, err) = tf(args!["render", &bin, dir.path().join("b.png")]);
+    assert_eq!(code, 1);
+    assert!(err.contains("--kind"), "{err}");
+    let (code, _, err) = tf(args![
+        "render",
+        &bin,
+        dir.path().join("b.png"),
+        "--kind",
+        "mapping"
+    ]);
+    assert_eq!(code, 0, "{err}");
+    // --kind comes before the name, and picks what the options apply to.
+    let (code, _, err) = tf(args![
+        "render",
+        &map,
+        dir.path().join("c.png"),
+        "--kind",
+        "data",
+        "--frame",
+        "-1"
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = tf(args![
+        "render",
+        &map,
+        dir.path().join("d.png"),
+        "--kind",
+        "data",
+        "--counts"
+    ]);
+    assert_eq!(code, 2, "--counts is for mappings: {err}");
+    // som-map reads its DATA argument as a data file and SOM as a SOM.
+    let som = testdata("som", "som_cart_3x2.bin");
+    let (code, out, err) = tf(args![
+        "som-map",
+        &bin,
+        &som,
+        dir.path().join("o.map"),
+        "-n",
+        "1",
+        "--json"
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(json(&out)["entries"], 3);
+    let (code, _, err) = tf(args![
+        "som-map",
+        &map,
+        &som,
+        dir.path().join("p.map"),
+        "-n",
+        "1"
+    ]);
+    assert_eq!(code, 0, "the DATA role outranks the name: {err}");
+}
+
+/// `--frames A:B` is read as a Python slice (as docs/cli.md says, and as Python's
+/// `frames=slice(A, B)`): negative positions count from the end, and an end before the
+/// start is empty (a file of no frames, as Python writes), not a usage error.
+#[test]
+fn frames_are_python_slices() {
+    let dir = tempfile::tempdir().unwrap();
+    let pvp = testdata("pvp", "dense_f32.pvp"); // 3 frames
+    let frames = |range: &str| -> Vec<usize> {
+        let out = dir.path().join(format!("f{}.npz", range.replace(':', "_")));
+        let (code, _, err) = tf(args!["convert", &pvp, &out, "--frames", range]);
+        assert_eq!(code, 0, "{range}: {err}");
+        let doc = tensorfmt::Document::open(&out).unwrap();
+        let dims = doc.entry("values").unwrap().shape().dims().to_vec();
+        dims
+    };
+    assert_eq!(frames("-1:")[0], 1);
+    assert_eq!(frames(":-1")[0], 2);
+    assert_eq!(frames("-2:-1")[0], 1);
+    assert_eq!(frames("-9:")[0], 3);
+    assert_eq!(frames("1:-9")[0], 0);
+    assert_eq!(frames("2:1")[0], 0);
+    assert_eq!(frames("0:100")[0], 3);
+    // The frames chosen are the last ones.
+    let last = dir.path().join("last.npz");
+    assert_eq!(tf(args!["convert", &pvp, &last, "--frames", "-1:"]).0, 0);
+    let time = |p: &std::path::Path| {
+        let doc = tensorfmt::Document::open(p).unwrap();
+        let t = doc.entry("time").unwrap().read().unwrap();
+        t.to_vec::<f64>().unwrap()
+    };
+    assert_eq!(time(&last), [time(&pvp)[2]]);
+    // Not a number, or a file without frames: refused as before.
+    let (code, _, err) = tf(args![
+        "convert",
+        &pvp,
+        dir.path().join("x.npz"),
+        "--frames",
+        "a:"
+    ]);
+    assert_eq!(code, 2, "{err}");
+    let (code, _, err) = tf(args![
+        "convert",
+        testdata("core", "f32_2x3.npy"),
+        dir.path().join("y.npz"),
+        "--frames",
+        "-1:"
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("frame"), "{err}");
+}
+
+/// The success line counted the tensors given, not those written: a lone array
+/// converted to PVP said "wrote 1 tensor" while the file holds `values` and `time`.
+#[test]
+fn the_wrote_line_counts_the_written_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let npy = dir.path().join("v.npy");
+    let t = tensorfmt::Tensor::from_vec(vec![0f32; 12], [2, 2, 3, 1], tensorfmt::Order::RowMajor)
+        .unwrap();
+    tensorfmt::save(
+        &npy,
+        tensorfmt::Format::Npy,
+        &[("v".into(), t)],
+        &Default::default(),
+    )
+    .unwrap();
+    let pvp = dir.path().join("v.pvp");
+    let (code, out, err) = tf(args!["convert", &npy, &pvp]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("wrote 2 tensors as pvp"), "{out}");
+    assert!(out.contains("values") && out.contains("time"), "{out}");
+    let (code, out, _) = tf(args!["convert", &npy, dir.path().join("w.pvp"), "--json"]);
+    assert_eq!(code, 0);
+    assert_eq!(json(&out)["written"].as_array().unwrap().len(), 2);
+}
+
+/// Argument problems of `render` are usage errors (exit 2), as an out-of-range
+/// `--frame` already was: a Caffe model without `--layer`, an unknown layer, an
+/// `--arbor` (or `--layer N`) the weight file does not have.
+#[test]
+fn render_argument_problems_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let png = dir.path().join("x.png");
+    let model = testdata("caffe", "v2_tiny.caffemodel");
+    let kernel = testdata("pvp", "kernel_f32.pvp");
+    for (args, needle) in [
+        (args!["render", &model, &png], "conv1"),
+        (args!["render", &model, &png, "--layer", "nope"], "conv1"),
+        (args!["render", &model, &png, "--layer", "ip"], "conv1"),
+        (args!["render", &kernel, &png, "--arbor", "5"], "arbor 5"),
+        (args!["render", &kernel, &png, "--layer", "5"], "arbor 5"),
+        (args!["render", &kernel, &png, "--layer", "conv1"], "arbor"),
+    ] {
+        let (code, _, err) = tf(&args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert!(!png.exists());
+    }
+    assert_eq!(tf(args!["render", &kernel, &png, "--arbor", "0"]).0, 0);
+}
+
+/// Converting onto an existing directory said "use --force to overwrite it", and with
+/// --force failed renaming over it. A directory is never an output: said so, exit 2,
+/// with or without --force (render and som-map likewise).
+#[test]
+fn an_output_that_is_a_directory_is_refused_as_such() {
+    let dir = tempfile::tempdir().unwrap();
+    let dd = dir.path().join("dd");
+    std::fs::create_dir(&dd).unwrap();
+    let pvp = testdata("pvp", "dense_f32.pvp");
+    for force in [false, true] {
+        let mut a = args!["convert", &pvp, &dd, "--to", "npz"];
+        if force {
+            a.push("--force".into());
+        }
+        let (code, _, err) = tf(&a);
+        assert_eq!(code, 2, "{err}");
+        assert!(err.contains("is a directory"), "{err}");
+        assert!(!err.contains("--force"), "{err}");
+    }
+    let png = dir.path().join("p.png");
+    std::fs::create_dir(&png).unwrap();
+    let (code, _, err) = tf(args!["render", &pvp, &png, "--force"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("is a directory"), "{err}");
+    assert!(dd.is_dir() && png.is_dir());
 }

@@ -79,7 +79,7 @@ pub enum SomError {
         detail: String,
     },
     /// A legacy (pre-v2) file that fits several interpretations.
-    #[error("ambiguous legacy PINK file: {} fit the {len} bytes; name the kind to read it as", candidates.join(" or "))]
+    #[error("ambiguous legacy PINK file: {} fit the {len} bytes; name the kind to read it as (data, som, mapping or rotflip: --kind on the command line, kind= in Python)", candidates.join(" or "))]
     LegacyAmbiguous {
         /// Descriptions of every interpretation that fits.
         candidates: Vec<String>,

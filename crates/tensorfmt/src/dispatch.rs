@@ -194,17 +194,23 @@ impl WriteReport {
         self.written.len() < self.offered
     }
 
-    /// "wrote 2 tensors" or, when the file holds fewer than given, "wrote 1 of 2 tensors".
+    /// What the written file holds: "wrote 2 tensors" (counting what the format
+    /// adds, such as a PVP file's `time`, not what was given) or, when the file holds
+    /// fewer than given, "wrote 1 of 2 tensors".
+    ///
+    /// ```
+    /// let r = tensorfmt::WriteReport { offered: 1, written: vec!["values".into(), "time".into()], ..Default::default() };
+    /// assert_eq!(r.summary(), "wrote 2 tensors");
+    /// let r = tensorfmt::WriteReport { offered: 2, written: vec!["data".into()], ..Default::default() };
+    /// assert_eq!(r.summary(), "wrote 1 of 2 tensors");
+    /// ```
     pub fn summary(&self) -> String {
-        let noun = if self.offered == 1 {
-            "tensor"
-        } else {
-            "tensors"
-        };
+        let noun = |n: usize| if n == 1 { "tensor" } else { "tensors" };
+        let n = self.written.len();
         if self.dropped_some() {
-            format!("wrote {} of {} {noun}", self.written.len(), self.offered)
+            format!("wrote {n} of {} {}", self.offered, noun(self.offered))
         } else {
-            format!("wrote {} {noun}", self.offered)
+            format!("wrote {n} {}", noun(n))
         }
     }
 }
