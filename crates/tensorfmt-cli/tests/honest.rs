@@ -1197,3 +1197,18 @@ fn values_a_writer_stores_as_float32_warn_when_they_change() {
         "{err}"
     );
 }
+
+#[test]
+fn tensors_a_pvp_file_has_no_place_for_are_named() {
+    // values + labels in, values + time out: the count hid that labels was dropped.
+    let dir = tempfile::tempdir().unwrap();
+    let values = Tensor::from_vec(vec![1f32; 2 * 3 * 4], [2, 3, 4, 1], Order::RowMajor).unwrap();
+    let labels = Tensor::from_vec(vec![0f64, 1.0], [2], Order::RowMajor).unwrap();
+    let input = npz_with(dir.path(), &[("values", values), ("labels", labels)]);
+    let (code, _, err) = convert(&input, &dir.path().join("out.pvp"), &[]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("not written (a pvp file has no place for them): labels"),
+        "{err}"
+    );
+}

@@ -459,7 +459,44 @@ fn save_tracked(
     }
     r.warnings
         .extend(weights_only_warning(path, format, &names, options));
+    r.warnings.extend(left_out_warning(format, &names));
     Ok(r)
+}
+
+/// The tensors among several that a PVP or PINK file has no place for: those writers
+/// take their tensors by name and pass over the rest, which a count of the written
+/// file does not reveal when the format adds one (`values` and `labels` in, `values`
+/// and `time` out). A lone array becomes the main tensor whatever its name.
+fn left_out_warning(format: Format, names: &[String]) -> Option<String> {
+    let takes: &[&str] = match format {
+        Format::Pvp => &[
+            "values",
+            "time",
+            "weights",
+            "indptr",
+            "indices",
+            "data",
+            "shape",
+            "frame_shape",
+        ],
+        Format::Som => &["data", "som", "distances", "flip", "angle", "hex_axial"],
+        _ => return None,
+    };
+    if names.len() < 2 {
+        return None;
+    }
+    let left: Vec<&str> = names
+        .iter()
+        .map(String::as_str)
+        .filter(|n| !takes.contains(n))
+        .collect();
+    (!left.is_empty()).then(|| {
+        format!(
+            "not written (a {} file has no place for them): {}",
+            format.name(),
+            left.join(", ")
+        )
+    })
 }
 
 /// A Caffe model or solver state written from tensors alone says what it lacks (the
@@ -564,6 +601,7 @@ fn write_selection(
     }
     r.warnings
         .extend(weights_only_warning(path, format, names, options));
+    r.warnings.extend(left_out_warning(format, names));
     Ok(r)
 }
 
