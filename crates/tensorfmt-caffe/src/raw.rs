@@ -1076,7 +1076,8 @@ pub struct Model {
 }
 
 impl Model {
-    /// The [`StructureDigest`] of the net, as the header's `structure` field shows it.
+    /// A digest of the net's structure (every byte but the blobs: topology, layer
+    /// parameters, phase; FNV-1a, hex), as the header's `structure` field shows it.
     pub fn structure(&self) -> String {
         let mut d = StructureDigest::new();
         for p in &self.pieces {

@@ -285,7 +285,7 @@ fn render_refuses_a_huge_picture_from_the_header() {
 fn tiny_sparse_pvp(path: &Path, nx: i32, ny: i32, nf: i32) {
     let mut b = Vec::new();
     for v in [80, 20, 2, nx, ny, nf, 1, 0, 4, 2, 1, 1, nx, ny, 0, 0, 1, 1] {
-        b.extend_from_slice(&(v as i32).to_le_bytes());
+        b.extend_from_slice(&v.to_le_bytes());
     }
     b.extend_from_slice(&0f64.to_le_bytes());
     b.extend_from_slice(&0f64.to_le_bytes());
