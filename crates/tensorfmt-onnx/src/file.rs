@@ -99,10 +99,15 @@ impl TensorFile for OnnxFile {
             ("inputs".into(), list(&m.inputs)),
             ("outputs".into(), list(&m.outputs)),
             (
+                // Every graph initializer, those left out (a type without a dtype) too.
                 "initializers".into(),
-                (m.initializers.len() + m.unread.len()).into(),
+                (m.initializers.len() + m.unread.len() + m.left_out).into(),
             ),
         ];
+        if !m.sparse.is_empty() {
+            // Counted in `initializers` and read dense.
+            h.push(("sparse_initializers".into(), m.sparse.len().into()));
+        }
         if !m.external_files.is_empty() {
             h.push((EXTERNAL_DATA_FIELD.into(), list(&m.external_files)));
         }
@@ -122,6 +127,10 @@ impl TensorFile for OnnxFile {
 
     fn tensors(&self) -> Vec<TensorInfo> {
         self.infos.clone()
+    }
+
+    fn warnings(&self) -> Vec<String> {
+        self.model.warnings.clone()
     }
 
     fn external_files(&self) -> Vec<String> {

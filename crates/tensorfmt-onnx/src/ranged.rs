@@ -92,6 +92,8 @@ pub fn describe(
                     }
                 } else if t.bytes().is_empty() {
                     Placement::NotVirtual("an empty tensor".into())
+                } else if model.sparse.iter().any(|n| n == name) {
+                    Placement::NotVirtual("a sparse initializer, densified by the reader".into())
                 } else {
                     Placement::NotVirtual(
                         "stored in a typed field (float_data, int64_data...), decoded by the \

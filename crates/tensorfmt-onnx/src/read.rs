@@ -10,8 +10,10 @@ use tensorfmt_core::{Limits, ReadOptions, Tensor};
 
 use crate::error::{OnnxError, Result};
 use crate::external::{Beside, ExternalFiles, Unread};
-use crate::proto::{OperatorSetIdProto, StringStringEntryProto, TensorProto, ValueInfoProto};
-use crate::tensor::{is_external, tensor_from_proto};
+use crate::proto::{
+    OperatorSetIdProto, SparseTensorProto, StringStringEntryProto, TensorProto, ValueInfoProto,
+};
+use crate::tensor::{is_external, sparse_from_proto, tensor_from_proto};
 use crate::wire::{self, Field};
 
 /// An ONNX model file as read by [`read_model_file`]: its header and its initializers.
@@ -44,6 +46,17 @@ pub struct ModelFile {
     /// Initializers in external data files that were not read
     /// ([`read_model_file_described`]); their files are in `external_files` too.
     pub unread: Vec<Unread>,
+    /// The names of the initializers that were `graph.sparse_initializer`s, densified
+    /// (they follow the dense ones in `initializers`).
+    pub sparse: Vec<String>,
+    /// Initializers left out: element types without a tensorfmt dtype (strings,
+    /// complex, 8-bit floats, 4-bit integers), one line each.
+    pub warnings: Vec<String>,
+    /// Initializers left out for their element type (each named in `warnings`).
+    pub left_out: usize,
+    /// Nodes holding subgraphs (the bodies of If, Loop, Scan): their initializers are
+    /// not read.
+    pub subgraph_nodes: usize,
 }
 
 /// One initializer of a [`ModelFile`], read or not.
@@ -232,6 +245,9 @@ fn read_graph(
 ) -> Result<()> {
     let mut items: u64 = 0;
     let mut used = std::collections::HashSet::new();
+    // Sparse initializers go after the dense ones, so that the dense ones keep their
+    // graph positions among the unread (external) ones.
+    let mut sparse = Vec::new();
     for f in wire::fields(data, g.start, g.end, "graph")? {
         items += 1;
         item_limit(limits, items, "graph", f.offset)?;
@@ -239,6 +255,9 @@ fn read_graph(
             1 => {
                 wire::expect(&f, 2, "graph.node")?;
                 m.nodes += 1;
+                if holds_subgraph(data, &f)? {
+                    m.subgraph_nodes += 1;
+                }
             }
             2 => m.graph_name = string(data, &f, "graph.name")?,
             5 => {
@@ -257,6 +276,13 @@ fn read_graph(
                     });
                 }
                 let p: TensorProto = decode(data, &f, &path)?;
+                if let Some(why) = unsupported(p.data_type) {
+                    // One such weight does not make the others unreadable.
+                    m.warnings
+                        .push(format!("{path} ({:?}) left out: {why}", p.name));
+                    m.left_out += 1;
+                    continue;
+                }
                 let name = if p.name.is_empty() || used.contains(&p.name) {
                     path.clone()
                 } else {
@@ -284,6 +310,47 @@ fn read_graph(
                 };
                 m.initializers.push((name, t));
             }
+            15 => {
+                let path = format!("graph.sparse_initializer[{}]", m.sparse.len());
+                wire::expect(&f, 2, &path)?;
+                let worst = ((f.end - f.start) as u64).saturating_mul(8);
+                if worst > limits.max_alloc {
+                    return Err(OnnxError::Limit {
+                        path,
+                        offset: f.offset as u64,
+                        what: "allocation",
+                        value: worst,
+                        limit: limits.max_alloc,
+                    });
+                }
+                let p: SparseTensorProto = decode(data, &f, &path)?;
+                let values_type = p.values.as_ref().map_or(0, |v| v.data_type);
+                if let Some(why) = unsupported(values_type) {
+                    let name = p
+                        .values
+                        .as_ref()
+                        .map(|v| v.name.as_str())
+                        .unwrap_or_default();
+                    m.warnings
+                        .push(format!("{path} ({name:?}) left out: {why}"));
+                    m.left_out += 1;
+                    continue;
+                }
+                let t = sparse_from_proto(&p, &path, f.offset as u64, limits)?;
+                let given = p
+                    .values
+                    .as_ref()
+                    .map(|v| v.name.clone())
+                    .unwrap_or_default();
+                let name = if given.is_empty() || used.contains(&given) {
+                    path.clone()
+                } else {
+                    given
+                };
+                used.insert(name.clone());
+                m.sparse.push(name.clone());
+                sparse.push((name, t));
+            }
             11 | 12 => {
                 let path = if f.number == 11 {
                     "graph.input"
@@ -301,7 +368,42 @@ fn read_graph(
             _ => {}
         }
     }
+    m.initializers.extend(sparse);
+    if m.subgraph_nodes > 0 {
+        m.warnings.push(format!(
+            "{} node(s) hold subgraphs (If, Loop, Scan bodies), whose own initializers \
+             are not read",
+            m.subgraph_nodes
+        ));
+    }
     Ok(())
+}
+
+/// Whether a NodeProto has a graph-valued attribute (`AttributeProto.g`, field 6, or
+/// `graphs`, field 11): a wire scan, nothing decoded.
+fn holds_subgraph(data: &Bytes, node: &Field) -> Result<bool> {
+    for a in wire::fields(data, node.start, node.end, "graph.node")? {
+        if a.number == 5 && a.wire_type == 2 {
+            let inner = wire::fields(data, a.start, a.end, "graph.node.attribute")?;
+            if inner
+                .iter()
+                .any(|f| matches!(f.number, 6 | 11) && f.wire_type == 2)
+            {
+                return Ok(true);
+            }
+        }
+    }
+    Ok(false)
+}
+
+/// Why an initializer of ONNX element type `data_type` cannot be read, when it is a
+/// real type without a tensorfmt dtype (UNDEFINED and unknown numbers are format
+/// errors of the tensor itself).
+fn unsupported(data_type: i32) -> Option<String> {
+    use crate::proto::tensor_proto::DataType;
+    let t = DataType::try_from(data_type).ok()?;
+    (t != DataType::Undefined && crate::tensor::dtype_of(data_type).is_none())
+        .then(|| format!("element type {} has no tensorfmt dtype", t.as_str_name()))
 }
 
 /// A cheap content check: an ONNX `ModelProto` starts with `ir_version` (field 1,

@@ -316,3 +316,135 @@ pub fn tensor_from_proto(
     };
     Ok(Tensor::from_bytes(dtype, dims, Order::RowMajor, bytes)?)
 }
+
+/// A `SparseTensorProto` (a `graph.sparse_initializer`) as the dense tensor it stands
+/// for: `dims` zeros with each of `values` at its index (`indices` `[NNZ]` linear or
+/// `[NNZ, rank]` coordinates, as ONNX's `numpy_helper` reads them). The dense buffer is
+/// checked against `limits` before it is made; an index outside `dims`, a count that
+/// differs between values and indices, or values kept in an external file are errors.
+pub(crate) fn sparse_from_proto(
+    p: &crate::proto::SparseTensorProto,
+    path: &str,
+    offset: u64,
+    limits: &Limits,
+) -> Result<Tensor> {
+    let values = p
+        .values
+        .as_ref()
+        .ok_or_else(|| err(path, offset, "a sparse initializer without values"))?;
+    let empty = TensorProto {
+        data_type: DataType::Int64 as i32,
+        dims: vec![0],
+        ..TensorProto::default()
+    };
+    let indices = p.indices.as_ref().unwrap_or(&empty);
+    if is_external(values) || is_external(indices) {
+        return Err(err(
+            path,
+            offset,
+            "a sparse initializer whose values or indices lie in an external file is not read",
+        ));
+    }
+    let v = tensor_from_proto(values, &format!("{path}.values"), offset, limits)?;
+    let ix = tensor_from_proto(indices, &format!("{path}.indices"), offset, limits)?;
+    if ix.dtype() != DType::I64 {
+        return Err(err(
+            path,
+            offset,
+            format!("indices are {}, not int64", ix.dtype()),
+        ));
+    }
+    if p.dims.len() > limits.max_rank {
+        return Err(OnnxError::Limit {
+            path: format!("{path}.dims"),
+            offset,
+            what: "rank",
+            value: p.dims.len() as u64,
+            limit: limits.max_rank as u64,
+        });
+    }
+    let mut dims = Vec::with_capacity(p.dims.len());
+    let mut numel: u64 = 1;
+    for &d in &p.dims {
+        let d = u64::try_from(d).map_err(|_| err(path, offset, format!("dim {d} is negative")))?;
+        numel = numel
+            .checked_mul(d)
+            .ok_or_else(|| err(path, offset, "the dense size overflows"))?;
+        dims.push(d as usize);
+    }
+    let size = v.dtype().size() as u64;
+    let bytes = numel
+        .checked_mul(size)
+        .ok_or_else(|| err(path, offset, "the dense size overflows"))?;
+    limits.check_alloc(bytes).map_err(|_| OnnxError::Limit {
+        path: path.into(),
+        offset,
+        what: "allocation",
+        value: bytes,
+        limit: limits.max_alloc,
+    })?;
+    let nnz = v.numel();
+    let coords = match ix.dims() {
+        [n] if *n == nnz => 1,
+        [n, r] if *n == nnz && *r == dims.len() => *r,
+        other => {
+            return Err(err(
+                path,
+                offset,
+                format!(
+                    "indices of shape {other:?} for {nnz} values of a rank-{} tensor \
+                     ([{nnz}] or [{nnz}, {}] expected)",
+                    dims.len(),
+                    dims.len()
+                ),
+            ))
+        }
+    };
+    if v.dims().len() != 1 {
+        return Err(err(
+            path,
+            offset,
+            format!("values of shape {:?}: 1-D expected", v.dims()),
+        ));
+    }
+    let idx = ix.to_order(Order::RowMajor)?.to_vec::<i64>()?;
+    let vals = v.to_order(Order::RowMajor)?;
+    let src = vals.bytes();
+    let size = size as usize;
+    let mut out = vec![0u8; bytes as usize];
+    for k in 0..nnz {
+        let at = if coords == 1 && dims.len() != 1 {
+            idx[k]
+        } else {
+            // Coordinates, row-major (a rank-1 tensor's linear index is its coordinate).
+            let mut linear: i64 = 0;
+            for (j, &d) in dims.iter().enumerate() {
+                let c = idx[k * coords + j.min(coords - 1)];
+                if c < 0 || c as u64 >= d as u64 {
+                    return Err(err(
+                        path,
+                        offset,
+                        format!("index {c} of value {k} is outside dimension {j} of size {d}"),
+                    ));
+                }
+                linear = linear * d as i64 + c;
+            }
+            linear
+        };
+        if at < 0 || at as u64 >= numel {
+            return Err(err(
+                path,
+                offset,
+                format!("index {at} of value {k} is outside the {numel} elements of {dims:?}"),
+            ));
+        }
+        let at = at as usize * size;
+        out[at..at + size].copy_from_slice(&src[k * size..(k + 1) * size]);
+    }
+    Ok(Tensor::from_bytes(
+        v.dtype(),
+        dims,
+        Order::RowMajor,
+        Bytes::from(out),
+    )?)
+}

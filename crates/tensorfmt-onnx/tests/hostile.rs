@@ -49,12 +49,28 @@ fn huge_dims_are_refused_before_allocating() {
 
 #[test]
 fn unsupported_types_and_external_data_are_named() {
-    let e = tensor_err(TensorProto {
-        dims: vec![1],
-        data_type: 8,
-        ..Default::default()
-    });
-    assert!(e.contains("STRING"), "{e}");
+    // A type without a tensorfmt dtype leaves that weight out, named, not the model.
+    let m = read_model_file(
+        model(vec![
+            TensorProto {
+                name: "s".into(),
+                dims: vec![1],
+                data_type: 8,
+                ..Default::default()
+            },
+            TensorProto {
+                name: "w".into(),
+                dims: vec![1],
+                data_type: 1,
+                float_data: vec![2.0],
+                ..Default::default()
+            },
+        ]),
+        &ReadOptions::default(),
+    )
+    .unwrap();
+    assert_eq!((m.initializers.len(), m.left_out), (1, 1));
+    assert!(m.warnings[0].contains("\"s\"") && m.warnings[0].contains("STRING"));
     let e = tensor_err(TensorProto {
         dims: vec![1],
         data_type: 99,

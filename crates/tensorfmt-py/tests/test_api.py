@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import tensorfmt
-from conftest import TESTDATA, fixtures
+from conftest import TESTDATA, fixtures, require_module
 
 DENSE = TESTDATA / "pvp" / "dense_f32.pvp"
 
@@ -425,3 +425,71 @@ def test_onnx_external_data_edges(tmp_path):
     with pytest.raises(FileNotFoundError, match="m.data") as e:
         tensorfmt.load(model)
     assert isinstance(e.value, tensorfmt.TensorfmtError) and '"w"' in str(e.value)
+
+
+def test_onnx_sparse_initializers_are_read_dense(tmp_path):
+    """graph.sparse_initializer weights were left out without a word (a conversion
+    wrote the dense ones only): they read as the dense arrays onnx's numpy_helper gives,
+    for linear and coordinate indices; indices outside the shape are refused."""
+    onnx = require_module("onnx")
+    from onnx import helper, numpy_helper
+
+    dense = np.arange(6, dtype=np.float32).reshape(2, 3)
+    linear = helper.make_sparse_tensor(
+        numpy_helper.from_array(np.array([1.5, -2.0], np.float32), "s"),
+        numpy_helper.from_array(np.array([1, 5], np.int64), "s_idx"),
+        [2, 3],
+    )
+    coords = helper.make_sparse_tensor(
+        numpy_helper.from_array(np.array([7, 9], np.int64), "c"),
+        numpy_helper.from_array(np.array([[0, 2], [1, 0]], np.int64), "c_idx"),
+        [2, 3],
+    )
+    graph = helper.make_graph([], "g", [], [], initializer=[numpy_helper.from_array(dense, "d")],
+                              sparse_initializer=[linear, coords])
+    path = tmp_path / "sparse.onnx"
+    onnx.save_model(helper.make_model(graph), str(path))
+    got = tensorfmt.load(path)
+    assert list(got) == ["d", "s", "c"]
+    np.testing.assert_array_equal(got["s"], [[0, 1.5, 0], [0, 0, -2.0]])
+    np.testing.assert_array_equal(got["c"], [[0, 0, 7], [9, 0, 0]])
+    with tensorfmt.open(path) as doc:
+        assert doc.header["sparse_initializers"] == 2
+    bad = helper.make_sparse_tensor(
+        numpy_helper.from_array(np.array([1.0], np.float32), "b"),
+        numpy_helper.from_array(np.array([6], np.int64), "b_idx"),
+        [2, 3],
+    )
+    graph = helper.make_graph([], "g", [], [], sparse_initializer=[bad])
+    onnx.save_model(helper.make_model(graph), str(tmp_path / "bad.onnx"))
+    with pytest.raises(tensorfmt.FormatError, match="index 6 of value 0 is outside"):
+        tensorfmt.load(tmp_path / "bad.onnx")
+
+
+def test_onnx_weights_tensorfmt_cannot_hold_are_left_out_by_name(tmp_path):
+    """A STRING (or FLOAT8, INT4, COMPLEX) initializer made every other weight of the
+    model unreadable; a subgraph's initializers were skipped without a word."""
+    onnx = require_module("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+
+    strings = numpy_helper.from_array(np.array([b"a", b"b"], dtype=object), "labels")
+    w = numpy_helper.from_array(np.ones(3, np.float32), "w")
+    branch = helper.make_graph(
+        [helper.make_node("Identity", ["inner"], ["y"])], "b", [],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])],
+        initializer=[numpy_helper.from_array(np.ones(1, np.float32), "inner")],
+    )
+    node = helper.make_node("If", ["c"], ["y"], then_branch=branch, else_branch=branch)
+    graph = helper.make_graph(
+        [node], "g", [helper.make_tensor_value_info("c", TensorProto.BOOL, [])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])], initializer=[strings, w],
+    )
+    path = tmp_path / "m.onnx"
+    onnx.save_model(helper.make_model(graph), str(path))
+    with pytest.warns(tensorfmt.TensorfmtWarning) as caught:
+        got = tensorfmt.load(path)
+    assert list(got) == ["w"]
+    text = " ".join(str(c.message) for c in caught)
+    assert '"labels"' in text and "STRING" in text and "subgraphs" in text
+    with tensorfmt.open(path) as doc:
+        assert doc.header["initializers"] == 2

@@ -147,3 +147,24 @@ def test_convert_many_fails_colliding_outputs_before_writing(tmp_path):
         assert all("would also be the output of" in r["error"] for r in results[:2])
         assert results[2]["status"] in ("ok", "skipped")
         assert not (out / "x.npz").exists()
+
+
+def test_from_file_reads_rows_of_files_without_frames(tmp_path):
+    """npy, npz, safetensors and primitiv have no frames= selection: each chunk is a
+    slice of the tensor (every chunk failed at compute before)."""
+    a = np.arange(60, dtype=np.float32).reshape(10, 6)
+    for ext in ("npy", "npz", "safetensors", "data"):
+        p = tmp_path / f"t.{ext}"
+        tensorfmt.save(p, {"value" if ext == "data" else "t": a})
+        lazy = tensorfmt.dask.from_file(p, chunk_frames=3)
+        assert lazy.chunks[0] == (3, 3, 3, 1)
+        back = lazy.compute()
+        want = tensorfmt.load(p)[list(tensorfmt.load(p))[0]]
+        assert np.array_equal(back, want), ext
+
+
+def test_convert_many_refuses_an_output_that_is_its_input(tmp_path):
+    p = tmp_path / "x.npz"
+    np.savez(p, a=np.ones(3))
+    [r] = tensorfmt.dask.convert_many([p], tmp_path, to="npz")
+    assert r["status"] == "failed" and "is the input" in r["error"]

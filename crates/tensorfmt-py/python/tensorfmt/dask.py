@@ -55,6 +55,19 @@ def _read_frames(path: str, name: str, start: int, stop: int, options: Dict[str,
         return doc[name]
 
 
+def _read_rows(path: str, name: str, start: int, stop: int, options: Dict[str, Any]) -> np.ndarray:
+    """Rows ``start:stop`` of a tensor of a file without frames (npy, npz,
+    safetensors, primitiv, Caffe, ONNX, a PINK SOM): a slice of the mapped file where
+    the tensor is a view of it, else of the tensor decoded once for this chunk."""
+    with tensorfmt.open(path, **options) as doc:
+        return np.array(doc.get_slice(name)[start:stop])
+
+
+def _has_frames(doc: "tensorfmt.Document") -> bool:
+    """Whether ``frames=`` selects in this file: PVP files and PINK entry files."""
+    return doc.format == "pvp" or (doc.format == "som" and doc.kind != "som")
+
+
 #: Default size of one chunk of :func:`from_file`: large enough that a task's fixed
 #: cost (opening the file, scheduling) is small beside reading its bytes, small
 #: enough that a few chunks per worker fit in memory.
@@ -82,7 +95,9 @@ def from_file(
 
     Each chunk opens the file with ``frames=(start, stop)``, so a task reads only its
     frames (dense PVP chunks are views of the mapping; sparse PVP frames are expanded
-    chunk by chunk). ``options`` are :func:`tensorfmt.open`'s keywords (``strict``,
+    chunk by chunk); in other files (npy, npz, safetensors, primitiv, Caffe, ONNX) a
+    chunk is a slice of the tensor, read from the mapped file where the tensor is a
+    view of it (a deflated npz member is inflated once per chunk: give it one chunk). ``options`` are :func:`tensorfmt.open`'s keywords (``strict``,
     ``kind``, ``format``...).
 
     >>> import tensorfmt, tensorfmt.dask, numpy as np
@@ -101,6 +116,7 @@ def from_file(
     with tensorfmt.open(p, **options) as doc:
         name = name or _default_name(doc)
         info = doc.info(name)
+        read = _read_frames if _has_frames(doc) else _read_rows
     if not info.shape:
         raise tensorfmt.InvalidArgumentError(f"{p}: {name} has no frame axis")
     frames, rest = info.shape[0], info.shape[1:]
@@ -111,7 +127,7 @@ def from_file(
     blocks = []
     for start in range(0, frames, chunk_frames):
         stop = min(start + chunk_frames, frames)
-        task = dask.delayed(_read_frames, pure=True, name=f"tensorfmt-{token}-{start}")
+        task = dask.delayed(read, pure=True, name=f"tensorfmt-{token}-{start}")
         blocks.append(da.from_delayed(task(p, name, start, stop, dict(options)), (stop - start,) + rest, info.dtype))
     if not blocks:
         return da.zeros((0,) + rest, dtype=info.dtype)
@@ -132,6 +148,9 @@ def _convert_one(src: str, dst: str, to: str, overwrite: bool, options: Dict[str
     start = time.monotonic()
     result: Dict[str, Any] = {"path": src, "output": dst, "status": "ok", "tensors": [], "bytes": 0, "error": None}
     try:
+        if os.path.exists(dst) and os.path.samefile(src, dst):
+            # Not "already converted": the output would replace its own input.
+            raise tensorfmt.InvalidArgumentError(f"the output {dst} is the input")
         if not overwrite and os.path.exists(dst) and os.path.getmtime(dst) >= os.path.getmtime(src):
             result["status"] = "skipped"
         else:
