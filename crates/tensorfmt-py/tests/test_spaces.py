@@ -513,3 +513,38 @@ def test_docs_tables_show_the_printed_forms():
         IndexSequenceSpace(4, 1),
     ]:
         assert f"`{space}`" in doc, str(space)
+
+
+def test_review_composite_callbacks_dtype_and_sparse_outputs():
+    """A component's np_validate_callbacks run when a CompositeSpace validates (as
+    Pylearn2's component._validate does); a refused composite dtype changes nothing and
+    numpy scalar types are dtypes there too; a float16 batch cast to an integer space
+    raises no numpy warning; a sparse output is CSR even when nothing else changes."""
+    import warnings
+
+    import scipy.sparse as sp
+
+    from tensorfmt.spaces import CompositeSpace, IndexSpace, VectorSpace
+
+    seen = []
+    v = VectorSpace(2, np_validate_callbacks=[lambda b: seen.append(b.shape)])
+    c = CompositeSpace([v, IndexSpace(max_labels=3, dim=1)])
+    c.np_validate((np.zeros((4, 2), np.float32), np.zeros((4, 1), np.int64)))
+    assert seen == [(4, 2)]
+    before = c.dtype
+    with pytest.raises(tensorfmt.TensorfmtError):
+        c.dtype = "float64"  # the IndexSpace refuses a float dtype
+    assert c.dtype == before
+    floats = CompositeSpace([VectorSpace(2), VectorSpace(3)])
+    floats.dtype = np.float64
+    assert floats.dtype == ("float64", "float64")
+    assert floats.get_origin_batch(1, np.float32)[0].dtype == np.float32
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = VectorSpace(2, dtype="float16").np_format_as(
+            np.array([[np.inf, 1.0]], np.float16), VectorSpace(2, dtype="int32")
+        )
+    assert out.tolist() == [[2**31 - 1, 1]]
+    coo = sp.coo_matrix(np.eye(3, dtype=np.float32))
+    same = VectorSpace(3, sparse=True, dtype="float32")
+    assert same.np_format_as(coo, same).format == "csr"

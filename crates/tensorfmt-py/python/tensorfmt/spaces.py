@@ -156,6 +156,12 @@ def _check_is_numeric(batch: Any) -> None:
         raise SpaceTypeError(f'Expected batch to be a numeric variable, but instead it was of type "{type(batch)}"')
 
 
+def _one_dtype(d: Any) -> bool:
+    """Whether ``d`` is one dtype for every leaf of a composite: None, a name, a numpy
+    dtype or a numpy scalar type (``np.float64``), as a simple space takes them."""
+    return d is None or isinstance(d, (str, np.dtype)) or (isinstance(d, type) and issubclass(d, np.generic))
+
+
 def _cast(arg: Any, dtype: Optional[str]) -> Any:
     """Pylearn2's ``_cast``: element-wise, no copy when the dtype is already right.
 
@@ -184,8 +190,11 @@ def _cast(arg: Any, dtype: Optional[str]) -> Any:
         info = np.iinfo(to)
         with np.errstate(invalid="ignore", over="ignore"):
             out = src.astype(to)
-        out[src >= float(info.max)] = info.max
-        out[src <= float(info.min)] = info.min
+        # Compared in float64: float16 cannot hold an int32 bound (the comparison would
+        # overflow, and warn).
+        wide = src.astype(np.float64, copy=False)
+        out[wide >= float(info.max)] = info.max
+        out[wide <= float(info.min)] = info.min
         out[np.isnan(src)] = 0
         return out
     return src.astype(to)
@@ -274,6 +283,8 @@ class Space:
             raise SpaceTypeError(f"the target must be a Space, got {space!r} of type {type(space)}")
         self.np_validate(batch)
         out = self._format_as(batch, space)
+        if _issparse(out) and out.format != "csr":
+            out = out.tocsr()  # sparse outputs are CSR, even when nothing else changes
         space._validate_impl(out)
         return out
 
@@ -769,15 +780,22 @@ class CompositeSpace(Space):
 
     @dtype.setter
     def dtype(self, new_dtype: Any) -> None:
-        if isinstance(new_dtype, tuple):
-            for c, d in _safe_zip(self.components, new_dtype):
+        # All or nothing: a component that refuses its dtype leaves every one as it was.
+        old = [c.dtype for c in self.components]  # type: ignore[attr-defined]
+        try:
+            if isinstance(new_dtype, tuple):
+                for c, d in _safe_zip(self.components, new_dtype):
+                    c.dtype = d  # type: ignore[attr-defined]
+            elif _one_dtype(new_dtype):
+                for c in self.components:
+                    if not isinstance(c, NullSpace):
+                        c.dtype = new_dtype  # type: ignore[attr-defined]
+            else:
+                raise SpaceTypeError(f"a CompositeSpace dtype is None, a string or a tuple, not {new_dtype!r}")
+        except BaseException:
+            for c, d in zip(self.components, old):
                 c.dtype = d  # type: ignore[attr-defined]
-        elif new_dtype is None or isinstance(new_dtype, (str, np.dtype)):
-            for c in self.components:
-                if not isinstance(c, NullSpace):
-                    c.dtype = new_dtype  # type: ignore[attr-defined]
-        else:
-            raise SpaceTypeError(f"a CompositeSpace dtype is None, a string or a tuple, not {new_dtype!r}")
+            raise
 
     def restrict(self, subset: Sequence[int]) -> Space:
         """The components at ``subset`` (in that order, repeats allowed); a single index
@@ -811,7 +829,7 @@ class CompositeSpace(Space):
     def get_origin_batch(self, batch_size: int, dtype: Any = None) -> Tuple[Any, ...]:
         """A tuple of the components' origin batches; ``dtype`` is None or one dtype for
         every leaf, or a nested tuple shaped like the space."""
-        if dtype is None or isinstance(dtype, (str, np.dtype)):
+        if _one_dtype(dtype):
             dtypes: Sequence[Any] = [dtype] * len(self.components)
         elif isinstance(dtype, tuple):
             dtypes = dtype
@@ -836,6 +854,9 @@ class CompositeSpace(Space):
         if len(batch) != len(self.components):
             raise InvalidArgumentError(f"Expected {len(self.components)} elements in batch, got {len(batch)}")
         for c, b in zip(self.components, batch):
+            # Pylearn2's component._validate: the component's callbacks, then its rules.
+            for callback in c.np_validate_callbacks:
+                callback(b)
             c._validate_impl(b)
 
     def _batch_size_impl(self, batch: Batch) -> int:
