@@ -309,7 +309,11 @@ pub(crate) fn classify(head: &[u8], file_len: u64, strict: bool) -> Option<FileK
         7 | 12 => w == LEN,
         _ => false,
     });
-    if blob_ok && (has(5, LEN) || has(8, LEN) || has(5, 5) || has(12, LEN)) {
+    // A blob of no values (count 0) has its shape alone, which no other message has as
+    // a length-delimited field 7; content sniffing (strict) still asks for values.
+    if blob_ok
+        && (has(5, LEN) || has(8, LEN) || has(5, 5) || has(12, LEN) || (!strict && has(7, LEN)))
+    {
         return Some(FileKind::Mean);
     }
     // SolverState: iter / current_step varints, learned_net, history blobs.

@@ -1212,3 +1212,23 @@ fn tensors_a_pvp_file_has_no_place_for_are_named() {
         "{err}"
     );
 }
+
+#[test]
+fn a_caffe_blob_of_no_values_round_trips() {
+    // A BlobProto with shape [0, 3] and no data (count 0, which Caffe allows): every
+    // write of it was removed as "written but cannot be read back".
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("zero.binaryproto");
+    std::fs::write(&src, [0x3a, 4, 0x0a, 2, 0, 3]).unwrap();
+    let mid = dir.path().join("zero.npz");
+    let back = dir.path().join("back.binaryproto");
+    let copy = dir.path().join("copy.binaryproto");
+    for (input, out) in [(&src, &mid), (&mid, &back), (&src, &copy)] {
+        let (code, _, err) = convert(input, out, &[]);
+        assert_eq!(code, 0, "{}: {err}", out.display());
+    }
+    assert_eq!(std::fs::read(&back).unwrap(), std::fs::read(&src).unwrap());
+    assert_eq!(tf(args!["diff", &src, &copy]).0, 0);
+    // Content sniffing (no extension to go by) still asks a blob for values.
+    assert!(!tensorfmt::caffe::sniff(&[0x3a, 4, 0x0a, 2, 0, 3], 6));
+}
