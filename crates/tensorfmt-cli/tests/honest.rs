@@ -1232,3 +1232,24 @@ fn a_caffe_blob_of_no_values_round_trips() {
     // Content sniffing (no extension to go by) still asks a blob for values.
     assert!(!tensorfmt::caffe::sniff(&[0x3a, 4, 0x0a, 2, 0, 3], 6));
 }
+
+#[test]
+fn a_pink_file_keeps_its_data_type_through_its_own_format() {
+    // Entries of an f64 PINK data file were written as PINK's default f32 (1/3 became
+    // 0.3333333432674408) without a word.
+    let dir = tempfile::tempdir().unwrap();
+    let data = Tensor::from_vec(vec![1.0f64 / 3.0; 3 * 2 * 2], [3, 2, 2], Order::RowMajor).unwrap();
+    let src = dir.path().join("d64.bin");
+    let o = tensorfmt::WriteOptions {
+        dtype: Some(tensorfmt::DType::F64),
+        kind: Some("data".into()),
+        ..Default::default()
+    };
+    tensorfmt::save(&src, Format::Som, &[("data".into(), data)], &o).unwrap();
+    let out = dir.path().join("two.bin");
+    let (code, _, err) = convert(&src, &out, &["--frames", "0:2"]);
+    assert_eq!(code, 0, "{err}");
+    let back = tensorfmt::open(&out, &Default::default()).unwrap().read_tensor("data").unwrap();
+    assert_eq!(back.dtype(), tensorfmt::DType::F64);
+    assert_eq!(back.to_vec::<f64>().unwrap()[0], 1.0 / 3.0);
+}

@@ -771,6 +771,15 @@ impl<W: Read + Write + Seek> WeightWriter<W> {
             ));
         }
         let b = &h.base;
+        if b.nxprocs.saturating_mul(b.nyprocs) != 1 {
+            // A modern frame after legacy ones would make a file of both (a non-shared
+            // file's frames hold one record per process, ours one per arbor).
+            return Err(PvpError::Invalid(format!(
+                "append: a legacy MPI weight file ({}x{} processes, numrecords {}); \
+                 writers write modern frames only",
+                b.nxprocs, b.nyprocs, b.numrecords
+            )));
+        }
         let shared = kind == Kind::SharedWeights;
         let geom = WeightGeometry {
             shared,
@@ -793,11 +802,20 @@ impl<W: Read + Write + Seek> WeightWriter<W> {
             arbors: l.arbors,
             header_dims: None,
         };
-        if geom.numpatches()? != l.numpatches {
-            return Err(PvpError::Invalid(
-                "append: numpatches does not follow from nx/ny/nf (older header convention)".into(),
-            ));
-        }
+        let geom =
+            match geom.numpatches() {
+                Ok(n) if n == l.numpatches => geom,
+                // An older kernel header (the pre layer as nx, ny, nf): numpatches is the
+                // unit cell (spec §6.3: "use numpatches, never nx·ny·nf"), kept as written.
+                _ if shared => {
+                    WeightGeometry::kernel(1, 1, l.numpatches, l.nxp, l.nyp, l.nfp, l.arbors)
+                        .with_header_dims([b.nx as usize, b.ny as usize, b.nf as usize])
+                }
+                _ => return Err(PvpError::Invalid(
+                    "append: numpatches does not follow from the non-shared pre layer and margins"
+                        .into(),
+                )),
+            };
         let mut ww = WeightWriter::new(w, geom, l.bytes)?;
         ww.frames = l.frames;
         Ok(ww)

@@ -332,3 +332,35 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn appends_to_older_kernel_headers_and_never_to_legacy_mpi_files() {
+    // An older kernel header (the pre layer 8x4x2 as nx, ny, nf over 2 patches):
+    // numpatches is the unit cell (spec §6.3), so it continues, header kept.
+    let g = WeightGeometry::kernel(1, 1, 2, 2, 2, 1, 1).with_header_dims([8, 4, 2]);
+    let n = g.frame_values().unwrap();
+    let mut buf = Cursor::new(Vec::new());
+    let mut w = WeightWriter::new(&mut buf, g, false).unwrap();
+    w.write_frame(0.0, &vec![0.5; n]).unwrap();
+    w.finish().unwrap();
+    let mut w = WeightWriter::append(&mut buf).unwrap();
+    w.write_frame(1.0, &vec![0.25; n]).unwrap();
+    w.finish().unwrap();
+    let bytes = buf.into_inner();
+    let frame = bytes.len() / 2;
+    for at in [0, frame] {
+        let nx = i32::from_le_bytes(bytes[at + 12..at + 16].try_into().unwrap());
+        assert_eq!(nx, 8, "frame at {at}");
+    }
+    let PvpFile::Weights(r) = PvpFile::from_bytes_with(bytes.into(), &strict()).unwrap() else {
+        panic!()
+    };
+    assert_eq!(r.len(), 2);
+    // A legacy MPI weight file (2x2 processes) would get modern frames after legacy ones.
+    let Some(dir) = tensorfmt_core::testing::corpus_dir(env!("CARGO_MANIFEST_DIR"), "pvp") else {
+        return;
+    };
+    let legacy = std::fs::read(dir.join("legacy/BIDS/w0_last.pvp")).unwrap();
+    let err = WeightWriter::append(Cursor::new(legacy)).unwrap_err().to_string();
+    assert!(err.contains("legacy MPI"), "{err}");
+}

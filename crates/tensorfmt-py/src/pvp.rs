@@ -67,11 +67,24 @@ impl Pvp {
         run(py, move || f.frame_count().map_err(pvp_err))
     }
 
-    /// `(nx, ny, nf)` of the layer.
+    /// `(nx, ny, nf)` of the layer: of a frame as read (a legacy MPI file's blocks
+    /// assembled, where the header gives one process's block); a weight file's header.
     #[getter]
     fn geometry(&self) -> (i64, i64, i64) {
-        let h = self.file.header();
-        (h.nx as i64, h.ny as i64, h.nf as i64)
+        match &*self.file {
+            PvpFile::Dense(r) => {
+                let [ny, nx, nf] = r.layout().frame_dims();
+                (nx as i64, ny as i64, nf as i64)
+            }
+            PvpFile::Sparse(r) => {
+                let l = r.layout();
+                (l.nx as i64, l.ny as i64, l.nf as i64)
+            }
+            PvpFile::Weights(_) => {
+                let h = self.file.header();
+                (h.nx as i64, h.ny as i64, h.nf as i64)
+            }
+        }
     }
 
     /// Warnings of the lenient reader.
@@ -245,7 +258,10 @@ impl Pvp {
 
     /// Weight files: `(shared, nxp, nyp, nfp, numpatches, arbors, patch_header_bytes)`.
     #[allow(clippy::type_complexity)]
-    fn weight_geometry(&self) -> PyResult<(bool, usize, usize, usize, usize, usize, usize)> {
+    fn weight_geometry(
+        &self,
+        py: Python<'_>,
+    ) -> PyResult<(bool, usize, usize, usize, usize, usize, usize)> {
         match &*self.file {
             PvpFile::Weights(r) => {
                 let l = r.layout();
@@ -259,7 +275,10 @@ impl Pvp {
                     l.patch_header_bytes,
                 ))
             }
-            _ => Err(pyo3::exceptions::PyValueError::new_err("not a weight file")),
+            _ => Err(crate::errors::to_py(
+                py,
+                &Error::Invalid(format!("a {} file has no weight geometry", self.kind())),
+            )),
         }
     }
 }

@@ -29,7 +29,7 @@ fn blob<'py>(py: Python<'py>, b: &RawBlob, path: &str) -> PyResult<Bound<'py, Py
     d.set_item("shape", dims.clone())?;
     let legacy = b
         .has_legacy()
-        .then(|| [b.num, b.channels, b.height, b.width].map(|v| i64::from(v.unwrap_or(1))));
+        .then(|| [b.num, b.channels, b.height, b.width].map(|v| i64::from(v.unwrap_or(0))));
     d.set_item("legacy", legacy)?;
     d.set_item("source", b.value_source().map_err(err)?.field())?;
     let data = b.tensor_with_shape(dims, path).map_err(err)?;

@@ -209,3 +209,42 @@ def test_reprs_of_typed_records_show_shapes_not_values(tmp_path):
     assert repr(pvp.open(path)[0]) == "Frame(0, time=0.0, values=float32[64, 64, 8])"
     layer = caffe.Layer("conv1", "Convolution", [blob])
     assert repr(layer) == f"Layer('conv1', 'Convolution', blobs=[{blob.data.dtype}{list(blob.data.shape)}])"
+
+
+def test_review_typed_pvp_som_caffe_answers(tmp_path):
+    """pvp.open warns for a sparse file cut short as for a dense one; a repeated
+    sparse index keeps its last value in to_scipy as everywhere else; a legacy MPI
+    file's shape is its assembled frame's; weight_geometry of an activity file and a
+    rotflip numrot PINK refuses are TensorfmtErrors; a blob's absent legacy fields
+    read as 0 (caffe.proto's default)."""
+    import struct
+    import warnings
+
+    import tensorfmt.pvp as P
+
+    def header(ft, ds, dt, nbands):
+        return struct.pack("<18i", 80, 20, ft, 2, 2, 1, 1, 0, ds, dt, 1, 1, 2, 2, 0, 0, 1, nbands) + struct.pack("<d", 0.0)
+
+    cut = tmp_path / "cut.pvp"
+    cut.write_bytes(header(6, 8, 3, 2) + struct.pack("<diIf", 1.0, 1, 1, 1.0) + struct.pack("<di", 2.0, 3) + struct.pack("<If", 0, 1.0))
+    with pytest.warns(tensorfmt.TensorfmtWarning):
+        P.open(cut)
+    dup = tmp_path / "dup.pvp"
+    dup.write_bytes(header(6, 8, 3, 1) + struct.pack("<diIfIf", 1.0, 2, 1, 1.0, 1, 2.0))
+    f = P.open(dup)
+    assert f.to_scipy().toarray().ravel().tolist() == tensorfmt.load(dup)["values"].ravel().tolist() == [0, 2, 0, 0]
+    with pytest.raises(tensorfmt.InvalidArgumentError, match="no weight geometry"):
+        f.weight_geometry
+    a6 = require_corpus("pvp") / "legacy" / "GPUSystemTest" / "a6.pvp"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = P.open(a6)
+        assert m.shape == m[0].values.shape == tensorfmt.load(a6)["values"].shape[1:]
+    rf = som.open(TESTDATA / "som" / "rotflip_cart_2x2.bin")
+    for bad in (0, 3):
+        with pytest.raises(tensorfmt.InvalidArgumentError, match="numrot"):
+            rf.rotflip(0, 0, bad)
+    width_only = tmp_path / "w.binaryproto"
+    width_only.write_bytes(bytes([0x20, 5]))
+    b = caffe.open(width_only, kind="binaryproto").blobs[0]
+    assert b.legacy == (0, 0, 0, 5) and b.shape == (0, 0, 0, 5)

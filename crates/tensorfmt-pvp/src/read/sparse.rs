@@ -436,7 +436,9 @@ impl SparseReader {
         };
         csr.indptr.push(0);
         for k in range {
+            let start = csr.indices.len();
             self.decode_into(k, &mut csr.indices, &mut csr.data)?;
+            last_wins(&mut csr.indices, &mut csr.data, start);
             csr.indptr.push(csr.indices.len() as i64);
             csr.times.push(self.time(k)?);
         }
@@ -474,5 +476,30 @@ impl SparseReader {
             [range.len(), l.ny, l.nx, l.nf],
             Order::RowMajor,
         )?)
+    }
+}
+
+/// The row of entries from `start` on, as a dense frame reads it: a repeated index
+/// keeps its last value (scipy would sum them). Rows in increasing index order (what
+/// writers write) are left as they are; others are sorted by index.
+fn last_wins(indices: &mut Vec<u32>, data: &mut Vec<f32>, start: usize) {
+    if indices[start..].windows(2).all(|w| w[0] < w[1]) {
+        return;
+    }
+    let mut order: Vec<usize> = (start..indices.len()).collect();
+    // Stable: equal indices stay in file order, so the last of a run is the last read.
+    order.sort_by_key(|&i| indices[i]);
+    let mut kept: Vec<(u32, f32)> = Vec::with_capacity(order.len());
+    for i in order {
+        match kept.last_mut() {
+            Some(last) if last.0 == indices[i] => last.1 = data[i],
+            _ => kept.push((indices[i], data[i])),
+        }
+    }
+    indices.truncate(start);
+    data.truncate(start);
+    for (i, v) in kept {
+        indices.push(i);
+        data.push(v);
     }
 }

@@ -320,6 +320,11 @@ def _open(path: PathLike, strict: bool = False, kind: Optional[str] = None, warn
         raise InvalidArgumentError(f"{p} is a {base.kind} file, not {kind}")
     f = _CLASSES[base.kind].__new__(_CLASSES[base.kind])
     f.__dict__.update(base.__dict__)
+    if base.kind == "sparse":
+        # A sparse file's frames are counted by walking them, which is where a frame cut
+        # short or a wrong nbands is found: walk now, so that open() warns as it does
+        # for the other kinds (and tensorfmt.open).
+        len(f)
     if warn:
         warn_leniency(p, f.warnings)
     return f

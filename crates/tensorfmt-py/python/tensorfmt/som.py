@@ -161,7 +161,12 @@ class SomFile:
     def rotflip(self, entry: int, neuron: int, numrot: int = 360) -> Tuple[bool, float, int]:
         """Rotation/flip files: ``(flipped, angle, transform index)`` of ``entry`` for
         ``neuron``, the index counted for ``numrot`` rotations as PINK does."""
-        flipped, angle, index = self._f.rotflip(int(entry), int(neuron), int(numrot))
+        entry = _args.whole("entry", entry, 0)
+        neuron = _args.whole("neuron", neuron, 0)
+        numrot = _args.whole("numrot", numrot, 1)
+        if numrot != 1 and numrot % 4:
+            raise InvalidArgumentError(f"numrot {numrot}: PINK takes 1 or a multiple of 4 rotations")
+        flipped, angle, index = self._f.rotflip(entry, neuron, numrot)
         return bool(flipped), float(angle), int(index)
 
     def close(self) -> None:
