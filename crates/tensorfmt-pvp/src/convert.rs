@@ -23,6 +23,12 @@ fn typed<T: tensorfmt_core::Element>(t: &Tensor, dtype: DType) -> Result<Vec<T>>
     Ok(t.cast(dtype)?.to_order(Order::RowMajor)?.to_vec::<T>()?)
 }
 
+/// Whether every value of `t`, as f32, passes `keep` (no copy of an f32 tensor).
+fn all_f32(t: &Tensor, keep: impl Fn(f32) -> bool) -> Result<bool> {
+    let t = t.cast(DType::F32)?.to_order(Order::RowMajor)?;
+    Ok(t.typed::<f32>()?.iter().all(|&x| keep(x)))
+}
+
 fn times(tensors: &[(String, Tensor)], frames: usize) -> Result<Vec<f64>> {
     match find(tensors, "time") {
         None => Ok((0..frames).map(|k| k as f64).collect()),
@@ -144,8 +150,23 @@ fn write_sparse(
     tensors: &[(String, Tensor)],
     options: &WriteOptions,
 ) -> Result<()> {
-    // A sparse PVP file's own kind (binary) goes with its entries (source layout).
-    let binary_wanted = options.text_or_layout("sparse") == Some("binary");
+    // A sparse PVP file's own kind (binary) goes with its entries (source layout)
+    // where they are all 1 (a binary file's entries read back as 1); what the user
+    // sets wins.
+    let binary_layout = options.text("sparse").is_none()
+        && options.source_layout.get("sparse").map(String::as_str) == Some("binary");
+    let binary_wanted = match options.text("sparse") {
+        Some(s) => s == "binary",
+        None if binary_layout => match (find(tensors, "indptr"), find(tensors, "data")) {
+            (Some(_), Some(d)) => all_f32(d, |x| x == 1.0)?,
+            (Some(_), None) => true,
+            (None, _) => match find(tensors, "values") {
+                Some(v) => all_f32(v, |x| x == 0.0 || x == 1.0)?,
+                None => true,
+            },
+        },
+        None => false,
+    };
     if options.text("sparse") == Some("values")
         && find(tensors, "indptr").is_some()
         && find(tensors, "data").is_none()

@@ -163,6 +163,11 @@ pub(crate) fn header_fields(h: &crate::header::Header) -> Vec<(String, FieldValu
     out
 }
 
+/// The most runs a sparse file's `time` layout is declared in (one per stretch of
+/// equally long frames); a file whose frames vary more keeps its times with the
+/// entries (the carried metadata bounds a layout's runs to as many).
+pub(crate) const MAX_SPARSE_TIME_RUNS: usize = 1 << 16;
+
 fn with_frames(n: usize, t: Tensor) -> Result<Tensor> {
     let mut dims = vec![n];
     dims.extend_from_slice(t.dims());
@@ -391,8 +396,9 @@ impl TensorFile for PvpTensorFile {
     /// Dense `values` (contiguous frames only: legacy MPI blocks and borders are
     /// reassembled, so they have none) and `time` (each frame's leading f64; none for
     /// filetype 1, whose frames repeat the header's time), f32 `weights` between their
-    /// patch headers and each weight frame's header `time`. Sparse tensors are built
-    /// from entries: none.
+    /// patch headers and each weight frame's header `time`, and a sparse file's `time`
+    /// (each frame's leading f64, in runs of equally long frames, at most
+    /// `MAX_SPARSE_TIME_RUNS`). Sparse `values` are built from entries: none.
     fn source_layout(&self, name: &str) -> Option<SourceLayout> {
         let (start, n) = (self.range.start as u64, self.range.len() as u64);
         let strided = |offset: u64, len: u64, frame_bytes: u64| {
@@ -436,6 +442,41 @@ impl TensorFile for PvpTensorFile {
             }
             // The base header's time field (bytes 72..80) of every weight frame.
             (PvpFile::Weights(w), "time") => strided(72, 8, w.layout().frame_bytes),
+            // Each sparse frame's leading f64, at offsets its entries make irregular:
+            // one run per stretch of equally long frames, at most MAX_SPARSE_TIME_RUNS
+            // (beyond, the times stay with the entries; carried metadata bounds runs).
+            (PvpFile::Sparse(s), "time") => {
+                let offsets = s.table().ok()?.offsets.get(self.range.clone())?;
+                let mut runs: Vec<SourceRun> = Vec::new();
+                for &at in offsets {
+                    if let Some(last) = runs.last_mut() {
+                        // A run's second frame sets its stride; later ones keep it.
+                        match last.repeat[..] {
+                            [] => {
+                                last.repeat = vec![(2, at.checked_sub(last.offset)?)];
+                                continue;
+                            }
+                            [(count, stride)] if last.offset + count * stride == at => {
+                                last.repeat[0].0 += 1;
+                                continue;
+                            }
+                            _ => {}
+                        }
+                    }
+                    if runs.len() == MAX_SPARSE_TIME_RUNS {
+                        return None;
+                    }
+                    runs.push(SourceRun {
+                        offset: at,
+                        len: 8,
+                        repeat: Vec::new(),
+                    });
+                }
+                (!runs.is_empty()).then_some(SourceLayout {
+                    order: Order::RowMajor,
+                    runs,
+                })
+            }
             _ => None,
         }
     }

@@ -159,6 +159,8 @@ impl Document {
         };
         let path = path.as_ref();
         let mut notes = Vec::new();
+        // A carried original whose edited tensors are written anew in its layout.
+        let mut anew = None;
         let mut options = options.clone();
         // A kind the output's extension implies (`.caffemodel`) asks for nothing new.
         let kind = target.kind.as_ref().or(options.kind.as_ref());
@@ -197,6 +199,10 @@ impl Document {
                     }
                 }
                 Restored::Refused(why) => notes.push(why),
+                Restored::Anew(a) => {
+                    notes.push(anew_warning(target.format, &a));
+                    anew = Some(a);
+                }
                 Restored::NotRecorded => {}
             }
         }
@@ -243,8 +249,18 @@ impl Document {
                 options.dtype = stored.filter(|&d| d != DType::F32);
             }
         }
+        // A carried original edited where it cannot be spliced: its kind and layout.
+        if let Some(a) = &anew {
+            options.source_layout = a.layout.iter().cloned().collect();
+            if options.kind.is_none() {
+                options.kind = target.format.kind_named(a.kind_id).map(String::from);
+            }
+        }
         let source = Reading::of(self.file(), progress);
         let mut report = write_selection(&*source, names, path, target.format, &options)?;
+        if let Some(a) = &anew {
+            report.warnings.extend(anew_layout_lost(path, a)?);
+        }
         // What the reader said of the input (a repaired frame count, members left out)
         // is said of the conversion too.
         let input = self.path().display().to_string();
@@ -379,6 +395,7 @@ impl Document {
                 )?),
                 Restored::NotRecorded => Restored::NotRecorded,
                 Restored::Refused(why) => Restored::Refused(why),
+                Restored::Anew(a) => Restored::Anew(a),
             },
         )
     }
@@ -955,7 +972,12 @@ pub(crate) fn keep_unchanged_tracked(
 /// It is the [`provenance`] splice with a skeleton taken from `original` instead of
 /// from metadata: the tensors must keep the original's names, dtypes and shapes, and
 /// the spliced file is read back. When they do not fit, nothing is written and the
-/// error says why.
+/// error says why. When a tensor that is not replaced in place changed (a sparse PVP
+/// file's entries or frame times, byte weights, legacy MPI blocks, an unpacked Caffe
+/// blob), the file is written anew from the tensors in the original's kind and layout
+/// ([`TensorFile::layout_settings`]: a sparse file stays binary where its values are
+/// all 0 or 1, byte weights stay bytes where exact, the same weight geometry), read
+/// back equal to the tensors, and a warning says so, as the carried route does.
 ///
 /// ```
 /// use tensorfmt::{Document, Format};
@@ -1038,6 +1060,7 @@ fn save_like(
     };
     match carrier.restore_source(path, &Target::new(format), &plain)? {
         Restored::Written(report) => Ok(report),
+        Restored::Anew(a) => write_anew(path, format, tensors, options.skip_fsync, &a, original),
         Restored::Refused(why) => Err(Error::Invalid(format!(
             "like={}: the tensors do not fit its structure ({why}); nothing was written",
             original.display()
@@ -1047,6 +1070,94 @@ fn save_like(
             original.display()
         ))),
     }
+}
+
+/// The warning of a carried or `like=` original whose edited tensors are written anew
+/// ([`Restored::Anew`]).
+fn anew_warning(format: Format, a: &provenance::Anew) -> String {
+    let settings = match a.settings() {
+        s if s.is_empty() => String::new(),
+        s => format!(" ({s})"),
+    };
+    format!(
+        "the original {format} file's header and layout were not kept byte for byte: {}; \
+         written anew from the tensors alone, as a {} file{settings} like the original",
+        a.why, a.kind
+    )
+}
+
+/// What of the original's kind and layout a file written anew ([`Restored::Anew`])
+/// could not keep, read from the file at `path`: a binary sparse file whose values are
+/// no longer all 0 or 1 holds values; byte weights that bytes no longer hold exactly
+/// are floats.
+fn anew_layout_lost(path: &Path, a: &provenance::Anew) -> Result<Option<String>> {
+    let back = document::open(path, &ReadOptions::default())?;
+    let (kind, layout) = (back.kind(), back.layout_settings());
+    if kind == a.kind && layout == a.layout {
+        return Ok(None);
+    }
+    let lost: Vec<String> = a
+        .layout
+        .iter()
+        .filter(|s| !layout.contains(s))
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    Ok(Some(format!(
+        "{}: the original was a {} file; the edited tensors do not fit its layout{} (a \
+         binary sparse file holds only 1s, byte weights only values their bytes give back \
+         exactly), so this is a {kind} file",
+        path.display(),
+        a.kind,
+        match lost.len() {
+            0 => String::new(),
+            _ => format!(" ({})", lost.join(", ")),
+        }
+    )))
+}
+
+/// `like=`: the tensors written anew in the original's kind and layout (`a`), read
+/// back equal to them, with the warnings that say so; on any difference, nothing.
+fn write_anew(
+    path: &Path,
+    format: Format,
+    tensors: &[(String, Tensor)],
+    skip_fsync: bool,
+    a: &provenance::Anew,
+    original: &Path,
+) -> Result<WriteReport> {
+    let options = WriteOptions {
+        kind: format.kind_named(a.kind_id).map(String::from),
+        source_layout: a.layout.iter().cloned().collect(),
+        skip_fsync,
+        ..WriteOptions::default()
+    };
+    let mut report = save_tracked(path, format, tensors, &options, &Progress::silent())?;
+    let back = document::open(path, &ReadOptions::default())?;
+    let differs = tensors
+        .iter()
+        .find_map(|(name, t)| match back.read_tensor(name) {
+            Ok(b) if b == *t => None,
+            Ok(_) => Some(format!("tensor {name:?} reads back other values")),
+            Err(e) => Some(format!("tensor {name:?} does not read back ({e})")),
+        });
+    let listed = back.tensors().len();
+    drop(back);
+    if let Some(why) = differs.or_else(|| {
+        (listed != tensors.len())
+            .then(|| format!("it holds {listed} tensors, not {}", tensors.len()))
+    }) {
+        let _ = std::fs::remove_file(path);
+        return Err(Error::Invalid(format!(
+            "like={}: the tensors written anew in its layout do not come back ({why}); \
+             nothing was written",
+            original.display()
+        )));
+    }
+    let mut warnings = vec![anew_warning(format, a)];
+    warnings.extend(anew_layout_lost(path, a)?);
+    warnings.append(&mut report.warnings);
+    report.warnings = warnings;
+    Ok(report)
 }
 
 /// Tensors in memory that carry a skeleton the way a safetensors file does.

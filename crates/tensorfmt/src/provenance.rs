@@ -23,7 +23,10 @@
 //! file opened again before it is committed: its tensors must be the document's (the
 //! reader must declare the same layouts for the cut ones, and the others must read back
 //! equal). When anything disagrees the file is written from the tensors alone and the
-//! report says why.
+//! report says why. When only tensors that stayed in the skeleton changed (sparse
+//! entries, byte weights: they have no declared layout), the file is written anew from
+//! the tensors in the original's layout ([`Restored::Anew`]: its kind and
+//! [`TensorFile::layout_settings`], read from the spliced file), and the report says so.
 //!
 //! This module sits below the dispatch: it knows [`TensorFile`] and bytes, not
 //! [`Document`](crate::Document) nor the format table, which hand it what it needs.
@@ -101,6 +104,48 @@ pub enum Restored<W = ()> {
     /// The document carries a skeleton that does not fit its tensors; why. Nothing was
     /// written.
     Refused(String),
+    /// The tensors keep the original's names, dtypes and shapes, but the values of one
+    /// that is not replaced in place (a sparse PVP file's entries or frame times, byte
+    /// weights, legacy MPI blocks, an unpacked Caffe blob) changed: the file is to be
+    /// written anew from the tensors, in the original's layout. Nothing was written.
+    Anew(Anew),
+}
+
+/// What [`Restored::Anew`] hands on: which tensors changed, and the original's kind
+/// and layout as its reader sees them (read from the spliced file, which is the
+/// original but for the tensors replaced in place), for the writer.
+///
+/// ```
+/// let a = tensorfmt::provenance::Anew {
+///     why: "tensor \"values\" changed".into(),
+///     kind_id: "sparse",
+///     kind: "sparse binary activity".into(),
+///     layout: vec![("sparse".into(), "binary".into())],
+/// };
+/// assert_eq!(a.settings(), "sparse=binary");
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct Anew {
+    /// Which tensors changed and why they are not replaced in place (a clause).
+    pub why: String,
+    /// The original's kind ([`TensorFile::kind_id`]): `sparse`, `weights`, ...
+    pub kind_id: &'static str,
+    /// The original's kind described ([`TensorFile::kind`]).
+    pub kind: String,
+    /// The original's [`TensorFile::layout_settings`], for
+    /// [`WriteOptions::source_layout`].
+    pub layout: Vec<(String, String)>,
+}
+
+impl Anew {
+    /// The layout settings as `key=value, ...` (empty: none).
+    pub fn settings(&self) -> String {
+        self.layout
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
 }
 
 /// One tensor of the original file.
@@ -755,7 +800,9 @@ pub type Reopen<'a> = dyn Fn(Bytes) -> Result<Box<dyn TensorFile>> + 'a;
 /// names, dtypes and shapes (values may change). Before committing, the spliced file
 /// is opened again with `reopen`: it must list the same tensors, its reader must
 /// declare the recorded layout for every cut tensor, and every other tensor must read
-/// back equal; otherwise nothing is written and [`Restored::Refused`] says why.
+/// back equal; otherwise nothing is written and [`Restored::Refused`] says why, or,
+/// when only tensors that are not replaced in place changed, [`Restored::Anew`] hands
+/// on the original's layout to write them anew with.
 ///
 /// ```
 /// use tensorfmt::provenance::{restore, Restored};
@@ -898,23 +945,44 @@ pub fn restore(
             declared.insert(info.name, l);
         }
     }
+    // Tensors the reader declares no byte range for (sparse entries and the frame
+    // times between them, byte weights, ...) stayed in the skeleton: the spliced file
+    // holds their original values, and an edit of them is written anew.
+    let mut changed = Vec::new();
     for t in &skeleton.tensors {
-        let agrees = match &t.layout {
-            Some(l) => declared.get(&t.name).is_some_and(|b| same_bytes(l, b)),
-            None => same_values(file, &*back, t).unwrap_or(false),
-        };
-        if !agrees {
-            return refuse(match &t.layout {
-                Some(_) => format!(
-                    "tensor {:?} does not lie where the metadata says in the spliced file",
-                    t.name
-                ),
-                None => format!(
-                    "tensor {:?} changed, and the {} format does not store it as plain bytes",
-                    t.name, skeleton.format
-                ),
-            });
+        match &t.layout {
+            Some(l) => {
+                if !declared.get(&t.name).is_some_and(|b| same_bytes(l, b)) {
+                    return refuse(format!(
+                        "tensor {:?} does not lie where the metadata says in the spliced file",
+                        t.name
+                    ));
+                }
+            }
+            None => {
+                if !same_values(file, &*back, t).unwrap_or(false) {
+                    changed.push(format!("{:?}", t.name));
+                }
+            }
         }
+    }
+    if !changed.is_empty() {
+        let kind = back.kind();
+        let (them, is) = match changed.len() {
+            1 => ("it is", "tensor"),
+            _ => ("they are", "tensors"),
+        };
+        return Ok(Restored::Anew(Anew {
+            why: format!(
+                "{is} {} changed, and in a {kind} {} file {them} not replaced in place \
+                 (only tensors stored verbatim at regular offsets are)",
+                changed.join(", "),
+                skeleton.format
+            ),
+            kind_id: back.kind_id(),
+            kind,
+            layout: back.layout_settings(),
+        }));
     }
     drop(back);
     out.commit()?;

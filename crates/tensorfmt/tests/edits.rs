@@ -427,3 +427,40 @@ fn time_edits_land_on_the_frame_times() {
         }
     }
 }
+
+/// A binary sparse file (filetype 2) edited through npz or safetensors and back: it
+/// became a sparse values file (filetype 6, datatype 3) with only a warning. Its kind
+/// travels now: edited entries still all 1 keep it binary; a value other than 1 makes
+/// it a values file, and a warning says the kind changed.
+#[test]
+fn an_edited_binary_sparse_file_stays_binary_where_its_values_allow() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/pvp/sparse_binary.pvp");
+    for via in [Format::Npz, Format::Safetensors] {
+        // Frame 0's first entry moved to neuron 1 (no entry anywhere is there).
+        let (doc, got, warnings, _dir) = edit_through::<i32>(&src, via, "indices", |v| {
+            assert!(!v.contains(&1));
+            v[0] = 1;
+        });
+        assert_eq!(got.kind(), doc.kind(), "via {via}: {warnings:?}");
+        assert_eq!(got.header(), doc.header(), "via {via}");
+        let values = got.read_tensor("values").unwrap().to_vec::<f32>().unwrap();
+        assert_eq!((values[0], values[1]), (0.0, 1.0), "via {via}");
+        assert!(
+            warnings.iter().any(|w| w.contains("written anew")),
+            "{warnings:?}"
+        );
+        let (_, got, warnings, _dir) = edit_through::<f32>(&src, via, "data", |v| v[0] = 0.5);
+        assert_eq!(got.kind(), "sparse values activity", "via {via}");
+        assert_eq!(
+            got.read_tensor("values").unwrap().to_vec::<f32>().unwrap()[0],
+            0.5
+        );
+        assert!(
+            warnings
+                .iter()
+                .any(|w| w.contains("was a sparse binary activity file")
+                    && w.contains("this is a sparse values activity file")),
+            "via {via}: {warnings:?}"
+        );
+    }
+}

@@ -133,3 +133,243 @@ fn a_document_is_never_converted_onto_itself() {
     }
     assert_eq!(std::fs::read(&src).unwrap(), before);
 }
+
+fn header_field(doc: &Document, key: &str) -> String {
+    doc.header()
+        .into_iter()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| format!("{v:?}"))
+        .unwrap_or_else(|| panic!("no header field {key}"))
+}
+
+/// `tensors` with `f` applied to tensor `name`'s values (as f32 or f64).
+fn edited<T: tensorfmt::Element>(
+    doc: &Document,
+    name: &str,
+    f: impl Fn(&mut Vec<T>),
+) -> Vec<(String, Tensor)> {
+    let mut tensors = doc.read_all().unwrap();
+    let (_, t) = tensors.iter_mut().find(|(n, _)| n == name).unwrap();
+    let mut v = t.to_vec::<T>().unwrap();
+    f(&mut v);
+    *t = Tensor::from_vec(v, t.dims().to_vec(), Order::RowMajor).unwrap();
+    tensors
+}
+
+/// Audit: `like=` refused, writing nothing, any edit of a tensor the format does not
+/// store verbatim (a sparse PVP file's entries (and its plain f64 frame times); byte
+/// weights; legacy MPI blocks; unpacked Caffe blobs), while the carried route wrote
+/// such edits anew with a warning. They are written anew from the tensors with the
+/// original's layout (the same kind, datatype, geometry), and a warning says so.
+#[test]
+fn edits_not_stored_verbatim_are_written_anew_in_the_originals_layout() {
+    let dir = tempfile::tempdir().unwrap();
+    let first_nonzero = |v: &mut Vec<f32>| {
+        let i = v.iter().position(|&x| x != 0.0).unwrap();
+        v[i] *= 2.0;
+    };
+    // Another weight of the first frame: byte weights stay exact.
+    let copy_second = |v: &mut Vec<f32>| {
+        let j = v.iter().position(|&x| x != v[0]).unwrap();
+        v[0] = v[j];
+    };
+    type Edit = Box<dyn Fn(&Document) -> Vec<(String, Tensor)>>;
+    let cases: Vec<(&str, &str, &str, Edit)> = vec![
+        (
+            "pvp",
+            "sparse_values_dt4.pvp",
+            "values",
+            Box::new(move |d| edited::<f32>(d, "values", first_nonzero)),
+        ),
+        (
+            "pvp",
+            "sparse_values_dt3.pvp",
+            "values",
+            Box::new(move |d| edited::<f32>(d, "values", first_nonzero)),
+        ),
+        (
+            "pvp",
+            "sparse_binary.pvp",
+            "values",
+            Box::new(|d| {
+                edited::<f32>(d, "values", |v| {
+                    let i = v.iter().position(|&x| x == 0.0).unwrap();
+                    v[i] = 1.0;
+                })
+            }),
+        ),
+        (
+            "pvp",
+            "kernel_byte.pvp",
+            "weights",
+            Box::new(move |d| edited::<f32>(d, "weights", copy_second)),
+        ),
+        (
+            "pvp",
+            "nonshared_byte.pvp",
+            "weights",
+            Box::new(move |d| edited::<f32>(d, "weights", copy_second)),
+        ),
+    ];
+    for (d, name, changed, edit) in cases {
+        let orig = fixture(d, name);
+        let doc = Document::open(&orig).unwrap();
+        let tensors = edit(&doc);
+        let out = dir.path().join(format!("{changed}_{name}"));
+        let report =
+            save_like(&out, &orig, &tensors).unwrap_or_else(|e| panic!("{name} {changed}: {e}"));
+        let back = Document::open(&out).unwrap();
+        assert_eq!(back.kind(), doc.kind(), "{name}");
+        for key in ["filetype", "datatype", "nx", "ny", "nf"] {
+            assert_eq!(
+                header_field(&back, key),
+                header_field(&doc, key),
+                "{name}: {key}"
+            );
+        }
+        for (n, t) in &tensors {
+            assert_eq!(&back.read_tensor(n).unwrap(), t, "{name}: {n}");
+        }
+        assert!(
+            report
+                .warnings
+                .iter()
+                .any(|w| w.contains("written anew") && w.contains(&format!("{changed:?}"))),
+            "{name}: {:?}",
+            report.warnings
+        );
+        assert!(
+            !report.warnings.iter().any(|w| w.contains("plain bytes")),
+            "{name}: {:?}",
+            report.warnings
+        );
+    }
+}
+
+/// A Caffe blob stored unpacked (`repeated float data` one tag per value) is written
+/// anew, packed, in the original's structure.
+#[test]
+fn an_edited_unpacked_caffe_blob_is_written_anew() {
+    let dir = tempfile::tempdir().unwrap();
+    let orig = fixture("caffe", "unpacked.binaryproto");
+    let doc = Document::open(&orig).unwrap();
+    let tensors = doubled(&doc);
+    let out = dir.path().join("mean.binaryproto");
+    let report = save_like(&out, &orig, &tensors).unwrap();
+    let back = Document::open(&out).unwrap();
+    assert_eq!(back.kind(), doc.kind());
+    for (n, t) in &tensors {
+        assert_eq!(&back.read_tensor(n).unwrap(), t, "{n}");
+    }
+    assert!(
+        report.warnings.iter().any(|w| w.contains("written anew")),
+        "{:?}",
+        report.warnings
+    );
+}
+
+/// A binary sparse file whose edited values are no longer all 0 or 1 becomes a sparse
+/// values file, and the warning says the kind changed (it was a silent change, or a
+/// binary file that turned 0.5 into 1).
+#[test]
+fn a_binary_sparse_file_with_other_values_becomes_a_values_file_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let orig = fixture("pvp", "sparse_binary.pvp");
+    let doc = Document::open(&orig).unwrap();
+    let tensors = edited::<f32>(&doc, "values", |v| {
+        let i = v.iter().position(|&x| x != 0.0).unwrap();
+        v[i] = 0.5;
+    });
+    let out = dir.path().join("half.pvp");
+    let report = save_like(&out, &orig, &tensors).unwrap();
+    let back = Document::open(&out).unwrap();
+    assert_eq!(back.kind(), "sparse values activity");
+    assert_eq!(
+        back.read_tensor("values").unwrap(),
+        tensors.iter().find(|(n, _)| n == "values").unwrap().1
+    );
+    assert!(
+        report
+            .warnings
+            .iter()
+            .any(|w| w.contains("sparse binary") && w.contains("sparse values")),
+        "{:?}",
+        report.warnings
+    );
+}
+
+/// Names, dtypes and shapes still decide: a sparse file's values of another shape are
+/// refused and nothing is written, as before.
+#[test]
+fn a_sparse_edit_of_another_shape_is_still_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let orig = fixture("pvp", "sparse_values_dt4.pvp");
+    let mut tensors = Document::open(&orig).unwrap().read_all().unwrap();
+    let (_, t) = tensors.iter_mut().find(|(n, _)| n == "values").unwrap();
+    let v = t.to_vec::<f32>().unwrap();
+    let n = v.len();
+    *t = Tensor::from_vec(v, [n], Order::RowMajor).unwrap();
+    let out = dir.path().join("flat.pvp");
+    let err = save_like(&out, &orig, &tensors).unwrap_err().to_string();
+    assert!(err.contains("nothing was written"), "{err}");
+    assert!(!out.exists());
+}
+
+/// The corpus' legacy MPI dense file (process blocks) edited: written anew as a dense
+/// file of the same frames, with a warning (its blocks are not spliced).
+#[test]
+fn an_edited_legacy_mpi_file_is_written_anew() {
+    let Some(dir) = tensorfmt_core::testing::corpus_dir(env!("CARGO_MANIFEST_DIR"), "pvp") else {
+        return;
+    };
+    let orig = dir.join("legacy/GPUSystemTest/a6.pvp");
+    let doc = Document::open(&orig).unwrap();
+    let tensors = edited::<f32>(&doc, "values", |v| {
+        let last = v.len() - 1;
+        v[last] += 1.0;
+    });
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("a6.pvp");
+    let report = save_like(&out, &orig, &tensors).unwrap();
+    let back = Document::open(&out).unwrap();
+    for (n, t) in &tensors {
+        assert_eq!(&back.read_tensor(n).unwrap(), t, "{n}");
+    }
+    assert!(
+        report.warnings.iter().any(|w| w.contains("written anew")),
+        "{:?}",
+        report.warnings
+    );
+}
+
+/// A sparse file's frame times are plain f64 at each frame's start: an edit of them
+/// alone is spliced in place (it was refused, saying they were not plain bytes), the
+/// rest of the file, header included, byte for byte the original's.
+#[test]
+fn sparse_frame_times_are_spliced_in_place() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in [
+        "sparse_values_dt4.pvp",
+        "sparse_values_dt3.pvp",
+        "sparse_binary.pvp",
+    ] {
+        let orig = fixture("pvp", name);
+        let doc = Document::open(&orig).unwrap();
+        let tensors = edited::<f64>(&doc, "time", |v| v.iter_mut().for_each(|t| *t += 0.5));
+        let out = dir.path().join(name);
+        let report = save_like(&out, &orig, &tensors).unwrap();
+        assert!(report.warnings.is_empty(), "{name}: {:?}", report.warnings);
+        let (a, b) = (std::fs::read(&orig).unwrap(), std::fs::read(&out).unwrap());
+        assert_eq!(a.len(), b.len(), "{name}");
+        let differ = a.iter().zip(&b).filter(|(x, y)| x != y).count();
+        assert!(
+            differ > 0 && differ <= 8 * doc.read_tensor("time").unwrap().dims()[0],
+            "{name}"
+        );
+        let back = Document::open(&out).unwrap();
+        assert_eq!(back.header(), doc.header(), "{name}");
+        for (n, t) in &tensors {
+            assert_eq!(&back.read_tensor(n).unwrap(), t, "{name}: {n}");
+        }
+    }
+}

@@ -248,21 +248,37 @@ fn edited_values_keep_the_header() {
     );
     assert_eq!(std::fs::read(&back).unwrap().len(), original.len());
 
-    // Bytes the recording did not cut (a sparse file's times, 8-byte pieces between
-    // entries) are checked after splicing: edited, the conversion falls back to the
-    // tensors alone, saying so.
-    let (mut sparse, sparse_options) =
-        carried(dir.path(), &fixture("pvp", "sparse_values_dt4.pvp"));
+    // A sparse file's times are cut too (each frame's leading f64): edited, they go
+    // back in place and the file keeps its header. Its entries are not cut: edited,
+    // the file is written anew from the tensors in the original's layout (the obsolete
+    // datatype 4 kept), saying so.
+    let sparse_src = fixture("pvp", "sparse_values_dt4.pvp");
+    let (mut sparse, sparse_options) = carried(dir.path(), &sparse_src);
     let sparse_later = edit(&mut sparse, "time", |t: f64| t + 100.0);
     let sparse_back = dir.path().join("sparse_back.pvp");
+    let (report, got) = back_to_pvp(dir.path(), &sparse, &sparse_options, &sparse_back);
+    assert!(report.warnings.is_empty(), "{report:?}");
+    let sparse_doc = Document::open(&sparse_src).unwrap();
+    assert_eq!(got.header(), sparse_doc.header());
+    assert_eq!(
+        got.read_tensor("time").unwrap().to_vec::<f64>().unwrap(),
+        sparse_later
+    );
+    let _ = edit(&mut sparse, "values", |v: f32| v * 2.0);
     let (report, got) = back_to_pvp(dir.path(), &sparse, &sparse_options, &sparse_back);
     assert!(
         report
             .warnings
             .iter()
-            .any(|w| w.contains("\"time\" changed") && w.contains("tensors alone")),
+            .any(|w| w.contains("\"values\" changed")
+                && w.contains("written anew")
+                && w.contains("datatype=4")),
         "{report:?}"
     );
+    assert_eq!(got.kind(), sparse_doc.kind());
+    assert!(got
+        .header()
+        .contains(&("datatype".to_string(), tensorfmt::FieldValue::Int(4))));
     assert_eq!(
         got.read_tensor("time").unwrap().to_vec::<f64>().unwrap(),
         sparse_later
