@@ -1249,7 +1249,22 @@ fn a_pink_file_keeps_its_data_type_through_its_own_format() {
     let out = dir.path().join("two.bin");
     let (code, _, err) = convert(&src, &out, &["--frames", "0:2"]);
     assert_eq!(code, 0, "{err}");
-    let back = tensorfmt::open(&out, &Default::default()).unwrap().read_tensor("data").unwrap();
+    let back = tensorfmt::open(&out, &Default::default())
+        .unwrap()
+        .read_tensor("data")
+        .unwrap();
     assert_eq!(back.dtype(), tensorfmt::DType::F64);
     assert_eq!(back.to_vec::<f64>().unwrap()[0], 1.0 / 3.0);
+}
+
+#[test]
+fn sparse_binary_is_refused_for_values_it_would_change() {
+    let dir = tempfile::tempdir().unwrap();
+    let half = Tensor::from_vec(vec![0.5f32, 1.0], [1, 1, 2, 1], Order::RowMajor).unwrap();
+    let input = npz_with(dir.path(), &[("values", half)]);
+    let out = dir.path().join("b.pvp");
+    let (code, _, err) = convert(&input, &out, &["--to", "pvp:sparse", "--set", "sparse=binary"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("neither 0 nor 1"), "{err}");
+    assert!(!out.exists());
 }

@@ -167,6 +167,27 @@ fn write_sparse(
         },
         None => false,
     };
+    // Asked for: a binary file reads every entry back as 1, so other values would come
+    // back changed (a dense input's zeros are not entries).
+    if options.text("sparse") == Some("binary") {
+        let ok = match (
+            find(tensors, "indptr"),
+            find(tensors, "data"),
+            find(tensors, "values"),
+        ) {
+            (Some(_), Some(d), _) => all_f32(d, |x| x == 1.0)?,
+            (Some(_), None, _) => true,
+            (None, _, Some(v)) => all_f32(v, |x| x == 0.0 || x == 1.0)?,
+            (None, _, None) => true,
+        };
+        if !ok {
+            return Err(PvpError::Invalid(
+                "--set sparse=binary stores each entry as 1, and some values are neither 0 \
+                 nor 1 (they would read back as 1); leave sparse=values"
+                    .into(),
+            ));
+        }
+    }
     if options.text("sparse") == Some("values")
         && find(tensors, "indptr").is_some()
         && find(tensors, "data").is_none()

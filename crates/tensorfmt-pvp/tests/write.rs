@@ -361,6 +361,8 @@ fn appends_to_older_kernel_headers_and_never_to_legacy_mpi_files() {
         return;
     };
     let legacy = std::fs::read(dir.join("legacy/BIDS/w0_last.pvp")).unwrap();
-    let err = WeightWriter::append(Cursor::new(legacy)).unwrap_err().to_string();
+    let err = WeightWriter::append(Cursor::new(legacy))
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("legacy MPI"), "{err}");
 }

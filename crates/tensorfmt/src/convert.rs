@@ -243,9 +243,14 @@ impl Document {
             // A PINK file has one data type, which goes with it too (an f64 data file
             // was narrowed to PINK's f32 default when some entries were selected).
             if target.format == Format::Som && options.dtype.is_none() {
-                let stored = self.file().tensors().into_iter().map(|i| i.dtype).find(|d| {
-                    !matches!(d, DType::U8) // a rotation/flip file's flips are bytes
-                });
+                let stored = self
+                    .file()
+                    .tensors()
+                    .into_iter()
+                    .map(|i| i.dtype)
+                    .find(|d| {
+                        !matches!(d, DType::U8) // a rotation/flip file's flips are bytes
+                    });
                 options.dtype = stored.filter(|&d| d != DType::F32);
             }
         }
