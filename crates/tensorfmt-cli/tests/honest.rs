@@ -1263,7 +1263,11 @@ fn sparse_binary_is_refused_for_values_it_would_change() {
     let half = Tensor::from_vec(vec![0.5f32, 1.0], [1, 1, 2, 1], Order::RowMajor).unwrap();
     let input = npz_with(dir.path(), &[("values", half)]);
     let out = dir.path().join("b.pvp");
-    let (code, _, err) = convert(&input, &out, &["--to", "pvp:sparse", "--set", "sparse=binary"]);
+    let (code, _, err) = convert(
+        &input,
+        &out,
+        &["--to", "pvp:sparse", "--set", "sparse=binary"],
+    );
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("neither 0 nor 1"), "{err}");
     assert!(!out.exists());
