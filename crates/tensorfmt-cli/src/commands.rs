@@ -748,6 +748,8 @@ struct Found {
     kind: String,
     kind_id: &'static str,
     warnings: Vec<String>,
+    /// How many tensors it holds (none: a conversion has nothing to recover).
+    tensors: usize,
 }
 
 /// `tensorfmt validate FILE... [--lenient] [--quiet | --json] [--kind K] [--strict]`.
@@ -783,6 +785,7 @@ pub fn validate(
                 kind: file.kind(),
                 kind_id: file.kind_id(),
                 warnings: file.warnings(),
+                tensors: file.tensors().len(),
             })
         })
     };
@@ -796,12 +799,20 @@ pub fn validate(
         let result = check(f, if lenient { read } else { &strict });
         match result {
             Err(e) if !lenient => match check(f, read) {
-                Ok(found) => (
-                    Err(tensorfmt::Error::Invalid(format!(
-                        "the original program refuses this file ({e}); tensorfmt reads it leniently, so `tensorfmt convert` recovers the data (`validate --lenient` checks only that)"
-                    ))),
-                    Some(found),
-                ),
+                Ok(found) => {
+                    let recovers = if found.tensors > 0 {
+                        "so `tensorfmt convert` recovers the data"
+                    } else {
+                        // An optimizer's state: nothing a conversion would carry out.
+                        "but it holds no tensors, so there is no data for `tensorfmt convert` to recover"
+                    };
+                    (
+                        Err(tensorfmt::Error::Invalid(format!(
+                            "the original program refuses this file ({e}); tensorfmt reads it leniently, {recovers} (`validate --lenient` checks only that)"
+                        ))),
+                        Some(found),
+                    )
+                }
                 Err(_) => (Err(e), None),
             },
             other => (other, None),

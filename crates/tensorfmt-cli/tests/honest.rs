@@ -1272,3 +1272,18 @@ fn sparse_binary_is_refused_for_values_it_would_change() {
     assert!(err.contains("neither 0 nor 1"), "{err}");
     assert!(!out.exists());
 }
+
+#[test]
+fn validate_promises_a_recovery_only_where_there_is_data() {
+    let Some(dir) = tensorfmt::testing::corpus_dir(env!("CARGO_MANIFEST_DIR"), "primitiv") else {
+        return;
+    };
+    // A lenient optimizer state: no tensors, so `convert` has nothing to recover.
+    let f = dir.join("edge/bad_float_as_f64.data");
+    let (code, out, err) = tf(args!["validate", &f]);
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(
+        out.contains("holds no tensors, so there is no data"),
+        "{out}"
+    );
+}
