@@ -615,7 +615,57 @@ pub(crate) fn parse_text(text: &str, schema: &Schema, limits: &Limits) -> Result
     }
     let message = DynamicMessage::parse_text_format(schema.net_descriptor().clone(), text)
         .map_err(|e| map_parse_error(&e, text, schema))?;
+    check_enums(&message, text)?;
     Ok(Parsed { message, scan })
+}
+
+/// Refuses an enum field given as a number its enum does not define (`pool: 7`):
+/// protobuf's C++ text parser, which Caffe and OpenCV use, refuses it ("Unknown
+/// enumeration value"); prost-reflect keeps the number, which would read as the
+/// field's default.
+fn check_enums(message: &DynamicMessage, text: &str) -> Result<()> {
+    fn one(field: &prost_reflect::FieldDescriptor, v: &Value, text: &str) -> Result<()> {
+        match (v, field.kind()) {
+            (Value::EnumNumber(n), Kind::Enum(e)) if e.get_value(*n).is_none() => {
+                let names: Vec<String> = e.values().map(|v| v.name().to_string()).collect();
+                let at = find_setting(text, field.name(), &n.to_string()).unwrap_or(text.len());
+                let (line, column) = line_col(text, at);
+                Err(CaffeError::Prototxt {
+                    line,
+                    column,
+                    message: format!(
+                        "unknown enumeration value {n} for field {:?} ({}: {})",
+                        field.name(),
+                        e.name(),
+                        names.join(", ")
+                    ),
+                })
+            }
+            (Value::Message(m), _) => check_enums(m, text),
+            (Value::List(items), _) => items.iter().try_for_each(|i| one(field, i, text)),
+            _ => Ok(()),
+        }
+    }
+    for (field, v) in message.fields() {
+        one(&field, v, text)?;
+    }
+    Ok(())
+}
+
+/// Where `name: value` is written in `text` (for the error's line), if it can be found.
+fn find_setting(text: &str, name: &str, value: &str) -> Option<usize> {
+    let mut from = 0;
+    while let Some(i) = text[from..].find(name) {
+        let at = from + i;
+        let rest = text[at + name.len()..].trim_start();
+        if let Some(rest) = rest.strip_prefix(':') {
+            if rest.trim_start().starts_with(value) {
+                return Some(at);
+            }
+        }
+        from = at + name.len();
+    }
+    None
 }
 
 fn map_parse_error(

@@ -346,9 +346,17 @@ pub fn infer_shapes(net: &NetDef, overrides: &[(String, Vec<usize>)]) -> Result<
                 tops.len()
             )));
         }
+        // Caffe's AppendTop: one layer naming a top twice is two sources of it (a set:
+        // a Split may have tens of thousands of tops).
+        let mut named: std::collections::HashSet<&str> = std::collections::HashSet::new();
         for (j, (name, shape)) in l.tops.iter().zip(&tops).enumerate() {
             check_count(shape).map_err(|e| fail(format!("top {name:?}: {e}")))?;
             let in_place = l.bottoms.get(j) == Some(name);
+            if !named.insert(name.as_str()) {
+                return Err(fail(format!(
+                    "top blob {name:?} produced by multiple sources (the layer names it twice)"
+                )));
+            }
             if !in_place && blobs.contains_key(name) {
                 return Err(fail(format!(
                     "top blob {name:?} produced by multiple sources (Caffe requires an in-place top to be the bottom at the same index)"
@@ -382,6 +390,13 @@ type R<T> = std::result::Result<T, String>;
 
 /// Refuses shapes above Caffe's INT_MAX count (checked arithmetic, no allocation).
 fn check_count(shape: &[usize]) -> R<()> {
+    // Caffe's Blob::Reshape: CHECK_LE(shape.size(), kMaxBlobAxes).
+    if shape.len() > 32 {
+        return Err(format!(
+            "shape {shape:?} has {} axes; Caffe's blobs have at most 32",
+            shape.len()
+        ));
+    }
     let mut count: u64 = 1;
     for &d in shape {
         count = count
@@ -483,6 +498,16 @@ fn other_shapes(l: &LayerDef, bottoms: &[Vec<usize>]) -> R<Shapes> {
                     ));
                 }
             }
+            // Stricter than Caffe, which computes NaN from these (LeakyRelu / Elu
+            // would pass the positive side through instead).
+            match l.kind.as_str() {
+                "ReLU" => finite(
+                    "relu_param.negative_slope",
+                    p.relu_param.unwrap_or_default().negative_slope(),
+                )?,
+                "ELU" => finite("elu_param.alpha", p.elu_param.unwrap_or_default().alpha())?,
+                _ => {}
+            }
             Ok((vec![bottoms[0].clone()], vec![]))
         }
         "MVN" => {
@@ -553,6 +578,7 @@ fn other_shapes(l: &LayerDef, bottoms: &[Vec<usize>]) -> R<Shapes> {
                 *b.get(1).ok_or("a 0-axis bottom")?
             };
             let mut params = vec![vec![c], vec![c], vec![1]];
+            finite("batch_norm_param.eps", p.batch_norm_param.unwrap_or_default().eps())?;
             if p.batch_norm_param.unwrap_or_default().scale_bias() {
                 params.push(vec![c]);
                 params.push(vec![c]);
@@ -566,6 +592,9 @@ fn other_shapes(l: &LayerDef, bottoms: &[Vec<usize>]) -> R<Shapes> {
                 return Err(format!("bottom must have a channel axis, got {b:?}"));
             }
             let c = vec![1, b[1], 1, 1];
+            if let Some(eps) = p.bn_param.clone().unwrap_or_default().eps {
+                finite("bn_param.eps", eps)?;
+            }
             // SegNet/ENet's BN: scale, shift. PSPNet's (yjxiong's): slope, bias, mean,
             // variance. The builtin BNParameter holds both forks' fields, so the fields
             // the layer sets tell which it is; with neither set, the schema's message
@@ -919,7 +948,9 @@ fn other_shapes(l: &LayerDef, bottoms: &[Vec<usize>]) -> R<Shapes> {
             if b.len() < 2 {
                 return Err(format!("bottom must have a channel axis, got {b:?}"));
             }
-            let shared = p.norm_param.clone().unwrap_or_default().channel_shared();
+            let np = p.norm_param.clone().unwrap_or_default();
+            finite("norm_param.eps", np.eps())?;
+            let shared = np.channel_shared();
             Ok((
                 vec![b.clone()],
                 vec![if shared { vec![] } else { vec![b[1]] }],
@@ -1070,6 +1101,19 @@ fn per_axis(
     n: usize,
     default: Option<usize>,
 ) -> R<Vec<usize>> {
+    // Caffe reads these uint32 fields into int: past INT_MAX they are negative there,
+    // and its `> 0` checks (or the shape arithmetic) refuse them.
+    if let Some(v) = values
+        .iter()
+        .chain(h.iter())
+        .chain(w.iter())
+        .find(|&&v| v > i32::MAX as u32)
+    {
+        return Err(format!(
+            "{name} {v} is beyond Caffe's int range (it reads {})",
+            *v as i32
+        ));
+    }
     if h.is_some() || w.is_some() {
         if n != 2 {
             return Err(format!(
@@ -1440,6 +1484,9 @@ fn detection_output_checks(dp: &proto::DetectionOutputParameter, bottoms: &[Vec<
     Ok(())
 }
 
+/// The most `aspect_ratio` values a PriorBox may list (SSD's nets give at most 3).
+const MAX_ASPECT_RATIOS: usize = 1024;
+
 /// Number of priors per location of SSD's PriorBox (`PriorBoxLayer::LayerSetUp`), and
 /// of OpenCV's PriorBox / PriorBoxClustered with explicit sizes and offset lists.
 fn prior_count(pp: &proto::PriorBoxParameter) -> R<usize> {
@@ -1520,6 +1567,14 @@ fn prior_count(pp: &proto::PriorBoxParameter) -> R<usize> {
     }
     for &m in &pp.min_size {
         positive("min_size", m)?;
+    }
+    // Caffe keeps the distinct ones by comparing each with those kept (quadratic);
+    // published nets give a handful.
+    if pp.aspect_ratio.len() > MAX_ASPECT_RATIOS {
+        return Err(format!(
+            "prior_box_param gives {} aspect_ratio values; at most {MAX_ASPECT_RATIOS} are read",
+            pp.aspect_ratio.len()
+        ));
     }
     for &ar in &pp.aspect_ratio {
         // Caffe does not check: 0 gives an infinite flip, a negative one NaN boxes.

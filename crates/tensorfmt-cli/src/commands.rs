@@ -296,6 +296,15 @@ pub(crate) fn check_output(input: &Path, output: &Path, force: bool) -> Result<(
     if std::fs::symlink_metadata(output).is_ok_and(|m| m.is_dir()) {
         return Err(directory_output(output));
     }
+    // A FIFO, socket or device (or a link to one) is never replaced, --force or not.
+    if let Ok(m) = std::fs::metadata(output) {
+        if !m.is_file() && !m.is_dir() {
+            return Err(Failure::Usage(format!(
+                "the output {} is not a regular file (a special file is never replaced)",
+                output.display()
+            )));
+        }
+    }
     if !force && std::fs::symlink_metadata(output).is_ok() {
         return Err(Failure::Usage(format!(
             "{} exists; use --force to overwrite it",

@@ -1287,3 +1287,21 @@ fn validate_promises_a_recovery_only_where_there_is_data() {
         "{out}"
     );
 }
+
+#[cfg(unix)]
+#[test]
+fn a_special_file_as_output_is_refused_even_with_force() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("out.npz");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let input = npz_with(dir.path(), &[("x", images())]);
+    let (code, _, err) = convert(&input, &fifo, &["--force"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("not a regular file"), "{err}");
+    use std::os::unix::fs::FileTypeExt;
+    assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
+}

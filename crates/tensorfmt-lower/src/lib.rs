@@ -1298,6 +1298,14 @@ pub fn write_random_weights(
         })
         .fold(0u64, u64::saturating_add);
     read.limits.check_alloc(bytes)?;
+    // What Caffe could not read is not written (6.4 GB for an LSTM of 20,000 units).
+    if bytes > tensorfmt_caffe::MAX_FILE_BYTES {
+        return Err(LowerError::Net(format!(
+            "the weights would be {bytes} bytes, over Caffe's 2 GiB limit ({} bytes), \
+             which Caffe, pycaffe and OpenCV refuse to read; nothing was written",
+            tensorfmt_caffe::MAX_FILE_BYTES
+        )));
+    }
     let weights = tensorfmt_caffe::random_weights(&net, &shapes, seed);
     let kinds: HashMap<&str, &str> = net
         .layers

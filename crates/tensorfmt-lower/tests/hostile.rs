@@ -457,6 +457,43 @@ fn parameters_caffe_refuses_are_refused() {
             format!("{DATA}layer {{ name: 'e' type: 'Exp' bottom: 'data' top: 'y' exp_param {{ base: 0 }} }}"),
             "base",
         ),
+        // A second campaign: each gave a model the checker or onnxruntime refuses, or
+        // one Caffe would not build.
+        (
+            "a top named twice by one layer",
+            format!("{DATA}layer {{ name: 's' type: 'Split' bottom: 'data' top: 'a' top: 'a' }}"),
+            "multiple sources",
+        ),
+        (
+            "an enum number its enum does not define",
+            format!("{DATA}layer {{ name: 'p' type: 'Pooling' bottom: 'data' top: 'p' pooling_param {{ pool: 7 kernel_size: 1 }} }}"),
+            "unknown enumeration value 7",
+        ),
+        (
+            "33 axes",
+            format!("{DATA}layer {{ name: 'r' type: 'Reshape' bottom: 'data' top: 'r' reshape_param {{ shape {{ {} }} }} }}", format!("dim: 12 {}", "dim: 1 ".repeat(32))),
+            "at most 32",
+        ),
+        (
+            "a stride beyond Caffe's int",
+            format!("{POOL}layer {{ name: 'c' type: 'Convolution' bottom: 'p' top: 'c' convolution_param {{ num_output: 1 kernel_size: 1 stride: 4294967295 }} }}"),
+            "stride 4294967295",
+        ),
+        (
+            "ReLU negative_slope NaN",
+            format!("{DATA}layer {{ name: 'r' type: 'ReLU' bottom: 'data' top: 'y' relu_param {{ negative_slope: nan }} }}"),
+            "negative_slope",
+        ),
+        (
+            "BatchNorm eps NaN",
+            format!("{POOL}layer {{ name: 'b' type: 'BatchNorm' bottom: 'p' top: 'b' batch_norm_param {{ eps: nan }} }}"),
+            "eps",
+        ),
+        (
+            "PriorBox of 2000 aspect ratios",
+            format!("{POOL}layer {{ name: 'b' type: 'PriorBox' bottom: 'p' bottom: 'data' top: 'b' prior_box_param {{ min_size: 2 {} }} }}", "aspect_ratio: 2 ".repeat(2000)),
+            "aspect_ratio values",
+        ),
     ];
     for (what, text, field) in cases {
         let e = lower_text(text, &Default::default())

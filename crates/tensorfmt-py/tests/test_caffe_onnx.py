@@ -459,3 +459,38 @@ def test_segnet_upsample_is_max_unpooling_with_the_pooling_mask(tmp_path):
                 a, b = np.unravel_index(np.argmax(win), win.shape)
                 ref[0, c, 2 * i + a, 2 * j + b] = win[a, b]
     np.testing.assert_array_equal(y, ref)
+
+
+@pytest.mark.parametrize("k,s,p,size", [(3, 2, 1, 8), (2, 2, 1, 8), (3, 3, 1, 9), (3, 2, 1, 7)])
+def test_segnet_upsample_after_a_padded_pooling(tmp_path, k, s, p, size):
+    """After a max pooling with pads, MaxUnpool's pads came out >= its kernel, which
+    onnxruntime refuses (the checker does not): stride 1 and a kernel of out - in + 1
+    size the output instead; the indices place every value."""
+    d = nets_dir()
+    prototxt = tmp_path / "up.prototxt"
+    prototxt.write_text(
+        f'input: "data" input_shape {{ dim: 1 dim: 2 dim: {size} dim: {size} }}\n'
+        f'layer {{ name: "pool" type: "Pooling" bottom: "data" top: "pool" top: "mask" pooling_param {{ pool: MAX kernel_size: {k} stride: {s} pad: {p} }} }}\n'
+        f'layer {{ name: "up" type: "Upsample" bottom: "pool" bottom: "mask" top: "up" upsample_param {{ upsample_h: {size} upsample_w: {size} }} }}\n'
+    )
+    proto = d / "forks" / FORKS["segnet_driving_webdemo"]
+    w = tmp_path / "w.caffemodel"
+    tensorfmt.caffe.write_random_weights(prototxt, w, proto=proto)
+    out = tmp_path / "up.onnx"
+    tensorfmt.caffe.to_onnx(w, prototxt, out, proto=proto)
+    x = np.random.default_rng(3).standard_normal((1, 2, size, size)).astype(np.float32)
+    (y,) = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"]).run(None, {"data": x})
+    # Caffe's pooling (ceil mode, pads of -inf), then each max back where it was.
+    pooled = -(-(size + 2 * p - k) // s) + 1
+    if (pooled - 1) * s >= size + p:
+        pooled -= 1
+    ref = np.zeros_like(x)
+    for c in range(2):
+        for i in range(pooled):
+            for j in range(pooled):
+                y0, x0 = max(i * s - p, 0), max(j * s - p, 0)
+                y1, x1 = min(i * s - p + k, size), min(j * s - p + k, size)
+                win = x[0, c, y0:y1, x0:x1]
+                a, b = np.unravel_index(np.argmax(win), win.shape)
+                ref[0, c, y0 + a, x0 + b] = win[a, b]
+    np.testing.assert_array_equal(y, ref)

@@ -99,20 +99,25 @@ pub(crate) fn upsample(cx: &mut LayerCx<'_>) -> Out {
         }
     }
     let x = &ins[0].shape;
-    let k = [out[2].div_ceil(x[2]), out[3].div_ceil(x[3])];
-    // MaxUnpool's output size is (in-1)*s + k - pads; an end pad brings it down to
-    // Caffe's size where that is smaller (SegNet's upsample_h: 23 from 12 rows). No
-    // output_shape input: it would hold the batch as a constant (--dynamic-batch).
-    let pad = [0, 1].map(|i| ((x[2 + i] - 1) * k[i] + k[i]).saturating_sub(out[2 + i]) as i64);
-    let k = k.map(|v| v as i64);
+    // The indices place every value; kernel and strides only size the output, as
+    // (in-1)*s + k - pads. Stride 1 and a kernel of out - in + 1 give Caffe's size
+    // with no pads (a pooling with pads made pads >= kernel, which onnxruntime
+    // refuses). No output_shape input: it would hold the batch as a constant
+    // (--dynamic-batch).
+    if out[2] < x[2] || out[3] < x[3] {
+        return Err(Fail::new(format!(
+            "the output {}x{} is smaller than the input {}x{}",
+            out[2], out[3], x[2], x[3]
+        )));
+    }
+    let k = [(out[2] - x[2] + 1) as i64, (out[3] - x[3] + 1) as i64];
     cx.op_to(
         "MaxUnpool",
         vec![ins[0].name.clone(), ins[1].name.clone()],
         &tops[0],
         vec![
             attr("kernel_shape", A::Is(k.to_vec())),
-            attr("strides", A::Is(k.to_vec())),
-            attr("pads", A::Is(vec![0, 0, pad[0], pad[1]])),
+            attr("strides", A::Is(vec![1, 1])),
         ],
     );
     Ok(vec![out])
