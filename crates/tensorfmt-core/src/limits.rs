@@ -33,7 +33,7 @@ pub struct Limits {
     /// prior boxes, folded statistics, shapes). SSD512's prior boxes are 786 kB.
     pub max_computed: u64,
     /// Largest number of ONNX nodes and initializers a conversion builds, in all
-    /// (default 60,000: the published Caffe nets lower to at most a few thousand; what a
+    /// (default 30,000: the published Caffe nets lower to at most a few thousand; what a
     /// layer lowers to varies from one node to a few dozen, so `max_layers` alone does
     /// not bound the graph). Checked as the graph grows.
     pub max_nodes: u64,
@@ -47,7 +47,7 @@ impl Default for Limits {
             max_rank: 64,
             max_layers: 20_000,
             max_computed: 128 << 20,
-            max_nodes: 60_000,
+            max_nodes: 30_000,
         }
     }
 }
