@@ -868,6 +868,26 @@ fn hostile_nets_convert_or_fail_within_the_bound() {
     convert_net("eight PriorBox constants over 1440x1440", &big, 1);
     prototxt(&p, |out| relu_chain(out, 50_000));
     convert_net("50,000 ReLU layers (over max_layers)", &p, 1);
+    // Layers that lower to many nodes each (Region: 10 nodes and 12 initializers in
+    // place; ArgMax with out_max_val; MVN): the graph is bounded as it grows
+    // (Limits::max_nodes), not from the layer count (785, 815, 557 MB before).
+    // (Region reads 12 channels: the data four times.)
+    let twelve = "layer { name: 'c' type: 'Concat' bottom: 'data' bottom: 'data' \
+                  bottom: 'data' bottom: 'data' top: 'x' }";
+    for (what, first, layer) in [
+        ("19,990 Region layers", twelve, "type: 'Region' bottom: 'x' top: 'x' region_param { classes: 1 coords: 4 boxes_of_each_grid: 2 softmax: true }"),
+        ("19,990 ArgMax out_max_val layers", "", "type: 'ArgMax' bottom: 'data' top: 't{i}' argmax_param { out_max_val: true }"),
+        ("19,990 MVN layers", "", "type: 'MVN' bottom: 'data' top: 'data'"),
+    ] {
+        prototxt(&p, |out| {
+            writeln!(out, "{first}").unwrap();
+            for i in 0..19_990 {
+                let layer = layer.replace("{i}", &i.to_string());
+                writeln!(out, "layer {{ name: 'l{i}' {layer} }}").unwrap();
+            }
+        });
+        convert_net(what, &p, 1);
+    }
 }
 
 /// The largest nets the default limits let through, in release: `Limits::max_layers`

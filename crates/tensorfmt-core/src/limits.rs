@@ -32,6 +32,11 @@ pub struct Limits {
     /// reads from a file (default 128 MiB): a Caffe → ONNX lowering's constants (SSD's
     /// prior boxes, folded statistics, shapes). SSD512's prior boxes are 786 kB.
     pub max_computed: u64,
+    /// Largest number of ONNX nodes and initializers a conversion builds, in all
+    /// (default 30,000: the published Caffe nets lower to at most a few thousand; what a
+    /// layer lowers to varies from one node to a few dozen, so `max_layers` alone does
+    /// not bound the graph). Checked as the graph grows.
+    pub max_nodes: u64,
 }
 
 impl Default for Limits {
@@ -42,6 +47,7 @@ impl Default for Limits {
             max_rank: 64,
             max_layers: 20_000,
             max_computed: 128 << 20,
+            max_nodes: 30_000,
         }
     }
 }
@@ -55,6 +61,7 @@ impl Limits {
             max_rank: usize::MAX,
             max_layers: u64::MAX,
             max_computed: u64::MAX,
+            max_nodes: u64::MAX,
         }
     }
 
@@ -92,6 +99,21 @@ impl Limits {
             bytes,
             self.max_computed,
         )
+    }
+
+    /// Errors when a conversion's `n` ONNX nodes and initializers exceed
+    /// [`Limits::max_nodes`].
+    ///
+    /// ```
+    /// let l = tensorfmt_core::Limits { max_nodes: 2, ..Default::default() };
+    /// assert!(l.check_nodes(2).is_ok());
+    /// assert_eq!(
+    ///     l.check_nodes(3).unwrap_err().to_string(),
+    ///     "count of ONNX nodes and initializers of 3 exceeds the limit of 2"
+    /// );
+    /// ```
+    pub fn check_nodes(&self, n: u64) -> Result<()> {
+        check("count of ONNX nodes and initializers", n, self.max_nodes)
     }
 }
 

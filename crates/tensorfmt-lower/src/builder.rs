@@ -104,6 +104,9 @@ pub(crate) struct Builder {
     computed: u64,
     /// Bytes of every initializer so far (computed or a caffemodel blob's).
     model: u64,
+    /// A node was refused for `Limits::max_nodes` (the driver reports it after the
+    /// layer; [`Builder::node`] has no error to return).
+    pub over_nodes: bool,
 }
 
 impl Builder {
@@ -138,10 +141,23 @@ impl Builder {
         Ok(())
     }
 
+    /// Errors when one more node or initializer would exceed `Limits::max_nodes`: what
+    /// a layer lowers to varies (one node to a few dozen), so the graph is bounded as it
+    /// grows, not from the layer count.
+    pub fn check_nodes(&self) -> tensorfmt_core::Result<()> {
+        let built = (self.nodes.len() as u64).saturating_add(self.inits.len() as u64);
+        self.limits.check_nodes(built.saturating_add(1))
+    }
+
     /// Adds an initializer (the tensor's bytes are shared) and returns its name. The
     /// initializers' total is bounded by `Limits::max_alloc` (a model past protobuf's
-    /// 2 GiB is written with its payloads in an external data file).
+    /// 2 GiB is written with its payloads in an external data file), their count with
+    /// the nodes' by `Limits::max_nodes`.
     pub fn init(&mut self, base: &str, t: &Tensor) -> tensorfmt_core::Result<String> {
+        if let Err(e) = self.check_nodes() {
+            self.over_nodes = true;
+            return Err(e);
+        }
         let total = self.model.saturating_add(t.bytes().len() as u64);
         if total > self.limits.max_alloc {
             return Err(tensorfmt_core::Error::Invalid(format!(
@@ -184,7 +200,8 @@ impl Builder {
         Ok(name)
     }
 
-    /// Appends a node.
+    /// Appends a node; past `Limits::max_nodes` none is added and `over_nodes` is set
+    /// (the driver fails the conversion after the layer).
     pub fn node(
         &mut self,
         op: &str,
@@ -193,6 +210,10 @@ impl Builder {
         outputs: Vec<String>,
         attrs: Vec<AttributeProto>,
     ) {
+        if self.over_nodes || self.check_nodes().is_err() {
+            self.over_nodes = true;
+            return;
+        }
         let unique = self.node_names.fresh(name);
         self.nodes.push(NodeProto {
             input: inputs,

@@ -434,6 +434,16 @@ pub fn lower(
                 layers::no_lowering_reason(l).unwrap_or_default(),
             )),
         };
+        // The graph is bounded as it grows (`Limits::max_nodes`): past it, nothing more
+        // was added and the conversion stops here, whatever the layer's own outcome.
+        if graph.b.over_nodes {
+            let built = (graph.b.nodes.len() + graph.b.inits.len()) as u64;
+            return Err(LowerError::Core(tensorfmt_core::Error::LimitExceeded {
+                what: "count of ONNX nodes and initializers",
+                value: built.saturating_add(1),
+                limit: graph.b.limits.max_nodes,
+            }));
+        }
         let shapes = match lowered {
             Ok(shapes) => shapes,
             Err(fail) => {
@@ -802,15 +812,18 @@ impl Checked<'_> {
     /// Runs ONNX's shape rules over the final nodes from `start` (the graph inputs at
     /// other sizes; `fixed` for the tops whose shape is declared) and compares every
     /// derived value with Caffe's shape in `caffe` for those sizes. Returns each value
-    /// with Caffe's shape, or the first that disagrees: `(layer index, ONNX's shape,
-    /// Caffe's)`.
+    /// with Caffe's shape, or the first that disagrees: `(its name, layer index, ONNX's
+    /// shape, Caffe's)`.
     #[allow(clippy::type_complexity)]
     fn recheck<'s>(
         &'s self,
         caffe: &'s tensorfmt_caffe::NetShapes,
         start: HashMap<String, Vec<usize>>,
         fixed: &HashMap<String, Vec<usize>>,
-    ) -> Result<Vec<(&'s Value, &'s Vec<usize>)>, (usize, Option<Vec<usize>>, &'s Vec<usize>)> {
+    ) -> Result<
+        Vec<(&'s Value, &'s Vec<usize>)>,
+        (&'s str, usize, Option<Vec<usize>>, &'s Vec<usize>),
+    > {
         let mut shapes = start;
         propagate(self.b, self.nodes, &mut shapes, fixed);
         let mut out = Vec::new();
@@ -820,7 +833,7 @@ impl Checked<'_> {
             };
             match shapes.get(&v.name) {
                 Some(got) if got == want => out.push((v, want)),
-                got => return Err((li, got.cloned(), want)),
+                got => return Err((&v.name, li, got.cloned(), want)),
             }
         }
         Ok(out)
@@ -839,13 +852,35 @@ enum RunTimeAxis {
     Unknown,
 }
 
+/// Which run-time sizes a value is computed from (`check_run_time_sizes`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Follows<'d> {
+    /// One: its growth is that size's.
+    One(&'d str),
+    /// Several: an axis that grows has no single name.
+    Several,
+}
+
+impl<'d> Follows<'d> {
+    fn join(a: Option<Follows<'d>>, b: Follows<'d>) -> Follows<'d> {
+        match a {
+            None => b,
+            Some(a) if a == b => a,
+            Some(_) => Follows::Several,
+        }
+    }
+}
+
 /// Sizes known only at run time (`Graph::dynamic`: DetectionOutput's rows, a proposal
-/// layer's RoIs). For each dim name: propagates ONNX's shape rules over the final
-/// nodes with the axes of that name one larger than their bound, and checks every
-/// verified value computed from them against Caffe's shapes for that size (the
-/// declaring layers' tops given as net inputs of that size). A lowering that put the
-/// size in a constant fails here, naming the layer. Returns, for each value whose
-/// shape follows a run-time size (the declared tops included), what each axis holds.
+/// layer's RoIs). Propagates ONNX's shape rules over the final nodes once, with every
+/// such axis one larger than its bound, and checks every verified value computed from
+/// them against Caffe's shapes for those sizes (the declaring layers' tops given as net
+/// inputs of that size). A lowering that put a size in a constant fails here, naming the
+/// layer. One pass for all the sizes (a pass per size made a net of many DetectionOutput
+/// layers cost quadratic time): which sizes each value follows is propagated along the
+/// nodes, so a value that follows one size grows as it alone would make it grow. Returns,
+/// for each value whose shape follows a run-time size (the declared tops included), what
+/// each axis holds.
 fn check_run_time_sizes(
     net: &NetDef,
     inputs: &[Value],
@@ -856,6 +891,7 @@ fn check_run_time_sizes(
     let mut axes: HashMap<String, Vec<RunTimeAxis>> = HashMap::new();
     // Declared: the tops of the lowerings that size them.
     let mut sources: Vec<usize> = Vec::new();
+    let mut follows: HashMap<&str, Follows<'_>> = HashMap::new();
     for (name, declared) in dynamic {
         let (Some(&(li, _)), Some(bound)) = (c.origin.get(name), c.bounds.get(name)) else {
             continue;
@@ -868,102 +904,111 @@ fn check_run_time_sizes(
             if let Some(x) = a.get_mut(*axis) {
                 *x = RunTimeAxis::Named(dim.clone());
             }
+            let f = Follows::join(follows.get(name.as_str()).copied(), Follows::One(dim));
+            follows.insert(name.as_str(), f);
         }
         axes.insert(name.clone(), a);
     }
+    if sources.is_empty() {
+        return Ok(axes);
+    }
     sources.sort_unstable();
-    let mut dims: Vec<&str> = dynamic
-        .values()
-        .flatten()
-        .map(|(_, d)| d.as_str())
-        .collect();
-    dims.sort_unstable();
-    dims.dedup();
-    // Derived: per value and axis, the (dim, values per unit of it) it grows by.
-    let mut growth: HashMap<String, Vec<Vec<(String, usize)>>> = HashMap::new();
+    // Which sizes each node output follows: those of its inputs.
+    for n in c.nodes {
+        let mut f = None;
+        for i in &n.input {
+            if let Some(&g) = follows.get(i.as_str()) {
+                f = Some(Follows::join(f, g));
+            }
+        }
+        if let Some(f) = f {
+            for o in &n.output {
+                // A declared top keeps its own (its node reads the data it is sized from).
+                if !dynamic.contains_key(o) {
+                    follows.insert(o.as_str(), f);
+                }
+            }
+        }
+    }
+    // The declaring layers' tops become inputs, each run-time axis one larger.
+    let mut bigger = net.clone();
+    let mut fixed: HashMap<String, Vec<usize>> = HashMap::new();
+    for (value, &(li, ti)) in c.origin {
+        if sources.binary_search(&li).is_err() {
+            continue;
+        }
+        let Some(mut shape) = caffe_shapes
+            .layers
+            .get(li)
+            .and_then(|s| s.tops.get(ti))
+            .cloned()
+        else {
+            continue;
+        };
+        for (axis, _) in dynamic.get(value).into_iter().flatten() {
+            if let Some(x) = shape.get_mut(*axis) {
+                *x += 1;
+            }
+        }
+        bigger.inputs.push(tensorfmt_caffe::NetInput {
+            name: net.layers[li].tops[ti].clone(),
+            shape: shape.iter().map(|&d| d as i64).collect(),
+            line: 0,
+        });
+        fixed.insert(value.clone(), shape);
+    }
+    for &li in &sources {
+        let l = &mut bigger.layers[li];
+        l.kind = "Silence".into();
+        l.tops.clear();
+    }
     let overrides: Vec<(String, Vec<usize>)> = inputs
         .iter()
         .map(|v| (v.name.clone(), v.shape.clone()))
         .collect();
-    for dim in dims {
-        // The declaring layers' tops become inputs, those of `dim` one larger.
-        let mut bigger = net.clone();
-        let mut fixed: HashMap<String, Vec<usize>> = HashMap::new();
-        for (value, &(li, ti)) in c.origin {
-            if sources.binary_search(&li).is_err() {
-                continue;
-            }
-            let Some(mut shape) = caffe_shapes
-                .layers
-                .get(li)
-                .and_then(|s| s.tops.get(ti))
-                .cloned()
-            else {
-                continue;
+    let caffe = tensorfmt_caffe::infer_shapes(&bigger, &overrides).map_err(|e| {
+        LowerError::Net(format!(
+            "the net's shapes do not follow its sizes known only at run time: {e}"
+        ))
+    })?;
+    let checked = c
+        .recheck(&caffe, overrides.iter().cloned().collect(), &fixed)
+        .map_err(|(v, li, got, want)| {
+            let size = match follows.get(v) {
+                Some(Follows::One(d)) => format!("the size {d:?}"),
+                _ => "the sizes".to_string(),
             };
-            for (axis, d) in dynamic.get(value).into_iter().flatten() {
-                if d == dim {
-                    if let Some(x) = shape.get_mut(*axis) {
-                        *x += 1;
-                    }
-                }
-            }
-            bigger.inputs.push(tensorfmt_caffe::NetInput {
-                name: net.layers[li].tops[ti].clone(),
-                shape: shape.iter().map(|&d| d as i64).collect(),
-                line: 0,
-            });
-            fixed.insert(value.clone(), shape);
-        }
-        for &li in &sources {
-            let l = &mut bigger.layers[li];
-            l.kind = "Silence".into();
-            l.tops.clear();
-        }
-        let caffe = tensorfmt_caffe::infer_shapes(&bigger, &overrides).map_err(|e| {
-            LowerError::Net(format!(
-                "the net's shapes do not follow its size {dim:?}, known only at run time: {e}"
-            ))
+            layer_err(
+                &net.layers[li],
+                format!(
+                    "its ONNX nodes do not follow {size} known only at run time \
+                     (one larger than its bound, ONNX's shape rules give {}, Caffe's \
+                     {want:?}; a lowering bug)",
+                    got.map_or("no shape".to_string(), |s| format!("{s:?}"))
+                ),
+            )
         })?;
-        let checked = c
-            .recheck(&caffe, overrides.iter().cloned().collect(), &fixed)
-            .map_err(|(li, got, want)| {
-                layer_err(
-                    &net.layers[li],
-                    format!(
-                        "its ONNX nodes do not follow the size {dim:?} known only at run time \
-                         (one larger than its bound, ONNX's shape rules give {}, Caffe's \
-                         {want:?}; a lowering bug)",
-                        got.map_or("no shape".to_string(), |s| format!("{s:?}"))
-                    ),
-                )
-            })?;
-        for (v, want) in checked {
-            if want != &v.shape {
-                let g = growth
-                    .entry(v.name.clone())
-                    .or_insert_with(|| vec![Vec::new(); v.shape.len()]);
-                for (i, (&a, &b)) in v.shape.iter().zip(want).enumerate() {
-                    if b != a {
-                        // A size that shrinks as the run-time size grows has no name.
-                        let k = b.saturating_sub(a);
-                        g[i].push((dim.to_string(), k));
-                    }
-                }
-            }
+    for (v, want) in checked {
+        if want == &v.shape {
+            continue;
         }
-    }
-    for (name, per_axis) in growth {
-        let a = per_axis
-            .into_iter()
-            .map(|grows| match grows.as_slice() {
-                [] => RunTimeAxis::Fixed,
-                [(d, 1)] => RunTimeAxis::Named(d.clone()),
-                [(d, k)] if *k > 1 => RunTimeAxis::Named(format!("{d}*{k}")),
+        let one = match follows.get(v.name.as_str()) {
+            Some(Follows::One(d)) => Some(*d),
+            _ => None,
+        };
+        let a = v
+            .shape
+            .iter()
+            .zip(want)
+            .map(|(&a, &b)| match (b.checked_sub(a), one) {
+                (Some(0), _) => RunTimeAxis::Fixed,
+                (Some(1), Some(d)) => RunTimeAxis::Named(d.to_string()),
+                (Some(k), Some(d)) => RunTimeAxis::Named(format!("{d}*{k}")),
+                // A size that shrinks as a run-time size grows, or follows several.
                 _ => RunTimeAxis::Unknown,
             })
             .collect();
-        axes.insert(name, a);
+        axes.insert(v.name.clone(), a);
     }
     Ok(axes)
 }
@@ -1033,7 +1078,7 @@ fn check_dynamic_batch(
             }
         }
         c.recheck(&caffe, bigger.iter().cloned().collect(), c.bounds)
-            .map_err(|(li, got, want)| {
+            .map_err(|(_, li, got, want)| {
                 layer_err(
                     &net.layers[li],
                     format!(

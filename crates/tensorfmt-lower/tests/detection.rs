@@ -406,3 +406,31 @@ fn no_constant_grows_with_num_classes() {
     assert!(bytes.len() < 64 << 10, "{} bytes", bytes.len());
     assert!(t.elapsed().as_secs() < 5);
 }
+
+/// Each size known only at run time (a DetectionOutput's rows) is checked in one pass
+/// over the graph for all of them, not a pass per size: 160 layers cost about four
+/// times 40 (400 took 14.7 s before, quadratic).
+#[test]
+fn run_time_sizes_cost_linear_time() {
+    let time = |n: usize| {
+        let mut text = String::from(
+            "layer { name: 'data' type: 'Input' top: 'data' input_param { shape { dim: 1 dim: 3 dim: 4 dim: 4 } } }
+layer { name: 'loc' type: 'Input' top: 'loc' input_param { shape { dim: 1 dim: 64 } } }
+layer { name: 'conf' type: 'Input' top: 'conf' input_param { shape { dim: 1 dim: 48 } } }
+layer { name: 'pb' type: 'PriorBox' bottom: 'data' bottom: 'data' top: 'p' prior_box_param { min_size: 4 } }
+",
+        );
+        for i in 0..n {
+            text += &format!("layer {{ name: 'd{i}' type: 'DetectionOutput' bottom: 'loc' bottom: 'conf' bottom: 'p' top: 'y{i}' detection_output_param {{ num_classes: 3 keep_top_k: 10 }} }}\n");
+        }
+        let start = std::time::Instant::now();
+        let l = net(&text, &LowerOptions::default()).unwrap();
+        assert_eq!(l.outputs.len(), n);
+        start.elapsed().as_secs_f64()
+    };
+    let (small, big) = (time(40), time(160));
+    assert!(
+        big < 8.0 * small.max(0.05) + 1.0,
+        "40 layers {small:.3}s, 160 layers {big:.3}s"
+    );
+}
