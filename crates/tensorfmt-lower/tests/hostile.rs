@@ -471,7 +471,7 @@ fn parameters_caffe_refuses_are_refused() {
         ),
         (
             "33 axes",
-            format!("{DATA}layer {{ name: 'r' type: 'Reshape' bottom: 'data' top: 'r' reshape_param {{ shape {{ {} }} }} }}", format!("dim: 12 {}", "dim: 1 ".repeat(32))),
+            format!("{DATA}layer {{ name: 'r' type: 'Reshape' bottom: 'data' top: 'r' reshape_param {{ shape {{ dim: 12 {} }} }} }}", "dim: 1 ".repeat(32)),
             "at most 32",
         ),
         (
