@@ -90,6 +90,39 @@ fn decode<M: Message + Default>(data: &Bytes, f: &Field, path: &str) -> Result<M
     })
 }
 
+/// [`decode`] of a message after checking what it can cost: packed varints decode to
+/// at most 8 bytes per input byte.
+fn decode_bounded<M: Message + Default>(
+    data: &Bytes,
+    f: &Field,
+    path: &str,
+    limits: &Limits,
+) -> Result<M> {
+    wire::expect(f, 2, path)?;
+    let worst = ((f.end - f.start) as u64).saturating_mul(8);
+    if worst > limits.max_alloc {
+        return Err(OnnxError::Limit {
+            path: path.into(),
+            offset: f.offset as u64,
+            what: "allocation",
+            value: worst,
+            limit: limits.max_alloc,
+        });
+    }
+    decode(data, f, path)
+}
+
+/// An initializer's name: as given, or its `path` when empty or already taken.
+fn unique_name(given: &str, path: &str, used: &mut std::collections::HashSet<String>) -> String {
+    let name = if given.is_empty() || used.contains(given) {
+        path.to_string()
+    } else {
+        given.to_string()
+    };
+    used.insert(name.clone());
+    name
+}
+
 fn string(data: &Bytes, f: &Field, path: &str) -> Result<String> {
     wire::expect(f, 2, path)?;
     std::str::from_utf8(&data[f.start..f.end])
@@ -263,19 +296,7 @@ fn read_graph(
             5 => {
                 let i = m.initializers.len() + m.unread.len();
                 let path = format!("graph.initializer[{i}]");
-                wire::expect(&f, 2, &path)?;
-                // Packed varints decode to at most 8 bytes per input byte.
-                let worst = ((f.end - f.start) as u64).saturating_mul(8);
-                if worst > limits.max_alloc {
-                    return Err(OnnxError::Limit {
-                        path,
-                        offset: f.offset as u64,
-                        what: "allocation",
-                        value: worst,
-                        limit: limits.max_alloc,
-                    });
-                }
-                let p: TensorProto = decode(data, &f, &path)?;
+                let p: TensorProto = decode_bounded(data, &f, &path, limits)?;
                 if let Some(why) = unsupported(p.data_type) {
                     // One such weight does not make the others unreadable.
                     m.warnings
@@ -283,12 +304,7 @@ fn read_graph(
                     m.left_out += 1;
                     continue;
                 }
-                let name = if p.name.is_empty() || used.contains(&p.name) {
-                    path.clone()
-                } else {
-                    p.name.clone()
-                };
-                used.insert(name.clone());
+                let name = unique_name(&p.name, &path, &mut used);
                 let at = f.offset as u64;
                 if is_external(&p) && external.describes() {
                     let index = m.initializers.len() + m.unread.len();
@@ -312,18 +328,7 @@ fn read_graph(
             }
             15 => {
                 let path = format!("graph.sparse_initializer[{}]", m.sparse.len());
-                wire::expect(&f, 2, &path)?;
-                let worst = ((f.end - f.start) as u64).saturating_mul(8);
-                if worst > limits.max_alloc {
-                    return Err(OnnxError::Limit {
-                        path,
-                        offset: f.offset as u64,
-                        what: "allocation",
-                        value: worst,
-                        limit: limits.max_alloc,
-                    });
-                }
-                let p: SparseTensorProto = decode(data, &f, &path)?;
+                let p: SparseTensorProto = decode_bounded(data, &f, &path, limits)?;
                 let values_type = p.values.as_ref().map_or(0, |v| v.data_type);
                 if let Some(why) = unsupported(values_type) {
                     let name = p
@@ -337,17 +342,8 @@ fn read_graph(
                     continue;
                 }
                 let t = sparse_from_proto(&p, &path, f.offset as u64, limits)?;
-                let given = p
-                    .values
-                    .as_ref()
-                    .map(|v| v.name.clone())
-                    .unwrap_or_default();
-                let name = if given.is_empty() || used.contains(&given) {
-                    path.clone()
-                } else {
-                    given
-                };
-                used.insert(name.clone());
+                let given = p.values.as_ref().map_or("", |v| v.name.as_str());
+                let name = unique_name(given, &path, &mut used);
                 m.sparse.push(name.clone());
                 sparse.push((name, t));
             }

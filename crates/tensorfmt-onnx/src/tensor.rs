@@ -115,38 +115,46 @@ pub(crate) fn shape_of(
             format!("element type {name} has no tensorfmt dtype"),
         )
     })?;
-    if p.dims.len() > limits.max_rank {
-        return Err(OnnxError::Limit {
-            path: format!("{path}.dims"),
-            offset,
-            what: "rank",
-            value: p.dims.len() as u64,
-            limit: limits.max_rank as u64,
-        });
-    }
-    let mut dims = Vec::with_capacity(p.dims.len());
-    let mut numel: u64 = 1;
-    for &d in &p.dims {
-        if d < 0 {
-            return Err(err(
-                path,
-                offset,
-                format!("negative dimension {d} in {:?}", p.dims),
-            ));
-        }
-        numel = numel.checked_mul(d as u64).ok_or_else(|| {
-            err(
-                path,
-                offset,
-                format!("element count of {:?} overflows", p.dims),
-            )
-        })?;
-        dims.push(usize::try_from(d).map_err(|_| err(path, offset, "dimension exceeds usize"))?);
-    }
+    let (dims, numel) = checked_dims(&p.dims, path, offset, limits)?;
     let byte_len = numel
         .checked_mul(dtype.size() as u64)
         .ok_or_else(|| err(path, offset, "byte length overflows"))?;
     Ok((dtype, dims, numel, byte_len))
+}
+
+/// `dims` of a tensor (dense or sparse) as sizes and their element count: the rank
+/// within `limits`, no negative dimension, no overflow.
+fn checked_dims(
+    dims: &[i64],
+    path: &str,
+    offset: u64,
+    limits: &Limits,
+) -> Result<(Vec<usize>, u64)> {
+    if dims.len() > limits.max_rank {
+        return Err(OnnxError::Limit {
+            path: format!("{path}.dims"),
+            offset,
+            what: "rank",
+            value: dims.len() as u64,
+            limit: limits.max_rank as u64,
+        });
+    }
+    let mut out = Vec::with_capacity(dims.len());
+    let mut numel: u64 = 1;
+    for &d in dims {
+        if d < 0 {
+            return Err(err(
+                path,
+                offset,
+                format!("negative dimension {d} in {dims:?}"),
+            ));
+        }
+        numel = numel
+            .checked_mul(d as u64)
+            .ok_or_else(|| err(path, offset, format!("element count of {dims:?} overflows")))?;
+        out.push(usize::try_from(d).map_err(|_| err(path, offset, "dimension exceeds usize"))?);
+    }
+    Ok((out, numel))
 }
 
 /// Reads a decoded `TensorProto` as a row-major tensor: `raw_data` is shared (zero
@@ -354,24 +362,7 @@ pub(crate) fn sparse_from_proto(
             format!("indices are {}, not int64", ix.dtype()),
         ));
     }
-    if p.dims.len() > limits.max_rank {
-        return Err(OnnxError::Limit {
-            path: format!("{path}.dims"),
-            offset,
-            what: "rank",
-            value: p.dims.len() as u64,
-            limit: limits.max_rank as u64,
-        });
-    }
-    let mut dims = Vec::with_capacity(p.dims.len());
-    let mut numel: u64 = 1;
-    for &d in &p.dims {
-        let d = u64::try_from(d).map_err(|_| err(path, offset, format!("dim {d} is negative")))?;
-        numel = numel
-            .checked_mul(d)
-            .ok_or_else(|| err(path, offset, "the dense size overflows"))?;
-        dims.push(d as usize);
-    }
+    let (dims, numel) = checked_dims(&p.dims, path, offset, limits)?;
     let size = v.dtype().size() as u64;
     let bytes = numel
         .checked_mul(size)
