@@ -188,8 +188,16 @@ impl TensorFile for SomTensors {
     /// (`som_dims`: its tensors are `[entries, neurons]`).
     fn layout_settings(&self) -> Vec<(String, String)> {
         let f = &self.file;
+        // The one data type of the payload, where it is not PINK's f32 default (a
+        // layout key only: `--dtype` is how a user asks for one).
+        let stored: Vec<(String, String)> = f
+            .dtype()
+            .filter(|&d| d != DType::F32)
+            .map(|d| ("data_type".to_string(), d.to_string()))
+            .into_iter()
+            .collect();
         let Some(MapLayout::Cartesian(dims)) = f.map_layout() else {
-            return Vec::new();
+            return stored;
         };
         let list = || {
             dims.iter()
@@ -197,11 +205,13 @@ impl TensorFile for SomTensors {
                 .collect::<Vec<_>>()
                 .join(",")
         };
-        match f.kind() {
+        let mut out = match f.kind() {
             FileKind::Som => vec![("som_rank".into(), dims.len().to_string())],
             FileKind::RotFlip => vec![("som_dims".into(), list())],
             _ => Vec::new(),
-        }
+        };
+        out.extend(stored);
+        out
     }
 
     fn kind(&self) -> String {
@@ -464,7 +474,13 @@ pub fn save_tensors(
         ));
     }
     let data_type = match options.dtype {
-        None => DataType::F32,
+        // A PINK file converted to its own format keeps its data type.
+        None => options
+            .source_layout
+            .get("data_type")
+            .and_then(|d| d.parse::<DType>().ok())
+            .and_then(DataType::from_dtype)
+            .unwrap_or(DataType::F32),
         Some(d) => DataType::from_dtype(d).ok_or_else(|| {
             SomError::InvalidInput(format!(
                 "PINK files cannot store {d} (data types: f32, f64, i8..u64)"

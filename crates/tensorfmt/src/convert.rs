@@ -240,19 +240,6 @@ impl Document {
             .map(|k| target.format.kind_named(k).unwrap_or(k));
         if target.format == self.file_format() && asked.is_none_or(|k| k == self.file().kind_id()) {
             options.source_layout = self.file().layout_settings().into_iter().collect();
-            // A PINK file has one data type, which goes with it too (an f64 data file
-            // was narrowed to PINK's f32 default when some entries were selected).
-            if target.format == Format::Som && options.dtype.is_none() {
-                let stored = self
-                    .file()
-                    .tensors()
-                    .into_iter()
-                    .map(|i| i.dtype)
-                    .find(|d| {
-                        !matches!(d, DType::U8) // a rotation/flip file's flips are bytes
-                    });
-                options.dtype = stored.filter(|&d| d != DType::F32);
-            }
         }
         // A carried original edited where it cannot be spliced: its kind and layout.
         if let Some(a) = &anew {
