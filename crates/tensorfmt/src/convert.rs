@@ -712,6 +712,14 @@ fn cast_loss_count(t: &Tensor, to: DType) -> Result<usize> {
                 .count();
             n
         }
+    } else if from == DType::F64 && to == DType::F32 {
+        // The implicit store of PVP, PINK and Caffe: one pass, no copy.
+        let lost = |x: f64| {
+            let y = x as f32;
+            (x.is_finite() && !y.is_finite()) || (x != 0.0 && y == 0.0)
+        };
+        // Counting needs no order: the stored values as they lie.
+        t.typed::<f64>()?.iter().filter(|&&x| lost(x)).count()
     } else if to.is_float() {
         // A narrower float: range, not precision (rounding is what a float cast does).
         let wide = t.cast(DType::F64)?;
