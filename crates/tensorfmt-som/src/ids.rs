@@ -52,12 +52,8 @@ pub fn id_comments(ids: &[String]) -> Result<Vec<String>> {
 /// ```
 pub fn check_free_comments(lines: &[String]) -> Result<()> {
     for (i, l) in lines.iter().enumerate() {
-        let written = if l.starts_with('#') {
-            l.clone()
-        } else {
-            format!("# {l}")
-        };
-        if !ids_from_comments(std::iter::once(written.as_str())).is_empty() {
+        let written = crate::write::comment_line(l);
+        if !ids_from_comments(std::iter::once(&*written)).is_empty() {
             return Err(SomError::BadComment {
                 line: i,
                 reason: "it reads as a catalogue id line (`# id ...`); give ids as ids",

@@ -59,6 +59,15 @@ fn comment_block(config: &WriteConfig) -> Result<Vec<u8>> {
     encode_comments(&config.comments)
 }
 
+/// A comment as its line is written: with a leading `# ` unless it starts with `#`.
+pub(crate) fn comment_line(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.starts_with('#') {
+        text.into()
+    } else {
+        format!("# {text}").into()
+    }
+}
+
 /// The comment block for `lines` (empty when there are none).
 ///
 /// ```
@@ -85,15 +94,14 @@ pub fn encode_comments(lines: &[String]) -> Result<Vec<u8>> {
             });
         }
         // Compared as written: `END OF HEADER` gets its `# ` and would end the block.
-        let prefix = if l.starts_with('#') { "" } else { "# " };
-        if format!("{prefix}{l}").trim_end_matches('\r') == END_OF_HEADER {
+        let line = comment_line(l);
+        if line.trim_end_matches('\r') == END_OF_HEADER {
             return Err(SomError::BadComment {
                 line: i,
                 reason: "the END line is written automatically",
             });
         }
-        out.extend_from_slice(prefix.as_bytes());
-        out.extend_from_slice(l.as_bytes());
+        out.extend_from_slice(line.as_bytes());
         out.push(b'\n');
     }
     out.extend_from_slice(END_OF_HEADER.as_bytes());
