@@ -233,7 +233,7 @@ fn cell_size(h: usize, w: usize, c: usize) -> (usize, usize) {
 /// # Ok::<(), tensorfmt::Error>(())
 /// ```
 pub fn tableau_size(n: usize, h: usize, w: usize, c: usize, tile: usize) -> Result<(usize, usize)> {
-    let (width, height) = grid_size(n, h, w, c)?;
+    let (_, width, height) = grid_size(n, h, w, c)?;
     Image::check_size(width, height)?;
     let k = tableau_scale(width, height, tile);
     let (width, height) = (width.saturating_mul(k), height.saturating_mul(k));
@@ -241,8 +241,9 @@ pub fn tableau_size(n: usize, h: usize, w: usize, c: usize, tile: usize) -> Resu
     Ok((width, height))
 }
 
-/// The grid of `n` cells of `h x w x c` values `GAP` apart, unscaled.
-fn grid_size(n: usize, h: usize, w: usize, c: usize) -> Result<(usize, usize)> {
+/// The grid of `n` cells of `h x w x c` values `GAP` apart, unscaled: its columns,
+/// width and height.
+fn grid_size(n: usize, h: usize, w: usize, c: usize) -> Result<(usize, usize, usize)> {
     let (cw, ch) = cell_size(h, w, c);
     let cols = grid_columns(n, cw, ch, GAP);
     let rows = n.div_ceil(cols.max(1));
@@ -251,7 +252,7 @@ fn grid_size(n: usize, h: usize, w: usize, c: usize) -> Result<(usize, usize)> {
             .and_then(|v| v.checked_add(GAP))
             .ok_or_else(|| Error::Invalid("picture size overflows".into()))
     };
-    Ok((size(cols, cw)?, size(rows, ch)?))
+    Ok((cols, size(cols, cw)?, size(rows, ch)?))
 }
 
 /// The number of columns (1..=n) that makes a grid of `n` cells of `w x h` pixels,
@@ -354,8 +355,7 @@ pub fn tableau(blocks: &[Block<'_>], cmap: Colormap) -> Result<Image> {
         None
     };
     let (cw, ch) = first.cell_size();
-    let cols = grid_columns(blocks.len(), cw, ch, GAP);
-    let (width, height) = grid_size(blocks.len(), h, w, c)?;
+    let (cols, width, height) = grid_size(blocks.len(), h, w, c)?;
     let mut img = Image::filled(width, height, BACKGROUND)?;
     for (i, b) in blocks.iter().enumerate() {
         let (x0, y0) = cell_origin(i, cols, cw, ch);
