@@ -129,34 +129,17 @@ def _translate(e: BaseException) -> BaseException:
 
 
 def _guard_native(module: object) -> None:
-    """Wraps every function of the native module so that a builtin ``OverflowError``,
-    ``TypeError`` or ``ValueError`` (raised while converting arguments, before any
-    tensorfmt code runs) becomes the matching :class:`TensorfmtError` subclass, which
-    keeps the builtin base (issue 24: every failure of a tensorfmt call is a
-    ``TensorfmtError``)."""
-    import functools
+    """Wraps every function of the native module with :func:`_guarded`, so that a
+    builtin ``OverflowError``, ``TypeError`` or ``ValueError`` (raised while converting
+    arguments, before any tensorfmt code runs) becomes the matching
+    :class:`TensorfmtError` subclass, which keeps the builtin base (issue 24: every
+    failure of a tensorfmt call is a ``TensorfmtError``)."""
     import types
 
     for attr in dir(module):
         f = getattr(module, attr)
-        if not isinstance(f, types.BuiltinFunctionType) or getattr(f, "_tensorfmt_guarded", False):
-            continue
-
-        def make(f: object) -> object:
-            @functools.wraps(f)  # type: ignore[arg-type]
-            def guarded(*args: object, **kwargs: object) -> object:
-                try:
-                    return f(*args, **kwargs)  # type: ignore[operator]
-                except (OverflowError, TypeError, ValueError) as e:
-                    t = _translate(e)
-                    if t is e:
-                        raise
-                    raise t from e
-
-            guarded._tensorfmt_guarded = True  # type: ignore[attr-defined]
-            return guarded
-
-        setattr(module, attr, make(f))
+        if isinstance(f, types.BuiltinFunctionType):
+            setattr(module, attr, _guarded(f))
 
 
 # The methods of a public class that take a caller's arguments besides the public ones.
