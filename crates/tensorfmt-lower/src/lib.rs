@@ -1044,8 +1044,14 @@ fn check_dynamic_batch(
     // Each output's shape at each batch tried: the declared one first.
     let mut out_shapes: Vec<Vec<Vec<usize>>> =
         outputs.iter().map(|v| vec![v.shape.clone()]).collect();
-    for step in [1, 3] {
-        let at = b0 + step;
+    // Every batch from 1 must run: batch 1 (when the declared one is larger: a Crop of
+    // axis 0 at offset 1 needs two images), and two larger ones.
+    let tried: Vec<usize> = (b0 > 1)
+        .then_some(1)
+        .into_iter()
+        .chain([b0 + 1, b0 + 3])
+        .collect();
+    for &at in &tried {
         let bigger: Vec<(String, Vec<usize>)> = inputs
             .iter()
             .map(|v| {
@@ -1105,7 +1111,7 @@ fn check_dynamic_batch(
             seen.push(shape.unwrap_or_default());
         }
     }
-    let batches = [b0, b0 + 1, b0 + 3];
+    let batches: Vec<usize> = std::iter::once(b0).chain(tried.iter().copied()).collect();
     let mut axes_of_n: HashMap<String, Vec<usize>> = inputs
         .iter()
         .filter(|v| batched(v))
@@ -1137,13 +1143,13 @@ fn check_dynamic_batch(
             if dims.iter().all(|&d| d == dims[0]) {
                 continue;
             }
-            if dims.iter().zip(batches).all(|(&d, n)| d == Some(n)) {
+            if dims.iter().zip(&batches).all(|(&d, &n)| d == Some(n)) {
                 n_axes.push(axis);
                 continue;
             }
             let text: Vec<String> = dims
                 .iter()
-                .zip(batches)
+                .zip(&batches)
                 .map(|(d, n)| match d {
                     Some(d) => format!("{d} at batch {n}"),
                     None => format!("no such axis at batch {n}"),

@@ -206,6 +206,20 @@ fn name_collisions_resolve_in_linear_time() {
     });
 }
 
+/// `--dynamic-batch` declares every batch from 1: a net that runs only at its declared
+/// batch or above (a Crop of axis 0 at offset 1 needs two images) was accepted, since
+/// the check tried larger batches only, and onnxruntime failed at batch 1.
+#[test]
+fn dynamic_batch_is_checked_below_the_declared_batch() {
+    let net = "input: 'data' input_shape { dim: 2 dim: 3 dim: 2 dim: 2 }\n\
+               input: 'ref' input_shape { dim: 1 dim: 3 dim: 2 dim: 2 }\n\
+               layer { name: 'c' type: 'Crop' bottom: 'data' bottom: 'ref' top: 'y' \
+               crop_param { axis: 0 offset: 1 offset: 0 offset: 0 offset: 0 } }";
+    lower_text(net, &Default::default()).unwrap();
+    let e = lower_text(net, &dynamic()).map(|_| ()).unwrap_err().to_string();
+    assert!(e.contains("--dynamic-batch") && e.contains("batch of 1"), "{e}");
+}
+
 /// The graph output `i`'s dims as text: numbers, or the `dim_param` name.
 fn dynamic() -> LowerOptions {
     LowerOptions {
