@@ -87,8 +87,9 @@ impl<'a> LayerCx<'a> {
         &self.layer.name
     }
 
-    /// Blob `i` as f32 with the shape Caffe expects (legacy shapes with extra 1s are
-    /// accepted, as Caffe's `ShapeEquals` does).
+    /// Blob `i` as f32 with the shape Caffe expects (a shape differing only by axes of
+    /// size 1 is accepted, as OpenCV 4 does and Caffe's `ShapeEquals` does for legacy
+    /// 4-D blobs).
     pub fn blob(&self, i: usize, expected: &[usize]) -> LResult<Tensor> {
         let t = self.blobs.get(i).cloned().ok_or_else(|| {
             Fail::new(format!(
