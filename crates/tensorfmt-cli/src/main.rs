@@ -58,7 +58,9 @@ struct Cli {
 struct ReadArgs {
     /// File kind, for files whose kind cannot be told from their bytes alone
     /// (legacy PINK: som-data, som, mapping, rotflip; Caffe: caffemodel, binaryproto,
-    /// blobprotovector, solverstate). Formats without such ambiguity ignore it.
+    /// blobprotovector, solverstate); any kind `tensorfmt formats` lists. A kind of the
+    /// file's own format that the file contradicts is an error (--kind sparse on a dense
+    /// PVP); another format's kind is left to files of that format.
     #[arg(long, value_name = "KIND", value_parser = parse_kind)]
     kind: Option<String>,
     /// Refuse what the original program refused (e.g. crash-truncated PVP frame counts,
@@ -98,9 +100,9 @@ fn parse_kind(s: &str) -> Result<String, String> {
         return Ok(s.to_string());
     }
     Err(format!(
-        "unknown kind {s:?}: --kind names a legacy PINK file's kind (som-data, som, \
-         mapping, rotflip) or a Caffe file's (caffemodel, binaryproto, blobprotovector, \
-         solverstate); `tensorfmt formats` lists every kind"
+        "unknown kind {s:?}: --kind names a file kind `tensorfmt formats` lists (the \
+         ambiguous ones: a legacy PINK file's som-data, som, mapping, rotflip; a Caffe \
+         file's caffemodel, binaryproto, blobprotovector, solverstate)"
     ))
 }
 

@@ -216,8 +216,14 @@ fn dynamic_batch_is_checked_below_the_declared_batch() {
                layer { name: 'c' type: 'Crop' bottom: 'data' bottom: 'ref' top: 'y' \
                crop_param { axis: 0 offset: 1 offset: 0 offset: 0 offset: 0 } }";
     lower_text(net, &Default::default()).unwrap();
-    let e = lower_text(net, &dynamic()).map(|_| ()).unwrap_err().to_string();
-    assert!(e.contains("--dynamic-batch") && e.contains("batch of 1"), "{e}");
+    let e = lower_text(net, &dynamic())
+        .map(|_| ())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("--dynamic-batch") && e.contains("batch of 1"),
+        "{e}"
+    );
 }
 
 /// The graph output `i`'s dims as text: numbers, or the `dim_param` name.

@@ -122,7 +122,10 @@ def test_som_mapping_best_matches_and_rotflip():
     np.testing.assert_array_equal(counts, np.bincount(best, minlength=9))
     r = som.open(d / "rotflip_hex5.bin")
     assert (r.kind, r.layout, len(r), r.flip.shape) == ("rotflip", "hexagonal", 12, (12, 19))
-    flipped, angle, index = r.rotflip(0, 0, numrot=8)
+    flipped, angle, index = r.rotflip(0, 0, num_rot=8)
+    # The first spelling still works, with a DeprecationWarning.
+    with pytest.warns(DeprecationWarning, match="num_rot"):
+        assert r.rotflip(0, 0, numrot=8) == (flipped, angle, index)
     assert flipped == bool(r.flip[0, 0]) and angle == pytest.approx(float(r.angle[0, 0]))
     assert 0 <= index < 16
     with pytest.raises(tensorfmt.InvalidArgumentError):
@@ -242,7 +245,7 @@ def test_review_typed_pvp_som_caffe_answers(tmp_path):
         assert m.shape == m[0].values.shape == tensorfmt.load(a6)["values"].shape[1:]
     rf = som.open(TESTDATA / "som" / "rotflip_cart_2x2.bin")
     for bad in (0, 3):
-        with pytest.raises(tensorfmt.InvalidArgumentError, match="numrot"):
+        with pytest.raises(tensorfmt.InvalidArgumentError, match="num_rot"):
             rf.rotflip(0, 0, bad)
     width_only = tmp_path / "w.binaryproto"
     width_only.write_bytes(bytes([0x20, 5]))

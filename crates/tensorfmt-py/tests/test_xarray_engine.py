@@ -293,6 +293,26 @@ def test_openpv_output_directory_opens_as_a_tree(tmp_path):
     assert "/Checkpoints/Checkpoint0010/W_V1" in groups
 
 
+def test_datatree_leaves_out_a_file_that_does_not_open(tmp_path):
+    """One damaged file in a run's output: its node is left out with a warning and
+    listed in the root's tensorfmt_not_read; strict=True refuses the whole tree (the
+    tree used to fail as a whole, always)."""
+    out = tmp_path / "output"
+    out.mkdir()
+    shutil.copy(TESTDATA / "pvp/dense_f32.pvp", out / "V1.pvp")
+    shutil.copy(TESTDATA / "caffe/axes33.binaryproto", out / "bad.binaryproto")
+    with pytest.warns(tensorfmt.TensorfmtWarning, match="bad.binaryproto"):
+        tree = xr.open_datatree(out, engine="tensorfmt")
+    assert sorted(tree.children) == ["V1"]
+    assert list(tree.attrs["tensorfmt_not_read"]) == ["/bad"]
+    assert "33" in tree.attrs["tensorfmt_not_read"]["/bad"]
+    with pytest.raises(tensorfmt.TensorfmtError, match="33"):
+        xr.open_datatree(out, engine="tensorfmt", strict=True)
+    # A tree whose files all open says nothing of it.
+    (out / "bad.binaryproto").unlink()
+    assert "tensorfmt_not_read" not in xr.open_datatree(out, engine="tensorfmt").attrs
+
+
 def test_pink_job_opens_as_a_tree(tmp_path):
     job = tmp_path / "job"
     job.mkdir()

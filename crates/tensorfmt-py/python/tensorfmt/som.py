@@ -22,6 +22,7 @@ whose layout needs it).
 from __future__ import annotations
 
 import os
+import warnings
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -158,15 +159,31 @@ class SomFile:
         """Mappings: how many entries each neuron best matches."""
         return np.asarray(self._f.bmu_counts())
 
-    def rotflip(self, entry: int, neuron: int, numrot: int = 360) -> Tuple[bool, float, int]:
+    def rotflip(
+        self, entry: int, neuron: int, num_rot: int = 360, *, numrot: Optional[int] = None
+    ) -> Tuple[bool, float, int]:
         """Rotation/flip files: ``(flipped, angle, transform index)`` of ``entry`` for
-        ``neuron``, the index counted for ``numrot`` rotations as PINK does."""
+        ``neuron``, the index counted for ``num_rot`` rotations as PINK does (the
+        keyword ``map`` and ``transform`` take; ``numrot``, its first spelling, is
+        still accepted with a ``DeprecationWarning``).
+
+        >>> import tensorfmt.som  # doctest: +SKIP
+        >>> tensorfmt.som.open("rotflip.bin").rotflip(0, 0, num_rot=8)  # doctest: +SKIP
+        (False, 0.7853981852531433, 1)
+        """
+        if numrot is not None:
+            warnings.warn(
+                "rotflip(numrot=...) is spelled num_rot=... (as map and transform spell it)",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            num_rot = numrot
         entry = _args.whole("entry", entry, 0)
         neuron = _args.whole("neuron", neuron, 0)
-        numrot = _args.whole("numrot", numrot, 1)
-        if numrot != 1 and numrot % 4:
-            raise InvalidArgumentError(f"numrot {numrot}: PINK takes 1 or a multiple of 4 rotations")
-        flipped, angle, index = self._f.rotflip(entry, neuron, numrot)
+        num_rot = _args.whole("num_rot", num_rot, 1)
+        if num_rot != 1 and num_rot % 4:
+            raise InvalidArgumentError(f"num_rot {num_rot}: PINK takes 1 or a multiple of 4 rotations")
+        flipped, angle, index = self._f.rotflip(entry, neuron, num_rot)
         return bool(flipped), float(angle), int(index)
 
     def close(self) -> None:
@@ -553,8 +570,6 @@ def write_data(path: PathLike, data: Any, *, ids: Optional[Sequence[str]] = None
 
 def _distances(distances: Any) -> np.ndarray:
     if _is_path(distances):
-        import warnings
-
         from ._errors import TensorfmtWarning
 
         with warnings.catch_warnings():

@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import os
 import threading
+import warnings
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 import numpy as np
@@ -175,8 +176,6 @@ class _File:
         fresh mapping where the layout allows (dense PVP frames, PINK payloads), which
         is unmapped when the last view of it goes (a dask task's chunk, once reduced),
         so the resident set follows the chunks in flight, not the file."""
-        import warnings
-
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", tensorfmt.TensorfmtWarning)  # said once, at open
             if self.format == "pvp" and name == "values" and self.dense_pvp:
@@ -188,8 +187,6 @@ class _File:
         with self._lock:
             a = self._whole.get(name)
             if a is None:
-                import warnings
-
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", tensorfmt.TensorfmtWarning)
                     with self.open() as doc:
@@ -523,6 +520,9 @@ class TensorfmtBackendEntrypoint(BackendEntrypoint):
 
         def node(path: str, **kw: Any) -> "xr.Dataset":
             ds = self.open_dataset(path, drop_variables=drop_variables, strict=strict, dense=dense, safe_names=safe_names, **kw)
+            return checked(path, ds)
+
+        def checked(path: str, ds: "xr.Dataset") -> "xr.Dataset":
             slashed = [str(n) for n in ds.variables if "/" in str(n)]
             if slashed:
                 raise tensorfmt.InvalidArgumentError(
@@ -537,9 +537,25 @@ class TensorfmtBackendEntrypoint(BackendEntrypoint):
         if kwargs:
             # format= / kind= name one file's format; a directory mixes them.
             raise TypeError(f"open_datatree of a directory takes no {', '.join(sorted(kwargs))} (they apply to one file)")
-        groups: Dict[str, xr.Dataset] = {"/": xr.Dataset(attrs={"tensorfmt_directory": os.path.abspath(root)})}
+        groups: Dict[str, xr.Dataset] = {}
+        # A file that looks like a tensor file but does not open (one crash-damaged file
+        # in a run's output) leaves its node out, with a warning, and is listed in the
+        # root's `tensorfmt_not_read` ({node: reason}); strict=True refuses the tree.
+        not_read: Dict[str, str] = {}
         for name, path in _tree_files(root):
-            groups[name] = node(path)
+            try:
+                ds = self.open_dataset(path, drop_variables=drop_variables, strict=strict, dense=dense, safe_names=safe_names)
+            except tensorfmt.TensorfmtError as e:
+                if strict:
+                    raise
+                not_read[name] = str(e)
+                warnings.warn(f"{path}: left out of the tree (strict=True refuses the tree): {e}", tensorfmt.TensorfmtWarning, stacklevel=3)
+                continue
+            groups[name] = checked(path, ds)
+        root_attrs: Dict[str, Any] = {"tensorfmt_directory": os.path.abspath(root)}
+        if not_read:
+            root_attrs["tensorfmt_not_read"] = not_read
+        groups["/"] = xr.Dataset(attrs=root_attrs)
         # Intermediate directories without files of their own.
         for name in list(groups):
             parts = name.strip("/").split("/")
