@@ -162,10 +162,19 @@ impl Document {
         // A carried original whose edited tensors are written anew in its layout.
         let mut anew = None;
         let mut options = options.clone();
-        // A kind the output's extension implies (`.caffemodel`) asks for nothing new.
+        // A kind asks for nothing new when the output's extension implies it
+        // (`.caffemodel`), or it is the kind of the file that would be kept or restored:
+        // this file's own (to its own format) or the carried original's.
         let kind = target.kind.as_ref().or(options.kind.as_ref());
-        let implied =
-            kind.is_none() || kind == Target::from_path(path).and_then(|t| t.kind).as_ref();
+        let asked = kind.map(|k| target.format.kind_named(k).unwrap_or(k));
+        let own = (target.format == self.file_format()).then(|| self.file().kind_id());
+        let carried = provenance::carried_kind(self.file())
+            .filter(|(f, _)| f == target.format.name())
+            .map(|(_, k)| k);
+        let implied = kind.is_none()
+            || kind == Target::from_path(path).and_then(|t| t.kind).as_ref()
+            || (asked.is_some() && asked == own)
+            || (asked.is_some() && asked == carried.as_deref());
         if whole && self.source_bytes().is_some() && implied {
             let plain_target = Target::new(target.format);
             let plain = WriteOptions {
@@ -173,7 +182,7 @@ impl Document {
                 ..options.clone()
             };
             let ext = |p: &Path| p.extension().map(|e| e.to_ascii_lowercase());
-            if kind.is_none() || ext(self.path()) == ext(path) {
+            if kind.is_none() || asked == own || ext(self.path()) == ext(path) {
                 if let Some(report) = keep_unchanged_tracked(
                     self.path(),
                     self,
@@ -189,8 +198,8 @@ impl Document {
                 Restored::Written(report) => {
                     // The carried original, unless the output's name asks for another
                     // kind (`x.npz` -> `y.som` of a data file): then the tensors, below.
-                    match kind {
-                        Some(k) if *k != report.kind => notes.push(format!(
+                    match asked {
+                        Some(k) if k != report.kind => notes.push(format!(
                             "the original {} file was not restored: {} asks for {k}",
                             report.kind,
                             path.display()

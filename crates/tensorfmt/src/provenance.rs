@@ -172,6 +172,9 @@ impl Listed {
 struct Skeleton {
     format: String,
     kind: String,
+    /// The kind's identifier ([`TensorFile::kind_id`]; absent from recordings made
+    /// before it was carried).
+    kind_id: String,
     size: u64,
     tensors: Vec<Listed>,
     bytes: Vec<u8>,
@@ -362,6 +365,7 @@ fn record_mapped(file: &dyn TensorFile, data: Option<&[u8]>, origin: &Path) -> R
     let skeleton = Skeleton {
         format: file.format().to_string(),
         kind: file.kind(),
+        kind_id: file.kind_id().to_string(),
         size,
         tensors,
         bytes,
@@ -449,10 +453,11 @@ impl serde::Serialize for SkeletonJson<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
         let k = self.skeleton;
-        let mut m = s.serialize_map(Some(7))?;
+        let mut m = s.serialize_map(Some(8))?;
         m.serialize_entry("tensorfmt", &VERSION)?;
         m.serialize_entry("format", &k.format)?;
         m.serialize_entry("kind", &k.kind)?;
+        m.serialize_entry("kind_id", &k.kind_id)?;
         m.serialize_entry("size", &k.size)?;
         m.serialize_entry("header", self.header)?;
         m.serialize_entry("tensors", &TensorsJson(&k.tensors))?;
@@ -522,6 +527,8 @@ struct SkeletonIn<'a> {
     format: Option<std::borrow::Cow<'a, str>>,
     #[serde(borrow)]
     kind: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow)]
+    kind_id: Option<std::borrow::Cow<'a, str>>,
     size: Option<u64>,
     #[serde(borrow)]
     tensors: Option<Vec<ListedIn<'a>>>,
@@ -667,6 +674,7 @@ fn parse(text: &str) -> std::result::Result<Skeleton, String> {
     Ok(Skeleton {
         format,
         kind: v.kind.map(|k| k.into_owned()).unwrap_or_default(),
+        kind_id: v.kind_id.map(|k| k.into_owned()).unwrap_or_default(),
         size,
         tensors,
         bytes,
@@ -693,6 +701,29 @@ pub fn carried(file: &dyn TensorFile) -> Option<String> {
         "safetensors" | "npz" => find(&file.header()),
         _ => None,
     }
+}
+
+/// The format and kind of the original a safetensors or npz file carries, if any (a
+/// conversion that asks for that kind asks for nothing new).
+///
+/// ```
+/// let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/pvp/dense_f32.pvp");
+/// let dir = tempfile::tempdir()?;
+/// let npz = dir.path().join("x.npz");
+/// tensorfmt::Document::open(&src)?.convert_to(&npz, tensorfmt::Format::Npz)?;
+/// let doc = tensorfmt::Document::open(&npz)?;
+/// assert_eq!(tensorfmt::provenance::carried_kind(doc.file()), Some(("pvp".into(), "dense".into())));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn carried_kind(file: &dyn TensorFile) -> Option<(String, String)> {
+    #[derive(serde::Deserialize)]
+    struct Head {
+        format: String,
+        kind_id: String,
+    }
+    let text = carried(file)?;
+    let head: Head = serde_json::from_str(&text).ok()?;
+    Some((head.format, head.kind_id))
 }
 
 /// A tensor's bytes in a given order, handed out front to back.
@@ -1098,6 +1129,7 @@ mod tests {
         Skeleton {
             format: "pvp".into(),
             kind: "k".into(),
+            kind_id: "dense".into(),
             size: 12,
             tensors: vec![Listed {
                 name: "v".into(),

@@ -5,7 +5,9 @@
 //! in place (zero copy: the npy data is a slice of the mapped archive), deflated members
 //! have only their npy header inflated at open and are inflated whole on read (size
 //! checked against the limits first). Tensor names are member names without `.npy`.
-//! `validate` also reads every member through the zip reader, which checks its CRC.
+//! Every member's CRC-32 is checked: a stored one on its first whole read (one pass of
+//! crc32fast over the mapped bytes), a deflated one as it is inflated; `validate` also
+//! reads every member through the zip reader.
 //!
 //! Writing: stored members (as `numpy.savez`; `--set compress=deflate` deflates),
 //! each an npy header followed by the tensor streamed chunk by chunk, so a large input
@@ -65,6 +67,11 @@ struct Member {
     header: NpyHeader,
     /// The member's npy bytes when stored uncompressed (a slice of the archive).
     stored: Option<Bytes>,
+    /// The CRC-32 the archive gives for the member's bytes, and whether a whole read
+    /// has checked the stored bytes against it (once per opened archive: the
+    /// zero-copy path does not read through zip, which would check it).
+    crc: u32,
+    crc_checked: std::sync::OnceLock<()>,
     /// Declared uncompressed size.
     size: u64,
     /// For a deflated member: where its deflate stream lies in the archive, and the
@@ -349,6 +356,7 @@ pub fn open(data: Bytes, options: &ReadOptions) -> Result<NpzFile> {
             )));
         }
         let mut deflated = None;
+        let crc = f.crc32();
         let (header, stored) = match f.compression() {
             CompressionMethod::Stored => {
                 let start = f.data_start().unwrap_or(u64::MAX);
@@ -445,6 +453,8 @@ pub fn open(data: Bytes, options: &ReadOptions) -> Result<NpzFile> {
             index,
             header,
             stored,
+            crc,
+            crc_checked: std::sync::OnceLock::new(),
             size,
             deflated,
         });
@@ -769,11 +779,35 @@ impl NpzFile {
 
     fn decode(&self, m: &Member) -> Result<Tensor> {
         let bytes = match &m.stored {
-            Some(b) => b.clone(),
+            Some(b) => {
+                check_stored_crc(m, b)?;
+                b.clone()
+            }
             None => self.inflate(m)?,
         };
         npy::decode(&m.header, &bytes, &self.limits).map_err(err)
     }
+}
+
+/// A stored member's bytes against the archive's CRC-32 (numpy's zipfile refuses a
+/// member whose CRC does not match: "Bad CRC-32"), checked on the first whole read.
+fn check_stored_crc(m: &Member, bytes: &[u8]) -> Result<()> {
+    if m.crc_checked.get().is_some() {
+        return Ok(());
+    }
+    let got = crc32fast::hash(bytes);
+    if got != m.crc {
+        return Err(err(InteropError::malformed(
+            0,
+            "member data",
+            format!(
+                "{:?}: CRC-32 {got:08x}, the archive says {:08x} (the member is damaged)",
+                m.name, m.crc
+            ),
+        )));
+    }
+    let _ = m.crc_checked.set(());
+    Ok(())
 }
 
 /// How many members an archive's header describes one by one.
@@ -1269,6 +1303,40 @@ mod tests {
             assert!(all.is_err());
             assert!(f.validate().is_err());
         }
+    }
+
+    /// A flipped bit in a stored member: numpy's zipfile says "Bad CRC-32"; the
+    /// zero-copy path read it as a value (28.0 where 7.0 was stored), and convert and
+    /// diff carried it on. Every whole read of a stored member checks its CRC, once.
+    #[test]
+    fn stored_members_check_the_crc() {
+        let mut npy = npy_header("<f4", "(4,)");
+        for v in [7.0f32, 8.0, 9.0, 10.0] {
+            npy.extend_from_slice(&v.to_le_bytes());
+        }
+        let mut z = ZipWriter::new(Cursor::new(Vec::new()));
+        let o = SimpleFileOptions::default().compression_method(CompressionMethod::Stored);
+        z.start_file("x.npy", o).unwrap();
+        z.write_all(&npy).unwrap();
+        let data = z.finish().unwrap().into_inner();
+        let f = open(Bytes::from(data.clone()), &ReadOptions::default()).unwrap();
+        assert_eq!(
+            f.read_tensor("x").unwrap().to_vec::<f32>().unwrap(),
+            [7.0, 8.0, 9.0, 10.0]
+        );
+        // The exponent bit of the first value: 7.0 becomes 28.0.
+        let at = data
+            .windows(4)
+            .position(|w| w == 7.0f32.to_le_bytes())
+            .unwrap();
+        let mut bad = data;
+        bad[at + 3] ^= 0x01;
+        let f = open(Bytes::from(bad), &ReadOptions::default()).unwrap();
+        let e = f.read_tensor("x").unwrap_err().to_string();
+        assert!(e.contains("CRC-32"), "{e}");
+        assert!(f.read_chunks("x").is_err());
+        assert!(f.stats("x").is_err());
+        assert!(f.validate().is_err());
     }
 
     #[test]
