@@ -493,3 +493,38 @@ def test_onnx_weights_tensorfmt_cannot_hold_are_left_out_by_name(tmp_path):
     assert '"labels"' in text and "STRING" in text and "subgraphs" in text
     with tensorfmt.open(path) as doc:
         assert doc.header["initializers"] == 2
+
+
+def test_dtype_takes_numpy_dtypes_and_names_are_checked(tmp_path):
+    """dtype= took only tensorfmt's names ("float32" was a FormatError); a name that is
+    not Unicode text was a TypeError about a field; a NUL in an npz name was written,
+    and numpy read two names as one."""
+    out = tmp_path / "x.safetensors"
+    for dt, want in [("float32", "f32"), (np.float16, "f16"), (np.dtype(">f4"), "f32"), ("BF16", "bf16"), ("bfloat16", "bf16"), ("i8", "i8")]:
+        tensorfmt.save(out, {"a": np.arange(3.0)}, dtype=dt)
+        assert tensorfmt.open(out).info("a").stored_dtype == want, dt
+    for bad in ("complex64", "nope", object):
+        with pytest.raises(tensorfmt.InvalidArgumentError, match="dtype="):
+            tensorfmt.save(out, {"a": np.arange(3.0)}, dtype=bad)
+    with pytest.raises(tensorfmt.InvalidArgumentError, match="surrogate"):
+        tensorfmt.save(tmp_path / "s.npz", {"\udcff": np.arange(3.0)})
+    with pytest.raises(tensorfmt.InvalidArgumentError, match="NUL"):
+        tensorfmt.save(tmp_path / "n.npz", {"a\0b": np.arange(1.0), "a\0c": np.arange(1.0)})
+    assert not (tmp_path / "n.npz").exists()
+
+
+def test_saving_a_document_as_its_own_kind_keeps_it(tmp_path):
+    """Document.kind promises save(p, doc, to=f"{doc.format}:{doc.kind}") writes the same
+    kind of file: a primitiv tensor batch lost its batch, an optimizer state was refused;
+    and back from safetensors with the original's kind, the carried original was dropped."""
+    for name in ("tensor_3x2_batch2.data", "optimizer_adam.data", "shape_4x3_batch2.data", "parameter_2x3_stats.data"):
+        src = TESTDATA / "primitiv" / name
+        with tensorfmt.open(src) as doc:
+            tensorfmt.save(tmp_path / name, doc, to=f"{doc.format}:{doc.kind}")
+        assert (tmp_path / name).read_bytes() == src.read_bytes(), name
+    src = TESTDATA / "som" / "data_i16.bin"
+    mid = tmp_path / "mid.safetensors"
+    tensorfmt.convert(src, mid)
+    back = tmp_path / "back.bin"
+    tensorfmt.convert(mid, back, to=f"som:{tensorfmt.open(src).kind}")
+    assert back.read_bytes() == src.read_bytes()

@@ -217,6 +217,15 @@ impl Format {
             )));
         }
         let kind = options.kind.as_deref().and_then(|k| self.kind_named(k));
+        if let Some(k) = kind.filter(|k| !self.write_kinds().contains(k) && self.kinds() != [*k]) {
+            return Err(Error::Invalid(format!(
+                "{self} writes no {k} file from tensors: a {self} {k} file is written only as \
+                 itself (converted to {self} unchanged, or restored from the metadata a \
+                 safetensors / npz file converted from one carries); kinds written from \
+                 tensors: {}",
+                self.write_kinds().join(", ")
+            )));
+        }
         if options.hex && (self != Format::Som || kind == Some("som-data")) {
             return Err(Error::Invalid(format!(
                 "--hex (hex=True) means nothing to {}: a hexagonal layout is a PINK SOM's, \
@@ -431,6 +440,9 @@ impl FromStr for Target {
     /// assert_eq!("pvp:sparse".parse::<Target>()?, Target::new(Format::Pvp).with_kind("sparse"));
     /// assert_eq!("solverstate".parse::<Target>()?.kind.as_deref(), Some("solverstate"));
     /// assert!("pvp:som-data".parse::<Target>().is_err());
+    /// assert_eq!("npz:npz".parse::<Target>()?, Target::new(Format::Npz));
+    /// // A kind only read names the original a conversion keeps or restores.
+    /// assert_eq!("primitiv:optimizer".parse::<Target>()?.kind.as_deref(), Some("optimizer"));
     /// assert_eq!("som:mapping".parse::<Target>()?.kind.as_deref(), Some("som-mapping"));
     /// assert_eq!(Target::new(Format::Som).with_kind("som").to_string(), "som:som");
     /// # Ok::<(), tensorfmt::Error>(())
@@ -441,16 +453,22 @@ impl FromStr for Target {
             let format: Format = format.parse()?;
             // PINK's kinds also as `--kind` names them when reading (`som:mapping`).
             let kind = format.kind_named(kind).unwrap_or(kind);
-            if !format.write_kinds().contains(&kind) {
+            if format.write_kinds().is_empty() && format.kinds() == [kind] {
+                // `npz:npz`, as Python's `f"{doc.format}:{doc.kind}"` spells it: the one kind.
+                return Ok(Target::new(format));
+            }
+            if !format.kinds().contains(&kind) {
                 return Err(Error::Invalid(format!(
                     "{format} has no file kind {kind:?} (kinds: {})",
                     if format.write_kinds().is_empty() {
                         "none, it has one kind only".to_string()
                     } else {
-                        format.write_kinds().join(", ")
+                        format.kinds().join(", ")
                     }
                 )));
             }
+            // A kind only read (primitiv's `optimizer`) names the original a conversion
+            // keeps or restores; written from tensors it is refused (`check_settings`).
             return Ok(Target::new(format).with_kind(kind));
         }
         const BARE_KINDS: [(&str, Format); 7] = [

@@ -102,6 +102,32 @@ _NUMPY_DTYPES = {
 }
 
 
+def _stored_dtype(dtype: Any) -> Optional[str]:
+    """The ``dtype=`` of save and convert as tensorfmt's name: its own names (``f32``,
+    ``bf16``, ...) or anything numpy takes as a dtype (``"float32"``, ``np.float32``,
+    ``np.dtype("<f4")``, ``ml_dtypes.bfloat16``)."""
+    if dtype is None:
+        return None
+    if isinstance(dtype, str) and dtype.strip().lower() in _NUMPY_DTYPES:
+        return dtype.strip().lower()
+    if isinstance(dtype, str) and dtype.strip().lower() == "bfloat16":
+        return "bf16"  # also without ml_dtypes, which gives numpy the name
+    try:
+        d = np.dtype(dtype)
+    except (TypeError, ValueError) as e:
+        raise InvalidArgumentError(
+            f"dtype={dtype!r}: not a dtype ({e}); one of {', '.join(_NUMPY_DTYPES)} or a numpy dtype"
+        ) from None
+    if d.name == "bfloat16":
+        return "bf16"
+    # The byte order is the writer's (each format has its own); the type is what counts.
+    native = d.newbyteorder("=") if d.byteorder not in "=|" else d
+    for name, t in _NUMPY_DTYPES.items():
+        if name != "bf16" and native == np.dtype(t):
+            return name
+    raise InvalidArgumentError(f"dtype={dtype!r}: tensorfmt stores {', '.join(_NUMPY_DTYPES)}, not {d}")
+
+
 def _bfloat16() -> Any:
     """``ml_dtypes.bfloat16`` when ml_dtypes is installed, else None."""
     try:
@@ -400,7 +426,7 @@ class Document(Mapping[str, Any]):
         *,
         to: Optional[str] = None,
         tensors: Optional[Sequence[str]] = None,
-        dtype: Optional[str] = None,
+        dtype: Any = None,
         settings: Optional[Mapping[str, Any]] = None,
         overwrite: bool = True,
         hex: bool = False,
@@ -678,7 +704,7 @@ def save(
     arrays: Union[Mapping[str, Any], Any],
     *,
     to: Optional[str] = None,
-    dtype: Optional[str] = None,
+    dtype: Any = None,
     settings: Optional[Mapping[str, Any]] = None,
     overwrite: bool = True,
     hex: bool = False,
@@ -691,10 +717,12 @@ def save(
 
     ``arrays`` is a dict of anything ``numpy.asarray`` accepts (numpy arrays of any
     strides and byte order, ``ml_dtypes.bfloat16`` arrays, CPU torch tensors, lists),
-    or one array. ``to`` names the format and file kind (``"pvp:sparse"``,
+    or one array, or an open :class:`Document` (then converted as :func:`convert` converts
+    its file: the file's layout goes with its arrays). ``to`` names the format and file kind (``"pvp:sparse"``,
     ``"som-data"``, ``"caffe:binaryproto"``, ``"primitiv:parameter"``,
     ``"safetensors"``...; default: from the extension); ``dtype`` the stored element
-    type where the format offers a choice; ``settings`` format-specific keys (the CLI's
+    type where the format offers a choice (``"f32"``, ``"bf16"``..., or any numpy dtype:
+    ``"float32"``, ``np.float16``); ``settings`` format-specific keys (the CLI's
     ``--set``); ``hex`` a hexagonal PINK layout. An existing file is replaced, as
     ``numpy.save`` and safetensors' ``save_file`` do (``overwrite=False`` refuses it
     instead); nothing is lost if the write fails: the file is written to a temporary
@@ -727,6 +755,13 @@ def save(
     'dense'
     """
     _flags(hex=hex, fsync=fsync)
+    if isinstance(arrays, Document) and shape is None and arrays._step == 1 and not arrays._sparse:
+        # An open document is converted, not re-saved from its arrays: its layout (a
+        # primitiv batch, a PVP header, PINK's comments) goes with it, as convert takes it.
+        _convert_open(
+            arrays, path, to=to, dtype=dtype, settings=settings, overwrite=overwrite, hex=hex, fsync=fsync, like=like, progress=progress
+        )
+        return
     p = os.fsdecode(path)
     _refuse_existing(p, overwrite, settings)
     if not isinstance(arrays, Mapping):
@@ -738,6 +773,13 @@ def save(
     for name, value in arrays.items():
         if not isinstance(name, str):
             raise InvalidArgumentError(f"tensor names must be strings, got {name!r}")
+        try:
+            name.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise InvalidArgumentError(
+                f"tensor name {name!r} is not Unicode text every format can store ({e.reason} at {e.start}: "
+                "a lone surrogate, as os.fsdecode gives for undecodable bytes)"
+            ) from None
         a, descr = _as_array(name, value)
         items.append(
             {
@@ -752,7 +794,7 @@ def save(
         )
     extra = _settings(settings)
     original = None if like is None else os.fsdecode(like)
-    _report(p, *_native.save(p, items, to, dtype, hex, extra, fsync, _progress_callback(progress), original))
+    _report(p, *_native.save(p, items, to, _stored_dtype(dtype), hex, extra, fsync, _progress_callback(progress), original))
 
 
 def _is_scipy_sparse(value: Any) -> bool:
@@ -809,7 +851,7 @@ def _convert_open(
     *,
     to: Optional[str] = None,
     tensors: Optional[Sequence[str]] = None,
-    dtype: Optional[str] = None,
+    dtype: Any = None,
     settings: Optional[Mapping[str, Any]] = None,
     overwrite: bool = True,
     hex: bool = False,
@@ -839,7 +881,7 @@ def _convert_open(
     extra = _settings(settings)
     original = None if like is None else os.fsdecode(like)
     hook = _progress_callback(progress)
-    return _report(p, *doc._file.convert(p, names, to, dtype, hex, extra, fsync, hook, original, dense))
+    return _report(p, *doc._file.convert(p, names, to, _stored_dtype(dtype), hex, extra, fsync, hook, original, dense))
 
 
 def convert(
@@ -848,7 +890,7 @@ def convert(
     *,
     to: Optional[str] = None,
     tensors: Optional[Sequence[str]] = None,
-    dtype: Optional[str] = None,
+    dtype: Any = None,
     settings: Optional[Mapping[str, Any]] = None,
     overwrite: bool = True,
     hex: bool = False,
@@ -1028,7 +1070,8 @@ def diff(
     """Compares two files tensor by tensor (streamed; any two formats).
 
     Values are equal when ``|a - b| <= atol + rtol * |b|`` (numpy's ``isclose``; the
-    default is exact). ``allow_dtype`` compares values of tensors whose dtypes differ.
+    default is exact), with NaN equal to NaN (any payload, as ``equal_nan=True``) and an
+    infinity equal only to the same infinity. ``allow_dtype`` compares values of tensors whose dtypes differ.
     Two files of the same legacy format must also agree in kind and header fields (a
     primitiv batch of 3 ``[2]`` vectors is not a ``[2, 3]`` matrix) unless
     ``tensors_only``; ``result.header`` lists ``(field, a, b)`` differences.

@@ -930,6 +930,14 @@ pub fn write_from(
             long.len()
         )));
     }
+    // Python's zipfile cuts a member name at its first NUL: `a\0b` and `a\0c` would both
+    // be numpy's `a`.
+    if let Some(nul) = names.iter().find(|n| n.contains('\0')) {
+        return Err(Error::Invalid(format!(
+            "tensor name {nul:?} holds a NUL character, where numpy (Python's zipfile) cuts \
+             an npz member's name; rename it"
+        )));
+    }
     let n_threads = threads(options);
     let mut output = AtomicFile::create(path)?.sync(!options.skip_fsync);
     if method == CompressionMethod::Stored {
@@ -1303,6 +1311,23 @@ mod tests {
             assert!(all.is_err());
             assert!(f.validate().is_err());
         }
+    }
+
+    #[test]
+    fn a_name_with_a_nul_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = Tensor::from_vec(vec![1.0f32], [1], tensorfmt_core::Order::RowMajor).unwrap();
+        let out = dir.path().join("x.npz");
+        let e = crate::save(
+            &out,
+            crate::Format::Npz,
+            &[("a\0b".to_string(), t.clone()), ("a\0c".to_string(), t)],
+            &WriteOptions::default(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("NUL"), "{e}");
+        assert!(!out.exists());
     }
 
     /// A flipped bit in a stored member: numpy's zipfile says "Bad CRC-32"; the
