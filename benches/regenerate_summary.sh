@@ -151,6 +151,11 @@ cache, peak RSS with the post-import baseline); a mean over 200 files on a 2-wor
 LocalCluster through one virtual dataset (kerchunk over HTTP, kerchunk over the local
 files, Icechunk) against tensorfmt.dask. Ratio as in each table's header." \
         "$PY" benches/python/bench_virtual.py --repeat "$REPEAT" --size-mib 1024 --files 200
+    section "Describing an npz archive for VirtualiZarr (issue 31)" \
+"np.savez of 20 float32 members of 10 MiB parsed by tensorfmt.virtual.Parser() through a
+local store: the bytes and requests it fetches (the zip directory, then each member's
+local and npy headers) and the time (one run)." \
+        "$PY" benches/python/bench_npz_describe.py 20
     section "xarray engine where tensorfmt[xarray] alone is installed (issue 31)" \
 "The engine rows again, in a venv of xarray, dask[array], numpy and the package (no
 sparse, numba, scipy, distributed or kerchunk, which dask.array and xarray's engine list
