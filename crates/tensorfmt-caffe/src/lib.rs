@@ -490,14 +490,18 @@ fn indexed(
     let n = tensors.len();
     let mut slots: Vec<Option<(&str, RawBlob)>> = vec![None; n];
     for (name, t) in tensors {
-        let i = name.strip_prefix(prefix).and_then(blob_index).ok_or_else(|| {
-            CaffeError::Write(format!(
-                "tensor name {name:?} is not {prefix}<i> (the index of the blob, from 0)"
-            ))
-        })?;
+        let i = name
+            .strip_prefix(prefix)
+            .and_then(blob_index)
+            .ok_or_else(|| {
+                CaffeError::Write(format!(
+                    "tensor name {name:?} is not {prefix}<i> (the index of the blob, from 0)"
+                ))
+            })?;
         if i >= n {
             return Err(CaffeError::Write(format!(
-                "tensor {name:?}: {n} tensors are blobs {prefix}0 to {prefix}{}, without gaps",
+                "tensor {name:?}: {n} tensors are named {prefix}0 to {prefix}{} (one per \
+                 index, no gaps)",
                 n - 1
             )));
         }

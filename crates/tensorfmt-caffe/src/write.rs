@@ -419,7 +419,7 @@ pub fn blob_from_tensor(t: &Tensor) -> Result<RawBlob> {
 /// use tensorfmt_core::{Order, Tensor};
 /// let t = Tensor::from_vec(vec![1f32, 2.0, 3.0], [3], Order::RowMajor)?;
 /// let legacy = mean_blob_from_tensor(&t)?;
-/// assert_eq!((legacy.num, legacy.width, legacy.shape), (Some(1), Some(3), None));
+/// assert_eq!((legacy.num, legacy.width, &legacy.shape), (Some(1), Some(3), &None));
 /// assert_eq!(tensorfmt_caffe::ShapeFields::of(&legacy), ShapeFields::Legacy);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```

@@ -844,11 +844,15 @@ fn blob_vectors_follow_the_index_in_their_names() {
     lfield(&mut want, 1, &simple_blob(&[2], &[1.0, 1.0]));
     assert_eq!(swapped, want);
     // Twelve in the order of their names.
-    let mut twelve: Vec<(String, f32)> = (0..12).map(|i| (format!("blobs/{i}"), i as f32)).collect();
+    let mut twelve: Vec<(String, f32)> =
+        (0..12).map(|i| (format!("blobs/{i}"), i as f32)).collect();
     twelve.sort_by(|a, b| a.0.cmp(&b.0));
     let twelve: Vec<(&str, f32)> = twelve.iter().map(|(n, x)| (n.as_str(), *x)).collect();
     let blobs = read_blob_vector(write(&named(&twelve), &vec_opts).unwrap().into()).unwrap();
-    let firsts: Vec<f32> = blobs.iter().map(|b| b.tensor("b").unwrap().to_vec::<f32>().unwrap()[0]).collect();
+    let firsts: Vec<f32> = blobs
+        .iter()
+        .map(|b| b.tensor("b").unwrap().to_vec::<f32>().unwrap()[0])
+        .collect();
     assert_eq!(firsts, (0..12).map(|i| i as f32).collect::<Vec<_>>());
     // Refused, naming the tensor.
     for (bad, culprit) in [
@@ -868,11 +872,17 @@ fn blob_vectors_follow_the_index_in_their_names() {
         kind: Some("solverstate".into()),
         ..Default::default()
     };
-    for bad in [&[("history/+0", 0.0)][..], &[("history/0", 0.0), ("history/01", 1.0)]] {
+    for bad in [
+        &[("history/+0", 0.0)][..],
+        &[("history/0", 0.0), ("history/01", 1.0)],
+    ] {
         assert!(write(&named(bad), &state).is_err(), "{bad:?}");
     }
     for bad in [&[("fc/+0", 0.0)][..], &[("fc/0", 0.0), ("fc/01", 1.0)]] {
-        assert!(write(&named(bad), &WriteOptions::default()).is_err(), "{bad:?}");
+        assert!(
+            write(&named(bad), &WriteOptions::default()).is_err(),
+            "{bad:?}"
+        );
     }
 }
 
@@ -901,7 +911,10 @@ fn mean_files_keep_their_shape_convention() {
     assert_eq!(shaped, simple_blob(&[3], &[1.0, 2.0, 3.0]));
     // What a file says of itself is what the writer is handed.
     let f = open_tensor_file(shaped.into(), &ReadOptions::default()).unwrap();
-    assert_eq!(f.layout_settings(), [("blob_shape".to_string(), "shape".to_string())]);
+    assert_eq!(
+        f.layout_settings(),
+        [("blob_shape".to_string(), "shape".to_string())]
+    );
     let f = open_tensor_file(legacy.into(), &ReadOptions::default()).unwrap();
     assert!(f.layout_settings().is_empty(), "{:?}", f.layout_settings());
     // And the other kinds: a vector of legacy blobs stays legacy.

@@ -78,11 +78,16 @@ fn every_writer_fails_cleanly_part_way() {
         ),
         ("conv/1".to_string(), t(vec![0.5, -0.5], &[2])),
     ];
+    // A BlobProtoVector's blobs are named by their index.
+    let vector: Vec<(String, Tensor)> = named
+        .iter()
+        .map(|(n, t)| (n.replace("conv/", "blobs/"), t.clone()))
+        .collect();
     for kind in ["caffemodel", "blobprotovector", "binaryproto"] {
-        let tensors = if kind == "binaryproto" {
-            &named[..1]
-        } else {
-            &named[..]
+        let tensors = match kind {
+            "binaryproto" => &named[..1],
+            "blobprotovector" => &vector[..],
+            _ => &named[..],
         };
         let opts = WriteOptions {
             kind: Some(kind.into()),
@@ -96,7 +101,7 @@ fn every_writer_fails_cleanly_part_way() {
         let mut v = Vec::new();
         write_tensors(
             &mut v,
-            &named,
+            &vector,
             &WriteOptions {
                 kind: Some("blobprotovector".into()),
                 ..WriteOptions::default()
