@@ -71,7 +71,7 @@ fn every_writer_fails_cleanly_part_way() {
     runs += sweep("solverstate", &st, |w| s.write_to(w).is_ok());
     // write_tensors, every kind.
     let t = |v: Vec<f32>, d: &[usize]| Tensor::from_vec(v, d, Order::RowMajor).unwrap();
-    let named = vec![
+    let named = [
         (
             "conv/0".to_string(),
             t((0..24).map(|x| x as f32).collect(), &[2, 3, 2, 2]),
