@@ -16,6 +16,7 @@ use crate::raw::{
     RawSolverState, StructureDigest,
 };
 use crate::read::{layer_path, precheck, CaffeReadOptions, FileKind};
+use crate::write::ShapeFields;
 
 /// The parsed contents of a Caffe file.
 #[derive(Debug, Clone)]
@@ -72,6 +73,8 @@ pub struct CaffeFile {
     /// Blob positions sorted by export name (lookups by name are O(log n), without a
     /// second copy of every name).
     by_name: Vec<u32>,
+    /// How many blobs have the legacy 4-D shape fields (the rest have `shape`).
+    legacy_blobs: usize,
     header: Vec<(String, FieldValue)>,
     warnings: Vec<String>,
     /// The bytes the file was parsed from (set by [`CaffeFile::open_as`]).
@@ -101,6 +104,7 @@ struct Builder<'a> {
     names: String,
     dims: Vec<usize>,
     blobs: Vec<BlobEntry>,
+    legacy_blobs: usize,
     layer_list: Vec<FieldValue>,
     layers: usize,
     /// Layer names in use as export bases, borrowed from the file or the contents.
@@ -117,6 +121,7 @@ impl<'a> Builder<'a> {
             names: String::new(),
             dims: Vec::new(),
             blobs: Vec::new(),
+            legacy_blobs: 0,
             layer_list: Vec::new(),
             layers: 0,
             used: HashSet::new(),
@@ -140,6 +145,7 @@ impl<'a> Builder<'a> {
         }
         let d = self.dims.len();
         self.dims.extend_from_slice(&shape);
+        self.legacy_blobs += usize::from(b.has_legacy());
         self.blobs.push(BlobEntry {
             name: start..self.names.len(),
             dims: d..self.dims.len(),
@@ -255,6 +261,7 @@ impl<'a> Builder<'a> {
             dims: self.dims,
             blobs,
             by_name,
+            legacy_blobs: self.legacy_blobs,
             header,
             warnings,
             source: None,
@@ -584,7 +591,9 @@ impl TensorFile for CaffeFile {
 
     /// What a weights-only write would lose: a model's net name and layer types
     /// (`name`, `type.<layer>`), a solver state's `iter`, `learned_net` and
-    /// `current_step`.
+    /// `current_step`, and how the blobs' shapes are written (`blob_shape`) where
+    /// every blob is written one way and the writer's default for the kind is the
+    /// other (a mean file with `shape`, a net of legacy blobs).
     fn layout_settings(&self) -> Vec<(String, String)> {
         let text = |v: &FieldValue| match v {
             FieldValue::Text(t) => Some(t.clone()),
@@ -626,6 +635,19 @@ impl TensorFile for CaffeFile {
                 }
             }
             _ => {}
+        }
+        let fields = match self.legacy_blobs {
+            _ if self.blobs.is_empty() => None,
+            0 => Some(ShapeFields::Shape),
+            n if n == self.blobs.len() => Some(ShapeFields::Legacy),
+            _ => None, // mixed: the writer's default for the kind
+        };
+        let default = match self.kind {
+            FileKind::Mean => ShapeFields::Legacy,
+            _ => ShapeFields::Shape,
+        };
+        if let Some(f) = fields.filter(|&f| f != default) {
+            out.push(("blob_shape".to_string(), f.name().to_string()));
         }
         out
     }

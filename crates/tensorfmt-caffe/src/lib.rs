@@ -107,7 +107,7 @@ pub use shapes::{
 };
 pub use write::{
     blob_from_tensor, encode_weights_model, mean_blob_from_tensor, write_weights_model,
-    WeightsLayer,
+    ShapeFields, WeightsLayer,
 };
 
 /// Opens a whole Caffe file (model, mean file, BlobProtoVector or solver state, told
@@ -149,7 +149,17 @@ pub fn open_tensor_file(data: Bytes, options: &ReadOptions) -> Result<Box<dyn Te
 /// Parses a `<layer>/<i>` export name.
 fn split_name(name: &str) -> Option<(&str, usize)> {
     let (layer, i) = name.rsplit_once('/')?;
-    Some((layer, i.parse().ok()?))
+    Some((layer, blob_index(i)?))
+}
+
+/// A blob index spelt as the readers write it (`format!("{i}")`: digits, no sign, no
+/// leading zero), so that an index has one name and two names never meet in one slot
+/// (`"+1".parse()` and `"01".parse()` are 1 too).
+fn blob_index(s: &str) -> Option<usize> {
+    let canonical = !s.is_empty()
+        && s.bytes().all(|c| c.is_ascii_digit())
+        && (s.len() == 1 || !s.starts_with('0'));
+    canonical.then(|| s.parse().ok()).flatten()
 }
 
 /// The `--set` settings [`save_tensors`] reads (`WriteOptions::extra`; `type.` is a
@@ -166,6 +176,7 @@ pub const SETTINGS: &[Setting] = &[
     Setting::new("iter", SettingValue::Int32).for_kinds(&["solverstate"]),
     Setting::new("learned_net", SettingValue::Text).for_kinds(&["solverstate"]),
     Setting::new("current_step", SettingValue::Int32).for_kinds(&["solverstate"]),
+    Setting::new("blob_shape", SettingValue::Choice(&["legacy", "shape"])),
 ];
 
 /// Saves named tensors as a Caffe file.
@@ -176,8 +187,17 @@ pub const SETTINGS: &[Setting] = &[
 ///   `extra["name"]` sets the net name and `extra["type.<layer>"]` a layer's type.
 /// - `"binaryproto"` (or `"mean"`): a mean file from a single tensor, written like
 ///   `compute_image_mean` (legacy num/channels/height/width, f32 `data`).
-/// - `"blobprotovector"`: every tensor in order as a BlobProtoVector.
-/// - `"solverstate"`: `history/<i>` tensors, `extra["iter"]`, `extra["learned_net"]`.
+/// - `"blobprotovector"`: `blobs/<i>` tensors, blob `i` from the tensor named
+///   `blobs/<i>` (indices `0..n`, in any order).
+/// - `"solverstate"`: `history/<i>` tensors (likewise), `extra["iter"]`,
+///   `extra["learned_net"]`.
+///
+/// Indices are spelt as the readers write them (`blobs/1`, not `blobs/01` or
+/// `blobs/+1`); a gap, a duplicate or another name is an error. `extra["blob_shape"]`
+/// (else the source layout's, [`TensorFile::layout_settings`]) is how blob shapes are
+/// written: `legacy` (num, channels, height, width; tensors of rank up to 4, padded
+/// with leading 1s) or `shape` (the N-D `shape` field); mean files default to
+/// `legacy`, the other kinds to `shape`.
 /// - `None`: a single tensor without `/` in its name (or a `.binaryproto` path) gives a
 ///   mean file, anything else a caffemodel.
 ///
@@ -418,6 +438,7 @@ fn prepare(
     let names: Vec<&str> = tensors.iter().map(|(n, _)| n.as_str()).collect();
     let kind = written_kind(&names, options, ext)?;
     tensorfmt_core::settings::check("caffe", SETTINGS, Some(kind.name()), options)?;
+    let fields = shape_fields(kind, options);
     Ok(match kind {
         FileKind::Mean => {
             let [(_, t)] = tensors else {
@@ -426,18 +447,11 @@ fn prepare(
                     tensors.len()
                 )));
             };
-            Prepared::Mean(mean_blob_from_tensor(t)?)
+            Prepared::Mean(write::mean_blob_with(t, fields)?)
         }
-        FileKind::BlobVector => Prepared::Vector(
-            tensors
-                .iter()
-                .map(|(_, t)| blob_from_tensor(t))
-                .collect::<Result<Vec<_>>>()?,
-        ),
+        FileKind::BlobVector => Prepared::Vector(indexed(tensors, "blobs/", fields)?),
         FileKind::SolverState => {
-            let history = indexed(tensors, |n| {
-                n.strip_prefix("history/").and_then(|i| i.parse().ok())
-            })?;
+            let history = indexed(tensors, "history/", fields)?;
             Prepared::State(RawSolverState {
                 iter: Some(options.int32_or_layout("iter")?.unwrap_or(0)),
                 current_step: Some(options.int32_or_layout("current_step")?.unwrap_or(0)),
@@ -447,34 +461,66 @@ fn prepare(
         }
         FileKind::Model => Prepared::Model(
             options.text_or_layout("name").map(str::to_string),
-            weights_layers(tensors, options)?,
+            weights_layers(tensors, options, fields)?,
         ),
     })
 }
 
-/// Blobs from tensors named by an index (`history/<i>`): indices must be `0..n`.
+/// How `kind`'s blob shapes are written: `blob_shape` as given (checked against
+/// [`SETTINGS`] already) or as the source layout says (ignored when it does not
+/// parse), else the kind's own convention: legacy 4-D fields for a mean file, as
+/// `compute_image_mean` writes it, the N-D `shape` for the rest, as `ToProto` does.
+fn shape_fields(kind: FileKind, options: &WriteOptions) -> ShapeFields {
+    match options.text_or_layout("blob_shape") {
+        Some("legacy") => ShapeFields::Legacy,
+        Some("shape") => ShapeFields::Shape,
+        _ if kind == FileKind::Mean => ShapeFields::Legacy,
+        _ => ShapeFields::Shape,
+    }
+}
+
+/// Blobs from tensors named by an index (`history/<i>`, `blobs/<i>`): blob `i` is the
+/// tensor named `<prefix><i>`, whatever the tensors' order; indices must be `0..n`,
+/// each once, spelt as the reader writes them.
 fn indexed(
     tensors: &[(String, Tensor)],
-    index: impl Fn(&str) -> Option<usize>,
+    prefix: &str,
+    fields: ShapeFields,
 ) -> Result<Vec<RawBlob>> {
-    let mut slots: Vec<Option<RawBlob>> = vec![None; tensors.len()];
+    let n = tensors.len();
+    let mut slots: Vec<Option<(&str, RawBlob)>> = vec![None; n];
     for (name, t) in tensors {
-        let i = index(name)
-            .filter(|&i| i < tensors.len())
-            .ok_or_else(|| CaffeError::Write(format!("unexpected tensor name {name:?}")))?;
-        if slots[i].replace(blob_from_tensor(t)?).is_some() {
-            return Err(CaffeError::Write(format!("duplicate tensor {name:?}")));
+        let i = name
+            .strip_prefix(prefix)
+            .and_then(blob_index)
+            .ok_or_else(|| {
+                CaffeError::Write(format!(
+                    "tensor name {name:?} is not {prefix}<i> (the index of the blob, from 0)"
+                ))
+            })?;
+        if i >= n {
+            return Err(CaffeError::Write(format!(
+                "tensor {name:?}: {n} tensors are named {prefix}0 to {prefix}{} (one per \
+                 index, no gaps)",
+                n - 1
+            )));
+        }
+        if let Some((other, _)) = slots[i].replace((name, write::blob_with(t, fields)?)) {
+            return Err(CaffeError::Write(format!(
+                "tensors {other:?} and {name:?} are both blob {i}"
+            )));
         }
     }
     Ok(slots
         .into_iter()
-        .map(|s| s.expect("n distinct indices below n fill every slot"))
+        .map(|s| s.expect("n distinct indices below n fill every slot").1)
         .collect())
 }
 
 fn weights_layers(
     tensors: &[(String, Tensor)],
     options: &WriteOptions,
+    fields: ShapeFields,
 ) -> Result<Vec<WeightsLayer>> {
     let mut layers: Vec<(String, Vec<(usize, &Tensor)>)> = Vec::new();
     // Position of each layer in `layers`, so grouping n tensors is O(n).
@@ -521,7 +567,7 @@ fn weights_layers(
                     .map(str::to_string),
                 blobs: blobs
                     .iter()
-                    .map(|(_, t)| blob_from_tensor(t))
+                    .map(|(_, t)| write::blob_with(t, fields))
                     .collect::<Result<_>>()?,
                 name,
             })

@@ -408,24 +408,54 @@ pub fn blob_from_tensor(t: &Tensor) -> Result<RawBlob> {
     Ok(b)
 }
 
-/// A mean-file blob as `compute_image_mean` writes it: the legacy 4-D fields
-/// (num, channels, height, width; a tensor of rank < 4 is padded with leading 1s) and
-/// f32 `data`. Tensors of rank > 4 use the new-style `shape`.
-pub fn mean_blob_from_tensor(t: &Tensor) -> Result<RawBlob> {
-    let mut b = blob_from_tensor(t)?;
-    if !b.double_data.is_empty() {
-        b.data = Tensor::from_bytes(
-            DType::F64,
-            [b.double_data.len() / 8],
-            Order::RowMajor,
-            b.double_data.clone(),
-        )?
-        .cast(DType::F32)?
-        .into_bytes();
-        b.double_data = Default::default();
+/// How a blob's shape is written: Caffe's legacy 4-D fields or the N-D `shape` field.
+/// Readers (Caffe's FromProto, pycaffe's `blobproto_to_array`) give the two different
+/// shapes: legacy `(1, 1, 1, 3)` is `(1, 1, 1, 3)` to pycaffe, `shape { dim: 3 }` is
+/// `(3,)`, so a file written anew keeps the convention of the one it replaces
+/// (the `blob_shape` setting, [`crate::SETTINGS`]).
+///
+/// ```
+/// use tensorfmt_caffe::{mean_blob_from_tensor, ShapeFields};
+/// use tensorfmt_core::{Order, Tensor};
+/// let t = Tensor::from_vec(vec![1f32, 2.0, 3.0], [3], Order::RowMajor)?;
+/// let legacy = mean_blob_from_tensor(&t)?;
+/// assert_eq!((legacy.num, legacy.width, &legacy.shape), (Some(1), Some(3), &None));
+/// assert_eq!(tensorfmt_caffe::ShapeFields::of(&legacy), ShapeFields::Legacy);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShapeFields {
+    /// `num`, `channels`, `height`, `width` (a tensor of rank < 4 padded with leading
+    /// 1s); a tensor of rank > 4 has no such form and is written with `shape`.
+    Legacy,
+    /// The N-D `shape` field (absent for a 0-axis tensor), as Caffe's ToProto writes.
+    Shape,
+}
+
+impl ShapeFields {
+    /// The convention a blob was written in.
+    pub fn of(b: &RawBlob) -> ShapeFields {
+        if b.has_legacy() {
+            ShapeFields::Legacy
+        } else {
+            ShapeFields::Shape
+        }
     }
+
+    /// The `blob_shape` setting's word for it.
+    pub fn name(self) -> &'static str {
+        match self {
+            ShapeFields::Legacy => "legacy",
+            ShapeFields::Shape => "shape",
+        }
+    }
+}
+
+/// [`blob_from_tensor`] with its shape written in the given convention.
+pub(crate) fn blob_with(t: &Tensor, fields: ShapeFields) -> Result<RawBlob> {
+    let mut b = blob_from_tensor(t)?;
     let dims = t.dims();
-    if dims.len() <= 4 {
+    if fields == ShapeFields::Legacy && dims.len() <= 4 {
         let mut legacy = [1i32; 4];
         for (slot, &d) in legacy[4 - dims.len()..].iter_mut().zip(dims) {
             *slot =
@@ -436,6 +466,31 @@ pub fn mean_blob_from_tensor(t: &Tensor) -> Result<RawBlob> {
         b.channels = Some(legacy[1]);
         b.height = Some(legacy[2]);
         b.width = Some(legacy[3]);
+    }
+    Ok(b)
+}
+
+/// A mean-file blob as `compute_image_mean` writes it: the legacy 4-D fields
+/// (num, channels, height, width; a tensor of rank < 4 is padded with leading 1s) and
+/// f32 `data`. Tensors of rank > 4 use the new-style `shape`.
+pub fn mean_blob_from_tensor(t: &Tensor) -> Result<RawBlob> {
+    mean_blob_with(t, ShapeFields::Legacy)
+}
+
+/// A mean-file blob (f32 `data`, which pycaffe and `compute_image_mean` read) with its
+/// shape in the given convention.
+pub(crate) fn mean_blob_with(t: &Tensor, fields: ShapeFields) -> Result<RawBlob> {
+    let mut b = blob_with(t, fields)?;
+    if !b.double_data.is_empty() {
+        b.data = Tensor::from_bytes(
+            DType::F64,
+            [b.double_data.len() / 8],
+            Order::RowMajor,
+            b.double_data.clone(),
+        )?
+        .cast(DType::F32)?
+        .into_bytes();
+        b.double_data = Default::default();
     }
     Ok(b)
 }

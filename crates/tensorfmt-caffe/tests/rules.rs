@@ -816,3 +816,136 @@ proptest! {
         prop_assert_eq!(again.tensor("b").unwrap().to_vec::<f32>().unwrap(), vals);
     }
 }
+
+/// A BlobProtoVector's blob `i` is the tensor named `blobs/<i>`, as a solver state's
+/// history and a model's blobs follow their index: the writer took the tensors in the
+/// order given (`blobs/1` before `blobs/0` swapped them; twelve blobs in name order came
+/// out 0, 1, 10, 11, 2, ...; `blobs/0, blobs/5` were renumbered 0, 1). Gaps,
+/// duplicates, other names and indices not spelt as the reader writes them are refused.
+#[test]
+fn blob_vectors_follow_the_index_in_their_names() {
+    let vec_opts = WriteOptions {
+        kind: Some("blobprotovector".into()),
+        ..Default::default()
+    };
+    let write = |named: &[(String, Tensor)], o: &WriteOptions| {
+        let mut out = Vec::new();
+        write_tensors(&mut out, named, o).map(|()| out)
+    };
+    let named = |v: &[(&str, f32)]| -> Vec<(String, Tensor)> {
+        v.iter()
+            .map(|(n, x)| (n.to_string(), t(vec![*x, *x], &[2])))
+            .collect()
+    };
+    let swapped = write(&named(&[("blobs/1", 1.0), ("blobs/0", 0.0)]), &vec_opts).unwrap();
+    // Independent expectation: blob 0 holds the tensor named blobs/0.
+    let mut want = Vec::new();
+    lfield(&mut want, 1, &simple_blob(&[2], &[0.0, 0.0]));
+    lfield(&mut want, 1, &simple_blob(&[2], &[1.0, 1.0]));
+    assert_eq!(swapped, want);
+    // Twelve in the order of their names.
+    let mut twelve: Vec<(String, f32)> =
+        (0..12).map(|i| (format!("blobs/{i}"), i as f32)).collect();
+    twelve.sort_by(|a, b| a.0.cmp(&b.0));
+    let twelve: Vec<(&str, f32)> = twelve.iter().map(|(n, x)| (n.as_str(), *x)).collect();
+    let blobs = read_blob_vector(write(&named(&twelve), &vec_opts).unwrap().into()).unwrap();
+    let firsts: Vec<f32> = blobs
+        .iter()
+        .map(|b| b.tensor("b").unwrap().to_vec::<f32>().unwrap()[0])
+        .collect();
+    assert_eq!(firsts, (0..12).map(|i| i as f32).collect::<Vec<_>>());
+    // Refused, naming the tensor.
+    for (bad, culprit) in [
+        (&[("blobs/0", 0.0), ("blobs/5", 5.0)][..], "blobs/5"),
+        (&[("blobs/1", 1.0)][..], "blobs/1"),
+        (&[("blobs/0", 0.0), ("blobs/01", 1.0)][..], "blobs/01"),
+        (&[("blobs/+0", 0.0)][..], "blobs/+0"),
+        (&[("blobs/0", 0.0), ("conv/1", 1.0)][..], "conv/1"),
+        (&[("mean", 0.0), ("blobs/1", 1.0)][..], "mean"),
+    ] {
+        let e = write(&named(bad), &vec_opts).unwrap_err().to_string();
+        assert!(e.contains(&format!("{culprit:?}")), "{bad:?}: {e}");
+    }
+    // The same spelling rule for a solver state's history and a model's blobs: `+1` and
+    // `01` are not names the reader gives.
+    let state = WriteOptions {
+        kind: Some("solverstate".into()),
+        ..Default::default()
+    };
+    for bad in [
+        &[("history/+0", 0.0)][..],
+        &[("history/0", 0.0), ("history/01", 1.0)],
+    ] {
+        assert!(write(&named(bad), &state).is_err(), "{bad:?}");
+    }
+    for bad in [&[("fc/+0", 0.0)][..], &[("fc/0", 0.0), ("fc/01", 1.0)]] {
+        assert!(
+            write(&named(bad), &WriteOptions::default()).is_err(),
+            "{bad:?}"
+        );
+    }
+}
+
+/// A mean file written from a tensor keeps the shape convention it is asked for:
+/// `compute_image_mean`'s legacy num/channels/height/width by default, the N-D `shape`
+/// with `blob_shape=shape` (the layout of a mean file that has one, so that an edit
+/// written anew gives pycaffe's `blobproto_to_array` the same shape as before).
+#[test]
+fn mean_files_keep_their_shape_convention() {
+    let mean = [("mean".to_string(), t(vec![1.0, 2.0, 3.0], &[3]))];
+    let mut o = WriteOptions {
+        kind: Some("binaryproto".into()),
+        ..Default::default()
+    };
+    let mut legacy = Vec::new();
+    write_tensors(&mut legacy, &mean, &o).unwrap();
+    let mut want = Vec::new();
+    for (fnum, v) in [(1, 1), (2, 1), (3, 1), (4, 3)] {
+        vfield(&mut want, fnum, v);
+    }
+    lfield(&mut want, 5, &floats(&[1.0, 2.0, 3.0]));
+    assert_eq!(legacy, want);
+    o.source_layout.insert("blob_shape".into(), "shape".into());
+    let mut shaped = Vec::new();
+    write_tensors(&mut shaped, &mean, &o).unwrap();
+    assert_eq!(shaped, simple_blob(&[3], &[1.0, 2.0, 3.0]));
+    // What a file says of itself is what the writer is handed.
+    let f = open_tensor_file(shaped.into(), &ReadOptions::default()).unwrap();
+    assert_eq!(
+        f.layout_settings(),
+        [("blob_shape".to_string(), "shape".to_string())]
+    );
+    let f = open_tensor_file(legacy.into(), &ReadOptions::default()).unwrap();
+    assert!(f.layout_settings().is_empty(), "{:?}", f.layout_settings());
+    // And the other kinds: a vector of legacy blobs stays legacy.
+    let mut v = Vec::new();
+    lfield(&mut v, 1, &{
+        let mut b = Vec::new();
+        for (fnum, x) in [(1, 1), (2, 1), (3, 2), (4, 2)] {
+            vfield(&mut b, fnum, x);
+        }
+        lfield(&mut b, 5, &floats(&[1.0, 2.0, 3.0, 4.0]));
+        b
+    });
+    let f = open_tensor_file(v.clone().into(), &ReadOptions::default()).unwrap();
+    let layout = f.layout_settings();
+    assert_eq!(layout, [("blob_shape".to_string(), "legacy".to_string())]);
+    let back = WriteOptions {
+        kind: Some("blobprotovector".into()),
+        source_layout: layout.into_iter().collect(),
+        ..Default::default()
+    };
+    let named = [("blobs/0".to_string(), f.read_tensor("blobs/0").unwrap())];
+    let mut out = Vec::new();
+    write_tensors(&mut out, &named, &back).unwrap();
+    assert_eq!(out, v);
+    // `--set blob_shape=...` is checked like any setting.
+    let mut bad = WriteOptions::default();
+    bad.set("blob_shape", "4d").unwrap();
+    let e = write_tensors(&mut Vec::new(), &mean, &bad).unwrap_err();
+    assert!(e.to_string().contains("blob_shape"), "{e}");
+    bad.set("blob_shape", "shape").unwrap();
+    let mut out = Vec::new();
+    write_tensors(&mut out, &mean, &bad).unwrap();
+    assert_eq!(out, simple_blob(&[3], &[1.0, 2.0, 3.0]));
+}

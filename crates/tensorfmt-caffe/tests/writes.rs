@@ -71,18 +71,23 @@ fn every_writer_fails_cleanly_part_way() {
     runs += sweep("solverstate", &st, |w| s.write_to(w).is_ok());
     // write_tensors, every kind.
     let t = |v: Vec<f32>, d: &[usize]| Tensor::from_vec(v, d, Order::RowMajor).unwrap();
-    let named = vec![
+    let named = [
         (
             "conv/0".to_string(),
             t((0..24).map(|x| x as f32).collect(), &[2, 3, 2, 2]),
         ),
         ("conv/1".to_string(), t(vec![0.5, -0.5], &[2])),
     ];
+    // A BlobProtoVector's blobs are named by their index.
+    let vector: Vec<(String, Tensor)> = named
+        .iter()
+        .map(|(n, t)| (n.replace("conv/", "blobs/"), t.clone()))
+        .collect();
     for kind in ["caffemodel", "blobprotovector", "binaryproto"] {
-        let tensors = if kind == "binaryproto" {
-            &named[..1]
-        } else {
-            &named[..]
+        let tensors = match kind {
+            "binaryproto" => &named[..1],
+            "blobprotovector" => &vector[..],
+            _ => &named[..],
         };
         let opts = WriteOptions {
             kind: Some(kind.into()),
@@ -96,7 +101,7 @@ fn every_writer_fails_cleanly_part_way() {
         let mut v = Vec::new();
         write_tensors(
             &mut v,
-            &named,
+            &vector,
             &WriteOptions {
                 kind: Some("blobprotovector".into()),
                 ..WriteOptions::default()

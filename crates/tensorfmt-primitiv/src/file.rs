@@ -138,6 +138,52 @@ impl PrimitivFile {
         &self.decoded.data
     }
 
+    /// Every parameter (a Model's, in key-path order, or a Parameter file's one,
+    /// named `value`) with the export names of its value and of each stat: the names
+    /// [`TensorFile::tensors`] gives them, suffixed where two meet (a Parameter
+    /// file's stat called `value` is `value~2`). Empty for the other kinds.
+    ///
+    /// ```
+    /// use tensorfmt_primitiv::{read_file, to_bytes, Parameter, PrimitivData, PrimitivFile,
+    ///                          PrimitivShape, PrimitivTensor, ReaderOptions};
+    /// let t = PrimitivTensor::from_f32(PrimitivShape::new([2], 1)?, &[1.0, 2.0])?;
+    /// let mut p = Parameter::new(t.clone())?;
+    /// p.set_stat("value", t); // any stat key is allowed, this one too
+    /// let bytes = to_bytes(&PrimitivData::Parameter(p))?;
+    /// let f = PrimitivFile::new(read_file(bytes.into(), &ReaderOptions::default())?, u64::MAX);
+    /// let ps = f.parameters();
+    /// assert_eq!(ps[0].value, "value");
+    /// assert_eq!((ps[0].stats[0].0.to_string(), ps[0].stats[0].1), ("value".into(), "value~2"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn parameters(&self) -> Vec<ParameterExport<'_>> {
+        let mut names = self.tensors.iter().map(|(n, _)| n.as_str());
+        // The tensors were listed in this order (value, then stats) by `new`.
+        let mut export = |name: String, p: &'_ Parameter| -> Option<ParameterExport<'_>> {
+            Some(ParameterExport {
+                name,
+                value: names.next()?,
+                value_shape: p.value().shape().clone(),
+                stats: p
+                    .stats()
+                    .iter()
+                    .map(|(k, t)| Some((k.clone(), names.next()?, t.shape().clone())))
+                    .collect::<Option<_>>()?,
+            })
+        };
+        let all = match &self.decoded.data {
+            PrimitivData::Parameter(p) => vec![export("value".to_string(), p)],
+            PrimitivData::Model(m) => m
+                .entries()
+                .map(|(path, p)| export(Model::export_name(path), p))
+                .collect(),
+            _ => Vec::new(),
+        };
+        all.into_iter()
+            .map(|e| e.expect("one export name per value and stat"))
+            .collect()
+    }
+
     /// One tensor in primitiv's own layout (column-major, batch last), by export name.
     pub fn primitiv_tensor(&self, name: &str) -> Option<&PrimitivTensor> {
         let at = self
@@ -148,16 +194,36 @@ impl PrimitivFile {
     }
 }
 
+/// A parameter as [`PrimitivFile::parameters`] lists it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParameterExport<'a> {
+    /// The parameter's export name (a Model's key path, [`Model::export_name`]), or
+    /// `value` in a Parameter file.
+    pub name: String,
+    /// The export name of its value.
+    pub value: &'a str,
+    /// The value's primitiv shape.
+    pub value_shape: PrimitivShape,
+    /// Each stat: its key, its export name, its primitiv shape (file order).
+    pub stats: Vec<(Key, &'a str, PrimitivShape)>,
+}
+
 fn shape_field(s: &PrimitivShape) -> FieldValue {
     FieldValue::Text(s.to_string())
 }
 
+/// A parameter's header entry: `{value: "[2]x1", stats: {"Adam.m1": "[2]x1", ...}}`,
+/// the value and the stats apart, since a stat may itself be called `value`.
 fn parameter_field(p: &Parameter) -> FieldValue {
-    let mut m = vec![("value".to_string(), shape_field(p.value().shape()))];
-    for (k, t) in p.stats() {
-        m.push((k.to_string(), shape_field(t.shape())));
-    }
-    FieldValue::Map(m)
+    let stats = p
+        .stats()
+        .iter()
+        .map(|(k, t)| (k.to_string(), shape_field(t.shape())))
+        .collect();
+    FieldValue::Map(vec![
+        ("value".to_string(), shape_field(p.value().shape())),
+        ("stats".to_string(), FieldValue::Map(stats)),
+    ])
 }
 
 fn key_map<T: Copy + Into<FieldValue>>(v: &[(Key, T)]) -> FieldValue {
@@ -425,8 +491,20 @@ pub fn build(tensors: &[(String, Tensor)], options: &WriteOptions) -> Result<Pri
             Ok(PrimitivData::Parameter(p))
         }
         "model" => {
-            type Group<'a> = (Option<&'a Tensor>, Vec<(&'a str, &'a str, &'a Tensor)>);
+            type Group<'a> = (
+                Option<(&'a str, &'a Tensor)>,
+                Vec<(&'a str, &'a str, &'a Tensor)>,
+            );
             let mut groups: BTreeMap<Vec<Key>, Group> = BTreeMap::new();
+            // Two spellings of one key path (`a\.b`, `a\x2eb`) are one parameter:
+            // refused, as primitiv's `Model::add` refuses a name twice, rather than
+            // one tensor silently replacing the other.
+            let twice = |a: &str, b: &str, what: String| {
+                PrimitivError::BadTensors(format!(
+                    "tensor names {a:?} and {b:?} are both {what} (escapes spell one key \
+                     several ways); a model holds each once"
+                ))
+            };
             for (n, t) in tensors {
                 let (param, stat) = split_stat(n);
                 let path = Model::parse_export_name(param).ok_or_else(|| {
@@ -435,10 +513,20 @@ pub fn build(tensors: &[(String, Tensor)], options: &WriteOptions) -> Result<Pri
                          only `\\\\`, `\\.`, `\\/` or `\\xNN`)"
                     ))
                 })?;
-                let g = groups.entry(path).or_default();
+                let what = || format!("parameter {:?}", Model::join(&path));
+                let g = groups.entry(path.clone()).or_default();
                 match stat {
-                    Some(s) => g.1.push((n, s, t)),
-                    None => g.0 = Some(t),
+                    Some(s) => {
+                        if let Some((other, _, _)) = g.1.iter().find(|(_, k, _)| *k == s) {
+                            return Err(twice(other, n, format!("stat {s:?} of {}", what())));
+                        }
+                        g.1.push((n, s, t));
+                    }
+                    None => {
+                        if let Some((other, _)) = g.0.replace((n, t)) {
+                            return Err(twice(other, n, what()));
+                        }
+                    }
                 }
             }
             let mut model = Model::new();
@@ -453,7 +541,7 @@ pub fn build(tensors: &[(String, Tensor)], options: &WriteOptions) -> Result<Pri
                         stats[0].0, stats[0].1
                     ))
                 })?;
-                let mut p = Parameter::new(stored(&param, value, false)?)?;
+                let mut p = Parameter::new(stored(value.0, value.1, false)?)?;
                 for (n, s, t) in stats {
                     p.set_stat(s, stored(n, t, batch_axis)?);
                 }

@@ -83,7 +83,7 @@ pub use data::{
     DataType, KeyPath, Model, Parameter, PrimitivData, PrimitivShape, PrimitivTensor, MAX_DEPTH,
 };
 pub use error::{PrimitivError, Result};
-pub use file::{build, save_named, PrimitivFile};
+pub use file::{build, save_named, ParameterExport, PrimitivFile};
 pub use key::Key;
 pub use optimizer::{Algorithm, Optimizer, OptimizerKind, OptimizerSettings};
 pub use read::{read_as, read_file, Decoded, Mode, ReaderOptions};

@@ -50,7 +50,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pvp_write::pvp_append, m)?)?;
     m.add_function(wrap_pyfunction!(typed::caffe_contents, m)?)?;
     m.add_function(wrap_pyfunction!(typed::caffe_message_fields, m)?)?;
-    m.add_function(wrap_pyfunction!(typed::primitiv_model_entries, m)?)?;
+    m.add_function(wrap_pyfunction!(typed::primitiv_parameters, m)?)?;
     m.add_class::<typed::Som>()?;
     m.add_function(wrap_pyfunction!(typed::open_som, m)?)?;
     for f in [

@@ -207,42 +207,57 @@ pub fn caffe_message_fields<'py>(py: Python<'py>, type_name: &str) -> PyResult<V
         .collect()
 }
 
-/// Every parameter of a primitiv model file: (export name, value shape, [(stat, shape)])
-/// with shapes as primitiv prints them (`[2, 3]x1`), in key-path order. The document's
-/// header describes only the first entries (it stays small for 100,000-parameter
-/// models); `tensorfmt.primitiv` needs them all. `None` for the other file kinds.
+/// Every parameter of a primitiv model or parameter file: (name, value export name,
+/// value shape, [(stat key, stat export name, stat shape)]) with shapes as primitiv
+/// prints them (`[2, 3]x1`), in key-path order (a parameter file's one parameter is
+/// named `value`). The export names are the document's tensor names (a parameter
+/// file's stat called `value` is exported as `value~2`), so the value and the stats
+/// never share a key. The document's header describes only a model's first entries
+/// (it stays small for 100,000-parameter models); `tensorfmt.primitiv` needs them
+/// all. `None` for the other file kinds.
 #[pyfunction]
 #[pyo3(signature = (path, strict=false))]
 #[allow(clippy::type_complexity)]
-pub fn primitiv_model_entries(
+pub fn primitiv_parameters(
     py: Python<'_>,
     path: PathBuf,
     strict: bool,
-) -> PyResult<Option<Vec<(String, String, Vec<(String, String)>)>>> {
+) -> PyResult<Option<Vec<(String, String, String, Vec<(String, String, String)>)>>> {
     run(py, move || {
-        use tensorfmt::primitiv::{read_file, Mode, Model, PrimitivData, ReaderOptions};
+        use tensorfmt::primitiv::{read_file, Mode, PrimitivData, PrimitivFile, ReaderOptions};
         let data = tensorfmt::io::map_file(&path)?;
+        let limits = ReadOptions::default().limits;
         let options = ReaderOptions {
             mode: if strict {
                 Mode::Primitiv
             } else {
                 Mode::Lenient
             },
-            limits: ReadOptions::default().limits,
+            limits,
         };
         let decoded = read_file(data, &options).map_err(Error::from)?;
-        let PrimitivData::Model(m) = &decoded.data else {
+        if !matches!(
+            decoded.data,
+            PrimitivData::Model(_) | PrimitivData::Parameter(_)
+        ) {
             return Ok(None);
-        };
+        }
+        let file = PrimitivFile::new(decoded, limits.max_alloc);
         Ok(Some(
-            m.entries()
-                .map(|(k, p)| {
+            file.parameters()
+                .into_iter()
+                .map(|p| {
                     let stats = p
-                        .stats()
+                        .stats
                         .iter()
-                        .map(|(s, t)| (s.to_string(), t.shape().to_string()))
+                        .map(|(k, n, s)| (k.to_string(), n.to_string(), s.to_string()))
                         .collect();
-                    (Model::export_name(k), p.value().shape().to_string(), stats)
+                    (
+                        p.name,
+                        p.value.to_string(),
+                        p.value_shape.to_string(),
+                        stats,
+                    )
                 })
                 .collect(),
         ))

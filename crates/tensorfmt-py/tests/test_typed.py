@@ -91,6 +91,25 @@ def test_caffe_errors_are_exceptions():
         caffe.open(TESTDATA / "caffe" / "missing.caffemodel")
 
 
+def test_caffe_blob_vector_blob_i_is_blobs_i(tmp_path):
+    """The BlobProtoVector writer took the arrays in dict order: ``blobs/1`` before
+    ``blobs/0`` swapped them, twelve in name order came out 0, 1, 10, 11, 2, ..., and
+    ``blobs/0, blobs/5`` became 0, 1. Blob i is the array named ``blobs/i``; a gap is
+    an error, as for a solver state's history."""
+    p = tmp_path / "v.blobprotovector"
+    x, y = np.array([1.0, 2.0], np.float32), np.array([3.0, 4.0], np.float32)
+    tensorfmt.save(p, {"blobs/1": y, "blobs/0": x}, to="blobprotovector")
+    blobs = caffe.open(p).blobs
+    np.testing.assert_array_equal(blobs[0].data, x)
+    np.testing.assert_array_equal(blobs[1].data, y)
+    twelve = {f"blobs/{i}": np.full(2, i, np.float32) for i in sorted(range(12), key=str)}
+    tensorfmt.save(p, twelve, to="blobprotovector")
+    assert [int(b.data[0]) for b in caffe.open(p).blobs] == list(range(12))
+    with pytest.raises(tensorfmt.TensorfmtError, match="blobs/5"):
+        tensorfmt.save(tmp_path / "gap.blobprotovector", {"blobs/0": x, "blobs/5": y}, to="blobprotovector")
+    assert not (tmp_path / "gap.blobprotovector").exists()
+
+
 # --- som ----------------------------------------------------------------------------
 
 

@@ -247,7 +247,9 @@ fn edits_not_stored_verbatim_are_written_anew_in_the_originals_layout() {
 }
 
 /// A Caffe blob stored unpacked (`repeated float data` one tag per value) is written
-/// anew, packed, in the original's structure.
+/// anew, packed, in the original's structure, with its shape in the original's
+/// convention: the fixture's `shape { dim: 3 }` was written as legacy (1, 1, 1, 3),
+/// which pycaffe's `blobproto_to_array` reads as (1, 1, 1, 3), not (3,).
 #[test]
 fn an_edited_unpacked_caffe_blob_is_written_anew() {
     let dir = tempfile::tempdir().unwrap();
@@ -256,8 +258,13 @@ fn an_edited_unpacked_caffe_blob_is_written_anew() {
     let tensors = doubled(&doc);
     let out = dir.path().join("mean.binaryproto");
     let report = save_like(&out, &orig, &tensors).unwrap();
+    let blob = |p: &Path| tensorfmt::caffe::read_blob_proto(std::fs::read(p).unwrap().into());
+    let (before, after) = (blob(&orig).unwrap(), blob(&out).unwrap());
+    assert!(!before.has_legacy());
+    assert_eq!((after.has_legacy(), &after.shape), (false, &before.shape));
     let back = Document::open(&out).unwrap();
     assert_eq!(back.kind(), doc.kind());
+    assert_eq!(back.layout_settings(), doc.layout_settings());
     for (n, t) in &tensors {
         assert_eq!(&back.read_tensor(n).unwrap(), t, "{n}");
     }

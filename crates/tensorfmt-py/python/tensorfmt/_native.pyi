@@ -25,7 +25,7 @@ __all__ = [
     "caffe_state_dict",
     "caffe_supported_layers",
     "caffe_to_onnx",
-    "primitiv_model_entries",
+    "primitiv_parameters",
     "Som",
     "open_som",
     "som_map",
@@ -240,9 +240,9 @@ def som_ids(path: _Path) -> Optional[List[str]]: ...
 def som_write_data(
     path: _Path, data: Dict[str, Any], ids: Optional[List[str]] = None, comments: Optional[List[str]] = None
 ) -> int: ...
-def primitiv_model_entries(
+def primitiv_parameters(
     path: _Path, strict: bool = False
-) -> Optional[List[Tuple[str, str, List[Tuple[str, str]]]]]: ...
+) -> Optional[List[Tuple[str, str, str, List[Tuple[str, str, str]]]]]: ...
 def save(
     path: _Path,
     items: List[Dict[str, Any]],

@@ -78,19 +78,21 @@ class Optimizer:
     float_configs: Dict[str, float]
 
 
-def _parameter(doc: Document, name: str, entry: Dict[str, Any], in_model: bool) -> Parameter:
-    """A parameter from its header entry (``{"value": "[2]x1", "Adam.m1": ...}``); the
-    export names are ``name`` and ``name/stat`` in a model, ``value`` and ``stat`` in
-    a parameter file."""
-    stats = {k: v for k, v in entry.items() if k != "value"}
-    dims, batch = _shape(entry["value"])
+def _parameter(
+    doc: Document, name: str, value: str, shape: str, stats: List[Tuple[str, str, str]]
+) -> Parameter:
+    """A parameter from where the document exports it: ``value`` is the export name of
+    its value, each stat ``(key, export name, shape)``. Stats are keyed by their own
+    key, whatever it is (a stat may be called ``value``; a parameter file exports it
+    as ``value~2``, next to the value's ``value``)."""
+    dims, batch = _shape(shape)
     return Parameter(
         name=name,
-        value=doc[name if in_model else "value"],
+        value=doc[value],
         dims=dims,
         batch=batch,
-        stats={k: doc[f"{name}/{k}" if in_model else k] for k in stats},
-        stat_shapes={k: _shape(v) for k, v in stats.items()},
+        stats={k: doc[n] for k, n, _ in stats},
+        stat_shapes={k: _shape(s) for k, _, s in stats},
     )
 
 
@@ -143,13 +145,15 @@ class PrimitivFile:
         self.dims: Optional[Tuple[int, ...]] = None
         self.batch: Optional[int] = None
         self.optimizer: Optional[Optimizer] = None
-        if self.kind == "model":
-            # Every parameter (the header describes only the first 32, to stay small).
-            for name, value, stats in _native.primitiv_model_entries(self.path, strict=strict) or []:
-                entry = {"value": value, **dict(stats)}
-                self.parameters[name] = _parameter(self._doc, name, entry, True)
-        elif self.kind == "parameter":
-            self.parameter = _parameter(self._doc, "value", h["parameter"], False)
+        if self.kind in ("model", "parameter"):
+            # Every parameter with the export names of its value and stats (the header
+            # describes only a model's first 32, to stay small).
+            for name, value, shape, stats in _native.primitiv_parameters(self.path, strict=strict) or []:
+                p = _parameter(self._doc, name, value, shape, stats)
+                if self.kind == "model":
+                    self.parameters[name] = p
+                else:
+                    self.parameter = p
         elif self.kind in ("tensor", "shape"):
             self.dims = tuple(int(d) for d in h.get("dims", []))
             self.batch = int(h.get("batch", 1))
