@@ -279,3 +279,69 @@ fn no_import_circles_inside_a_crate() {
     }
     assert!(offenders.is_empty(), "import circles: {offenders:#?}");
 }
+
+/// A `1.88` / `1.88.0` version as numbers.
+fn version(v: &str) -> [u64; 3] {
+    let mut out = [0; 3];
+    for (o, p) in out.iter_mut().zip(v.split('.')) {
+        *o = p.parse().unwrap_or(0);
+    }
+    out
+}
+
+/// The workspace's `rust-version` (and README's "Rust 1.NN+") is at least what every
+/// package in Cargo.lock declares it needs: the workspace said 1.86 while zip 7.4
+/// needed 1.88, so a user on 1.86 met cargo's refusal, not the README's promise.
+#[test]
+fn rust_version_covers_every_dependency() {
+    let out = std::process::Command::new(env!("CARGO"))
+        .args(["metadata", "--format-version", "1", "--locked", "--offline"])
+        .current_dir(project_root())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let m: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let resolved: std::collections::HashSet<&str> = m["resolve"]["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|n| n["id"].as_str())
+        .collect();
+    let packages = m["packages"].as_array().unwrap();
+    let ours = packages
+        .iter()
+        .find(|p| p["name"] == "tensorfmt")
+        .and_then(|p| p["rust_version"].as_str())
+        .expect("the workspace declares a rust-version")
+        .to_string();
+    let needs: Vec<String> = packages
+        .iter()
+        .filter(|p| p["id"].as_str().is_some_and(|id| resolved.contains(id)))
+        .filter_map(|p| {
+            let v = p["rust_version"].as_str()?;
+            (version(v) > version(&ours))
+                .then(|| format!("{} {} needs {v}", p["name"], p["version"]))
+        })
+        .collect();
+    assert!(needs.is_empty(), "rust-version {ours} is below: {needs:#?}");
+    let readme = std::fs::read_to_string(project_root().join("README.md")).unwrap();
+    let short = ours.trim_end_matches(".0");
+    for (i, line) in readme.lines().enumerate() {
+        if let Some(at) = line.find("Rust 1.") {
+            let said: String = line[at + 5..]
+                .chars()
+                .take_while(|c| c.is_ascii_digit() || *c == '.')
+                .collect();
+            assert_eq!(
+                said.trim_end_matches('.'),
+                short,
+                "README.md line {}: says Rust {said}, the workspace's rust-version is {ours}",
+                i + 1
+            );
+        }
+    }
+}
