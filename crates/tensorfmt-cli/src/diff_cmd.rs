@@ -47,10 +47,27 @@ pub fn diff(
     let tb = Tracked::new(fb, &progress);
     let report = compare(&ta, &tb, options).map_err(|e| failing_side(a, fa, b, fb, e))?;
     bar.finish_and_clear();
+    // What each reader left out of its tensors (an ONNX initializer of a type numpy
+    // lacks, subgraph initializers) is not compared: said, as `inspect` says it.
+    let (wa, wb) = (fa.warnings(), fb.warnings());
     if as_json {
-        emit_json(&report_json(a, b, &report));
-    } else if !quiet {
-        emit(&report_text(&report));
+        let mut v = report_json(a, b, &report);
+        v["warnings_a"] = json!(wa);
+        v["warnings_b"] = json!(wb);
+        emit_json(&v);
+    } else {
+        for (p, ws) in [(a, &wa), (b, &wb)] {
+            for w in ws {
+                eprintln!(
+                    "tensorfmt: warning: {}: {}",
+                    text::path(p),
+                    text::message(w)
+                );
+            }
+        }
+        if !quiet {
+            emit(&report_text(&report));
+        }
     }
     Ok(report.is_equal())
 }

@@ -299,3 +299,31 @@ fn caffe_models_differing_in_topology_are_not_equal() {
     let (code, stdout, _) = tf(args!["diff", &src, &back]);
     assert_eq!(code, 0, "{stdout}");
 }
+
+/// An ONNX model (ir 8, opset 17) with a graph `Identity(w)` and two initializers: `w`
+/// = [1, 2] (float_data) and `labels` = ["cat"] (STRING, which tensorfmt leaves out):
+/// the prost encoding of `model_with_a_left_out_tensor` in the facade's tests/onnx.rs.
+const MODEL_WITH_A_STRING: &[u8] = &[
+    8, 8, 58, 61, 10, 16, 10, 1, 119, 18, 1, 121, 34, 8, 73, 100, 101, 110, 116, 105, 116, 121, 18,
+    1, 103, 42, 18, 10, 1, 2, 16, 1, 34, 8, 0, 0, 128, 63, 0, 0, 0, 64, 66, 1, 119, 42, 18, 10, 1,
+    1, 16, 8, 50, 3, 99, 97, 116, 66, 6, 108, 97, 98, 101, 108, 115, 66, 2, 16, 17,
+];
+
+/// What a reader leaves out of its tensors is not compared: diff says so (on stderr, and
+/// as `warnings_a` / `warnings_b` in JSON), where it used to say nothing.
+#[test]
+fn what_the_readers_left_out_is_said() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.onnx");
+    std::fs::write(&a, MODEL_WITH_A_STRING).unwrap();
+    let (code, out, err) = tf(args!["diff", a, a]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("equal"), "{out}");
+    assert_eq!(err.matches("labels").count(), 2, "{err}");
+    assert!(err.contains("warning"), "{err}");
+    let (code, out, _) = tf(args!["diff", "--json", a, a]);
+    assert_eq!(code, 0);
+    let v = json(&out);
+    assert_eq!(v["warnings_a"].as_array().unwrap().len(), 1, "{v}");
+    assert_eq!(v["warnings_b"].as_array().unwrap().len(), 1, "{v}");
+}

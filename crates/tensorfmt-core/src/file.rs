@@ -442,6 +442,16 @@ pub trait TensorFile: Send + Sync {
         Vec::new()
     }
 
+    /// Whether the reader repaired or guessed something (a crash-truncated frame
+    /// count, a lenient marker): a conversion to the file's own format then rewrites it
+    /// from its tensors, repairing it, instead of copying its bytes. A warning that
+    /// only says what the tensor view leaves out (an ONNX initializer of a type numpy
+    /// lacks, an npz member that is not an array) is no repair: such a file overrides
+    /// this to `false`, and a copy keeps what was left out. Default: any warning.
+    fn lenient(&self) -> bool {
+        !self.warnings().is_empty()
+    }
+
     /// Other files some tensors are read from (an ONNX model's external data files,
     /// as its `external_data` locations): when there are any, the file's own bytes are
     /// not the whole of it, and a copy of them alone would not read. Empty by default.

@@ -133,6 +133,12 @@ impl TensorFile for OnnxFile {
         self.model.warnings.clone()
     }
 
+    /// Never: every warning says what the tensor view leaves out (a type numpy lacks,
+    /// subgraph initializers), nothing repaired, so a copy keeps the whole model.
+    fn lenient(&self) -> bool {
+        false
+    }
+
     fn external_files(&self) -> Vec<String> {
         self.model.external_files.clone()
     }

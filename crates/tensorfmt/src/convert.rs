@@ -880,7 +880,7 @@ impl Document {
 /// What an ONNX model converted to ONNX other than by a copy loses: tensorfmt writes
 /// its initializers as a weights-only model, not its nodes (said, not silent).
 fn onnx_graph_note(source: &dyn TensorFile, target: Format) -> Option<String> {
-    if source.format() != "onnx" || target != Format::Onnx {
+    if source.format() != "onnx" {
         return None;
     }
     let nodes = source.header().into_iter().find_map(|(k, v)| match v {
@@ -888,19 +888,28 @@ fn onnx_graph_note(source: &dyn TensorFile, target: Format) -> Option<String> {
         FieldValue::Int(n) if k == "nodes" => u64::try_from(n).ok(),
         _ => None,
     })?;
+    let s = if nodes == 1 { "" } else { "s" };
     (nodes > 0).then(|| {
-        format!(
-            "the model's graph ({nodes} node{}) is not written: tensorfmt writes an ONNX \
-             model's initializers as a weights-only model (a copy with nothing asked keeps \
-             the whole model, unless its data lies in external files)",
-            if nodes == 1 { "" } else { "s" }
-        )
+        if target == Format::Onnx {
+            format!(
+                "the model's graph ({nodes} node{s}) is not written: tensorfmt writes an \
+                 ONNX model's initializers as a weights-only model (only a conversion to \
+                 ONNX that asks for nothing, no tensor selection, dtype or setting, copies \
+                 the whole model, and only when none of its data lies in external files)"
+            )
+        } else {
+            format!(
+                "the model's graph ({nodes} node{s}) is not in the {target} file: only its \
+                 initializers are"
+            )
+        }
     })
 }
 
 /// Converting a file to its own format with nothing to change keeps it: when `target`
 /// is `source`'s format without a kind, `options` ask for nothing (no dtype, settings or
-/// layout; `skip_fsync` aside) and the reader needed no leniency (no warnings), the
+/// layout; `skip_fsync` aside) and the reader needed no leniency
+/// ([`TensorFile::lenient`]: a warning that is more than a tensor left out), the
 /// file's bytes are copied through an [`AtomicFile`](tensorfmt_core::io::AtomicFile).
 /// Everything in it survives, byte for byte: a primitiv Optimizer or Shape, a solver
 /// state, a PINK comment block, a hexagonal mapping, a batched tensor. Returns `None`
@@ -950,7 +959,7 @@ pub(crate) fn keep_unchanged_tracked(
     let same = source.format() == target.format.name()
         && target.kind.is_none()
         && options.asks_nothing()
-        && source.warnings().is_empty()
+        && !source.lenient()
         && source.external_files().is_empty();
     if !same {
         return Ok(None);

@@ -215,6 +215,9 @@ impl TensorFile for Watched {
     fn warnings(&self) -> Vec<String> {
         self.file.warnings()
     }
+    fn lenient(&self) -> bool {
+        self.file.lenient()
+    }
     fn external_files(&self) -> Vec<String> {
         self.file.external_files()
     }
@@ -492,6 +495,9 @@ impl TensorFile for Document {
     }
     fn warnings(&self) -> Vec<String> {
         self.file.warnings()
+    }
+    fn lenient(&self) -> bool {
+        self.file.lenient()
     }
     fn external_files(&self) -> Vec<String> {
         self.file.external_files()

@@ -383,6 +383,9 @@ impl TensorFile for Tracked<'_> {
     fn warnings(&self) -> Vec<String> {
         self.inner.warnings()
     }
+    fn lenient(&self) -> bool {
+        self.inner.lenient()
+    }
     fn external_files(&self) -> Vec<String> {
         self.inner.external_files()
     }

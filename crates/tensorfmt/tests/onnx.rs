@@ -66,3 +66,89 @@ fn external_data_is_storage_not_a_difference() {
     assert!(r.header.is_empty(), "{:?}", r.header);
     assert!(r.is_equal());
 }
+
+/// A model with a graph and an initializer whose type numpy has no dtype for (left out,
+/// with a warning). Returns the model's bytes.
+fn model_with_a_left_out_tensor() -> Vec<u8> {
+    use prost::Message;
+    use tensorfmt_onnx::proto::{
+        tensor_proto::DataType, GraphProto, ModelProto, NodeProto, OperatorSetIdProto, TensorProto,
+    };
+    let w = TensorProto {
+        name: "w".into(),
+        dims: vec![2],
+        data_type: DataType::Float as i32,
+        float_data: vec![1.0, 2.0],
+        ..Default::default()
+    };
+    let s = TensorProto {
+        name: "labels".into(),
+        dims: vec![1],
+        data_type: DataType::String as i32,
+        string_data: vec![bytes::Bytes::from_static(b"cat")],
+        ..Default::default()
+    };
+    let node = NodeProto {
+        op_type: "Identity".into(),
+        input: vec!["w".into()],
+        output: vec!["y".into()],
+        ..Default::default()
+    };
+    ModelProto {
+        ir_version: 8,
+        opset_import: vec![OperatorSetIdProto {
+            domain: String::new(),
+            version: 17,
+        }],
+        graph: Some(GraphProto {
+            name: "g".into(),
+            node: vec![node],
+            initializer: vec![w, s],
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+    .encode_to_vec()
+}
+
+/// A copy with nothing asked keeps the whole model even when the reader left a tensor
+/// out of its view (a string initializer): that is not a lenient reading to repair.
+/// It used to write a weights-only model instead (graph and left-out tensor lost),
+/// with a warning that said a copy keeps the whole model.
+#[test]
+fn a_model_with_left_out_tensors_is_copied_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("m.onnx");
+    std::fs::write(&src, model_with_a_left_out_tensor()).unwrap();
+    let doc = Document::open(&src).unwrap();
+    assert!(
+        !doc.warnings().is_empty(),
+        "the string tensor is left out with a warning"
+    );
+    let out = dir.path().join("copy.onnx");
+    doc.convert_to(&out, Format::Onnx).unwrap();
+    assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(&src).unwrap());
+}
+
+/// To npz or safetensors, the graph is not carried: said, as it is for an ONNX
+/// output that cannot be a copy.
+#[test]
+fn the_graph_left_behind_is_said_for_every_target() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("m.onnx");
+    std::fs::write(&src, model_with_a_left_out_tensor()).unwrap();
+    let doc = Document::open(&src).unwrap();
+    for out in ["w.npz", "w.safetensors"] {
+        let r = doc
+            .convert_to(
+                &dir.path().join(out),
+                Format::from_path(std::path::Path::new(out)).unwrap(),
+            )
+            .unwrap();
+        assert!(
+            r.warnings.iter().any(|w| w.contains("graph (1 node)")),
+            "{out}: {:?}",
+            r.warnings
+        );
+    }
+}

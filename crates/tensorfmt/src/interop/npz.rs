@@ -817,6 +817,10 @@ impl TensorFile for NpzFile {
     fn warnings(&self) -> Vec<String> {
         self.skipped.clone()
     }
+    /// Never: the warnings name members left out (strings, objects), nothing repaired.
+    fn lenient(&self) -> bool {
+        false
+    }
     fn format(&self) -> &'static str {
         "npz"
     }

@@ -470,6 +470,9 @@ where
     fn warnings(&self) -> Vec<String> {
         self.inner.warnings()
     }
+    fn lenient(&self) -> bool {
+        self.inner.lenient()
+    }
     fn external_files(&self) -> Vec<String> {
         self.inner.external_files()
     }
