@@ -545,7 +545,7 @@ fn other_shapes(l: &LayerDef, bottoms: &[Vec<usize>]) -> R<Shapes> {
             // Caffe keeps local_size in an int: above INT_MAX it is negative, and odd
             // negative numbers fail its `size % 2 == 1` check too.
             let size = lp.local_size();
-            if size % 2 == 0 || size > i32::MAX as u32 {
+            if size.is_multiple_of(2) || size > i32::MAX as u32 {
                 return Err(format!(
                     "LRN only supports odd values for local_size (up to {}), got {size}",
                     i32::MAX
@@ -763,7 +763,7 @@ fn other_shapes(l: &LayerDef, bottoms: &[Vec<usize>]) -> R<Shapes> {
                 }
                 sizes.push(dim - prev);
             } else {
-                if n_tops == 0 || dim % n_tops != 0 {
+                if n_tops == 0 || !dim.is_multiple_of(n_tops) {
                     return Err(format!(
                         "number of top blobs ({n_tops}) should evenly divide input slice axis ({dim})"
                     ));
@@ -920,7 +920,7 @@ fn other_shapes(l: &LayerDef, bottoms: &[Vec<usize>]) -> R<Shapes> {
             exactly(bottoms, 1)?;
             let b = &bottoms[0];
             let g = i64::from(p.shuffle_channel_param.unwrap_or_default().group());
-            if b.len() < 2 || g <= 0 || b[1] % g as usize != 0 {
+            if b.len() < 2 || g <= 0 || !b[1].is_multiple_of(g as usize) {
                 return Err(format!("channels of {b:?} not divisible by group {g}"));
             }
             Ok((vec![b.clone()], vec![]))
@@ -1191,7 +1191,7 @@ fn conv(l: &LayerDef, bottoms: &[Vec<usize>]) -> R<(Shapes, ConvGeom)> {
     }
     let group = if l.kind == "ConvolutionDepthwise" {
         // The depthwise fork layer: one group per input channel.
-        if channels == 0 || num_output % channels != 0 {
+        if channels == 0 || !num_output.is_multiple_of(channels) {
             return Err(format!(
                 "depthwise: num_output {num_output} must be a multiple of the {channels} input channels"
             ));
@@ -1200,7 +1200,7 @@ fn conv(l: &LayerDef, bottoms: &[Vec<usize>]) -> R<(Shapes, ConvGeom)> {
     } else {
         u(cp.group())
     };
-    if group == 0 || channels % group != 0 || num_output % group != 0 {
+    if group == 0 || !channels.is_multiple_of(group) || !num_output.is_multiple_of(group) {
         return Err(format!(
             "channels {channels} and num_output {num_output} must be multiples of group {group}"
         ));
@@ -1683,7 +1683,7 @@ fn reorg(l: &LayerDef, bottoms: &[Vec<usize>]) -> R<Shapes> {
         return Err("reorg_param.stride must be positive, got 0".into());
     }
     let ss = s.checked_mul(s).ok_or("stride overflows")?;
-    if b[1] % ss != 0 {
+    if !b[1].is_multiple_of(ss) {
         return Err(format!(
             "reorg stride {s}: the {} input channels are not a multiple of stride² = {ss}",
             b[1]

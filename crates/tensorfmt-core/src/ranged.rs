@@ -686,7 +686,7 @@ fn split_block(block: &[usize], itemsize: u64, target: u64) -> Vec<usize> {
         // The largest divisor of block[i] whose slab fits; none: one, and go deeper.
         let d = (1..=block[i])
             .rev()
-            .filter(|d| block[i] % d == 0)
+            .filter(|d| block[i].is_multiple_of(*d))
             .find(|&d| inner.saturating_mul(d as u64) <= target)
             .unwrap_or(1);
         c[i] = d;
@@ -767,9 +767,9 @@ pub fn chunk_grid(
         let mut found = false;
         for j in (0..dims.len()).rev() {
             let suffix = product(&dims[j + 1..]).ok_or("the element count overflows")?;
-            if elems % suffix == 0 {
+            if elems.is_multiple_of(suffix) {
                 let d = elems / suffix;
-                if d >= 1 && d <= dims[j] as u64 && dims[j] as u64 % d == 0 {
+                if d >= 1 && d <= dims[j] as u64 && (dims[j] as u64).is_multiple_of(d) {
                     for (t, x) in c.iter_mut().enumerate() {
                         if t < j {
                             *x = 1;

@@ -163,7 +163,7 @@ impl Tensor {
 
     /// True when the storage is aligned for a borrowed typed view of this dtype.
     pub fn is_aligned(&self) -> bool {
-        self.data.as_ptr() as usize % align_of_dtype(self.dtype) == 0
+        (self.data.as_ptr() as usize).is_multiple_of(align_of_dtype(self.dtype))
     }
 
     fn check_type<T: Element>(&self) -> Result<()> {

@@ -417,7 +417,7 @@ pub(crate) fn onnx_shapes(
             }
             if let Some(i) = infer {
                 let rest: usize = out.iter().product();
-                if rest == 0 || total % rest != 0 {
+                if rest == 0 || !total.is_multiple_of(rest) {
                     return None;
                 }
                 out[i] = total / rest;

@@ -227,7 +227,7 @@ fn is_mpi_dense(
     f_plain: u64,
     f_mpi: u64,
 ) -> bool {
-    let (plain_fits, mpi_fits) = (body % f_plain == 0, body % f_mpi == 0);
+    let (plain_fits, mpi_fits) = (body.is_multiple_of(f_plain), body.is_multiple_of(f_mpi));
     if plain_fits != mpi_fits {
         return mpi_fits;
     }
@@ -597,7 +597,7 @@ impl WeightLayout {
                         nx <= nxp && ny <= nyp
                     })
                 };
-                if size >= fs && size % fs == 0 {
+                if size >= fs && size.is_multiple_of(fs) {
                     // Patches scanned per frame (by the plausibility check and by
                     // every frame read) are items too.
                     let patches = arbors as u64 * numpatches;
@@ -610,7 +610,7 @@ impl WeightLayout {
                     }
                 }
                 if size >= fs
-                    && size % fs == 0
+                    && size.is_multiple_of(fs)
                     && (primary || file.is_none_or(|b| b.len() as u64 == size && plausible(b)))
                 {
                     return layout(arbors as usize, source, ph as usize, fs);

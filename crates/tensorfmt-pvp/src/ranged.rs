@@ -108,7 +108,7 @@ fn legacy_candidate_extent(w: &WeightHeader, len: u64) -> u64 {
                 .checked_mul(patches)
                 .and_then(|n| n.checked_mul(ph + values))
                 .and_then(|n| n.checked_add(WEIGHT_HEADER_SIZE as u64));
-            if let Some(fs) = fs.filter(|&fs| fs <= len && fs > 0 && len % fs == 0) {
+            if let Some(fs) = fs.filter(|&fs| fs <= len && fs > 0 && len.is_multiple_of(fs)) {
                 most = most.max(fs.saturating_add(8).min(len));
             }
         }

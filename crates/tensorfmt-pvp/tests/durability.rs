@@ -247,7 +247,7 @@ fn killed_appends_leave_whole_frames() {
             data.len()
         );
         let frame = 8 + SIDE * SIDE * 4;
-        if (data.len() - 80) % frame != 0 {
+        if !(data.len() - 80).is_multiple_of(frame) {
             partial_seen += 1;
             assert!(f.warnings().iter().any(|w| w.contains("partial frame")));
             let strict = ReadOptions {

@@ -70,7 +70,7 @@ fn borrow<'a, T: bytemuck::Pod>(address: usize, count: usize) -> Result<&'a [T],
     if count == 0 {
         return Ok(&[]);
     }
-    if address == 0 || address % std::mem::align_of::<T>() != 0 {
+    if address == 0 || !address.is_multiple_of(std::mem::align_of::<T>()) {
         return Err(Error::Invalid("array data is missing or misaligned".into()));
     }
     // SAFETY: `address` and `count` come from the `__array_interface__` of a contiguous

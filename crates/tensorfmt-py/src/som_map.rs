@@ -50,7 +50,7 @@ impl Borrowed {
         if self.len == 0 {
             return Ok(&[]);
         }
-        if self.address == 0 || self.address % std::mem::align_of::<f32>() != 0 {
+        if self.address == 0 || !self.address.is_multiple_of(std::mem::align_of::<f32>()) {
             return Err(Error::Invalid("array has no aligned data".into()));
         }
         // SAFETY: `address` and `len` are the data pointer and f32 count of a

@@ -32,7 +32,7 @@ pub struct HexGrid {
 /// assert_eq!(tensorfmt_som::hex_count(4), None);
 /// ```
 pub fn hex_count(d: usize) -> Option<usize> {
-    if d == 0 || d % 2 == 0 {
+    if d == 0 || d.is_multiple_of(2) {
         return None;
     }
     let r = (d - 1) / 2;

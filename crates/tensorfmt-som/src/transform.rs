@@ -154,7 +154,7 @@ pub fn flip<T: Copy>(src: &[T], dst: &mut [T], n: usize) {
 
 /// Checks the transform arguments shared by [`transform`] and the mapper.
 pub(crate) fn check_num_rot(num_rot: u32, interpolation: Interpolation) -> Result<()> {
-    if num_rot == 0 || (num_rot != 1 && num_rot % 4 != 0) {
+    if num_rot == 0 || (num_rot != 1 && !num_rot.is_multiple_of(4)) {
         return Err(SomError::MapOption {
             option: "num_rot",
             value: num_rot.to_string(),

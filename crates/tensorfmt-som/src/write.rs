@@ -280,7 +280,7 @@ impl<W: Write + Seek> DataWriter<W> {
 
     /// Appends raw little-endian entries (a whole number of entries).
     pub fn append_bytes(&mut self, raw: &[u8]) -> Result<()> {
-        if self.entry_bytes == 0 || raw.len() % self.entry_bytes != 0 {
+        if self.entry_bytes == 0 || !raw.len().is_multiple_of(self.entry_bytes) {
             return Err(SomError::InvalidInput(format!(
                 "{} bytes are not a whole number of {}-byte entries",
                 raw.len(),

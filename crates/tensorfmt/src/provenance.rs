@@ -1045,7 +1045,7 @@ fn base64_encode(data: &[u8]) -> String {
 
 fn base64_decode(text: &str) -> std::result::Result<Vec<u8>, String> {
     let s = text.as_bytes();
-    if s.len() % 4 != 0 {
+    if !s.len().is_multiple_of(4) {
         return Err("base64 length is not a multiple of 4".into());
     }
     let value = |c: u8| -> std::result::Result<u32, String> {

@@ -141,7 +141,7 @@ fn the_graph_left_behind_is_said_for_every_target() {
     for out in ["w.npz", "w.safetensors"] {
         let r = doc
             .convert_to(
-                &dir.path().join(out),
+                dir.path().join(out),
                 Format::from_path(std::path::Path::new(out)).unwrap(),
             )
             .unwrap();

@@ -252,7 +252,7 @@ pub(crate) fn reshape_rule(
     let total: u128 = x.iter().map(|&d| d as u128).product();
     if let Some(i) = infer {
         let known: u128 = out.iter().map(|&d| d as u128).product();
-        if known == 0 || total % known != 0 {
+        if known == 0 || !total.is_multiple_of(known) {
             return Err(Fail::new(format!(
                 "cannot infer -1 in {shape:?} for input {x:?}"
             )));
