@@ -235,6 +235,7 @@ pub fn lower(
     for name in &cut.unique_cut_names {
         blobs.take(name);
     }
+    let full = net;
     let net: &NetDef = &cut.kept;
     // An input given two shapes: which one was meant? (Caffe's rules and the lowering
     // once took different ones.)
@@ -556,9 +557,22 @@ pub fn lower(
             return Err(LowerError::Net(format!("output {o:?} is asked for twice")));
         }
         let v = current.get(o).ok_or_else(|| {
-            LowerError::Net(format!(
-                "output {o:?} is not a blob the lowered graph computes"
-            ))
+            // A blob only a cut layer computes: say that the cut took it.
+            let cut_by = full.layers.iter().find(|l| {
+                l.tops.iter().any(|t| t == o)
+                    && cut
+                        .stopped
+                        .iter()
+                        .any(|(n, k)| *n == l.name && *k == l.kind)
+            });
+            LowerError::Net(match cut_by {
+                Some(l) => format!(
+                    "output {o:?} is computed by layer {:?} ({}), which --stop-before cuts \
+                     from the graph",
+                    l.name, l.kind
+                ),
+                None => format!("output {o:?} is not a blob the lowered graph computes"),
+            })
         })?;
         // The last version of a blob carries its name, except a net input rewritten in
         // place (`bottom: "data" top: "data"`): the input keeps the name and the output

@@ -1112,3 +1112,37 @@ fn comments_in_other_encodings_are_skipped() {
         "{e}"
     );
 }
+
+/// A ceil-mode pooling whose last window lies wholly past the input (kernel 1, stride
+/// 2, an even size, no pad) is not lowered; the message said "end padding 1 would reach
+/// a whole kernel 1" for a layer with no padding at all.
+#[test]
+fn a_last_pooling_window_past_the_input_is_named_as_such() {
+    let net = "input: 'data' input_shape { dim: 1 dim: 1 dim: 4 dim: 4 }\n\
+               layer { name: 'p' type: 'Pooling' bottom: 'data' top: 'y' \
+               pooling_param { pool: MAX kernel_size: 1 stride: 2 } }";
+    let e = lower_text(net, &Default::default())
+        .map(|_| ())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("lies wholly past the input") && e.contains("round_mode: FLOOR"),
+        "{e}"
+    );
+    let floor = net.replace("stride: 2 }", "stride: 2 round_mode: FLOOR }");
+    lower_text(&floor, &Default::default()).unwrap();
+}
+
+/// `--outputs` naming a blob that `--stop-before` cut: the message said only that the
+/// graph does not compute it.
+#[test]
+fn an_output_the_cut_removed_says_so() {
+    let net = format!("{DATA}layer {{ name: 'r' type: 'ReLU' bottom: 'data' top: 'y' }}");
+    let opts = LowerOptions {
+        outputs: vec!["y".into()],
+        stop_before: vec!["r".into()],
+        ..Default::default()
+    };
+    let e = lower_text(&net, &opts).map(|_| ()).unwrap_err().to_string();
+    assert!(e.contains("--stop-before") && e.contains("\"r\""), "{e}");
+}

@@ -221,3 +221,65 @@ def test_every_lowered_layer_type_has_a_case():
     by_rcnn = {"Proposal", "Python", "ROIPooling", "PSROIPooling"}
     missing = set(tensorfmt.caffe.supported_layers()) - covered - by_corpus - by_rcnn
     assert not missing, f"lowered layer types without a numeric test: {sorted(missing)}"
+
+
+def _lower_and_cv(tmp_path, text, x, outputs=None, seed=1):
+    """Our ONNX outputs and OpenCV's net for the prototxt ``text`` with random weights."""
+    p = tmp_path / "n.prototxt"
+    p.write_text(text)
+    w = tmp_path / "n.caffemodel"
+    tensorfmt.caffe.write_random_weights(p, w, seed=seed)
+    o = tmp_path / "n.onnx"
+    tensorfmt.caffe.to_onnx(w, p, o, outputs=outputs)
+    s = ort.InferenceSession(str(o), providers=["CPUExecutionProvider"])
+    ours = s.run(None, {"data": x})
+    cvn = cv2.dnn.readNetFromCaffe(str(p), str(w))
+    return ours, cvn, {k: np.asarray(v) for k, v in tensorfmt.load(w).items()}
+
+
+def test_opencv_deviations_on_classic_layers(tmp_path):
+    """Where OpenCV 4 departs from Caffe on the classic layers (measured by issue 34's
+    differential audit; docs/caffe-layers.md lists them), the lowering follows Caffe."""
+    rng = np.random.default_rng(0)
+    # 1. round_mode: FLOOR. Caffe floors: a 5x5 input, 2x2 stride 2 gives 2x2; OpenCV
+    # ignores the field and ceils (3x3).
+    x = np.arange(25, dtype=np.float32).reshape(1, 1, 5, 5)
+    ours, cvn, _ = _lower_and_cv(
+        tmp_path,
+        net((1, 1, 5, 5), 'layer { name: "l" type: "Pooling" bottom: "data" top: "l" pooling_param { pool: MAX kernel_h: 2 kernel_w: 2 stride_h: 2 stride_w: 2 round_mode: FLOOR } }'),
+        x,
+    )
+    np.testing.assert_array_equal(ours[0], x[:, :, :4, :4].reshape(1, 1, 2, 2, 2, 2).max(axis=(3, 5)))
+    cvn.setInput(x)
+    assert np.asarray(cvn.forward()).shape == (1, 1, 3, 3)
+    # 2. A depthwise 3x3 convolution with pad 1 on a 1x1 map reads only the centre tap;
+    # OpenCV's depthwise kernel gives other values there.
+    x = rng.standard_normal((1, 8, 1, 1)).astype(np.float32)
+    ours, cvn, weights = _lower_and_cv(
+        tmp_path,
+        net((1, 8, 1, 1), 'layer { name: "dw" type: "Convolution" bottom: "data" top: "dw" convolution_param { num_output: 8 group: 8 kernel_size: 3 pad: 1 bias_term: false } }'),
+        x,
+    )
+    centre = x * weights["dw/0"][:, 0, 1, 1].reshape(1, 8, 1, 1)
+    np.testing.assert_allclose(ours[0], centre, rtol=1e-6, atol=1e-7)
+    cvn.setInput(x)
+    cv_dw = np.asarray(cvn.forward())
+    if np.allclose(cv_dw, centre, rtol=1e-4, atol=1e-5):
+        print("OpenCV's depthwise 3x3 on a 1x1 map is right in this build")
+    # 3. An in-place blob that feeds a Concat: OpenCV (with fusion, its default) writes
+    # the convolution straight into the Concat's buffer, so asking it for the blob
+    # gives other values; ours is the blob, the Concat's slice.
+    x = rng.standard_normal((1, 3, 8, 8)).astype(np.float32)
+    ours, cvn, _ = _lower_and_cv(
+        tmp_path,
+        net((1, 3, 8, 8), 'layer { name: "a" type: "Convolution" bottom: "data" top: "a" convolution_param { num_output: 4 kernel_size: 3 pad: 1 } }\n'
+            'layer { name: "a_relu" type: "ReLU" bottom: "a" top: "a" }\n'
+            'layer { name: "b" type: "Convolution" bottom: "data" top: "b" convolution_param { num_output: 2 kernel_size: 1 } }\n'
+            'layer { name: "cat" type: "Concat" bottom: "b" bottom: "a" top: "cat" }'),
+        x,
+        outputs=["a", "cat"],
+    )
+    np.testing.assert_array_equal(ours[0], ours[1][:, 2:])
+    cvn.enableFusion(False)
+    cvn.setInput(x)
+    np.testing.assert_allclose(np.asarray(cvn.forward("a_relu")), ours[0], rtol=1e-4, atol=1e-5)

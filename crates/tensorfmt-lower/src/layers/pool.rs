@@ -70,9 +70,16 @@ pub(crate) fn pooling(cx: &mut LayerCx<'_>) -> LResult<Vec<Vec<usize>>> {
         // The last window must fit: (out-1)*s + k <= extent + end.
         end[i] = ((out[i] - 1) * s[i] + k[i]).saturating_sub(extent[i]);
         if end[i] >= k[i] {
+            // Caffe's ceil rule keeps a last window that starts past the input (kernel
+            // smaller than the stride, no pad to drop it): Caffe writes -FLT_MAX (MAX) or
+            // divides by zero (AVE) there; no ONNX pooling has such a window.
+            let axis = if i == 0 { "height" } else { "width" };
             return Err(Fail::new(format!(
-                "end padding {} would reach a whole kernel {}",
-                end[i], k[i]
+                "the last pooling window on the {axis} axis (window {} of kernel {} at \
+                 stride {}) lies wholly past the input and its padding: Caffe's ceil \
+                 rounding keeps it and computes no value there (MAX gives -FLT_MAX, AVE \
+                 divides by zero); use round_mode: FLOOR, or a kernel at least the stride",
+                out[i], k[i], s[i]
             )));
         }
         onnx_out[i] = (extent[i] + end[i] - k[i]) / s[i] + 1;
