@@ -53,9 +53,9 @@ use tensorfmt_core::{ReadOptions, Tensor, TensorFile, WriteOptions};
 
 pub use error::{OnnxError, Result};
 pub use external::{external_data_file, Unread};
-pub use file::{OnnxFile, EXTERNAL_DATA_FIELD};
+pub use file::{OnnxFile, EXTERNAL_DATA_FIELD, STRUCTURE_FIELD};
 pub use read::{read_model_file, read_model_file_at, read_model_file_described, sniff, ModelFile};
-pub use tensor::{dtype_of, onnx_data_type, tensor_from_proto, tensor_to_proto};
+pub use tensor::{dtype_of, onnx_data_type, tensor_from_proto, tensor_to_proto, SparseInitializer};
 pub use write::{
     external_data_path, save_model, save_model_with, weights_model, write_model, write_model_bulk,
     write_tensors, ExternalData, EXTERNAL_MIN_BYTES, IR_VERSION, MAX_MODEL_BYTES, OPSET,
