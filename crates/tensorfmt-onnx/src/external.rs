@@ -212,14 +212,15 @@ impl<'a> ExternalFiles<'a> {
     /// a subgraph's initializer, a function's...) as an initializer's is read: its
     /// location under ONNX's rules, and, when the model has a directory, its file and
     /// range (and, for an element type tensorfmt knows, its byte length). Gives the
-    /// location, for the model's list of files.
+    /// location, for the model's list of files, and the bytes when they were reached
+    /// (a slice of the mapped file).
     pub(crate) fn check(
         &mut self,
         p: &TensorProto,
         path: &str,
         offset: u64,
         limits: &Limits,
-    ) -> Result<String> {
+    ) -> Result<(String, Option<Bytes>)> {
         let err = error_for(p, path, offset);
         let known = crate::tensor::dtype_of(p.data_type).is_some() && p.segment.is_none();
         if self.describes() {
@@ -235,7 +236,7 @@ impl<'a> ExternalFiles<'a> {
                     )));
                 }
             }
-            return Ok(k.location.to_string());
+            return Ok((k.location.to_string(), None));
         }
         let (q, location) = self.load(p, path, offset)?;
         if known {
@@ -249,7 +250,7 @@ impl<'a> ExternalFiles<'a> {
                 )));
             }
         }
-        Ok(location)
+        Ok((location, Some(q.raw_data)))
     }
 
     /// `p` with its external bytes as `raw_data` (a slice of the mapped file), and

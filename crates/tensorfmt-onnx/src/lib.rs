@@ -3,9 +3,12 @@
 //! Reads and writes ONNX model files without a C++ or Python dependency:
 //!
 //! - **reads** a `ModelProto`'s header (IR version, producer, opsets, metadata), graph
-//!   inputs and outputs, and every `graph.initializer` as a named tensor: `raw_data` is
-//!   a zero-copy slice of the (memory-mapped) file, typed fields (`float_data`,
-//!   `int32_data`, ...) are converted with one copy;
+//!   inputs and outputs, a digest of its structure, and every `graph.initializer` as a
+//!   named tensor: `raw_data` is a zero-copy slice of the (memory-mapped) file, typed
+//!   fields (`float_data`, `int32_data`, ...) are converted with one copy, sparse
+//!   initializers are densified when read; tensors elsewhere in the model (node
+//!   attributes, subgraphs, functions) are not read, but their external data is
+//!   checked and listed;
 //! - **writes** weights-only models from named tensors ([`save_tensors`]) and any
 //!   [`proto::ModelProto`] ([`write_model`], which streams initializer payloads), the
 //!   latter used by the Caffe lowering in `tensorfmt-lower`;

@@ -326,6 +326,26 @@ fn read_model(
             r.close();
             continue;
         }
+        if f.wire_type == 2 && matches!(f.number, 20 | 25) {
+            // training_info, functions: their tensors are not exported, but their
+            // external data is part of the model.
+            let mut at = if f.number == 20 {
+                training_infos += 1;
+                vec![Crumb::new("training_info", training_infos - 1, &f)]
+            } else {
+                functions += 1;
+                vec![Crumb::new("functions", functions - 1, &f)]
+            };
+            let msg = if f.number == 20 {
+                Msg::Training
+            } else {
+                Msg::Function
+            };
+            r.open(f.number);
+            r.walk(msg, &f, &mut at)?;
+            r.close();
+            continue;
+        }
         r.hash(&f);
         let m = &mut r.m;
         match f.number {
@@ -344,18 +364,6 @@ fn read_model(
                 wire::expect(&f, 2, "metadata_props")?;
                 let e: StringStringEntryProto = decode(&data, &f, "metadata_props")?;
                 m.metadata.push((e.key, e.value));
-            }
-            // training_info, functions: their tensors are not exported, but their
-            // external data is part of the model.
-            20 if f.wire_type == 2 => {
-                let mut at = vec![Crumb::new("training_info", training_infos, &f)];
-                training_infos += 1;
-                r.walk(Msg::Training, &f, &mut at)?;
-            }
-            25 if f.wire_type == 2 => {
-                let mut at = vec![Crumb::new("functions", functions, &f)];
-                functions += 1;
-                r.walk(Msg::Function, &f, &mut at)?;
             }
             _ => {}
         }
@@ -476,12 +484,16 @@ impl Reader<'_, '_> {
             self.items += 1;
             item_limit(limits, self.items, "graph", f.offset)?;
             match f.number {
+                // Left out (not exported): in the structure, checked as nested tensors.
                 5 => {
                     let i = self.dense;
                     self.dense += 1;
                     let path = format!("graph.initializer[{i}]");
                     if !self.initializer(&f, path)? {
-                        self.hash(&f);
+                        let mut at = vec![Crumb::new("graph.initializer", i, &f)];
+                        self.open(5);
+                        self.walk(Msg::Tensor, &f, &mut at)?;
+                        self.close();
                     }
                     continue;
                 }
@@ -490,13 +502,13 @@ impl Reader<'_, '_> {
                     self.sparse += 1;
                     let path = format!("graph.sparse_initializer[{i}]");
                     if !self.sparse_initializer(&f, path)? {
-                        self.hash(&f);
+                        let mut at = vec![Crumb::new("graph.sparse_initializer", i, &f)];
+                        self.open(15);
+                        self.walk(Msg::Sparse, &f, &mut at)?;
+                        self.close();
                     }
                     continue;
                 }
-                _ => self.hash(&f),
-            }
-            match f.number {
                 1 => {
                     wire::expect(&f, 2, "graph.node")?;
                     let mut at = vec![Crumb::new("graph.node", self.m.nodes, &f)];
@@ -504,8 +516,14 @@ impl Reader<'_, '_> {
                     if holds_subgraph(data, &f)? {
                         self.m.subgraph_nodes += 1;
                     }
+                    self.open(1);
                     self.walk(Msg::Node, &f, &mut at)?;
+                    self.close();
+                    continue;
                 }
+                _ => self.hash(&f),
+            }
+            match f.number {
                 2 => self.m.graph_name = string(data, &f, "graph.name")?,
                 11 | 12 => {
                     let path = if f.number == 11 {
@@ -598,13 +616,15 @@ impl Reader<'_, '_> {
         }
     }
 
-    /// Walks a nested message for tensors with external data (node attributes,
-    /// subgraphs at any depth, sparse tensors, function bodies, training graphs): each
-    /// is checked as an initializer's would be and its file listed in
+    /// Walks a nested message that is not exported (a node, a function, a training
+    /// graph, and what they hold) into the structure digest, and checks every tensor
+    /// in it with external data (node attributes, subgraphs at any depth, sparse
+    /// tensors, function bodies) as an initializer's would be, listing its file in
     /// `external_files`. Only keys are read, each once: linear in the model.
     fn walk(&mut self, msg: Msg, f: &Field, at: &mut Vec<Crumb>) -> Result<()> {
         let data = self.data;
-        if at.len() + 1 > MAX_DEPTH {
+        // The ModelProto and its graph are above the first crumb.
+        if at.len() + 2 > MAX_DEPTH {
             return Err(OnnxError::Wire {
                 path: path_of(data, at),
                 offset: f.offset as u64,
@@ -620,27 +640,29 @@ impl Reader<'_, '_> {
         let mut counts = [0usize; 4];
         for g in wire::iter(data, f.start, f.end, "nested message") {
             let g = g?;
-            if g.wire_type != 2 {
+            let step = match (msg, g.number) {
+                _ if g.wire_type != 2 => None,
+                (Msg::Graph, 1) => Some(("node", Msg::Node, Some(0))),
+                (Msg::Graph, 5) => Some(("initializer", Msg::Tensor, Some(1))),
+                (Msg::Graph, 15) => Some(("sparse_initializer", Msg::Sparse, Some(2))),
+                (Msg::Node, 5) => Some(("attribute", Msg::Attribute, Some(0))),
+                (Msg::Attribute, 5) => Some(("t", Msg::Tensor, None)),
+                (Msg::Attribute, 6) => Some(("g", Msg::Graph, None)),
+                (Msg::Attribute, 10) => Some(("tensors", Msg::Tensor, Some(0))),
+                (Msg::Attribute, 11) => Some(("graphs", Msg::Graph, Some(1))),
+                (Msg::Attribute, 22) => Some(("sparse_tensor", Msg::Sparse, None)),
+                (Msg::Attribute, 23) => Some(("sparse_tensors", Msg::Sparse, Some(2))),
+                (Msg::Sparse, 1) => Some(("values", Msg::Tensor, None)),
+                (Msg::Sparse, 2) => Some(("indices", Msg::Tensor, None)),
+                (Msg::Function, 7) => Some(("node", Msg::Node, Some(0))),
+                (Msg::Function, 11) => Some(("attribute_proto", Msg::Attribute, Some(1))),
+                (Msg::Training, 1) => Some(("initialization", Msg::Graph, None)),
+                (Msg::Training, 2) => Some(("algorithm", Msg::Graph, None)),
+                _ => None,
+            };
+            let Some((field, next, slot)) = step else {
+                self.hash(&g);
                 continue;
-            }
-            let (field, next, slot): (&'static str, Msg, Option<usize>) = match (msg, g.number) {
-                (Msg::Graph, 1) => ("node", Msg::Node, Some(0)),
-                (Msg::Graph, 5) => ("initializer", Msg::Tensor, Some(1)),
-                (Msg::Graph, 15) => ("sparse_initializer", Msg::Sparse, Some(2)),
-                (Msg::Node, 5) => ("attribute", Msg::Attribute, Some(0)),
-                (Msg::Attribute, 5) => ("t", Msg::Tensor, None),
-                (Msg::Attribute, 6) => ("g", Msg::Graph, None),
-                (Msg::Attribute, 10) => ("tensors", Msg::Tensor, Some(0)),
-                (Msg::Attribute, 11) => ("graphs", Msg::Graph, Some(1)),
-                (Msg::Attribute, 22) => ("sparse_tensor", Msg::Sparse, None),
-                (Msg::Attribute, 23) => ("sparse_tensors", Msg::Sparse, Some(2)),
-                (Msg::Sparse, 1) => ("values", Msg::Tensor, None),
-                (Msg::Sparse, 2) => ("indices", Msg::Tensor, None),
-                (Msg::Function, 7) => ("node", Msg::Node, Some(0)),
-                (Msg::Function, 11) => ("attribute_proto", Msg::Attribute, Some(1)),
-                (Msg::Training, 1) => ("initialization", Msg::Graph, None),
-                (Msg::Training, 2) => ("algorithm", Msg::Graph, None),
-                _ => continue,
             };
             let crumb = match slot {
                 Some(k) => {
@@ -650,22 +672,36 @@ impl Reader<'_, '_> {
                 None => Crumb::single(field, &g),
             };
             at.push(crumb);
+            self.open(g.number);
             let r = self.walk(next, &g, at);
+            self.close();
             at.pop();
             r?;
         }
         Ok(())
     }
 
-    /// A tensor met by [`Self::walk`]: when its data is external, its location is
-    /// checked (and its file and range, when the model has a directory) and listed.
+    /// A tensor that is not exported, met by [`Self::walk`] or left out: into the
+    /// digest by its fields and its data, wherever that is stored (inline `raw_data`
+    /// or an external file: the same digest); when its data is external, its location
+    /// is checked (and its file and range, when the model has a directory) and listed.
     fn nested_tensor(&mut self, f: &Field, at: &[Crumb]) -> Result<()> {
         let data = self.data;
         let mut location = 0;
         for g in wire::iter(data, f.start, f.end, "TensorProto") {
             let g = g?;
-            if g.number == 14 && g.wire_type == 0 {
-                location = g.value;
+            match g.number {
+                // Storage: data_location, external_data.
+                13 => {}
+                14 => location = g.value,
+                9 if g.wire_type == 2 => {
+                    if let Some(d) = &mut self.digest {
+                        d.open(9);
+                        d.bytes(&data[g.start..g.end]);
+                        d.close();
+                    }
+                }
+                _ => self.hash(&g),
             }
         }
         if location != 1 {
@@ -673,10 +709,15 @@ impl Reader<'_, '_> {
         }
         let path = path_of(data, at);
         let p: TensorProto = decode_bounded(data, f, &path, self.limits)?;
-        let file = self
+        let (file, bytes) = self
             .external
             .check(&p, &path, f.offset as u64, self.limits)?;
         self.note_file(&file);
+        if let (Some(d), Some(b)) = (&mut self.digest, bytes) {
+            d.open(9);
+            d.bytes(&b);
+            d.close();
+        }
         Ok(())
     }
 

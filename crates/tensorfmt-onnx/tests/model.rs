@@ -370,10 +370,12 @@ fn a_sparse_initializer_is_densified_only_when_read() {
         sparse_initializer: vec![sparse("s", &[5.0], &[3], &[40_000, 40_000])],
         ..Default::default()
     };
-    let mut opts = ReadOptions::default();
-    opts.limits = Limits {
-        max_alloc: 1 << 30,
-        ..Limits::default()
+    let opts = ReadOptions {
+        limits: Limits {
+            max_alloc: 1 << 30,
+            ..Limits::default()
+        },
+        ..ReadOptions::default()
     };
     let f = tensorfmt_onnx::open_tensor_file(graph_model(g), &opts).unwrap();
     assert_eq!(f.tensors()[0].shape.dims(), &[40_000, 40_000]);
@@ -465,6 +467,85 @@ fn a_present_empty_raw_data_is_the_data() {
         .to_string();
     assert!(
         e.contains("graph.initializer[0]") && e.contains("raw_data has 0 bytes"),
+        "{e}"
+    );
+}
+
+/// Tensors that are not exported (a subgraph's initializer, a left-out weight) count in
+/// the digest by their data, wherever it is stored: onnx's `save_model(...,
+/// save_as_external_data=True)` moves them to the external file too. A left-out
+/// weight's external file is listed, as an exported one's is.
+#[test]
+fn tensors_not_exported_count_by_their_data_not_its_storage() {
+    use tensorfmt_onnx::proto::StringStringEntryProto as Entry;
+    let dir = tempfile::tempdir().unwrap();
+    let raw = |name: &str, data_type: i32, bytes: &[u8]| TensorProto {
+        name: name.into(),
+        dims: vec![bytes.len() as i64 / if data_type == 1 { 4 } else { 1 }],
+        data_type,
+        raw_data: bytes.to_vec().into(),
+        ..Default::default()
+    };
+    let external = |name: &str, data_type: i32, n: usize, loc: &str| TensorProto {
+        name: name.into(),
+        dims: vec![n as i64 / if data_type == 1 { 4 } else { 1 }],
+        data_type,
+        data_location: 1,
+        external_data: vec![Entry {
+            key: "location".into(),
+            value: loc.into(),
+        }],
+        ..Default::default()
+    };
+    let make = |branch: TensorProto, f8: TensorProto| {
+        graph_model(GraphProto {
+            node: vec![NodeProto {
+                op_type: "If".into(),
+                attribute: vec![AttributeProto {
+                    name: "then_branch".into(),
+                    r#type: 5,
+                    g: Some(GraphProto {
+                        initializer: vec![branch],
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+            initializer: vec![f8],
+            ..Default::default()
+        })
+    };
+    let at = |b: Bytes| {
+        tensorfmt_onnx::read_model_file_at(b, &ReadOptions::default(), dir.path()).unwrap()
+    };
+    let c = 10f32.to_le_bytes();
+    std::fs::write(dir.path().join("c.bin"), c).unwrap();
+    std::fs::write(dir.path().join("f8.bin"), [0x38]).unwrap();
+    let inline = at(make(raw("c", 1, &c), raw("f8", 17, &[0x38])));
+    let beside = at(make(
+        external("c", 1, 4, "c.bin"),
+        external("f8", 17, 1, "f8.bin"),
+    ));
+    assert_eq!(inline.structure, beside.structure);
+    assert_eq!(beside.external_files, ["c.bin", "f8.bin"]);
+    assert_eq!(beside.left_out, 1);
+    std::fs::write(dir.path().join("c.bin"), 99f32.to_le_bytes()).unwrap();
+    let changed = at(make(
+        external("c", 1, 4, "c.bin"),
+        external("f8", 17, 1, "f8.bin"),
+    ));
+    assert_ne!(changed.structure, beside.structure);
+    // A left-out weight's missing file is an error, as any other's.
+    let e = tensorfmt_onnx::read_model_file_at(
+        make(raw("c", 1, &c), external("f8", 17, 1, "gone.bin")),
+        &ReadOptions::default(),
+        dir.path(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("gone.bin") && e.contains("graph.initializer[0]"),
         "{e}"
     );
 }
