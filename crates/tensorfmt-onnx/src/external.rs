@@ -187,23 +187,70 @@ impl<'a> ExternalFiles<'a> {
         limits: &Limits,
     ) -> Result<(Tensor, String)> {
         let (q, location) = self.load(p, path, offset)?;
-        let t = crate::tensor_from_proto(&q, path, offset, limits).map_err(|e| match e {
-            OnnxError::Tensor {
-                path,
-                offset,
-                reason,
-            } => OnnxError::Tensor {
-                path,
-                offset,
-                reason: reason.replacen(
-                    "raw_data",
-                    &format!("tensor {:?}: external data in {location:?}", p.name),
-                    1,
-                ),
-            },
-            e => e,
-        })?;
+        // The file's bytes are the data, even none (never a typed field beside them).
+        let t =
+            crate::tensor::read_tensor(&q, true, path, offset, limits).map_err(|e| match e {
+                OnnxError::Tensor {
+                    path,
+                    offset,
+                    reason,
+                } => OnnxError::Tensor {
+                    path,
+                    offset,
+                    reason: reason.replacen(
+                        "raw_data",
+                        &format!("tensor {:?}: external data in {location:?}", p.name),
+                        1,
+                    ),
+                },
+                e => e,
+            })?;
         Ok((t, location))
+    }
+
+    /// Checks the external data of a tensor that is not exported (a node attribute's,
+    /// a subgraph's initializer, a function's...) as an initializer's is read: its
+    /// location under ONNX's rules, and, when the model has a directory, its file and
+    /// range (and, for an element type tensorfmt knows, its byte length). Gives the
+    /// location, for the model's list of files, and the bytes when they were reached
+    /// (a slice of the mapped file).
+    pub(crate) fn check(
+        &mut self,
+        p: &TensorProto,
+        path: &str,
+        offset: u64,
+        limits: &Limits,
+    ) -> Result<(String, Option<Bytes>)> {
+        let err = error_for(p, path, offset);
+        let known = crate::tensor::dtype_of(p.data_type).is_some() && p.segment.is_none();
+        if self.describes() {
+            let k = keys(p, &err)?;
+            lexically_inside(k.location)
+                .map_err(|why| err(format!("location {:?} {why}", k.location)))?;
+            if known {
+                let (_, _, _, nbytes) = crate::tensor::shape_of(p, path, offset, limits)?;
+                if let Some(n) = k.length.filter(|&n| n != nbytes) {
+                    return Err(err(format!(
+                        "length {n} in {:?}, the shape {:?} needs {nbytes}",
+                        k.location, p.dims
+                    )));
+                }
+            }
+            return Ok((k.location.to_string(), None));
+        }
+        let (q, location) = self.load(p, path, offset)?;
+        if known {
+            let (dtype, _, _, nbytes) = crate::tensor::shape_of(p, path, offset, limits)?;
+            if q.raw_data.len() as u64 != nbytes {
+                return Err(err(format!(
+                    "{} bytes in {location:?}, the shape {:?} of {} needs {nbytes}",
+                    q.raw_data.len(),
+                    p.dims,
+                    dtype.name()
+                )));
+            }
+        }
+        Ok((location, Some(q.raw_data)))
     }
 
     /// `p` with its external bytes as `raw_data` (a slice of the mapped file), and

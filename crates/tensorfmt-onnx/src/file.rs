@@ -13,12 +13,21 @@ use crate::read::{ModelFile, Slot};
 /// ```
 pub const EXTERNAL_DATA_FIELD: &str = "external_data";
 
+/// The header field holding [`ModelFile::structure`](crate::ModelFile::structure): a
+/// digest of everything in the model but the exported tensors, which `diff` compares.
+///
+/// ```
+/// assert_eq!(tensorfmt_onnx::STRUCTURE_FIELD, "structure");
+/// ```
+pub const STRUCTURE_FIELD: &str = "structure";
+
 /// An ONNX model opened as its initializers. Tensors share the file's bytes when stored
 /// as `raw_data` (zero copy).
 #[derive(Debug, Clone)]
 pub struct OnnxFile {
     model: ModelFile,
-    index: std::collections::HashMap<String, usize>,
+    /// Name to position: in `initializers`, or in `sparse` (`Err`).
+    index: std::collections::HashMap<String, Result<usize, usize>>,
     /// Every initializer in graph order, the unread ones (external data described, not
     /// read) included.
     infos: Vec<TensorInfo>,
@@ -27,11 +36,11 @@ pub struct OnnxFile {
 impl OnnxFile {
     /// Wraps a read model.
     pub fn new(model: ModelFile) -> OnnxFile {
-        let index = model
-            .initializers
-            .iter()
-            .enumerate()
-            .map(|(i, (n, _))| (n.clone(), i))
+        let dense = model.initializers.iter().enumerate();
+        let sparse = model.sparse.iter().enumerate();
+        let index = dense
+            .map(|(i, (n, _))| (n.clone(), Ok(i)))
+            .chain(sparse.map(|(i, s)| (s.name.clone(), Err(i))))
             .collect();
         let infos = model
             .slots()
@@ -39,6 +48,7 @@ impl OnnxFile {
             .map(|slot| match slot {
                 Slot::Read(n, t) => TensorInfo::new(n, t.dtype(), t.shape().clone()),
                 Slot::Unread(u) => u.info.clone(),
+                Slot::Sparse(s) => s.info(),
             })
             .collect();
         OnnxFile {
@@ -101,12 +111,15 @@ impl TensorFile for OnnxFile {
             (
                 // Every graph initializer, those left out (a type without a dtype) too.
                 "initializers".into(),
-                (m.initializers.len() + m.unread.len() + m.left_out).into(),
+                (m.initializers.len() + m.unread.len() + m.sparse.len() + m.left_out).into(),
             ),
         ];
         if !m.sparse.is_empty() {
             // Counted in `initializers` and read dense.
             h.push(("sparse_initializers".into(), m.sparse.len().into()));
+        }
+        if let Some(s) = &m.structure {
+            h.push((STRUCTURE_FIELD.into(), s.clone().into()));
         }
         if !m.external_files.is_empty() {
             h.push((EXTERNAL_DATA_FIELD.into(), list(&m.external_files)));
@@ -150,9 +163,10 @@ impl TensorFile for OnnxFile {
                 u.location
             )));
         }
-        self.index
-            .get(name)
-            .map(|&i| self.model.initializers[i].1.clone())
-            .ok_or_else(|| Error::NoSuchTensor(name.to_string()))
+        match self.index.get(name) {
+            Some(&Ok(i)) => Ok(self.model.initializers[i].1.clone()),
+            Some(&Err(i)) => Ok(self.model.sparse[i].to_dense()?),
+            None => Err(Error::NoSuchTensor(name.to_string())),
+        }
     }
 }

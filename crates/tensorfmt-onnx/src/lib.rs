@@ -3,9 +3,12 @@
 //! Reads and writes ONNX model files without a C++ or Python dependency:
 //!
 //! - **reads** a `ModelProto`'s header (IR version, producer, opsets, metadata), graph
-//!   inputs and outputs, and every `graph.initializer` as a named tensor: `raw_data` is
-//!   a zero-copy slice of the (memory-mapped) file, typed fields (`float_data`,
-//!   `int32_data`, ...) are converted with one copy;
+//!   inputs and outputs, a digest of its structure, and every `graph.initializer` as a
+//!   named tensor: `raw_data` is a zero-copy slice of the (memory-mapped) file, typed
+//!   fields (`float_data`, `int32_data`, ...) are converted with one copy, sparse
+//!   initializers are densified when read; tensors elsewhere in the model (node
+//!   attributes, subgraphs, functions) are not read, but their external data is
+//!   checked and listed;
 //! - **writes** weights-only models from named tensors ([`save_tensors`]) and any
 //!   [`proto::ModelProto`] ([`write_model`], which streams initializer payloads), the
 //!   latter used by the Caffe lowering in `tensorfmt-lower`;
@@ -53,9 +56,9 @@ use tensorfmt_core::{ReadOptions, Tensor, TensorFile, WriteOptions};
 
 pub use error::{OnnxError, Result};
 pub use external::{external_data_file, Unread};
-pub use file::{OnnxFile, EXTERNAL_DATA_FIELD};
+pub use file::{OnnxFile, EXTERNAL_DATA_FIELD, STRUCTURE_FIELD};
 pub use read::{read_model_file, read_model_file_at, read_model_file_described, sniff, ModelFile};
-pub use tensor::{dtype_of, onnx_data_type, tensor_from_proto, tensor_to_proto};
+pub use tensor::{dtype_of, onnx_data_type, tensor_from_proto, tensor_to_proto, SparseInitializer};
 pub use write::{
     external_data_path, save_model, save_model_with, weights_model, write_model, write_model_bulk,
     write_tensors, ExternalData, EXTERNAL_MIN_BYTES, IR_VERSION, MAX_MODEL_BYTES, OPSET,

@@ -31,6 +31,11 @@ enum Msg {
     Model,
     Graph,
     Tensor,
+    Node,
+    Attribute,
+    Sparse,
+    Function,
+    Training,
 }
 
 /// What the reader ([`crate::read_model_file`]) decodes of each message: the rest is
@@ -42,12 +47,31 @@ fn schema(msg: Msg, field: u32) -> ProtoField<Msg> {
         // ir_version, producer name and version, opset imports, metadata_props
         (Msg::Model, 1 | 2 | 3 | 8 | 14) => Fetch,
         (Msg::Graph, 5) => Message(Msg::Tensor),
+        (Msg::Graph, 15) => Message(Msg::Sparse),
         // name, inputs, outputs
         (Msg::Graph, 2 | 11 | 12) => Fetch,
         // raw_data, float_data, double_data (fixed-width, so their count is their length)
         (Msg::Tensor, 9 | 4 | 10) => Payload,
         (Msg::Tensor, _) => Fetch,
-        // Nodes are counted, functions and the rest not read: keys and lengths suffice.
+        (Msg::Sparse, 1 | 2) => Message(Msg::Tensor),
+        (Msg::Sparse, 3) => Fetch,
+        // The reader walks nodes, functions and training graphs for tensors with
+        // external data (attributes t, tensors, sparse tensors, subgraphs), and names
+        // nodes and attributes in its errors.
+        (Msg::Model, 20) => Message(Msg::Training),
+        (Msg::Model, 25) => Message(Msg::Function),
+        (Msg::Training, 1 | 2) => Message(Msg::Graph),
+        (Msg::Function, 7) => Message(Msg::Node),
+        (Msg::Function, 11) => Message(Msg::Attribute),
+        (Msg::Function, 1) => Fetch,
+        (Msg::Graph, 1) => Message(Msg::Node),
+        (Msg::Node, 5) => Message(Msg::Attribute),
+        (Msg::Node, 3) => Fetch,
+        (Msg::Attribute, 5 | 10) => Message(Msg::Tensor),
+        (Msg::Attribute, 6 | 11) => Message(Msg::Graph),
+        (Msg::Attribute, 22 | 23) => Message(Msg::Sparse),
+        (Msg::Attribute, 1) => Fetch,
+        // The rest is not read: keys and lengths suffice.
         _ => Payload,
     }
 }
@@ -92,8 +116,6 @@ pub fn describe(
                     }
                 } else if t.bytes().is_empty() {
                     Placement::NotVirtual("an empty tensor".into())
-                } else if model.sparse.iter().any(|n| n == name) {
-                    Placement::NotVirtual("a sparse initializer, densified by the reader".into())
                 } else {
                     Placement::NotVirtual(
                         "stored in a typed field (float_data, int64_data...), decoded by the \
@@ -106,6 +128,10 @@ pub fn describe(
                     placement,
                 )
             }
+            Slot::Sparse(s) => (
+                s.info(),
+                Placement::NotVirtual("a sparse initializer, densified by the reader".into()),
+            ),
             Slot::Unread(u) => {
                 let placement = if u.nbytes == 0 {
                     Placement::NotVirtual("an empty tensor".into())

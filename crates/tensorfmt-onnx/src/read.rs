@@ -13,7 +13,7 @@ use crate::external::{Beside, ExternalFiles, Unread};
 use crate::proto::{
     OperatorSetIdProto, SparseTensorProto, StringStringEntryProto, TensorProto, ValueInfoProto,
 };
-use crate::tensor::{is_external, sparse_from_proto, tensor_from_proto};
+use crate::tensor::{is_external, read_tensor, sparse_from_proto, SparseInitializer};
 use crate::wire::{self, Field};
 
 /// An ONNX model file as read by [`read_model_file`]: its header and its initializers.
@@ -37,8 +37,13 @@ pub struct ModelFile {
     pub inputs: Vec<String>,
     /// Names of `graph.output`.
     pub outputs: Vec<String>,
-    /// `graph.initializer` in file order: (name, tensor). Empty names become
-    /// `initializer[i]`.
+    /// `graph.initializer` in file order: (name, tensor). A name is the one in the
+    /// file for the initializer onnxruntime uses under it; an empty name, and each
+    /// initializer onnxruntime does not use because another one has its name, become
+    /// their place (`graph.initializer[3]`, with `~1`, `~2`... if a tensor is named
+    /// that already), each named in `warnings`. The `graph` field may occur more than
+    /// once (protobuf merges the occurrences: `cat a.onnx b.onnx`): its initializers
+    /// are those of all of them, in file order.
     pub initializers: Vec<(String, Tensor)>,
     /// The external data files initializers were read from (their `location`s, each
     /// once, in first-use order); empty for a self-contained model.
@@ -46,17 +51,28 @@ pub struct ModelFile {
     /// Initializers in external data files that were not read
     /// ([`read_model_file_described`]); their files are in `external_files` too.
     pub unread: Vec<Unread>,
-    /// The names of the initializers that were `graph.sparse_initializer`s, densified
-    /// (they follow the dense ones in `initializers`).
-    pub sparse: Vec<String>,
-    /// Initializers left out: element types without a tensorfmt dtype (strings,
-    /// complex, 8-bit floats, 4-bit integers), one line each.
+    /// The `graph.sparse_initializer`s (named as `initializers` are; they follow the
+    /// dense ones), checked but not densified until read
+    /// ([`SparseInitializer::to_dense`]).
+    pub sparse: Vec<SparseInitializer>,
+    /// What was read differently from the file's own word, one line each:
+    /// initializers left out (element types without a tensorfmt dtype: strings,
+    /// complex, 8-bit floats, 4-bit integers; segmented tensors), renamed ones (no
+    /// name, or a name another initializer has), subgraphs not read.
     pub warnings: Vec<String>,
-    /// Initializers left out for their element type (each named in `warnings`).
+    /// Initializers left out for their element type or their segment (each named in
+    /// `warnings`).
     pub left_out: usize,
     /// Nodes holding subgraphs (the bodies of If, Loop, Scan): their initializers are
     /// not read.
     pub subgraph_nodes: usize,
+    /// A digest of everything in the model but the exported tensors' own records (the
+    /// graph, nodes, attributes, shapes, doc strings, tensors left out, subgraphs'
+    /// initializers...; FNV-1a, 64 bits, hex), so that two models of equal tensors
+    /// differ in it exactly when they differ otherwise; where a tensor's bytes are
+    /// stored (inline or in an external file) does not change it. `None` for a model
+    /// read by [`read_model_file_described`] (its image holds only what was fetched).
+    pub structure: Option<String>,
 }
 
 /// One initializer of a [`ModelFile`], read or not.
@@ -65,11 +81,13 @@ pub(crate) enum Slot<'a> {
     Read(&'a str, &'a Tensor),
     /// In an external data file that was not read.
     Unread(&'a Unread),
+    /// A sparse initializer, densified when read.
+    Sparse(&'a SparseInitializer),
 }
 
 impl ModelFile {
     /// Every initializer in graph order, the unread ones (at their `index`) among the
-    /// read ones.
+    /// read ones, then the sparse ones.
     pub(crate) fn slots(&self) -> Vec<Slot<'_>> {
         let mut read = self.initializers.iter();
         let mut unread = self.unread.iter().peekable();
@@ -78,6 +96,7 @@ impl ModelFile {
                 Some(u) if u.index == i => unread.next().map(Slot::Unread),
                 _ => read.next().map(|(n, t)| Slot::Read(n, t)),
             })
+            .chain(self.sparse.iter().map(Slot::Sparse))
             .collect()
     }
 }
@@ -110,17 +129,6 @@ fn decode_bounded<M: Message + Default>(
         });
     }
     decode(data, f, path)
-}
-
-/// An initializer's name: as given, or its `path` when empty or already taken.
-fn unique_name(given: &str, path: &str, used: &mut std::collections::HashSet<String>) -> String {
-    let name = if given.is_empty() || used.contains(given) {
-        path.to_string()
-    } else {
-        given.to_string()
-    };
-    used.insert(name.clone());
-    name
 }
 
 fn string(data: &Bytes, f: &Field, path: &str) -> Result<String> {
@@ -225,15 +233,121 @@ pub fn read_model_file_described(data: Bytes, options: &ReadOptions) -> Result<M
     read_model(data, options, ExternalFiles::new(Beside::Described))
 }
 
+/// Protobuf's nesting limit (prost's, and the C++ parser's that onnx and onnxruntime
+/// use): a model nested deeper is refused by them, and by this reader.
+const MAX_DEPTH: usize = 100;
+
+/// What an initializer record became.
+enum Body {
+    /// Read (dense, inline or external).
+    Read(Tensor),
+    /// In an external file, described and not read.
+    Unread(Unread),
+    /// A sparse initializer, densified when read.
+    Sparse(SparseInitializer),
+}
+
+/// One exported initializer, before names are settled.
+struct Record {
+    /// Its name in the file (maybe empty, maybe shared).
+    given: String,
+    /// Where it is (`graph.initializer[3]`): its name when it cannot have its own.
+    path: String,
+    body: Body,
+}
+
+/// A digest of the model's structure: FNV-1a (64 bits) over every byte but the exported
+/// tensors' own records, a nested message bracketed by its field number (so that its
+/// length, which changes with how its tensors are stored, does not count).
+struct Digest(u64);
+
+impl Digest {
+    fn new() -> Digest {
+        Digest(0xcbf2_9ce4_8422_2325)
+    }
+    fn bytes(&mut self, b: &[u8]) {
+        for &x in b {
+            self.0 = (self.0 ^ u64::from(x)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    fn open(&mut self, field: u32) {
+        self.bytes(&field.to_le_bytes());
+        self.bytes(b"{");
+    }
+    fn close(&mut self) {
+        self.bytes(b"}");
+    }
+}
+
+/// The state of one read: the model so far, the initializers met in every occurrence
+/// of `graph` (protobuf merges them into one graph), the structure digest.
+struct Reader<'r, 'e> {
+    data: &'r Bytes,
+    limits: &'r Limits,
+    external: ExternalFiles<'e>,
+    m: ModelFile,
+    records: Vec<Record>,
+    /// Dense and sparse records met so far (their paths' indices).
+    dense: usize,
+    sparse: usize,
+    /// Graph fields scanned, in all occurrences.
+    items: u64,
+    digest: Option<Digest>,
+}
+
 fn read_model(
     data: Bytes,
     options: &ReadOptions,
-    mut external: ExternalFiles<'_>,
+    external: ExternalFiles<'_>,
 ) -> Result<ModelFile> {
-    let limits = &options.limits;
-    let mut m = ModelFile::default();
+    // A described model is a sparse image (its payloads and nodes' values unfetched):
+    // its digest would be of zeros.
+    let digest = (!external.describes()).then(Digest::new);
+    let mut r = Reader {
+        data: &data,
+        limits: &options.limits,
+        external,
+        m: ModelFile::default(),
+        records: Vec::new(),
+        dense: 0,
+        sparse: 0,
+        items: 0,
+        digest,
+    };
     let mut saw_graph = false;
-    for f in wire::fields(&data, 0, data.len(), "ModelProto")? {
+    let (mut functions, mut training_infos) = (0, 0);
+    for f in wire::iter(&data, 0, data.len(), "ModelProto") {
+        let f = f?;
+        if f.number == 7 {
+            wire::expect(&f, 2, "graph")?;
+            saw_graph = true;
+            r.open(7);
+            r.read_graph(&f)?;
+            r.close();
+            continue;
+        }
+        if f.wire_type == 2 && matches!(f.number, 20 | 25) {
+            // training_info, functions: their tensors are not exported, but their
+            // external data is part of the model.
+            let mut at = if f.number == 20 {
+                training_infos += 1;
+                vec![Crumb::new("training_info", training_infos - 1, &f)]
+            } else {
+                functions += 1;
+                vec![Crumb::new("functions", functions - 1, &f)]
+            };
+            let msg = if f.number == 20 {
+                Msg::Training
+            } else {
+                Msg::Function
+            };
+            r.open(f.number);
+            r.walk(msg, &f, &mut at)?;
+            r.close();
+            continue;
+        }
+        r.hash(&f);
+        let m = &mut r.m;
         match f.number {
             1 => {
                 wire::expect(&f, 0, "ir_version")?;
@@ -241,11 +355,6 @@ fn read_model(
             }
             2 => m.producer_name = string(&data, &f, "producer_name")?,
             3 => m.producer_version = string(&data, &f, "producer_version")?,
-            7 => {
-                wire::expect(&f, 2, "graph")?;
-                saw_graph = true;
-                read_graph(&data, &f, limits, &mut external, &mut m)?;
-            }
             8 => {
                 wire::expect(&f, 2, "opset_import")?;
                 let o: OperatorSetIdProto = decode(&data, &f, "opset_import")?;
@@ -259,6 +368,7 @@ fn read_model(
             _ => {}
         }
     }
+    let m = &r.m;
     if m.ir_version <= 0 || !saw_graph {
         return Err(OnnxError::NotOnnx(format!(
             "a ModelProto needs ir_version and graph (ir_version {}, graph {})",
@@ -266,105 +376,7 @@ fn read_model(
             if saw_graph { "present" } else { "absent" }
         )));
     }
-    Ok(m)
-}
-
-fn read_graph(
-    data: &Bytes,
-    g: &Field,
-    limits: &Limits,
-    external: &mut ExternalFiles<'_>,
-    m: &mut ModelFile,
-) -> Result<()> {
-    let mut items: u64 = 0;
-    let mut used = std::collections::HashSet::new();
-    // Sparse initializers go after the dense ones, so that the dense ones keep their
-    // graph positions among the unread (external) ones.
-    let mut sparse = Vec::new();
-    for f in wire::fields(data, g.start, g.end, "graph")? {
-        items += 1;
-        item_limit(limits, items, "graph", f.offset)?;
-        match f.number {
-            1 => {
-                wire::expect(&f, 2, "graph.node")?;
-                m.nodes += 1;
-                if holds_subgraph(data, &f)? {
-                    m.subgraph_nodes += 1;
-                }
-            }
-            2 => m.graph_name = string(data, &f, "graph.name")?,
-            5 => {
-                let i = m.initializers.len() + m.unread.len();
-                let path = format!("graph.initializer[{i}]");
-                let p: TensorProto = decode_bounded(data, &f, &path, limits)?;
-                if let Some(why) = unsupported(p.data_type) {
-                    // One such weight does not make the others unreadable.
-                    m.warnings
-                        .push(format!("{path} ({:?}) left out: {why}", p.name));
-                    m.left_out += 1;
-                    continue;
-                }
-                let name = unique_name(&p.name, &path, &mut used);
-                let at = f.offset as u64;
-                if is_external(&p) && external.describes() {
-                    let index = m.initializers.len() + m.unread.len();
-                    let u = external.describe(&p, index, name, &path, at, limits)?;
-                    if !m.external_files.contains(&u.location) {
-                        m.external_files.push(u.location.clone());
-                    }
-                    m.unread.push(u);
-                    continue;
-                }
-                let t = if is_external(&p) {
-                    let (t, location) = external.tensor(&p, &path, at, limits)?;
-                    if !m.external_files.contains(&location) {
-                        m.external_files.push(location);
-                    }
-                    t
-                } else {
-                    tensor_from_proto(&p, &path, at, limits)?
-                };
-                m.initializers.push((name, t));
-            }
-            15 => {
-                let path = format!("graph.sparse_initializer[{}]", m.sparse.len());
-                let p: SparseTensorProto = decode_bounded(data, &f, &path, limits)?;
-                let values_type = p.values.as_ref().map_or(0, |v| v.data_type);
-                if let Some(why) = unsupported(values_type) {
-                    let name = p
-                        .values
-                        .as_ref()
-                        .map(|v| v.name.as_str())
-                        .unwrap_or_default();
-                    m.warnings
-                        .push(format!("{path} ({name:?}) left out: {why}"));
-                    m.left_out += 1;
-                    continue;
-                }
-                let t = sparse_from_proto(&p, &path, f.offset as u64, limits)?;
-                let given = p.values.as_ref().map_or("", |v| v.name.as_str());
-                let name = unique_name(given, &path, &mut used);
-                m.sparse.push(name.clone());
-                sparse.push((name, t));
-            }
-            11 | 12 => {
-                let path = if f.number == 11 {
-                    "graph.input"
-                } else {
-                    "graph.output"
-                };
-                wire::expect(&f, 2, path)?;
-                let v: ValueInfoProto = decode(data, &f, path)?;
-                if f.number == 11 {
-                    m.inputs.push(v.name);
-                } else {
-                    m.outputs.push(v.name);
-                }
-            }
-            _ => {}
-        }
-    }
-    m.initializers.extend(sparse);
+    let mut m = r.finish();
     if m.subgraph_nodes > 0 {
         m.warnings.push(format!(
             "{} node(s) hold subgraphs (If, Loop, Scan bodies), whose own initializers \
@@ -372,33 +384,501 @@ fn read_graph(
             m.subgraph_nodes
         ));
     }
-    Ok(())
+    Ok(m)
+}
+
+/// Messages the walk for external data goes through (the schema's field numbers in
+/// [`Reader::walk`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Msg {
+    Graph,
+    Node,
+    Attribute,
+    Sparse,
+    Function,
+    Training,
+    Tensor,
+}
+
+/// One step of the path to a nested tensor: a field, its index, and the name the
+/// message has (field 1 of an attribute or function, 3 of a node), found when the path
+/// is written, which is only for an error or a warning.
+#[derive(Debug, Clone, Copy)]
+struct Crumb {
+    field: &'static str,
+    index: Option<usize>,
+    start: usize,
+    end: usize,
+}
+
+impl Crumb {
+    fn new(field: &'static str, index: usize, f: &Field) -> Crumb {
+        Crumb {
+            field,
+            index: Some(index),
+            start: f.start,
+            end: f.end,
+        }
+    }
+    fn single(field: &'static str, f: &Field) -> Crumb {
+        Crumb {
+            field,
+            index: None,
+            start: f.start,
+            end: f.end,
+        }
+    }
+}
+
+/// `graph.node[3] ("conv").attribute[0] ("value").t`: where a nested tensor is.
+fn path_of(data: &Bytes, crumbs: &[Crumb]) -> String {
+    let mut out = String::new();
+    for c in crumbs {
+        if !out.is_empty() {
+            out.push('.');
+        }
+        out.push_str(c.field);
+        if let Some(i) = c.index {
+            out.push_str(&format!("[{i}]"));
+        }
+        let name_field = match c.field {
+            "node" | "graph.node" => 3,
+            "attribute" | "attribute_proto" | "functions" => 1,
+            _ => continue,
+        };
+        let name = wire::iter(data, c.start, c.end, "")
+            .filter_map(|f| f.ok())
+            .filter(|f| f.number == name_field && f.wire_type == 2)
+            .last()
+            .and_then(|f| std::str::from_utf8(&data[f.start..f.end]).ok());
+        if let Some(n) = name.filter(|n| !n.is_empty()) {
+            out.push_str(&format!(" ({n:?})"));
+        }
+    }
+    out
+}
+
+impl Reader<'_, '_> {
+    fn hash(&mut self, f: &Field) {
+        if let Some(d) = &mut self.digest {
+            d.bytes(&self.data[f.offset..f.after]);
+        }
+    }
+    fn open(&mut self, field: u32) {
+        if let Some(d) = &mut self.digest {
+            d.open(field);
+        }
+    }
+    fn close(&mut self) {
+        if let Some(d) = &mut self.digest {
+            d.close();
+        }
+    }
+
+    /// One occurrence of `ModelProto.graph`.
+    fn read_graph(&mut self, g: &Field) -> Result<()> {
+        let data = self.data;
+        let limits = self.limits;
+        for f in wire::iter(data, g.start, g.end, "graph") {
+            let f = f?;
+            self.items += 1;
+            item_limit(limits, self.items, "graph", f.offset)?;
+            match f.number {
+                // Left out (not exported): in the structure, checked as nested tensors.
+                5 => {
+                    let i = self.dense;
+                    self.dense += 1;
+                    let path = format!("graph.initializer[{i}]");
+                    if !self.initializer(&f, path)? {
+                        let mut at = vec![Crumb::new("graph.initializer", i, &f)];
+                        self.open(5);
+                        self.walk(Msg::Tensor, &f, &mut at)?;
+                        self.close();
+                    }
+                    continue;
+                }
+                15 => {
+                    let i = self.sparse;
+                    self.sparse += 1;
+                    let path = format!("graph.sparse_initializer[{i}]");
+                    if !self.sparse_initializer(&f, path)? {
+                        let mut at = vec![Crumb::new("graph.sparse_initializer", i, &f)];
+                        self.open(15);
+                        self.walk(Msg::Sparse, &f, &mut at)?;
+                        self.close();
+                    }
+                    continue;
+                }
+                1 => {
+                    wire::expect(&f, 2, "graph.node")?;
+                    let mut at = vec![Crumb::new("graph.node", self.m.nodes, &f)];
+                    self.m.nodes += 1;
+                    if holds_subgraph(data, &f)? {
+                        self.m.subgraph_nodes += 1;
+                    }
+                    self.open(1);
+                    self.walk(Msg::Node, &f, &mut at)?;
+                    self.close();
+                    continue;
+                }
+                _ => self.hash(&f),
+            }
+            match f.number {
+                2 => self.m.graph_name = string(data, &f, "graph.name")?,
+                11 | 12 => {
+                    let path = if f.number == 11 {
+                        "graph.input"
+                    } else {
+                        "graph.output"
+                    };
+                    wire::expect(&f, 2, path)?;
+                    let v: ValueInfoProto = decode(data, &f, path)?;
+                    if f.number == 11 {
+                        self.m.inputs.push(v.name);
+                    } else {
+                        self.m.outputs.push(v.name);
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// A `graph.initializer`: recorded, or left out with a warning (false: it is not
+    /// exported, so it counts in the structure).
+    fn initializer(&mut self, f: &Field, path: String) -> Result<bool> {
+        let (data, limits) = (self.data, self.limits);
+        let p: TensorProto = decode_bounded(data, f, &path, limits)?;
+        if let Some(why) = unsupported(&p) {
+            // One such weight does not make the others unreadable.
+            self.m
+                .warnings
+                .push(format!("{path} ({:?}) left out: {why}", p.name));
+            self.m.left_out += 1;
+            return Ok(false);
+        }
+        let at = f.offset as u64;
+        let body = if is_external(&p) && self.external.describes() {
+            let u = self
+                .external
+                .describe(&p, 0, String::new(), &path, at, limits)?;
+            self.note_file(&u.location);
+            Body::Unread(u)
+        } else if is_external(&p) {
+            let (t, location) = self.external.tensor(&p, &path, at, limits)?;
+            self.note_file(&location);
+            Body::Read(t)
+        } else {
+            let raw = raw_data_present(data, f.start, f.end)?;
+            Body::Read(read_tensor(&p, raw, &path, at, limits)?)
+        };
+        self.records.push(Record {
+            given: p.name,
+            path,
+            body,
+        });
+        Ok(true)
+    }
+
+    /// A `graph.sparse_initializer`, as [`Self::initializer`].
+    fn sparse_initializer(&mut self, f: &Field, path: String) -> Result<bool> {
+        let (data, limits) = (self.data, self.limits);
+        let p: SparseTensorProto = decode_bounded(data, f, &path, limits)?;
+        let name = p.values.as_ref().map_or("", |v| v.name.as_str());
+        let why = match &p.values {
+            Some(v) => unsupported(v),
+            None => None,
+        };
+        if let Some(why) = why {
+            self.m
+                .warnings
+                .push(format!("{path} ({name:?}) left out: {why}"));
+            self.m.left_out += 1;
+            return Ok(false);
+        }
+        let raw = (
+            nested_raw_data_present(data, f, 1)?,
+            nested_raw_data_present(data, f, 2)?,
+        );
+        let s = sparse_from_proto(&p, raw, &path, f.offset as u64, limits)?;
+        self.records.push(Record {
+            given: name.to_string(),
+            path,
+            body: Body::Sparse(s),
+        });
+        Ok(true)
+    }
+
+    fn note_file(&mut self, location: &str) {
+        if !self.m.external_files.iter().any(|l| l == location) {
+            self.m.external_files.push(location.to_string());
+        }
+    }
+
+    /// Walks a nested message that is not exported (a node, a function, a training
+    /// graph, and what they hold) into the structure digest, and checks every tensor
+    /// in it with external data (node attributes, subgraphs at any depth, sparse
+    /// tensors, function bodies) as an initializer's would be, listing its file in
+    /// `external_files`. Only keys are read, each once: linear in the model.
+    fn walk(&mut self, msg: Msg, f: &Field, at: &mut Vec<Crumb>) -> Result<()> {
+        let data = self.data;
+        // The ModelProto and its graph are above the first crumb.
+        if at.len() + 2 > MAX_DEPTH {
+            return Err(OnnxError::Wire {
+                path: path_of(data, at),
+                offset: f.offset as u64,
+                reason: format!(
+                    "messages nested deeper than {MAX_DEPTH} (protobuf's limit: onnx and \
+                     onnxruntime refuse the model)"
+                ),
+            });
+        }
+        if msg == Msg::Tensor {
+            return self.nested_tensor(f, at);
+        }
+        let mut counts = [0usize; 4];
+        for g in wire::iter(data, f.start, f.end, "nested message") {
+            let g = g?;
+            let step = match (msg, g.number) {
+                _ if g.wire_type != 2 => None,
+                (Msg::Graph, 1) => Some(("node", Msg::Node, Some(0))),
+                (Msg::Graph, 5) => Some(("initializer", Msg::Tensor, Some(1))),
+                (Msg::Graph, 15) => Some(("sparse_initializer", Msg::Sparse, Some(2))),
+                (Msg::Node, 5) => Some(("attribute", Msg::Attribute, Some(0))),
+                (Msg::Attribute, 5) => Some(("t", Msg::Tensor, None)),
+                (Msg::Attribute, 6) => Some(("g", Msg::Graph, None)),
+                (Msg::Attribute, 10) => Some(("tensors", Msg::Tensor, Some(0))),
+                (Msg::Attribute, 11) => Some(("graphs", Msg::Graph, Some(1))),
+                (Msg::Attribute, 22) => Some(("sparse_tensor", Msg::Sparse, None)),
+                (Msg::Attribute, 23) => Some(("sparse_tensors", Msg::Sparse, Some(2))),
+                (Msg::Sparse, 1) => Some(("values", Msg::Tensor, None)),
+                (Msg::Sparse, 2) => Some(("indices", Msg::Tensor, None)),
+                (Msg::Function, 7) => Some(("node", Msg::Node, Some(0))),
+                (Msg::Function, 11) => Some(("attribute_proto", Msg::Attribute, Some(1))),
+                (Msg::Training, 1) => Some(("initialization", Msg::Graph, None)),
+                (Msg::Training, 2) => Some(("algorithm", Msg::Graph, None)),
+                _ => None,
+            };
+            let Some((field, next, slot)) = step else {
+                self.hash(&g);
+                continue;
+            };
+            let crumb = match slot {
+                Some(k) => {
+                    counts[k] += 1;
+                    Crumb::new(field, counts[k] - 1, &g)
+                }
+                None => Crumb::single(field, &g),
+            };
+            at.push(crumb);
+            self.open(g.number);
+            let r = self.walk(next, &g, at);
+            self.close();
+            at.pop();
+            r?;
+        }
+        Ok(())
+    }
+
+    /// A tensor that is not exported, met by [`Self::walk`] or left out: into the
+    /// digest by its fields and its data, wherever that is stored (inline `raw_data`
+    /// or an external file: the same digest); when its data is external, its location
+    /// is checked (and its file and range, when the model has a directory) and listed.
+    fn nested_tensor(&mut self, f: &Field, at: &[Crumb]) -> Result<()> {
+        let data = self.data;
+        let mut location = 0;
+        for g in wire::iter(data, f.start, f.end, "TensorProto") {
+            let g = g?;
+            match g.number {
+                // Storage: data_location, external_data.
+                13 => {}
+                14 => location = g.value,
+                9 if g.wire_type == 2 => {
+                    if let Some(d) = &mut self.digest {
+                        d.open(9);
+                        d.bytes(&data[g.start..g.end]);
+                        d.close();
+                    }
+                }
+                _ => self.hash(&g),
+            }
+        }
+        if location != 1 {
+            return Ok(());
+        }
+        let path = path_of(data, at);
+        let p: TensorProto = decode_bounded(data, f, &path, self.limits)?;
+        let (file, bytes) = self
+            .external
+            .check(&p, &path, f.offset as u64, self.limits)?;
+        self.note_file(&file);
+        if let (Some(d), Some(b)) = (&mut self.digest, bytes) {
+            d.open(9);
+            d.bytes(&b);
+            d.close();
+        }
+        Ok(())
+    }
+
+    /// Settles names (onnxruntime's owner of each, the others renamed after the real
+    /// names are known) and fills the model's lists.
+    fn finish(mut self) -> ModelFile {
+        use std::collections::{HashMap, HashSet};
+        let records = std::mem::take(&mut self.records);
+        let mut m = self.m;
+        m.structure = self.digest.map(|d| format!("{:016x}", d.0));
+        // The record onnxruntime uses for each name: the last sparse one (sparse
+        // initializers are added after the dense ones, each replacing the one before),
+        // else the last dense one.
+        let mut owner: HashMap<&str, usize> = HashMap::new();
+        let mut count: HashMap<&str, (usize, usize)> = HashMap::new();
+        for (i, r) in records.iter().enumerate() {
+            if r.given.is_empty() {
+                continue;
+            }
+            let sparse = matches!(r.body, Body::Sparse(_));
+            let c = count.entry(&r.given).or_default();
+            if sparse {
+                c.1 += 1;
+            } else {
+                c.0 += 1;
+            }
+            match owner.get(r.given.as_str()) {
+                Some(&o) if matches!(records[o].body, Body::Sparse(_)) && !sparse => {}
+                _ => {
+                    owner.insert(&r.given, i);
+                }
+            }
+        }
+        let mut used: HashSet<String> = owner.keys().map(|n| n.to_string()).collect();
+        let mut renamed: HashMap<&str, Vec<String>> = HashMap::new();
+        let mut names = Vec::with_capacity(records.len());
+        for (i, r) in records.iter().enumerate() {
+            if !r.given.is_empty() && owner.get(r.given.as_str()) == Some(&i) {
+                names.push(r.given.clone());
+                continue;
+            }
+            // A synthetic name, never one a tensor has in the file.
+            let mut name = r.path.clone();
+            let mut k = 1;
+            while used.contains(&name) {
+                name = format!("{}~{k}", r.path);
+                k += 1;
+            }
+            used.insert(name.clone());
+            if r.given.is_empty() {
+                m.warnings.push(format!(
+                    "{} has no name (onnxruntime cannot use it): read as {name:?}",
+                    r.path
+                ));
+            } else {
+                renamed.entry(&r.given).or_default().push(name.clone());
+            }
+            names.push(name);
+        }
+        // One warning per shared name, in file order.
+        let mut warned = HashSet::new();
+        for r in &records {
+            let Some(others) = renamed.get(r.given.as_str()) else {
+                continue;
+            };
+            if !warned.insert(r.given.as_str()) {
+                continue;
+            }
+            let (dense, sparse) = count[r.given.as_str()];
+            let o = &records[owner[r.given.as_str()]];
+            let refused = if sparse > 1 {
+                " (onnxruntime refuses the model: it has the name twice among sparse \
+                 initializers)"
+            } else {
+                ""
+            };
+            m.warnings.push(format!(
+                "{} initializers are named {:?} ({dense} dense, {sparse} sparse){refused}: \
+                 {:?} is {}, the one onnxruntime uses; the others, which onnxruntime does \
+                 not use, are read as {}",
+                dense + sparse,
+                r.given,
+                r.given,
+                o.path,
+                others
+                    .iter()
+                    .map(|n| format!("{n:?}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        for (r, name) in records.into_iter().zip(names) {
+            match r.body {
+                Body::Read(t) => m.initializers.push((name, t)),
+                Body::Unread(mut u) => {
+                    u.index = m.initializers.len() + m.unread.len();
+                    u.info.name = name;
+                    m.unread.push(u);
+                }
+                Body::Sparse(mut s) => {
+                    s.name = name;
+                    m.sparse.push(s);
+                }
+            }
+        }
+        m
+    }
+}
+
+/// Whether a TensorProto (`data[start..end]`) has a `raw_data` field, empty or not:
+/// a present `raw_data` is the tensor's data, whatever typed field is there too (as
+/// onnx reads it).
+fn raw_data_present(data: &Bytes, start: usize, end: usize) -> Result<bool> {
+    for f in wire::iter(data, start, end, "TensorProto") {
+        if f?.number == 9 {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// [`raw_data_present`] of the TensorProto field `number` of the message `f`.
+fn nested_raw_data_present(data: &Bytes, f: &Field, number: u32) -> Result<bool> {
+    let mut present = false;
+    for g in wire::iter(data, f.start, f.end, "SparseTensorProto") {
+        let g = g?;
+        if g.number == number && g.wire_type == 2 {
+            present |= raw_data_present(data, g.start, g.end)?;
+        }
+    }
+    Ok(present)
 }
 
 /// Whether a NodeProto has a graph-valued attribute (`AttributeProto.g`, field 6, or
 /// `graphs`, field 11): a wire scan, nothing decoded.
 fn holds_subgraph(data: &Bytes, node: &Field) -> Result<bool> {
-    for a in wire::fields(data, node.start, node.end, "graph.node")? {
+    for a in wire::iter(data, node.start, node.end, "graph.node") {
+        let a = a?;
         if a.number == 5 && a.wire_type == 2 {
-            let inner = wire::fields(data, a.start, a.end, "graph.node.attribute")?;
-            if inner
-                .iter()
-                .any(|f| matches!(f.number, 6 | 11) && f.wire_type == 2)
-            {
-                return Ok(true);
+            for f in wire::iter(data, a.start, a.end, "graph.node.attribute") {
+                let f = f?;
+                if matches!(f.number, 6 | 11) && f.wire_type == 2 {
+                    return Ok(true);
+                }
             }
         }
     }
     Ok(false)
 }
 
-/// Why an initializer of ONNX element type `data_type` cannot be read, when it is a
-/// real type without a tensorfmt dtype (UNDEFINED and unknown numbers are format
-/// errors of the tensor itself).
-fn unsupported(data_type: i32) -> Option<String> {
+/// Why an initializer cannot be read while the others can: a real element type without
+/// a tensorfmt dtype (UNDEFINED and unknown numbers are format errors of the tensor
+/// itself), or a `segment` (a piece of a tensor split over several records, which no
+/// current writer makes and onnx's own `numpy_helper` refuses).
+fn unsupported(p: &TensorProto) -> Option<String> {
     use crate::proto::tensor_proto::DataType;
-    let t = DataType::try_from(data_type).ok()?;
-    (t != DataType::Undefined && crate::tensor::dtype_of(data_type).is_none())
+    if p.segment.is_some() {
+        return Some("it has a segment (a part of a tensor split over several records), which is not supported".into());
+    }
+    let t = DataType::try_from(p.data_type).ok()?;
+    (t != DataType::Undefined && crate::tensor::dtype_of(p.data_type).is_none())
         .then(|| format!("element type {} has no tensorfmt dtype", t.as_str_name()))
 }
 

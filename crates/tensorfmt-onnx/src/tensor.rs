@@ -176,6 +176,20 @@ pub fn tensor_from_proto(
     offset: u64,
     limits: &Limits,
 ) -> Result<Tensor> {
+    read_tensor(p, false, path, offset, limits)
+}
+
+/// [`tensor_from_proto`] knowing whether `raw_data` was present on the wire
+/// (`raw_present`: the reader sees it, a decoded message does not): a present
+/// `raw_data`, even empty, is the data, as onnx reads it, whatever typed field is
+/// there too.
+pub(crate) fn read_tensor(
+    p: &TensorProto,
+    raw_present: bool,
+    path: &str,
+    offset: u64,
+    limits: &Limits,
+) -> Result<Tensor> {
     if is_external(p) {
         let location = p
             .external_data
@@ -208,7 +222,7 @@ pub fn tensor_from_proto(
             Ok(())
         }
     };
-    if !p.raw_data.is_empty() || numel == 0 {
+    if raw_present || !p.raw_data.is_empty() || numel == 0 {
         if p.raw_data.len() as u64 != byte_len {
             return Err(err(
                 path,
@@ -302,13 +316,17 @@ pub fn tensor_from_proto(
         _ => {
             // int32_data holds I32, I16, I8, U16, U8, BOOL, F16 and BF16 (the latter two
             // as their 16-bit patterns), one value per element, little-endian narrowed.
-            // The range each type's values must lie in (F16 and BF16: their bit patterns).
+            // The range each type's values must lie in. F16 and BF16: their bit
+            // patterns, read as onnx's numpy_helper reads them (the low 16 bits; onnx's
+            // own writer sign-extends some, -16384 for the pattern 0xC000, -2.0), so
+            // from i16::MIN to u16::MAX.
             let (lo, hi): (i64, i64) = match dtype {
                 DType::Bool => (0, 1),
                 DType::I8 => (i8::MIN.into(), i8::MAX.into()),
                 DType::U8 => (0, u8::MAX.into()),
                 DType::I16 => (i16::MIN.into(), i16::MAX.into()),
-                DType::U16 | DType::F16 | DType::BF16 => (0, u16::MAX.into()),
+                DType::U16 => (0, u16::MAX.into()),
+                DType::F16 | DType::BF16 => (i16::MIN.into(), u16::MAX.into()),
                 _ => (i32::MIN.into(), i32::MAX.into()),
             };
             let size = dtype.size();
@@ -325,17 +343,166 @@ pub fn tensor_from_proto(
     Ok(Tensor::from_bytes(dtype, dims, Order::RowMajor, bytes)?)
 }
 
-/// A `SparseTensorProto` (a `graph.sparse_initializer`) as the dense tensor it stands
-/// for: `dims` zeros with each of `values` at its index (`indices` `[NNZ]` linear or
-/// `[NNZ, rank]` coordinates, as ONNX's `numpy_helper` reads them). The dense buffer is
-/// checked against `limits` before it is made; an index outside `dims`, a count that
-/// differs between values and indices, or values kept in an external file are errors.
+/// A `graph.sparse_initializer`, checked at open and densified when read: `dims`
+/// zeros with each of its values at its index (`indices` `[NNZ]` linear or `[NNZ,
+/// rank]` coordinates, as ONNX's `numpy_helper` reads them). A file of a few bytes can
+/// describe a dense tensor of gigabytes, so listing it costs nothing and reading it is
+/// checked against `Limits::max_alloc` and allocated fallibly.
+///
+/// ```
+/// use tensorfmt_onnx::proto::{GraphProto, ModelProto, SparseTensorProto, TensorProto};
+/// use prost::Message;
+/// let values = TensorProto { name: "s".into(), dims: vec![1], data_type: 1, float_data: vec![5.0], ..Default::default() };
+/// let indices = TensorProto { dims: vec![1], data_type: 7, int64_data: vec![3], ..Default::default() };
+/// let sparse = SparseTensorProto { values: Some(values), indices: Some(indices), dims: vec![40_000, 40_000] };
+/// let m = ModelProto {
+///     ir_version: 8,
+///     graph: Some(GraphProto { sparse_initializer: vec![sparse], ..Default::default() }),
+///     ..Default::default()
+/// };
+/// let mut opts = tensorfmt_core::ReadOptions::default();
+/// opts.limits.max_alloc = 1 << 20;
+/// let read = tensorfmt_onnx::read_model_file(m.encode_to_vec().into(), &opts)?;
+/// let s = &read.sparse[0];
+/// assert_eq!((s.name.as_str(), s.dims.as_slice(), s.nnz()), ("s", &[40_000, 40_000][..], 1));
+/// assert!(s.to_dense().is_err()); // 6.4 GB: over the limit, not allocated
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct SparseInitializer {
+    /// Its name (see [`crate::ModelFile::initializers`] for the names given).
+    pub name: String,
+    /// The element type.
+    pub dtype: DType,
+    /// The dense shape.
+    pub dims: Vec<usize>,
+    /// The values, 1-D, row-major.
+    values: Tensor,
+    /// The indices, I64, row-major, `[nnz]` or `[nnz, coords]`.
+    indices: Tensor,
+    /// 1 for linear indices, the rank for coordinates.
+    coords: usize,
+    /// Where it is, for errors.
+    path: String,
+    offset: u64,
+    /// `Limits::max_alloc` of the read.
+    max_alloc: u64,
+}
+
+impl SparseInitializer {
+    /// The number of values stored.
+    pub fn nnz(&self) -> usize {
+        self.values.numel()
+    }
+
+    /// The dense tensor's byte length.
+    pub fn dense_bytes(&self) -> u64 {
+        // Checked when read: the product fits.
+        self.dims
+            .iter()
+            .fold(self.dtype.size() as u64, |n, &d| n.saturating_mul(d as u64))
+    }
+
+    /// The name, element type and dense shape.
+    pub fn info(&self) -> tensorfmt_core::TensorInfo {
+        tensorfmt_core::TensorInfo::new(self.name.clone(), self.dtype, self.dims.clone())
+    }
+
+    /// Each value's linear position in the dense tensor, in order; an index outside
+    /// `dims` is an error naming it.
+    fn positions(&self, mut each: impl FnMut(usize, u64)) -> Result<()> {
+        let (path, offset) = (self.path.as_str(), self.offset);
+        let numel: u64 = self.dims.iter().map(|&d| d as u64).product();
+        let ix = self.indices.bytes();
+        let index =
+            |i: usize| i64::from_le_bytes(ix[i * 8..i * 8 + 8].try_into().unwrap_or([0; 8]));
+        let dims = &self.dims;
+        for k in 0..self.nnz() {
+            let at = if self.coords == 1 && dims.len() != 1 {
+                index(k)
+            } else {
+                // Coordinates, row-major (a rank-1 tensor's linear index is its coordinate).
+                let mut linear: i64 = 0;
+                for (j, &d) in dims.iter().enumerate() {
+                    let c = index(k * self.coords + j.min(self.coords - 1));
+                    if c < 0 || c as u64 >= d as u64 {
+                        return Err(err(
+                            path,
+                            offset,
+                            format!("index {c} of value {k} is outside dimension {j} of size {d}"),
+                        ));
+                    }
+                    linear = linear.wrapping_mul(d as i64).wrapping_add(c);
+                }
+                linear
+            };
+            if at < 0 || at as u64 >= numel {
+                return Err(err(
+                    path,
+                    offset,
+                    format!("index {at} of value {k} is outside the {numel} elements of {dims:?}"),
+                ));
+            }
+            each(k, at as u64);
+        }
+        Ok(())
+    }
+
+    /// The dense tensor, after checking its size against the `Limits::max_alloc` of
+    /// the read, and allocating it fallibly: a size the system cannot give is an
+    /// error, not an abort.
+    pub fn to_dense(&self) -> Result<Tensor> {
+        let max_alloc = self.max_alloc;
+        let bytes = self.dense_bytes();
+        let limit = |value| OnnxError::Limit {
+            path: self.path.clone(),
+            offset: self.offset,
+            what: "allocation",
+            value,
+            limit: max_alloc,
+        };
+        if bytes > max_alloc || usize::try_from(bytes).is_err() {
+            return Err(limit(bytes));
+        }
+        let mut out: Vec<u8> = Vec::new();
+        out.try_reserve_exact(bytes as usize)
+            .map_err(|_| OnnxError::Tensor {
+                path: self.path.clone(),
+                offset: self.offset,
+                reason: format!(
+                    "the dense form of sparse tensor {:?} needs {bytes} bytes, which the system \
+                 cannot allocate",
+                    self.name
+                ),
+            })?;
+        out.resize(bytes as usize, 0);
+        let src = self.values.bytes();
+        let size = self.dtype.size();
+        self.positions(|k, at| {
+            let at = at as usize * size;
+            out[at..at + size].copy_from_slice(&src[k * size..(k + 1) * size]);
+        })?;
+        Ok(Tensor::from_bytes(
+            self.dtype,
+            self.dims.clone(),
+            Order::RowMajor,
+            Bytes::from(out),
+        )?)
+    }
+}
+
+/// A `SparseTensorProto` (a `graph.sparse_initializer`) checked as the dense tensor it
+/// stands for (see [`SparseInitializer`]), not densified: an index outside `dims`, a
+/// count that differs between values and indices, or values kept in an external file
+/// are errors. `raw_present` says whether values and indices had `raw_data` on the
+/// wire.
 pub(crate) fn sparse_from_proto(
     p: &crate::proto::SparseTensorProto,
+    raw_present: (bool, bool),
     path: &str,
     offset: u64,
     limits: &Limits,
-) -> Result<Tensor> {
+) -> Result<SparseInitializer> {
     let values = p
         .values
         .as_ref()
@@ -353,8 +520,20 @@ pub(crate) fn sparse_from_proto(
             "a sparse initializer whose values or indices lie in an external file is not read",
         ));
     }
-    let v = tensor_from_proto(values, &format!("{path}.values"), offset, limits)?;
-    let ix = tensor_from_proto(indices, &format!("{path}.indices"), offset, limits)?;
+    let v = read_tensor(
+        values,
+        raw_present.0,
+        &format!("{path}.values"),
+        offset,
+        limits,
+    )?;
+    let ix = read_tensor(
+        indices,
+        raw_present.1,
+        &format!("{path}.indices"),
+        offset,
+        limits,
+    )?;
     if ix.dtype() != DType::I64 {
         return Err(err(
             path,
@@ -363,17 +542,9 @@ pub(crate) fn sparse_from_proto(
         ));
     }
     let (dims, numel) = checked_dims(&p.dims, path, offset, limits)?;
-    let size = v.dtype().size() as u64;
-    let bytes = numel
-        .checked_mul(size)
+    numel
+        .checked_mul(v.dtype().size() as u64)
         .ok_or_else(|| err(path, offset, "the dense size overflows"))?;
-    limits.check_alloc(bytes).map_err(|_| OnnxError::Limit {
-        path: path.into(),
-        offset,
-        what: "allocation",
-        value: bytes,
-        limit: limits.max_alloc,
-    })?;
     let nnz = v.numel();
     let coords = match ix.dims() {
         [n] if *n == nnz => 1,
@@ -398,44 +569,18 @@ pub(crate) fn sparse_from_proto(
             format!("values of shape {:?}: 1-D expected", v.dims()),
         ));
     }
-    let idx = ix.to_order(Order::RowMajor)?.to_vec::<i64>()?;
-    let vals = v.to_order(Order::RowMajor)?;
-    let src = vals.bytes();
-    let size = size as usize;
-    let mut out = vec![0u8; bytes as usize];
-    for k in 0..nnz {
-        let at = if coords == 1 && dims.len() != 1 {
-            idx[k]
-        } else {
-            // Coordinates, row-major (a rank-1 tensor's linear index is its coordinate).
-            let mut linear: i64 = 0;
-            for (j, &d) in dims.iter().enumerate() {
-                let c = idx[k * coords + j.min(coords - 1)];
-                if c < 0 || c as u64 >= d as u64 {
-                    return Err(err(
-                        path,
-                        offset,
-                        format!("index {c} of value {k} is outside dimension {j} of size {d}"),
-                    ));
-                }
-                linear = linear * d as i64 + c;
-            }
-            linear
-        };
-        if at < 0 || at as u64 >= numel {
-            return Err(err(
-                path,
-                offset,
-                format!("index {at} of value {k} is outside the {numel} elements of {dims:?}"),
-            ));
-        }
-        let at = at as usize * size;
-        out[at..at + size].copy_from_slice(&src[k * size..(k + 1) * size]);
-    }
-    Ok(Tensor::from_bytes(
-        v.dtype(),
+    let s = SparseInitializer {
+        name: String::new(),
+        dtype: v.dtype(),
         dims,
-        Order::RowMajor,
-        Bytes::from(out),
-    )?)
+        values: v.to_order(Order::RowMajor)?,
+        indices: ix.to_order(Order::RowMajor)?,
+        coords,
+        path: path.to_string(),
+        offset,
+        max_alloc: limits.max_alloc,
+    };
+    // Every index checked now: the file is refused at open, as before, not at read.
+    s.positions(|_, _| {})?;
+    Ok(s)
 }

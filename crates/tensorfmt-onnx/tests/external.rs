@@ -207,3 +207,159 @@ fn external_means_data_location_external_and_keys_are_strict() {
         assert!(e.contains(want), "{keys:?}: {e}");
     }
 }
+
+/// A model saved with `convert_attribute=True` keeps a Constant node's tensor in its
+/// external file too; so can a subgraph's initializer, a sparse attribute's values and
+/// a function's Constant. Only the initializers' files were listed, so a copy of the
+/// model with its listed files lacked one (onnxruntime refused it), and a missing or
+/// short file passed `validate`.
+#[test]
+fn external_data_anywhere_in_the_model_is_listed_and_checked() {
+    use prost::Message;
+    use tensorfmt_onnx::proto::{
+        AttributeProto, GraphProto, ModelProto, NodeProto, SparseTensorProto,
+    };
+    // ModelProto.functions (25): a FunctionProto {name: 1, node: 7}, which the crate's
+    // schema leaves out, on the wire by hand.
+    let field = |out: &mut Vec<u8>, number: u8, body: &[u8]| {
+        out.push(number << 3 | 2);
+        prost::encoding::encode_varint(body.len() as u64, out);
+        out.extend_from_slice(body);
+    };
+    let constant = |name: &str, t: TensorProto| NodeProto {
+        name: name.into(),
+        op_type: "Constant".into(),
+        output: vec![name.to_lowercase()],
+        attribute: vec![AttributeProto {
+            name: "value".into(),
+            r#type: 4,
+            t: Some(t),
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let four = |loc: &str| external("k", &[4], &[("location", loc), ("length", "16")]);
+    let branch = GraphProto {
+        initializer: vec![four("sub.bin")],
+        ..Default::default()
+    };
+    let sparse_attr = AttributeProto {
+        name: "sparse_value".into(),
+        r#type: 11,
+        sparse_tensor: Some(SparseTensorProto {
+            values: Some(external("v", &[1], &[("location", "sp.bin")])),
+            indices: Some(TensorProto {
+                dims: vec![1],
+                data_type: 7,
+                int64_data: vec![0],
+                ..Default::default()
+            }),
+            dims: vec![4],
+        }),
+        ..Default::default()
+    };
+    let model = |m_bin: &str| {
+        ModelProto {
+            ir_version: 8,
+            graph: Some(GraphProto {
+                node: vec![
+                    constant("Const_K", four(m_bin)),
+                    NodeProto {
+                        name: "If_0".into(),
+                        op_type: "If".into(),
+                        attribute: vec![AttributeProto {
+                            name: "then_branch".into(),
+                            r#type: 5,
+                            g: Some(branch.clone()),
+                            ..Default::default()
+                        }],
+                        ..Default::default()
+                    },
+                    NodeProto {
+                        name: "Sparse_0".into(),
+                        op_type: "Constant".into(),
+                        attribute: vec![sparse_attr.clone()],
+                        ..Default::default()
+                    },
+                ],
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+        .encode_to_vec()
+    };
+    let model = |m_bin: &str| {
+        let mut function = Vec::new();
+        field(&mut function, 1, b"F");
+        field(
+            &mut function,
+            7,
+            &constant("InF", four("fn.bin")).encode_to_vec(),
+        );
+        let mut m = model(m_bin);
+        m.push(0xca); // field 25, wire type 2: a two-byte key
+        m.push(0x01);
+        prost::encoding::encode_varint(function.len() as u64, &mut m);
+        m.extend_from_slice(&function);
+        m
+    };
+    let dir = tempfile::tempdir().unwrap();
+    for f in ["m.bin", "sub.bin", "fn.bin"] {
+        std::fs::write(dir.path().join(f), floats(&[1.0, 2.0, 3.0, 4.0])).unwrap();
+    }
+    std::fs::write(dir.path().join("sp.bin"), floats(&[7.0])).unwrap();
+    let opts = ReadOptions::default();
+    let m = read_model_file_at(model("m.bin").into(), &opts, dir.path()).unwrap();
+    assert_eq!(m.external_files, ["m.bin", "sub.bin", "sp.bin", "fn.bin"]);
+    assert!(m.initializers.is_empty());
+    // Described (a remote model): listed by their text.
+    let d = tensorfmt_onnx::read_model_file_described(model("m.bin").into(), &opts).unwrap();
+    assert_eq!(d.external_files, m.external_files);
+    // Missing, short, outside: refused, naming the tensor and where it is.
+    let e = read_model_file_at(model("gone.bin").into(), &opts, dir.path())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("gone.bin")
+            && e.contains("graph.node[0] (\"Const_K\").attribute[0] (\"value\").t"),
+        "{e}"
+    );
+    std::fs::write(dir.path().join("short.bin"), floats(&[1.0])).unwrap();
+    let e = read_model_file_at(model("short.bin").into(), &opts, dir.path())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("\"k\"") && e.contains("beyond the end of \"short.bin\""),
+        "{e}"
+    );
+    let e = read_model_file_at(model("../m.bin").into(), &opts, dir.path())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("'..'") && e.contains("Const_K"), "{e}");
+    // A model given as bytes cannot have its files checked: refused, as for initializers.
+    assert!(read_model_file(model("m.bin").into(), &opts).is_err());
+    // Without a length, the file must still hold the tensor's bytes.
+    let e = read_model_file_at(
+        ModelProto {
+            ir_version: 8,
+            graph: Some(GraphProto {
+                node: vec![constant(
+                    "C",
+                    external("k", &[4], &[("location", "sp.bin")]),
+                )],
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+        .encode_to_vec()
+        .into(),
+        &opts,
+        dir.path(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("4 bytes in \"sp.bin\"") && e.contains("needs 16"),
+        "{e}"
+    );
+}
