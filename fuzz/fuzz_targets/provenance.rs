@@ -188,4 +188,8 @@ fuzz_target!(|input: Input| {
         }
         Ok(_) | Err(_) => assert!(!out.exists(), "a file left behind"),
     }
+    // Nothing left in the temporary directory after the run (a fork-mode campaign
+    // starts a process per job).
+    let _ = std::fs::remove_file(&out);
+    let _ = std::fs::remove_dir(&dir);
 });

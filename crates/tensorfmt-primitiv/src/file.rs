@@ -513,6 +513,16 @@ pub fn build(tensors: &[(String, Tensor)], options: &WriteOptions) -> Result<Pri
                          only `\\\\`, `\\.`, `\\/` or `\\xNN`)"
                     ))
                 })?;
+                // One spelling per key path, the reader's: `\x41b` or `\xFF` would be
+                // written under another name (`Ab`, `\xff`) than the one given.
+                let canonical = Model::export_name(&path);
+                if canonical != param {
+                    return Err(PrimitivError::BadTensors(format!(
+                        "tensor name {n:?}: {param:?} is written {canonical:?} (escapes only \
+                         for `\\`, `.`, `/` and bytes that are not UTF-8 text, as lowercase \
+                         `\\xNN`); rename it so, else it would come back under that name"
+                    )));
+                }
                 let what = || format!("parameter {:?}", Model::join(&path));
                 let g = groups.entry(path.clone()).or_default();
                 match stat {
