@@ -17,7 +17,8 @@ use std::path::{Path, PathBuf};
 /// }
 /// ```
 pub fn corpus_dir(manifest_dir: &str, format: &str) -> Option<PathBuf> {
-    let candidate = match std::env::var_os("TENSORFMT_CORPUS") {
+    // Empty is unset, as the Python tests' conftest takes it.
+    let candidate = match std::env::var_os("TENSORFMT_CORPUS").filter(|v| !v.is_empty()) {
         Some(root) => Some(PathBuf::from(root).join(format)),
         None => Path::new(manifest_dir)
             .ancestors()
