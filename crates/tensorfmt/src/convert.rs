@@ -168,13 +168,19 @@ impl Document {
         let kind = target.kind.as_ref().or(options.kind.as_ref());
         let asked = kind.map(|k| target.format.kind_named(k).unwrap_or(k));
         let own = (target.format == self.file_format()).then(|| self.file().kind_id());
-        let carried = provenance::carried_kind(self.file())
-            .filter(|(f, _)| f == target.format.name())
-            .map(|(_, k)| k);
-        let implied = kind.is_none()
-            || kind == Target::from_path(path).and_then(|t| t.kind).as_ref()
-            || (asked.is_some() && asked == own)
-            || (asked.is_some() && asked == carried.as_deref());
+        // To its own format and kind, a file's layout goes with its tensors where they
+        // do not tell it (a SOM's map rank): the writer's defaults, never refused.
+        let own_layout = own.is_some() && (asked.is_none() || asked == own);
+        let implied = match asked {
+            None => true,
+            Some(k) => {
+                kind == Target::from_path(path).and_then(|t| t.kind).as_ref()
+                    || Some(k) == own
+                    // The carried metadata is parsed only when a kind asks for it.
+                    || provenance::carried_kind(self.file())
+                        .is_some_and(|(f, c)| f == target.format.name() && c == k)
+            }
+        };
         if whole && self.source_bytes().is_some() && implied {
             let plain_target = Target::new(target.format);
             let plain = WriteOptions {
@@ -241,13 +247,7 @@ impl Document {
         if target.kind.is_some() {
             options.kind = target.kind.clone();
         }
-        // To its own format and kind, a file's layout goes with its tensors where they
-        // do not tell it (a SOM's map rank): the writer's defaults, never refused.
-        let asked = options
-            .kind
-            .as_deref()
-            .map(|k| target.format.kind_named(k).unwrap_or(k));
-        if target.format == self.file_format() && asked.is_none_or(|k| k == self.file().kind_id()) {
+        if own_layout {
             options.source_layout = self.file().layout_settings().into_iter().collect();
         }
         // A carried original edited where it cannot be spliced: its kind and layout.

@@ -6,8 +6,8 @@
 //! have only their npy header inflated at open and are inflated whole on read (size
 //! checked against the limits first). Tensor names are member names without `.npy`.
 //! Every member's CRC-32 is checked: a stored one on its first whole read (one pass of
-//! crc32fast over the mapped bytes), a deflated one as it is inflated; `validate` also
-//! reads every member through the zip reader.
+//! crc32fast over the mapped bytes), a deflated one as it is inflated; `validate` reads
+//! every member whole.
 //!
 //! Writing: stored members (as `numpy.savez`; `--set compress=deflate` deflates),
 //! each an npy header followed by the tensor streamed chunk by chunk, so a large input
@@ -801,7 +801,7 @@ fn check_stored_crc(m: &Member, bytes: &[u8]) -> Result<()> {
             0,
             "member data",
             format!(
-                "{:?}: CRC-32 {got:08x}, the archive says {:08x} (the member is damaged)",
+                "{:?}: CRC-32 checksum {got:08x}, the archive says {:08x} (the member is damaged)",
                 m.name, m.crc
             ),
         )));
@@ -885,19 +885,7 @@ impl TensorFile for NpzFile {
     fn validate(&self) -> Result<()> {
         for m in &self.members {
             if m.stored.is_some() {
-                // Checks the CRC (the zero-copy path does not read through zip).
-                let mut archive = self
-                    .archive
-                    .lock()
-                    .map_err(|_| Error::Invalid("npz archive lock poisoned".into()))?;
-                let mut f = archive.by_index(m.index).map_err(zip_err)?;
-                std::io::copy(&mut f, &mut std::io::sink()).map_err(|e| {
-                    err(InteropError::malformed(
-                        0,
-                        "member data",
-                        format!("{:?}: {e}", m.name),
-                    ))
-                })?;
+                // The whole read checks the CRC (`check_stored_crc`).
                 self.decode(m)?;
             } else {
                 // Streamed: checks sizes and the CRC without holding the array.
@@ -1602,7 +1590,7 @@ mod tests {
             let r = open(Bytes::from(good[..n].to_vec()), &ReadOptions::default());
             assert!(r.is_err(), "prefix {n}");
         }
-        // Flip a data byte: zero-copy reads succeed, validate's CRC check fails.
+        // Flip a data byte: the CRC check of the whole read (validate's too) fails.
         let mut bad = good.clone();
         let pos = bad
             .windows(4)
