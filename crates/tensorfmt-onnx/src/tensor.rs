@@ -465,16 +465,10 @@ impl SparseInitializer {
             return Err(limit(bytes));
         }
         let mut out: Vec<u8> = Vec::new();
+        // A size the system cannot give is a limit, as the Caffe and npz readers
+        // report it: the caller's `max_alloc` is above what the machine has.
         out.try_reserve_exact(bytes as usize)
-            .map_err(|_| OnnxError::Tensor {
-                path: self.path.clone(),
-                offset: self.offset,
-                reason: format!(
-                    "the dense form of sparse tensor {:?} needs {bytes} bytes, which the system \
-                 cannot allocate",
-                    self.name
-                ),
-            })?;
+            .map_err(|_| limit(bytes))?;
         out.resize(bytes as usize, 0);
         let src = self.values.bytes();
         let size = self.dtype.size();
