@@ -40,6 +40,7 @@ mod external;
 mod file;
 pub mod ranged;
 mod read;
+mod relocate;
 mod tensor;
 mod wire;
 mod write;
@@ -58,6 +59,7 @@ pub use error::{OnnxError, Result};
 pub use external::{external_data_file, Unread};
 pub use file::{OnnxFile, EXTERNAL_DATA_FIELD, STRUCTURE_FIELD};
 pub use read::{read_model_file, read_model_file_at, read_model_file_described, sniff, ModelFile};
+pub use relocate::{copy_model, CopyReport};
 pub use tensor::{dtype_of, onnx_data_type, tensor_from_proto, tensor_to_proto, SparseInitializer};
 pub use write::{
     external_data_path, save_model, save_model_with, weights_model, write_model, write_model_bulk,

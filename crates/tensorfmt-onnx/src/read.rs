@@ -111,7 +111,7 @@ fn decode<M: Message + Default>(data: &Bytes, f: &Field, path: &str) -> Result<M
 
 /// [`decode`] of a message after checking what it can cost: packed varints decode to
 /// at most 8 bytes per input byte.
-fn decode_bounded<M: Message + Default>(
+pub(crate) fn decode_bounded<M: Message + Default>(
     data: &Bytes,
     f: &Field,
     path: &str,
@@ -235,7 +235,7 @@ pub fn read_model_file_described(data: Bytes, options: &ReadOptions) -> Result<M
 
 /// Protobuf's nesting limit (prost's, and the C++ parser's that onnx and onnxruntime
 /// use): a model nested deeper is refused by them, and by this reader.
-const MAX_DEPTH: usize = 100;
+pub(crate) const MAX_DEPTH: usize = 100;
 
 /// What an initializer record became.
 enum Body {
@@ -387,10 +387,39 @@ fn read_model(
     Ok(m)
 }
 
+/// The field `number` of a `msg` that holds a message the walk for tensors goes into:
+/// its name, what it is, and which of the counters of [`Reader::walk`] numbers it (the
+/// schema's field numbers; shared with [`crate::relocate`]).
+pub(crate) fn child(msg: Msg, number: u32) -> Option<(&'static str, Msg, Option<usize>)> {
+    Some(match (msg, number) {
+        (Msg::Model, 7) => ("graph", Msg::Graph, None),
+        (Msg::Model, 20) => ("training_info", Msg::Training, Some(0)),
+        (Msg::Model, 25) => ("functions", Msg::Function, Some(1)),
+        (Msg::Graph, 1) => ("node", Msg::Node, Some(0)),
+        (Msg::Graph, 5) => ("initializer", Msg::Tensor, Some(1)),
+        (Msg::Graph, 15) => ("sparse_initializer", Msg::Sparse, Some(2)),
+        (Msg::Node, 5) => ("attribute", Msg::Attribute, Some(0)),
+        (Msg::Attribute, 5) => ("t", Msg::Tensor, None),
+        (Msg::Attribute, 6) => ("g", Msg::Graph, None),
+        (Msg::Attribute, 10) => ("tensors", Msg::Tensor, Some(0)),
+        (Msg::Attribute, 11) => ("graphs", Msg::Graph, Some(1)),
+        (Msg::Attribute, 22) => ("sparse_tensor", Msg::Sparse, None),
+        (Msg::Attribute, 23) => ("sparse_tensors", Msg::Sparse, Some(2)),
+        (Msg::Sparse, 1) => ("values", Msg::Tensor, None),
+        (Msg::Sparse, 2) => ("indices", Msg::Tensor, None),
+        (Msg::Function, 7) => ("node", Msg::Node, Some(0)),
+        (Msg::Function, 11) => ("attribute_proto", Msg::Attribute, Some(1)),
+        (Msg::Training, 1) => ("initialization", Msg::Graph, None),
+        (Msg::Training, 2) => ("algorithm", Msg::Graph, None),
+        _ => return None,
+    })
+}
+
 /// Messages the walk for external data goes through (the schema's field numbers in
 /// [`Reader::walk`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Msg {
+pub(crate) enum Msg {
+    Model,
     Graph,
     Node,
     Attribute,
@@ -640,25 +669,10 @@ impl Reader<'_, '_> {
         let mut counts = [0usize; 4];
         for g in wire::iter(data, f.start, f.end, "nested message") {
             let g = g?;
-            let step = match (msg, g.number) {
-                _ if g.wire_type != 2 => None,
-                (Msg::Graph, 1) => Some(("node", Msg::Node, Some(0))),
-                (Msg::Graph, 5) => Some(("initializer", Msg::Tensor, Some(1))),
-                (Msg::Graph, 15) => Some(("sparse_initializer", Msg::Sparse, Some(2))),
-                (Msg::Node, 5) => Some(("attribute", Msg::Attribute, Some(0))),
-                (Msg::Attribute, 5) => Some(("t", Msg::Tensor, None)),
-                (Msg::Attribute, 6) => Some(("g", Msg::Graph, None)),
-                (Msg::Attribute, 10) => Some(("tensors", Msg::Tensor, Some(0))),
-                (Msg::Attribute, 11) => Some(("graphs", Msg::Graph, Some(1))),
-                (Msg::Attribute, 22) => Some(("sparse_tensor", Msg::Sparse, None)),
-                (Msg::Attribute, 23) => Some(("sparse_tensors", Msg::Sparse, Some(2))),
-                (Msg::Sparse, 1) => Some(("values", Msg::Tensor, None)),
-                (Msg::Sparse, 2) => Some(("indices", Msg::Tensor, None)),
-                (Msg::Function, 7) => Some(("node", Msg::Node, Some(0))),
-                (Msg::Function, 11) => Some(("attribute_proto", Msg::Attribute, Some(1))),
-                (Msg::Training, 1) => Some(("initialization", Msg::Graph, None)),
-                (Msg::Training, 2) => Some(("algorithm", Msg::Graph, None)),
-                _ => None,
+            let step = if g.wire_type == 2 {
+                child(msg, g.number)
+            } else {
+                None
             };
             let Some((field, next, slot)) = step else {
                 self.hash(&g);

@@ -214,7 +214,7 @@ pub const EXTERNAL_MIN_BYTES: usize = 1024;
 
 /// Offsets of payloads in an external data file are multiples of this (aligned loads
 /// for whoever maps the file).
-const EXTERNAL_ALIGN: u64 = 64;
+pub(crate) const EXTERNAL_ALIGN: u64 = 64;
 
 /// Where [`save_model_with`] puts the initializers' payloads.
 ///
@@ -372,12 +372,18 @@ fn save_model_within(
     }
     let mut head = AtomicFile::create(path)?.sync(!options.skip_fsync);
     write_model_bulk(&mut head, &small)?;
-    // The pair is replaced together: an existing data file is kept aside until the new
-    // model is in place, and put back if it cannot be (the old model still needs it).
-    let aside = keep_aside(&data_path)?;
+    commit_pair(&data_path, data, head)
+}
+
+/// Commits a model (`head`) and its data file (`data`, for `data_path`): the data
+/// first, then the model. The pair is replaced together: an existing data file is kept
+/// aside until the new model is in place, and put back if it cannot be (the old model
+/// still needs it).
+pub(crate) fn commit_pair(data_path: &Path, data: AtomicFile, head: AtomicFile) -> Result<()> {
+    let aside = keep_aside(data_path)?;
     let put_back = |aside: &Option<std::path::PathBuf>| {
         if let Some(old) = aside {
-            let _ = std::fs::rename(old, &data_path);
+            let _ = std::fs::rename(old, data_path);
         }
     };
     if let Err(e) = data.commit() {
@@ -385,7 +391,7 @@ fn save_model_within(
         return Err(e.into());
     }
     if let Err(e) = head.commit() {
-        let _ = std::fs::remove_file(&data_path);
+        let _ = std::fs::remove_file(data_path);
         put_back(&aside);
         return Err(e.into());
     }
@@ -399,9 +405,19 @@ fn save_model_within(
 /// replaces kept its payloads in goes with that model (nothing refers to it any more);
 /// one the old model did not use is not ours and stays.
 fn write_inline(path: &Path, model: &ModelProto, options: &WriteOptions) -> Result<()> {
+    write_single(path, options, |w| write_model_bulk(w, model))
+}
+
+/// Writes a model as one file at `path` with `write`, leaving no `NAME.data` of the
+/// model it replaces behind (see [`write_inline`]).
+pub(crate) fn write_single(
+    path: &Path,
+    options: &WriteOptions,
+    write: impl FnOnce(&mut dyn BulkWrite) -> Result<()>,
+) -> Result<()> {
     let data_path = external_data_path(path);
     let orphaned = data_path.is_file() && old_model_uses(path, &data_path);
-    write_atomic_with(path, options, |w| write_model_bulk(w, model))?;
+    write_atomic_with(path, options, |w| write(w))?;
     if orphaned {
         let _ = std::fs::remove_file(&data_path);
     }

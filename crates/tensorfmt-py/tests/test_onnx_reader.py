@@ -96,17 +96,16 @@ def test_onnx_attribute_external_data_is_copied_and_validated(tmp_path):
                     size_threshold=1024, convert_attribute=True)
     with tensorfmt.open(src) as doc:
         assert doc.header["external_data"] == ["m.bin"]
-    # The copy: the whole model with its external file, which onnxruntime runs, or its
-    # initializers alone, said in a warning; never a model missing its data.
+    # The copy: the whole model, its data inside (it fits 2 GiB), which onnxruntime runs
+    # (it was a weights-only model, with a warning that the graph was not written).
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
         tensorfmt.convert(src, tmp_path / "dst" / "m.onnx")
+    assert not w, [str(x.message) for x in w]
     dst = tmp_path / "dst" / "m.onnx"
-    if onnx.load(str(dst), load_external_data=False).graph.node:
-        np.testing.assert_array_equal(_ort_run(dst), np.arange(4096, dtype=np.float32) + 1)
-        onnx.checker.check_model(str(dst), full_check=True)
-    else:
-        assert any("graph (2 nodes) is not written" in str(x.message) for x in w), [str(x.message) for x in w]
+    assert len(onnx.load(str(dst), load_external_data=False).graph.node) == 2
+    np.testing.assert_array_equal(_ort_run(dst), np.arange(4096, dtype=np.float32) + 1)
+    onnx.checker.check_model(str(dst), full_check=True)
     # The file gone, then short: not ok, naming the node, the attribute and the tensor.
     data = (tmp_path / "src" / "m.bin").read_bytes()
     (tmp_path / "src" / "m.bin").unlink()
@@ -203,3 +202,75 @@ def test_onnx_typed_field_edges_read_as_onnx_reads_them(tmp_path):
         numpy_helper.to_array(empty)
     with pytest.raises(tensorfmt.FormatError, match="raw_data has 0 bytes"):
         tensorfmt.load(save(empty))
+
+
+def test_onnx_copy_places_the_data_as_onnx_save_model_does(tmp_path):
+    """ONNX to ONNX asking for nothing but where the data goes copies the whole model
+    (every node, attribute and subgraph; the data read from the source's files and
+    placed anew), as onnx.load + onnx.save_model would: inside while it fits, in
+    OUT.onnx.data with external_data=true. The source's files stay as they were."""
+    onnx = require_module("onnx")
+    from onnx import helper, numpy_helper
+
+    w = numpy_helper.from_array(np.linspace(-1, 1, 2048, dtype=np.float32).reshape(2, 1024), "W")
+    x = numpy_helper.from_array(np.arange(1024, dtype=np.float32).reshape(1024, 1), "X")
+    k = numpy_helper.from_array(np.full((1024, 1), 0.5, np.float32), "K")
+    then = helper.make_graph([helper.make_node("Identity", ["t"], ["o_then"])], "then", [],
+                             [helper.make_tensor_value_info("o_then", 1, [2, 1])],
+                             initializer=[numpy_helper.from_array(np.arange(2048, dtype=np.float32)[:2].reshape(2, 1) + 100, "t")])
+    other = helper.make_graph([helper.make_node("Identity", ["k2"], ["o_else"])], "else", [],
+                              [helper.make_tensor_value_info("o_else", 1, [2, 1])],
+                              initializer=[numpy_helper.from_array(np.zeros((2, 1), np.float32), "k2")])
+    c = numpy_helper.from_array(np.array(True), "c")
+    nodes = [helper.make_node("Constant", [], ["kc"], value=k),
+             helper.make_node("Add", ["X", "kc"], ["xk"]),
+             helper.make_node("MatMul", ["W", "xk"], ["a"]),
+             helper.make_node("If", ["c"], ["b"], then_branch=then, else_branch=other),
+             helper.make_node("Add", ["a", "b"], ["y"])]
+    g = helper.make_graph(nodes, "g", [], [helper.make_tensor_value_info("y", 1, [2, 1])], initializer=[w, x, c])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.doc_string = "kept"
+    want = np.linspace(-1, 1, 2048, dtype=np.float32).reshape(2, 1024) @ (np.arange(1024, dtype=np.float32).reshape(1024, 1) + 0.5) + np.array([[100.0], [101.0]], np.float32)
+    (tmp_path / "src").mkdir()
+    src = tmp_path / "src" / "m.onnx"
+    # onnxruntime cannot run an If branch whose initializer is external (it reads it as
+    # from a model loaded from bytes): the branch's small tensors stay inside.
+    onnx.save_model(m, str(src), save_as_external_data=True, all_tensors_to_one_file=True, location="weights.bin",
+                    size_threshold=1024, convert_attribute=True)
+    data_before = (tmp_path / "src" / "weights.bin").read_bytes()
+    np.testing.assert_allclose(_ort_run(src), want, rtol=1e-5)
+
+    def same_model(path):
+        a, b = onnx.load(str(path)), onnx.load(str(src))
+        for t in list(a.graph.initializer) + list(b.graph.initializer):
+            del t.external_data[:]
+            t.data_location = 0
+        assert [n.op_type for n in a.graph.node] == [n.op_type for n in b.graph.node]
+        assert a.doc_string == "kept"
+        onnx.checker.check_model(str(path), full_check=True)
+        np.testing.assert_allclose(_ort_run(path), want, rtol=1e-5)
+
+    # Inside: one file.
+    one = tmp_path / "one.onnx"
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        tensorfmt.convert(src, one)
+    # (The If branch's initializers are said to be left out of the tensor view.)
+    assert not [x for x in w if "subgraphs" not in str(x.message)], [str(x.message) for x in w]
+    assert not (tmp_path / "one.onnx.data").exists()
+    same_model(one)
+    assert not any(t.external_data for t in onnx.load(str(one), load_external_data=False).graph.initializer)
+    # Beside: OUT.onnx.data, whatever the source's data file was called; from an
+    # inline model too (it was a weights-only model).
+    for source, name in [(src, "two.onnx"), (one, "three.onnx")]:
+        out = tmp_path / name
+        tensorfmt.convert(source, out, settings={"external_data": "true"})
+        assert (tmp_path / f"{name}.data").is_file()
+        locs = {e.value for t in onnx.load(str(out), load_external_data=False).graph.initializer
+                for e in t.external_data if e.key == "location"}
+        assert locs == {f"{name}.data"}, locs
+        same_model(out)
+    assert (tmp_path / "src" / "weights.bin").read_bytes() == data_before
+    # A dtype or a tensor selection still asks for a weights-only model, said.
+    with pytest.warns(UserWarning, match="graph .* is not written"):
+        tensorfmt.convert(src, tmp_path / "half.onnx", dtype="float16")

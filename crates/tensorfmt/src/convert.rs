@@ -894,8 +894,8 @@ fn onnx_graph_note(source: &dyn TensorFile, target: Format) -> Option<String> {
             format!(
                 "the model's graph ({nodes} node{s}) is not written: tensorfmt writes an \
                  ONNX model's initializers as a weights-only model (only a conversion to \
-                 ONNX that asks for nothing, no tensor selection, dtype or setting, copies \
-                 the whole model, and only when none of its data lies in external files)"
+                 ONNX that asks for nothing, no tensor selection, dtype or setting but \
+                 external_data, copies the whole model)"
             )
         } else {
             format!(
@@ -912,9 +912,11 @@ fn onnx_graph_note(source: &dyn TensorFile, target: Format) -> Option<String> {
 /// ([`TensorFile::lenient`]: a warning that is more than a tensor left out), the
 /// file's bytes are copied through an [`AtomicFile`](tensorfmt_core::io::AtomicFile).
 /// Everything in it survives, byte for byte: a primitiv Optimizer or Shape, a solver
-/// state, a PINK comment block, a hexagonal mapping, a batched tensor. Returns `None`
-/// when a real conversion is needed, and for a file whose tensors lie partly in other
-/// files (an ONNX model's external data), which a copy of its bytes alone would break.
+/// state, a PINK comment block, a hexagonal mapping, a batched tensor. An ONNX model
+/// is copied whole also when its data lies in other files or `options` ask only where
+/// its data goes (`--set external_data`): its payloads placed anew beside the copy or
+/// inside it ([`tensorfmt_onnx::copy_model`]). Returns `None` when a real conversion is
+/// needed.
 ///
 /// ```
 /// # let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
@@ -954,16 +956,31 @@ pub(crate) fn keep_unchanged_tracked(
     options: &WriteOptions,
     progress: &Progress<'_>,
 ) -> Result<Option<WriteReport>> {
-    // A file whose tensors lie partly in other files (ONNX external data) is not its
-    // own bytes: copied alone, it would not read.
-    let same = source.format() == target.format.name()
-        && target.kind.is_none()
-        && options.asks_nothing()
-        && !source.lenient()
-        && source.external_files().is_empty();
+    let same =
+        source.format() == target.format.name() && target.kind.is_none() && !source.lenient();
     if !same {
         return Ok(None);
     }
+    #[cfg(feature = "onnx")]
+    if target.format == Format::Onnx {
+        return copy_onnx_model(source_path, source, path, options, progress);
+    }
+    if !options.asks_nothing() {
+        return Ok(None);
+    }
+    plain_copy(source_path, source, path, target.format, options, progress).map(Some)
+}
+
+/// The file's bytes through an [`AtomicFile`](tensorfmt_core::io::AtomicFile), read
+/// back for the report.
+fn plain_copy(
+    source_path: &Path,
+    source: &dyn TensorFile,
+    path: &Path,
+    format: Format,
+    options: &WriteOptions,
+    progress: &Progress<'_>,
+) -> Result<WriteReport> {
     let bytes = tensorfmt_core::io::map_file(source_path)?;
     let mut out = tensorfmt_core::io::AtomicFile::create(path)?.sync(!options.skip_fsync);
     // In pieces, so that a large file's copy reports progress (as a share of the
@@ -977,7 +994,39 @@ pub(crate) fn keep_unchanged_tracked(
         progress.advance_to(share as u64)?;
     }
     out.commit()?;
-    dispatch::report(path, target.format, source.tensors().len(), options).map(Some)
+    dispatch::report(path, format, source.tensors().len(), options)
+}
+
+/// An ONNX model converted to ONNX asking for nothing but where its data goes
+/// (`--set external_data`): the whole model, every node and field kept. A model with
+/// no data in other files and nothing asked is its own bytes (the plain copy); one with
+/// external data, or asked to move its data, is copied with its payloads placed anew
+/// ([`tensorfmt_onnx::copy_model`]: inside while it fits 2 GiB, else, or when asked, in
+/// `OUT.onnx.data`), as `onnx.load` and `onnx.save_model` would copy it. A copy of its
+/// bytes alone would point at data files that are not beside it.
+#[cfg(feature = "onnx")]
+fn copy_onnx_model(
+    source_path: &Path,
+    source: &dyn TensorFile,
+    path: &Path,
+    options: &WriteOptions,
+    progress: &Progress<'_>,
+) -> Result<Option<WriteReport>> {
+    let setting = tensorfmt_onnx::ExternalData::SETTING;
+    let mut rest = options.clone();
+    let asked = rest.extra.remove(setting);
+    if !rest.asks_nothing() {
+        return Ok(None);
+    }
+    if asked.is_none() && source.external_files().is_empty() {
+        return plain_copy(source_path, source, path, Format::Onnx, options, progress).map(Some);
+    }
+    let external = tensorfmt_onnx::ExternalData::parse(asked.as_deref())?;
+    let bytes = tensorfmt_core::io::map_file(source_path)?;
+    let dir = source_path.parent().unwrap_or(Path::new(""));
+    tensorfmt_onnx::copy_model(bytes, dir, path, external, &Default::default(), options)?;
+    progress.advance_to(progress.total())?;
+    dispatch::report(path, Format::Onnx, source.tensors().len(), options).map(Some)
 }
 
 /// `like=ORIGINAL`: writes `tensors` to `path` in the structure of `original`, a file
