@@ -66,7 +66,7 @@ pub fn caffe_prototxt(data: &[u8]) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use crate::inputs::{check, files, mutants, random, Input};
+    use crate::inputs::{check, files, mutants, random, Input, Rng};
 
     #[test]
     fn nets_seeds_and_mutants() {
@@ -96,5 +96,88 @@ mod tests {
             &random(500, 128, 10),
             super::caffe_prototxt,
         );
+    }
+
+    /// Corpus nets with tokens inserted and spans cut or repeated (text-aware
+    /// mutations: byte edits rarely get past the tokenizer).
+    #[test]
+    fn mutated_corpus_nets() {
+        let Some(dir) = tensorfmt_core::testing::corpus_dir(env!("CARGO_MANIFEST_DIR"), "caffe")
+        else {
+            return;
+        };
+        const TOKENS: [&str; 22] = [
+            "{",
+            "}",
+            "<",
+            ">",
+            "layer {",
+            "layers {",
+            "\"",
+            "'",
+            "#",
+            "-1",
+            "0",
+            "4294967296",
+            "99999999999999999999",
+            "kernel_size: 0",
+            "dim: 0",
+            "dim: -1",
+            "bottom: \"data\"",
+            "top: \"data\"",
+            "type: \"Reshape\"",
+            "\r\n",
+            "é",
+            "input_dim: 1",
+        ];
+        // `at` moved back to a char boundary of `t`.
+        fn boundary(t: &str, mut at: usize) -> usize {
+            while !t.is_char_boundary(at) {
+                at -= 1;
+            }
+            at
+        }
+        let mut rng = Rng::new(0x5eed);
+        let mut inputs = Vec::new();
+        for net in [
+            "mnist_lenet",
+            "cifar10_quick",
+            "bvlc_alexnet",
+            "mobilenet_ssd",
+            "age_net",
+            "fcn8s_voc",
+        ] {
+            let text =
+                std::fs::read_to_string(dir.join("nets").join(format!("{net}.prototxt"))).unwrap();
+            for k in 0..150 {
+                let mut t = text.clone();
+                for _ in 0..1 + rng.below(4) {
+                    let at = boundary(&t, rng.below(t.len() + 1));
+                    match rng.below(3) {
+                        0 => t.insert_str(at, TOKENS[rng.below(TOKENS.len())]),
+                        1 => {
+                            let end = boundary(&t, (at + rng.below(64)).min(t.len()));
+                            t.replace_range(at..end, "");
+                        }
+                        _ => {
+                            let end = boundary(&t, (at + rng.below(200)).min(t.len()));
+                            let piece = t[at..end].to_string();
+                            t.insert_str(at, &piece);
+                        }
+                    }
+                }
+                inputs.push(Input {
+                    label: format!("{net} mutant #{k}"),
+                    bytes: t.into_bytes(),
+                });
+            }
+            inputs.push(Input {
+                label: net.into(),
+                bytes: text.into_bytes(),
+            });
+        }
+        let parsed = check("caffe_prototxt", &inputs, super::caffe_prototxt);
+        // The six nets and some of their mutants.
+        assert!(parsed > 6, "{parsed} of {}", inputs.len());
     }
 }
