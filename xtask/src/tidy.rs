@@ -150,6 +150,55 @@ fn format_crates_depend_on_core_only() {
     assert!(offenders.is_empty(), "{offenders:#?}");
 }
 
+/// Architecture invariant: tensorfmt-fuzzing (the fuzz targets' bodies, with
+/// `arbitrary`) is a leaf: unpublished, and no crate of this workspace depends on it
+/// but for tests (`[dev-dependencies]`); the fuzz workspace is its user.
+#[test]
+fn fuzzing_crate_is_a_leaf() {
+    let root = project_root();
+    let own = std::fs::read_to_string(root.join("crates/tensorfmt-fuzzing/Cargo.toml")).unwrap();
+    assert!(
+        own.lines().any(|l| l.replace(' ', "") == "publish=false"),
+        "tensorfmt-fuzzing must say publish = false"
+    );
+    let mut manifests: Vec<PathBuf> = std::fs::read_dir(root.join("crates"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path().join("Cargo.toml"))
+        .filter(|p| p.is_file())
+        .collect();
+    manifests.extend([
+        root.join("xtask/Cargo.toml"),
+        root.join("benches/Cargo.toml"),
+    ]);
+    let mut offenders = Vec::new();
+    for manifest in &manifests {
+        let text = std::fs::read_to_string(manifest).unwrap();
+        // The table a line is in: `dependencies`, `target.'cfg(..)'.build-dependencies`,
+        // `dependencies.tensorfmt-fuzzing`...
+        let mut table = String::new();
+        for line in text.lines().map(str::trim) {
+            if let Some(t) = line.strip_prefix('[') {
+                table = t.trim_end_matches(']').to_string();
+                if table.ends_with(".tensorfmt-fuzzing") && !table.contains("dev-dependencies") {
+                    offenders.push(format!("{}: [{table}]", rel(manifest)));
+                }
+                continue;
+            }
+            let in_deps = table.ends_with("dependencies") && !table.ends_with("dev-dependencies");
+            let dep = line.split(['=', '.']).next().unwrap_or("").trim();
+            if in_deps && dep == "tensorfmt-fuzzing" {
+                offenders.push(format!("{}: [{table}] {line}", rel(manifest)));
+            }
+        }
+    }
+    assert!(manifests.len() > 10, "{manifests:?}");
+    assert!(
+        offenders.is_empty(),
+        "only tests may use tensorfmt-fuzzing: {offenders:#?}"
+    );
+}
+
 /// The `impl TensorFile` block starting at line `start` of `text` (to its closing brace).
 fn impl_block(text: &str, start: usize) -> String {
     let mut depth = 0i32;
