@@ -3,6 +3,7 @@
 import gc
 import os
 import threading
+import warnings
 
 import numpy as np
 import pytest
@@ -351,7 +352,7 @@ def test_onnx_external_data_reads_as_onnx_loads_it(tmp_path):
 
     # Converted to ONNX elsewhere: not a copy of the 300-byte model alone (its data
     # would be missing there) but a self-contained model, which onnx opens; a model
-    # with nodes says that its graph is not written.
+    # with nodes keeps its graph (it was a weights-only model, said in a warning).
     (tmp_path / "elsewhere").mkdir()
     copy = tmp_path / "elsewhere" / "copy.onnx"
     tensorfmt.convert(path, copy)
@@ -362,8 +363,13 @@ def test_onnx_external_data_reads_as_onnx_loads_it(tmp_path):
     node = helper.make_node("Add", ["x", "conv.bias"], ["y"])
     net = helper.make_model(helper.make_graph([node], "n", [x], [y], initializer=[numpy_helper.from_array(arrays["conv.bias"], "conv.bias")]))
     onnx.save_model(net, str(tmp_path / "net.onnx"), save_as_external_data=True, location="net.bin", size_threshold=0)
-    with pytest.warns(tensorfmt.TensorfmtWarning, match="graph [(]1 node[)] is not written"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
         tensorfmt.convert(tmp_path / "net.onnx", tmp_path / "elsewhere" / "net.onnx")
+    moved = onnx.load(str(tmp_path / "elsewhere" / "net.onnx"))
+    assert [n.op_type for n in moved.graph.node] == ["Add"]
+    onnx.checker.check_model(moved, full_check=True)
+    np.testing.assert_array_equal(numpy_helper.to_array(moved.graph.initializer[0]), arrays["conv.bias"])
 
     # Written with external data (automatic past 2 GiB; asked for here): onnx loads
     # and checks it, and it reads back.
