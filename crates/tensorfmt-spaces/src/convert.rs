@@ -310,6 +310,7 @@ fn composite_to_vector(
     d: &VectorSpace,
 ) -> Result<Batch> {
     check_totals(src, dst)?;
+    let n = src.batch_size_unchecked(batch)?;
     let items = batch.children().unwrap_or(&[]);
     let mut pieces = Vec::new();
     for (c, item) in s.components().iter().zip(items) {
@@ -331,7 +332,7 @@ fn composite_to_vector(
             "it has no component with data, so its batch has no batch size".into(),
         ));
     };
-    let n = first.dims()[0];
+    let n = n.unwrap_or(first.dims()[0]);
     let dtype = d.dtype().unwrap_or(first.dtype());
     if pieces.iter().any(|p| p.dtype() != dtype) {
         let names: Vec<&str> = pieces.iter().map(|p| p.dtype().name()).collect();
