@@ -40,7 +40,9 @@ The semantics are Pylearn2's numeric ones (``pylearn2/space/__init__.py``,
   are ``None``.
 * ``get_origin`` is ``(dim,)`` in the space dtype for VectorSpace and IndexSpace;
   ``get_origin_batch(0)`` is allowed for every space.
-* A CompositeSpace dtype setter refuses values other than None, a string or a tuple.
+* A CompositeSpace dtype setter broadcasts an ``np.dtype`` or a numpy scalar type
+  (upstream ignores it silently) and refuses values other than those, None, a string
+  or a tuple.
 * A string source never stands for a composite's tuple of sources.
 * ``DataSpecsMapping.flatten`` compares duplicate array data by identity or content
   (upstream ``==`` crashes on arrays); ``nest`` of a space puts a NullSpace at null
@@ -52,9 +54,24 @@ The semantics are Pylearn2's numeric ones (``pylearn2/space/__init__.py``,
   rule its constructor applies).
 * Error messages are well formed (upstream misses a space before "because" and names
   the source's ``max_labels`` in IndexSpace size errors).
+* ``'floatX'`` is float32 unless :func:`set_floatx` says otherwise (Theano's default is
+  float64; Pylearn2 ran on GPUs, whose Theano backend computes in float32).
+* IndexSpace takes ``dtype=None`` and ``np.dtype`` objects (upstream: a TypeError from
+  ``'int' in dtype``).
+* VectorSequenceSpace and IndexSequenceSpace have a total dimension, an origin batch and
+  a hash agreeing with ``==``; SequenceSpace's batch axis is its data's (1 + the inner
+  one), its batch size reads that axis, it converts between sequence spaces step by
+  step (upstream's conversion always fails), and it holds only dense Vector, Index and
+  Conv2D spaces.
+* Sparse -> dense gives an ``ndarray``, never an ``np.matrix``; any scipy sparse format
+  splits into a composite (upstream: COO is a TypeError).
+* ``np_batch_size`` of a composite skips NullSpace and empty components (upstream:
+  AssertionError); ``None`` for a simple space is a TypeError (upstream:
+  AttributeError).
 
 The Theano (symbolic) API is not ported. ``floatX`` resolves when a space is built, to
-float32 unless :func:`set_floatx` chose another float type.
+float32 unless :func:`set_floatx` chose another float type (``set_floatx("float64")``
+gives Theano's default).
 
 Errors are :class:`tensorfmt.TensorfmtError` subclasses that also derive from the
 builtin Pylearn2 raised: :class:`SpaceTypeError` (``TypeError``),
