@@ -465,7 +465,10 @@ fn composite_to_vector_concatenates_depth_first() {
     // concatenation of no pieces (ValueError), at any depth.
     for (c, b) in [
         (Space::composite([]), Batch::tuple([])),
-        (Space::composite([Space::null()]), Batch::tuple([Batch::None])),
+        (
+            Space::composite([Space::null()]),
+            Batch::tuple([Batch::None]),
+        ),
         (
             Space::composite([Space::composite([]), Space::vector(1)]),
             Batch::tuple([Batch::tuple([]), vec_batch(2, 1)]),
@@ -487,7 +490,10 @@ fn composite_to_vector_concatenates_depth_first() {
         .into()]);
     let any0 = Space::from(VectorSpace::new(0).with_dtype(None).unwrap());
     let out = zero.format_as(&zb, &any0).unwrap();
-    assert_eq!((tensor(&out).dims(), tensor(&out).dtype()), (&[2, 0][..], DType::I8));
+    assert_eq!(
+        (tensor(&out).dims(), tensor(&out).dtype()),
+        (&[2, 0][..], DType::I8)
+    );
     let with_float = Space::composite([zero.clone(), Space::vector(1)]);
     let wb = Batch::tuple([zb.clone(), vec_batch(2, 1)]);
     let any1 = Space::from(VectorSpace::new(1).with_dtype(None).unwrap());
