@@ -247,6 +247,13 @@ def test_sequence_space_documented_deviations():
     data, mask = s.np_format_as((np.ones((3, 4, 2), "float32"), np.ones((3, 4))), SequenceSpace(VectorSpace(2)))
     assert data.shape == (3, 4, 2) and mask.shape == (3, 4)
     assert (s == VectorSpace(2)) is False  # Pylearn2: TypeError from issubclass
+    # Into another kind of space: upstream's size check first (ValueError), then no
+    # conversion.
+    batch = (np.ones((3, 4, 2), "float32"), np.ones((3, 4)))
+    with pytest.raises(ValueError, match="total dimension 2 can't format"):
+        s.np_format_as(batch, VectorSpace(6))
+    with pytest.raises(NotImplementedError):
+        s.np_format_as(batch, VectorSpace(2))
 
 
 # -- DataSpecsMapping ----------------------------------------------------------------------

@@ -1227,6 +1227,8 @@ class SequenceSpace(Space):
 
     def _format_as(self, batch: Batch, space: Space) -> Batch:
         if not isinstance(space, SequenceSpace):
+            if not isinstance(space, (NullSpace, VectorSequenceSpace, IndexSequenceSpace)):
+                self._check_sizes(space)  # upstream's size check (ValueError) comes first
             raise SpaceNotImplementedError(f"{self} doesn't know how to format as {space}")
         data, mask = batch
         steps = [self.space._format_as(data[t], space.space) for t in range(data.shape[0])]
