@@ -33,7 +33,10 @@ impl Space {
     /// composite formatted into a vector gives each component the width of its total
     /// dimension, as Pylearn2 does: an [`IndexSpace`] component has `dim` columns, its
     /// one-hots merged when `dim == max_labels`, concatenated when `max_labels == 1`,
-    /// else [`SpaceError::OneHotWidth`].
+    /// else [`SpaceError::OneHotWidth`]. Width-0 components take part (a dtype-agnostic
+    /// target takes their dtype too); a composite without any non-null component has no
+    /// batch size and is [`SpaceError::Incompatible`] (Pylearn2: a ValueError). Composite
+    /// -> composite checks the total dimensions first, then converts leaf by leaf.
     ///
     /// ```
     /// use tensorfmt_core::{Order, Tensor};
@@ -202,26 +205,43 @@ fn convert(src: &Space, batch: &Batch, dst: &Space) -> Result<Batch> {
         )),
         (Composite(s), Vector(d)) => composite_to_vector(src, s, batch, dst, d),
         (Composite(s), Composite(d)) => {
-            let items = batch.children().unwrap_or(&[]);
-            if s.len() != d.len() {
-                return Err(SpaceError::StructureMismatch(format!(
-                    "cannot format {src} into {dst}: {} components vs {}",
-                    s.len(),
-                    d.len()
-                )));
-            }
-            let mut out = Vec::with_capacity(d.len());
-            for ((a, b), item) in s.components().iter().zip(d.components()).zip(items) {
-                if matches!(a, Composite(_)) != matches!(b, Composite(_)) {
-                    return Err(SpaceError::StructureMismatch(format!(
-                        "cannot format {src} into {dst}: different tree structures ({a} vs {b})"
-                    )));
-                }
-                out.push(convert(a, item, b)?);
-            }
-            Ok(Batch::Tuple(out))
+            // The total dimensions first, as upstream's `Space._format_as`; nested
+            // composites are then walked without a size check of their own.
+            check_totals(src, dst)?;
+            composite_tree(src, s, batch, dst, d)
         }
     }
+}
+
+/// Composite -> composite, leaf by leaf (same tree; no size check of the composites).
+fn composite_tree(
+    src: &Space,
+    s: &CompositeSpace,
+    batch: &Batch,
+    dst: &Space,
+    d: &CompositeSpace,
+) -> Result<Batch> {
+    let items = batch.children().unwrap_or(&[]);
+    if s.len() != d.len() {
+        return Err(SpaceError::StructureMismatch(format!(
+            "cannot format {src} into {dst}: {} components vs {}",
+            s.len(),
+            d.len()
+        )));
+    }
+    let mut out = Vec::with_capacity(d.len());
+    for ((a, b), item) in s.components().iter().zip(d.components()).zip(items) {
+        out.push(match (a, b) {
+            (Space::Composite(ac), Space::Composite(bc)) => composite_tree(a, ac, item, b, bc)?,
+            (Space::Composite(_), _) | (_, Space::Composite(_)) => {
+                return Err(SpaceError::StructureMismatch(format!(
+                    "cannot format {src} into {dst}: different tree structures ({a} vs {b})"
+                )))
+            }
+            _ => convert(a, item, b)?,
+        });
+    }
+    Ok(Batch::Tuple(out))
 }
 
 fn index_to_index(
@@ -290,27 +310,30 @@ fn composite_to_vector(
     d: &VectorSpace,
 ) -> Result<Batch> {
     check_totals(src, dst)?;
-    let n = src.batch_size_unchecked(batch)?.unwrap_or(0);
+    let n = src.batch_size_unchecked(batch)?;
     let items = batch.children().unwrap_or(&[]);
     let mut pieces = Vec::new();
     for (c, item) in s.components().iter().zip(items) {
-        let w = match c {
-            Space::Null(_) => 0,
-            c => c.total_dimension()?,
-        };
-        if w == 0 {
+        // A null component has no columns; a width-0 one takes part (its dtype counts,
+        // as upstream's).
+        if let Space::Null(_) = c {
             continue;
         }
-        let tmp = Space::Vector(VectorSpace::new(w).with_dtype(d.dtype())?);
+        let tmp = Space::Vector(VectorSpace::new(c.total_dimension()?).with_dtype(d.dtype())?);
         if let Some(t) = convert(c, item, &tmp)?.into_tensor() {
             pieces.push(t);
         }
     }
-    let dtype = match (d.dtype(), pieces.first()) {
-        (Some(dt), _) => dt,
-        (None, Some(p)) => p.dtype(),
-        (None, None) => DEFAULT_FLOAT,
+    let Some(first) = pieces.first() else {
+        // Pylearn2 concatenates an empty list (ValueError): no component, no batch size.
+        return Err(incompatible(
+            src,
+            dst,
+            "it has no component with data, so its batch has no batch size".into(),
+        ));
     };
+    let n = n.unwrap_or(first.dims()[0]);
+    let dtype = d.dtype().unwrap_or(first.dtype());
     if pieces.iter().any(|p| p.dtype() != dtype) {
         let names: Vec<&str> = pieces.iter().map(|p| p.dtype().name()).collect();
         return Err(incompatible(

@@ -164,10 +164,12 @@ fn vector_to_composite_splits_columns_depth_first() {
                 .into(),
         ])
     );
-    assert_eq!(
-        nested.format_as(&out, &Space::vector(4)).unwrap(),
-        vec_batch(1, 4)
-    );
+    // Back into a vector: the empty composite inside has no batch size (Pylearn2:
+    // ValueError, concatenating nothing).
+    assert!(matches!(
+        nested.format_as(&out, &Space::vector(4)),
+        Err(SpaceError::Incompatible { .. })
+    ));
     assert!(matches!(
         Space::vector(5).format_as(&vec_batch(1, 5), &nested),
         Err(SpaceError::DimMismatch {
@@ -459,11 +461,80 @@ fn composite_to_vector_concatenates_depth_first() {
         two.format_as(&uneven, &Space::vector(2)),
         Err(SpaceError::BatchSizeMismatch { .. })
     ));
-    // Empty and data-less composites give an empty matrix.
-    let out = Space::composite([])
-        .format_as(&Batch::tuple([]), &Space::vector(0))
-        .unwrap();
-    assert_eq!(tensor(&out).dims(), &[0, 0]);
+    // Empty and data-less composites have no batch size: an error, as Pylearn2's
+    // concatenation of no pieces (ValueError), at any depth.
+    for (c, b) in [
+        (Space::composite([]), Batch::tuple([])),
+        (
+            Space::composite([Space::null()]),
+            Batch::tuple([Batch::None]),
+        ),
+        (
+            Space::composite([Space::composite([]), Space::vector(1)]),
+            Batch::tuple([Batch::tuple([]), vec_batch(2, 1)]),
+        ),
+    ] {
+        let to = Space::vector(c.total_dimension().unwrap());
+        assert!(
+            matches!(c.format_as(&b, &to), Err(SpaceError::Incompatible { .. })),
+            "{c}"
+        );
+    }
+    // A width-0 component takes part: its rows and, for a dtype-agnostic target, its
+    // dtype (Pylearn2: int8 here, not floatX).
+    let zero = Space::composite([Space::from(
+        VectorSpace::new(0).with_dtype(Some(DType::I8)).unwrap(),
+    )]);
+    let zb = Batch::tuple([Tensor::from_vec(Vec::<i8>::new(), [2, 0], Order::RowMajor)
+        .unwrap()
+        .into()]);
+    let any0 = Space::from(VectorSpace::new(0).with_dtype(None).unwrap());
+    let out = zero.format_as(&zb, &any0).unwrap();
+    assert_eq!(
+        (tensor(&out).dims(), tensor(&out).dtype()),
+        (&[2, 0][..], DType::I8)
+    );
+    let with_float = Space::composite([zero.clone(), Space::vector(1)]);
+    let wb = Batch::tuple([zb.clone(), vec_batch(2, 1)]);
+    let any1 = Space::from(VectorSpace::new(1).with_dtype(None).unwrap());
+    assert!(matches!(
+        with_float.format_as(&wb, &any1),
+        Err(SpaceError::Incompatible { .. })
+    ));
+}
+
+#[test]
+fn composite_to_composite_checks_the_totals_first() {
+    // The audit's case: Pylearn2 raises ValueError (total 2 vs 6) before any leaf
+    // converts, though IndexSpace(3, 2) -> VectorSpace(6) alone is a valid one-hot.
+    let src = Space::composite([index(3, 2)]);
+    let dst = Space::composite([Space::vector(6)]);
+    assert!(matches!(
+        src.format_as(&Batch::tuple([labels(vec![0, 2], 1, 2)]), &dst),
+        Err(SpaceError::DimMismatch {
+            from_dim: 2,
+            to_dim: 6,
+            ..
+        })
+    ));
+    // Only the top level is checked: nested composites of different totals convert when
+    // their leaves do (here 3 -> 1 merged and 1 -> 3 one-hots), as upstream.
+    let src = Space::composite([
+        Space::composite([index(1, 3)]),
+        Space::composite([index(3, 1)]),
+    ]);
+    let dst = Space::composite([
+        Space::composite([Space::vector(1)]),
+        Space::composite([Space::vector(3)]),
+    ]);
+    let b = Batch::tuple([
+        Batch::tuple([labels(vec![0, 0, 0], 1, 3)]),
+        Batch::tuple([labels(vec![2], 1, 1)]),
+    ]);
+    let out = src.format_as(&b, &dst).unwrap();
+    let items = out.children().unwrap();
+    assert_eq!(f32s(&items[0].children().unwrap()[0]), vec![1.]);
+    assert_eq!(f32s(&items[1].children().unwrap()[0]), vec![0., 0., 1.]);
 }
 
 #[test]
@@ -875,12 +946,12 @@ proptest! {
         let total: usize = widths.iter().sum();
         let b = vec_batch(n, total);
         let split = Space::vector(total).format_as(&b, &c).unwrap();
-        let back = c.format_as(&split, &Space::vector(total)).unwrap();
-        // With no component carrying data the batch size is 0.
+        let back = c.format_as(&split, &Space::vector(total));
+        // With no component the batch has no batch size to carry back.
         if widths.is_empty() {
-            prop_assert_eq!(tensor(&back).dims(), &[0usize, 0][..]);
+            prop_assert!(back.is_err());
         } else {
-            prop_assert_eq!(back, b);
+            prop_assert_eq!(back.unwrap(), b);
         }
     }
 }

@@ -142,6 +142,11 @@ def _guard_native(module: object) -> None:
             setattr(module, attr, _guarded(f))
 
 
+#: Set (to True) on an exception raised by the caller's own code that a tensorfmt call
+#: ran (``tensorfmt.spaces`` validate callbacks): :func:`_guarded` lets it pass unchanged.
+_CALLERS_OWN = "_tensorfmt_callers_own"
+
+
 # The methods of a public class that take a caller's arguments besides the public ones.
 _GUARDED_DUNDERS = frozenset({"__init__", "__call__", "__getitem__", "__setitem__", "__contains__"})
 
@@ -161,8 +166,8 @@ def _guarded(f: Any, type_error: type = TensorfmtTypeError) -> Any:
         try:
             return f(*args, **kwargs)
         except (OverflowError, TypeError, ValueError, IndexError, AttributeError) as e:
-            if isinstance(e, TensorfmtError):
-                raise
+            if isinstance(e, TensorfmtError) or getattr(e, _CALLERS_OWN, False):
+                raise  # ours already, or raised by the caller's own code (a callback)
             if isinstance(e, IndexError):
                 t: BaseException = TensorfmtIndexError(str(e))
             elif isinstance(e, (TypeError, AttributeError)):

@@ -40,7 +40,9 @@ The semantics are Pylearn2's numeric ones (``pylearn2/space/__init__.py``,
   are ``None``.
 * ``get_origin`` is ``(dim,)`` in the space dtype for VectorSpace and IndexSpace;
   ``get_origin_batch(0)`` is allowed for every space.
-* A CompositeSpace dtype setter refuses values other than None, a string or a tuple.
+* A CompositeSpace dtype setter broadcasts an ``np.dtype`` or a numpy scalar type
+  (upstream ignores it silently) and refuses values other than those, None, a string
+  or a tuple.
 * A string source never stands for a composite's tuple of sources.
 * ``DataSpecsMapping.flatten`` compares duplicate array data by identity or content
   (upstream ``==`` crashes on arrays); ``nest`` of a space puts a NullSpace at null
@@ -52,9 +54,24 @@ The semantics are Pylearn2's numeric ones (``pylearn2/space/__init__.py``,
   rule its constructor applies).
 * Error messages are well formed (upstream misses a space before "because" and names
   the source's ``max_labels`` in IndexSpace size errors).
+* ``'floatX'`` is float32 unless :func:`set_floatx` says otherwise (Theano's default is
+  float64; Pylearn2 ran on GPUs, whose Theano backend computes in float32).
+* IndexSpace takes ``dtype=None`` and ``np.dtype`` objects (upstream: a TypeError from
+  ``'int' in dtype``).
+* VectorSequenceSpace and IndexSequenceSpace have a total dimension, an origin batch and
+  a hash agreeing with ``==``; SequenceSpace's batch axis is its data's (1 + the inner
+  one), its batch size reads that axis, it converts between sequence spaces step by
+  step (upstream's conversion always fails), and it holds only dense Vector, Index and
+  Conv2D spaces.
+* Sparse -> dense gives an ``ndarray``, never an ``np.matrix``; any scipy sparse format
+  splits into a composite (upstream: COO is a TypeError).
+* ``np_batch_size`` of a composite skips NullSpace and empty components (upstream:
+  AssertionError); ``None`` for a simple space is a TypeError (upstream:
+  AttributeError).
 
 The Theano (symbolic) API is not ported. ``floatX`` resolves when a space is built, to
-float32 unless :func:`set_floatx` chose another float type.
+float32 unless :func:`set_floatx` chose another float type (``set_floatx("float64")``
+gives Theano's default).
 
 Errors are :class:`tensorfmt.TensorfmtError` subclasses that also derive from the
 builtin Pylearn2 raised: :class:`SpaceTypeError` (``TypeError``),
@@ -71,6 +88,7 @@ import numpy as np
 
 from . import _native
 from ._errors import (
+    _CALLERS_OWN,
     InvalidArgumentError,
     SpaceAssertionError,
     SpaceIndexError,
@@ -149,11 +167,32 @@ def _is_numeric(batch: Any) -> bool:
     return False
 
 
-def _check_is_numeric(batch: Any) -> None:
+def _has_list(batch: Any) -> bool:
     if isinstance(batch, list):
+        return True
+    return isinstance(batch, tuple) and any(_has_list(b) for b in batch)
+
+
+def _check_is_numeric(batch: Any) -> None:
+    # A list anywhere in the batch is Pylearn2's AssertionError (its batch walk asserts).
+    if _has_list(batch):
         raise SpaceAssertionError("a batch is a numpy array, a scipy sparse matrix, None or a tuple; got a list")
     if not _is_numeric(batch):
         raise SpaceTypeError(f'Expected batch to be a numeric variable, but instead it was of type "{type(batch)}"')
+
+
+def _run_callbacks(callbacks: Sequence[Callable[[Batch], None]], batch: Batch) -> None:
+    """Runs the caller's validate callbacks; what one raises reaches the caller unchanged
+    (marked so that the public-call guard does not translate it)."""
+    for callback in callbacks:
+        try:
+            callback(batch)
+        except BaseException as e:
+            try:
+                setattr(e, _CALLERS_OWN, True)
+            except Exception:  # an exception type that takes no attributes
+                pass
+            raise
 
 
 def _one_dtype(d: Any) -> bool:
@@ -198,6 +237,21 @@ def _cast(arg: Any, dtype: Optional[str]) -> Any:
         out[np.isnan(src)] = 0
         return out
     return src.astype(to)
+
+
+def _safe_zip_3(a: Sequence[Any], b: Sequence[Any], c: Sequence[Any]) -> List[Tuple[Any, Any, Any]]:
+    if len(a) != len(b):
+        raise InvalidArgumentError(f"Argument 0 has length {len(a)} but argument 1 has length {len(b)}")
+    return list(zip(a, b, c))
+
+
+def _check_sparse_dtype(dtype: Any) -> None:
+    """scipy.sparse has no float16 matrices (Pylearn2 fails building one: ValueError);
+    older scipy builds one that ``toarray`` cannot read, so we refuse it first."""
+    if dtype is not None and np.dtype(dtype) == np.float16:
+        raise InvalidArgumentError(
+            "scipy.sparse does not support dtype float16, so a sparse VectorSpace batch cannot be float16"
+        )
 
 
 def _safe_zip(a: Sequence[Any], b: Sequence[Any]) -> List[Tuple[Any, Any]]:
@@ -252,14 +306,12 @@ class Space:
         dtype rule: a float batch for an integer space or a complex batch for a real one
         is a :class:`SpaceTypeError`)."""
         _check_is_numeric(batch)
-        for callback in self.np_validate_callbacks:
-            callback(batch)
+        _run_callbacks(self.np_validate_callbacks, batch)
         self._validate_impl(batch)
 
     def validate(self, batch: Batch) -> None:
         """:meth:`np_validate` (the symbolic API is not ported), after ``validate_callbacks``."""
-        for callback in self.validate_callbacks:
-            callback(batch)
+        _run_callbacks(self.validate_callbacks, batch)
         self.np_validate(batch)
 
     def np_batch_size(self, batch: Batch) -> int:
@@ -433,6 +485,7 @@ class VectorSpace(SimplyTypedSpace):
         d = self._dtype_arg(dtype)
         n = _int_arg(batch_size, "batch_size", 0)
         if self.sparse:
+            _check_sparse_dtype(d)
             return _sparse().csr_matrix((n, self.dim), dtype=d)
         return np.zeros((n, self.dim), dtype=d)
 
@@ -481,10 +534,12 @@ class VectorSpace(SimplyTypedSpace):
             canonical = batch.reshape((batch.shape[0],) + space._canonical_shape())
             return _cast(Conv2DSpace.convert_numpy(canonical, Conv2DSpace.default_axes, space.axes), space.dtype)
         # VectorSpace
+        if space.sparse:
+            _check_sparse_dtype(space.dtype or batch.dtype)
         if space.sparse and not _issparse(batch):
             batch = _sparse().csr_matrix(batch)
         elif not space.sparse and _issparse(batch):
-            batch = batch.toarray()
+            batch = batch.toarray()  # an ndarray (Pylearn2: todense(), an np.matrix)
         return _cast(batch, space.dtype)
 
 
@@ -613,6 +668,7 @@ class Conv2DSpace(SimplyTypedSpace):
             canonical = Conv2DSpace.convert(batch, self.axes, self.default_axes)
             result = canonical.reshape((canonical.shape[0], self.get_total_dimension()))
             if space.sparse:
+                _check_sparse_dtype(space.dtype or result.dtype)
                 result = _sparse().csr_matrix(result)
             return _cast(result, space.dtype)
         if (self.shape, self.num_channels) != (space.shape, space.num_channels):
@@ -660,6 +716,10 @@ class IndexSpace(SimplyTypedSpace):
 
     @staticmethod
     def _check_int_dtype(dtype: Any) -> None:
+        # Pylearn2's test is `'int' in dtype`: a name without "int" ('bool', 'floatX',
+        # 'float32', 'foo') is a ValueError before the name is looked up.
+        if isinstance(dtype, str) and "int" not in dtype:
+            raise InvalidArgumentError("The dtype of IndexSpace must be an integer type")
         cleaned = _clean_dtype(dtype)
         if cleaned is not None and np.dtype(cleaned).kind not in "iu":
             raise InvalidArgumentError("The dtype of IndexSpace must be an integer type")
@@ -734,8 +794,15 @@ class IndexSpace(SimplyTypedSpace):
         self._check_sizes(space)
         if isinstance(space, self._vector_type()):
             mode = "merge" if space.dim == self.max_labels else "concatenate"  # type: ignore[attr-defined]
-            out_dtype = space.dtype if space.dtype is not None else _floatx  # type: ignore[attr-defined]
-            return _one_hot(batch, self.max_labels, mode, getattr(space, "sparse", False), out_dtype)
+            sparse = getattr(space, "sparse", False)
+            out_dtype = space.dtype  # type: ignore[attr-defined]
+            if out_dtype is None:
+                # Pylearn2's OneHotFormatter builds floatX one-hots, except its sparse merge,
+                # which builds float64 ones (np.ones without a dtype); no cast follows.
+                out_dtype = "float64" if sparse and mode == "merge" else _floatx
+            if sparse:
+                _check_sparse_dtype(out_dtype)
+            return _one_hot(batch, self.max_labels, mode, sparse, out_dtype)
         out = _cast(batch, space.dtype)  # type: ignore[attr-defined]
         if out is not batch and not np.array_equal(out, batch):
             raise InvalidArgumentError(f"cannot format {self} into {space}: a label does not fit in {out.dtype}")
@@ -855,12 +922,22 @@ class CompositeSpace(Space):
             raise InvalidArgumentError(f"Expected {len(self.components)} elements in batch, got {len(batch)}")
         for c, b in zip(self.components, batch):
             # Pylearn2's component._validate: the component's callbacks, then its rules.
-            for callback in c.np_validate_callbacks:
-                callback(b)
+            _run_callbacks(c.np_validate_callbacks, b)
             c._validate_impl(b)
 
     def _batch_size_impl(self, batch: Batch) -> int:
         return self._data_batch_size(batch) or 0
+
+    def _format_tree(self, batch: Batch, space: "CompositeSpace") -> Batch:
+        out = []
+        for a, b, item in _safe_zip_3(self.components, space.components, batch):
+            if isinstance(a, CompositeSpace) != isinstance(b, CompositeSpace):
+                raise SpaceTypeError("Can't convert between CompositeSpaces with different tree structures")
+            if isinstance(a, CompositeSpace):
+                out.append(a._format_tree(item, b))  # type: ignore[arg-type]
+            else:
+                out.append(a._format_as(item, b))
+        return tuple(out)
 
     def _data_batch_size(self, batch: Batch) -> Optional[int]:
         size: Optional[int] = None
@@ -883,37 +960,30 @@ class CompositeSpace(Space):
             self._check_sizes(space)
             pieces: List[Any] = []
             for c, b in zip(self.components, batch):
-                w = c.get_total_dimension()
-                if w == 0 or isinstance(c, NullSpace):
-                    continue
-                tmp = VectorSpace(w, sparse=space.sparse, dtype=space.dtype)
+                if isinstance(c, NullSpace):
+                    continue  # no columns (upstream: no total dimension, so no conversion)
+                # Width-0 components too: their dtype takes part, as upstream.
+                tmp = VectorSpace(c.get_total_dimension(), sparse=space.sparse, dtype=space.dtype)
                 pieces.append(c._format_as(b, tmp))
+            if not pieces:
+                # Pylearn2 concatenates an empty list (ValueError); no component, no batch size.
+                raise InvalidArgumentError(
+                    f"{self} has no component with data, so its batch has no batch size to format into {space}"
+                )
             dtypes = {p.dtype for p in pieces}
             if len(dtypes) > 1:
                 raise SpaceTypeError(
                     "Tried to format components with differing dtypes into a VectorSpace with no dtype of "
                     f"its own. dtypes: {tuple(str(p.dtype) for p in pieces)}"
                 )
-            n = self._data_batch_size(batch) or 0
-            out_dtype = space.dtype or (pieces[0].dtype if pieces else _floatx)
             if space.sparse:
-                if not pieces:
-                    return _sparse().csr_matrix((n, 0), dtype=out_dtype)
-                return _sparse().hstack(pieces, format="csr", dtype=out_dtype)
-            if not pieces:
-                return np.zeros((n, 0), dtype=out_dtype)
+                return _sparse().hstack(pieces, format="csr", dtype=pieces[0].dtype)
             return np.concatenate(pieces, axis=1) if len(pieces) > 1 else pieces[0]
         if isinstance(space, CompositeSpace):
-            if len(space.components) != len(self.components):
-                raise InvalidArgumentError(
-                    f"Argument 0 has length {len(self.components)} but argument 1 has length {len(space.components)}"
-                )
-            out = []
-            for a, b, item in zip(self.components, space.components, batch):
-                if isinstance(a, CompositeSpace) != isinstance(b, CompositeSpace):
-                    raise SpaceTypeError("Can't convert between CompositeSpaces with different tree structures")
-                out.append(a._format_as(item, b))
-            return tuple(out)
+            # The total dimensions first (upstream's Space._format_as), then leaf by leaf;
+            # nested composites are walked without a size check of their own, as upstream.
+            self._check_sizes(space)
+            return self._format_tree(batch, space)
         if not isinstance(space, (NullSpace, SequenceSpace, VectorSequenceSpace, IndexSequenceSpace)):
             self._check_sizes(space)
         raise SpaceNotImplementedError(f"{self} does not know how to format as {space}")
@@ -1056,12 +1126,27 @@ class SequenceSpace(Space):
 
     @property
     def dtype(self) -> Any:
-        """The inner space's dtype."""
-        return self.space.dtype  # type: ignore[attr-defined]
+        """``(data dtype, mask dtype)``: the inner space's dtype and ``mask_dtype`` (as
+        Pylearn2's, a CompositeSpace of a data and a mask space).
+
+        Setting a pair sets both; None or one dtype sets both (the inner space keeps its
+        own rule: an IndexSpace only takes integer dtypes).
+        """
+        return (self.space.dtype, self.mask_dtype)  # type: ignore[attr-defined]
 
     @dtype.setter
     def dtype(self, new_dtype: Any) -> None:
-        self.space.dtype = new_dtype  # type: ignore[attr-defined]
+        if isinstance(new_dtype, tuple):
+            if len(new_dtype) != 2:
+                raise InvalidArgumentError(f"a SequenceSpace dtype pair is (data, mask), got {new_dtype!r}")
+            data, mask = new_dtype
+        elif _one_dtype(new_dtype):
+            data = mask = new_dtype
+        else:
+            raise SpaceTypeError(f"a SequenceSpace dtype is None, one dtype or a (data, mask) pair, not {new_dtype!r}")
+        cleaned_mask = _clean_dtype(mask)
+        self.space.dtype = data  # type: ignore[attr-defined]
+        self.mask_dtype = cleaned_mask
 
     def get_total_dimension(self) -> int:
         return self.dim
@@ -1070,12 +1155,24 @@ class SequenceSpace(Space):
         """The batch axis of the data array (1 for vector and index spaces)."""
         return 1 + self.space.get_batch_axis()
 
-    def get_origin_batch(self, batch_size: int, dtype: Any = None, time_steps: int = 1) -> Tuple[Any, Any]:
-        """Zero data for ``time_steps`` steps and an all-ones mask."""
+    def get_origin_batch(self, batch_size: int, dtype: Any = None, time_steps: int = 5) -> Tuple[Any, Any]:
+        """Zero data for ``time_steps`` steps (5, as Pylearn2) and Pylearn2's debugging
+        mask: the first sequence 3 steps long, the others 4 (fewer if ``time_steps`` is
+        smaller). ``dtype`` (default: the inner space's and ``mask_dtype``) applies to the
+        data and the mask, as upstream."""
         t = _int_arg(time_steps, "time_steps", 0)
         one = self.space.get_origin_batch(batch_size, dtype)
         data = np.zeros((t,) + one.shape, dtype=one.dtype)
-        return data, np.ones((t, one.shape[self.space.get_batch_axis()]), dtype=self.mask_dtype)
+        if dtype is not None:
+            mask_dtype = _clean_dtype(dtype)
+        elif self.mask_dtype is not None:
+            mask_dtype = self.mask_dtype
+        else:
+            raise SpaceTypeError("the mask dtype is None, so you must provide a non-None dtype argument to this method.")
+        mask = np.zeros((t, one.shape[self.space.get_batch_axis()]), dtype=mask_dtype)
+        mask[:3, :1] = 1
+        mask[:4, 1:] = 1
+        return data, mask
 
     def pad(self, sequences: Sequence[np.ndarray]) -> Tuple[np.ndarray, np.ndarray]:
         """``(data, mask)`` from a list of sequences, each a ``(time_i, ...)`` array whose
@@ -1130,6 +1227,8 @@ class SequenceSpace(Space):
 
     def _format_as(self, batch: Batch, space: Space) -> Batch:
         if not isinstance(space, SequenceSpace):
+            if not isinstance(space, (NullSpace, VectorSequenceSpace, IndexSequenceSpace)):
+                self._check_sizes(space)  # upstream's size check (ValueError) comes first
             raise SpaceNotImplementedError(f"{self} doesn't know how to format as {space}")
         data, mask = batch
         steps = [self.space._format_as(data[t], space.space) for t in range(data.shape[0])]
@@ -1147,13 +1246,16 @@ class SequenceSpace(Space):
 
 
 def _is_empty(value: Any) -> bool:
-    """What may stand at a NullSpace position: None, '', (), [], a NullSpace, an empty
-    CompositeSpace."""
+    """What may stand at a NullSpace position: a NullSpace, an empty CompositeSpace, or
+    any value that is false (None, '', (), [], 0...), as Pylearn2's ``assert not nested``."""
     if value is None or isinstance(value, NullSpace):
         return True
     if isinstance(value, CompositeSpace):
         return not value.components
-    return isinstance(value, (str, tuple, list)) and len(value) == 0
+    try:
+        return not value
+    except Exception:  # no truth value (an array of several items): not empty
+        return False
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -1219,8 +1321,7 @@ class DataSpecsMapping:
                         f"{space} is not a CompositeSpace, so its source is one name, not {source!r}"
                     )
                 (source,) = source
-            if not isinstance(source, str):
-                raise SpaceTypeError(f"a source is a string or a tuple/list of sources, not {source!r}")
+            # Any hashable source names a simple space (a string, None, a number), as upstream.
             key = (space, source)
             if key not in self.specs_to_index:
                 self.specs_to_index[key] = self.n_unique_specs
