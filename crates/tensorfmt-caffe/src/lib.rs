@@ -447,7 +447,9 @@ fn prepare(
                     tensors.len()
                 )));
             };
-            Prepared::Mean(write::mean_blob_with(t, fields)?)
+            // `for_readers` chose the element type (f32 `data`, or `double_data` when
+            // f64 is asked for) as for every other kind.
+            Prepared::Mean(write::blob_with(t, fields)?)
         }
         FileKind::BlobVector => Prepared::Vector(indexed(tensors, "blobs/", fields)?),
         FileKind::SolverState => {
