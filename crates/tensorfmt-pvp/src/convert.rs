@@ -376,6 +376,15 @@ fn write_weights(
             )))
         }
     };
+    if frames == 0 {
+        // Each frame of a weight file carries its own header: a file of none would be
+        // 0 bytes, which no reader opens (an activity file keeps its header).
+        return Err(PvpError::Invalid(
+            "`weights` has no frames: a weight PVP file's header is its frames', so a file \
+             of none would be empty, which no reader opens; select at least one frame"
+                .into(),
+        ));
+    }
     let bytes = match options.dtype {
         None | Some(DType::F32) => false,
         Some(DType::U8) => true,

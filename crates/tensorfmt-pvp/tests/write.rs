@@ -254,6 +254,30 @@ fn sparse_settings_must_repeat_the_frame_shape() {
     assert_eq!(f.read_tensor("values").unwrap().dims(), &[2, 2, 4, 3]);
 }
 
+/// No frames: an activity file is its header alone (as OpenPV leaves one before its
+/// first frame), which reads back; a weight file, whose header is each frame's, is
+/// refused before anything is written (it was a 0-byte file the read-back refused).
+#[test]
+fn no_frames_is_a_header_or_a_refusal() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("e.pvp");
+    let none = Tensor::from_vec(Vec::<f32>::new(), [0, 2, 3, 1], Order::RowMajor).unwrap();
+    for kind in ["dense", "sparse"] {
+        let opts = WriteOptions {
+            kind: Some(kind.into()),
+            ..WriteOptions::default()
+        };
+        let f = round_trip(&[("values".into(), none.clone())], &opts, &Default::default());
+        assert_eq!(f.read_tensor("values").unwrap().dims(), &[0, 2, 3, 1], "{kind}");
+    }
+    let w = Tensor::from_vec(Vec::<f32>::new(), [0, 1, 4, 2, 2, 1], Order::RowMajor).unwrap();
+    let err = tensorfmt_pvp::save_tensors(&p, &[("weights".into(), w)], &Default::default())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("no frames"), "{err}");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "nothing written");
+}
+
 #[test]
 fn save_tensors_weights_round_trip() {
     let w = Tensor::from_vec(
