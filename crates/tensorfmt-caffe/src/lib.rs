@@ -447,6 +447,15 @@ fn prepare(
                     tensors.len()
                 )));
             };
+            if t.numel() == 0 {
+                // Its shape fields alone would be a file of a few bytes that reads as no
+                // known Caffe structure (an empty `--frames` selection, say).
+                return Err(CaffeError::Write(format!(
+                    "a mean file needs at least one value, this tensor has no values (shape \
+                     {}); nothing was written",
+                    t.shape()
+                )));
+            }
             // `for_readers` chose the element type (f32 `data`, or `double_data` when
             // f64 is asked for) as for every other kind.
             Prepared::Mean(write::blob_with(t, fields)?)

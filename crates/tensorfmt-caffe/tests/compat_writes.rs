@@ -91,6 +91,21 @@ fn float64_asked_is_double_data_in_every_kind() {
     assert!(blob.double_data.is_empty() && blob.data.len() == 12);
 }
 
+/// A mean file of no values (an empty `--frames` selection) holds only its shape
+/// fields, which no reader tells from other protobuf: refused before writing (it was
+/// written, then removed by the read-back with "please report this").
+#[test]
+fn an_empty_mean_file_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("m.binaryproto");
+    let t = Tensor::from_vec(Vec::<f32>::new(), [0, 2, 3, 2], Order::RowMajor).unwrap();
+    let err = tensorfmt_caffe::save_tensors(&p, &[("mean".into(), t)], &WriteOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("no values"), "{err}");
+    assert!(!p.exists());
+}
+
 #[test]
 fn files_over_two_gib_are_refused_before_writing() {
     let dir = tempfile::tempdir().unwrap();
