@@ -267,15 +267,27 @@ fn no_frames_is_a_header_or_a_refusal() {
             kind: Some(kind.into()),
             ..WriteOptions::default()
         };
-        let f = round_trip(&[("values".into(), none.clone())], &opts, &Default::default());
-        assert_eq!(f.read_tensor("values").unwrap().dims(), &[0, 2, 3, 1], "{kind}");
+        let f = round_trip(
+            &[("values".into(), none.clone())],
+            &opts,
+            &Default::default(),
+        );
+        assert_eq!(
+            f.read_tensor("values").unwrap().dims(),
+            &[0, 2, 3, 1],
+            "{kind}"
+        );
     }
     let w = Tensor::from_vec(Vec::<f32>::new(), [0, 1, 4, 2, 2, 1], Order::RowMajor).unwrap();
     let err = tensorfmt_pvp::save_tensors(&p, &[("weights".into(), w)], &Default::default())
         .unwrap_err()
         .to_string();
     assert!(err.contains("no frames"), "{err}");
-    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "nothing written");
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "nothing written"
+    );
 }
 
 #[test]
