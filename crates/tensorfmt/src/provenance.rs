@@ -1180,6 +1180,7 @@ mod tests {
             format: "pvp".into(),
             kind: "k".into(),
             kind_id: "dense".into(),
+            layout: vec![("nx".into(), "1".into())],
             size: 12,
             tensors: vec![Listed {
                 name: "v".into(),
