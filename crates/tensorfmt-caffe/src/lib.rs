@@ -443,7 +443,7 @@ pub fn write_warnings(options: &WriteOptions, kind: &str) -> Vec<String> {
     };
     vec![format!(
         "--dtype f64 stores every blob as float64 `double_data`, which BVLC Caffe reads \
-         but {refused_by}; leave out --dtype for float32 `data`"
+         but {refused_by}; leave out --dtype / dtype= for float32 `data`"
     )]
 }
 

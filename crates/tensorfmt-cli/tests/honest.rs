@@ -955,7 +955,11 @@ fn a_conversion_to_its_own_format_keeps_the_layout() {
         "som_rank=2"
     ]);
     assert_eq!(code, 0, "{err}");
-    assert!(kind_of(&out).contains("cartesian 2x2)"), "{}", kind_of(&out));
+    assert!(
+        kind_of(&out).contains("cartesian 2x2)"),
+        "{}",
+        kind_of(&out)
+    );
     // The source's layout is a default, never refused: --hex on a cartesian
     // rotation/flip file of 7 neurons makes a hexagonal one (the source's som_dims
     // were taken as the user's and refused with --hex).
