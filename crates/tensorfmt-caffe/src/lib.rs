@@ -420,6 +420,33 @@ pub fn weights_only_note(
     }
 }
 
+/// What the usual readers refuse in a Caffe file of kind `kind` (`caffemodel`,
+/// `binaryproto`, ...; the written file's [`TensorFile::kind_id`]) written with
+/// `options`: `--dtype f64` stores every blob as `double_data`, which BVLC Caffe reads
+/// but OpenCV 4's `readNetFromCaffe` (float `data` or `raw_data` only) and pycaffe's
+/// `caffe.io.blobproto_to_array` (`data` only) do not.
+///
+/// ```
+/// use tensorfmt_core::{DType, WriteOptions};
+/// assert!(tensorfmt_caffe::write_warnings(&WriteOptions::default(), "caffemodel").is_empty());
+/// let f64s = WriteOptions { dtype: Some(DType::F64), ..WriteOptions::default() };
+/// assert!(tensorfmt_caffe::write_warnings(&f64s, "caffemodel")[0].contains("OpenCV"));
+/// ```
+pub fn write_warnings(options: &WriteOptions, kind: &str) -> Vec<String> {
+    if options.dtype != Some(tensorfmt_core::DType::F64) {
+        return Vec::new();
+    }
+    let refused_by = if kind == "caffemodel" {
+        "OpenCV 4's readNetFromCaffe refuses (it reads float `data` or `raw_data` only)"
+    } else {
+        "pycaffe's caffe.io.blobproto_to_array refuses (it reads float `data` only)"
+    };
+    vec![format!(
+        "--dtype f64 stores every blob as float64 `double_data`, which BVLC Caffe reads \
+         but {refused_by}; leave out --dtype / dtype= for float32 `data`"
+    )]
+}
+
 /// `a`, `a and b`, `a, b and c`.
 fn and_list(items: &[&str]) -> String {
     match items {
@@ -447,7 +474,18 @@ fn prepare(
                     tensors.len()
                 )));
             };
-            Prepared::Mean(write::mean_blob_with(t, fields)?)
+            if t.numel() == 0 {
+                // Its shape fields alone would be a file of a few bytes that reads as no
+                // known Caffe structure (an empty `--frames` selection, say).
+                return Err(CaffeError::Write(format!(
+                    "a mean file needs at least one value, this tensor has no values (shape \
+                     {}); nothing was written",
+                    t.shape()
+                )));
+            }
+            // `for_readers` chose the element type (f32 `data`, or `double_data` when
+            // f64 is asked for) as for every other kind.
+            Prepared::Mean(write::blob_with(t, fields)?)
         }
         FileKind::BlobVector => Prepared::Vector(indexed(tensors, "blobs/", fields)?),
         FileKind::SolverState => {

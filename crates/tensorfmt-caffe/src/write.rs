@@ -472,27 +472,15 @@ pub(crate) fn blob_with(t: &Tensor, fields: ShapeFields) -> Result<RawBlob> {
 
 /// A mean-file blob as `compute_image_mean` writes it: the legacy 4-D fields
 /// (num, channels, height, width; a tensor of rank < 4 is padded with leading 1s) and
-/// f32 `data`. Tensors of rank > 4 use the new-style `shape`.
+/// f32 `data` (a float64 tensor is narrowed). Tensors of rank > 4 use the new-style
+/// `shape`. (`save_tensors` stores `double_data` when f64 is asked for.)
 pub fn mean_blob_from_tensor(t: &Tensor) -> Result<RawBlob> {
-    mean_blob_with(t, ShapeFields::Legacy)
-}
-
-/// A mean-file blob (f32 `data`, which pycaffe and `compute_image_mean` read) with its
-/// shape in the given convention.
-pub(crate) fn mean_blob_with(t: &Tensor, fields: ShapeFields) -> Result<RawBlob> {
-    let mut b = blob_with(t, fields)?;
-    if !b.double_data.is_empty() {
-        b.data = Tensor::from_bytes(
-            DType::F64,
-            [b.double_data.len() / 8],
-            Order::RowMajor,
-            b.double_data.clone(),
-        )?
-        .cast(DType::F32)?
-        .into_bytes();
-        b.double_data = Default::default();
-    }
-    Ok(b)
+    let t = if t.dtype() == DType::F64 {
+        t.cast(DType::F32)?
+    } else {
+        t.clone()
+    };
+    blob_with(&t, ShapeFields::Legacy)
 }
 
 /// Writes a file atomically: `write` fills a temporary file that replaces `path` only

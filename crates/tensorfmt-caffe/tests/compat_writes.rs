@@ -39,6 +39,73 @@ fn float64_arrays_are_written_as_float_data() {
     assert!(m.layers[0].blobs[0].data.is_empty());
 }
 
+/// `--dtype f64` is honoured by every kind: a mean file too stores `double_data`
+/// (it stored float32 `data`, -1e300 becoming -inf and 1 + 2^-40 becoming 1, silently).
+#[test]
+fn float64_asked_is_double_data_in_every_kind() {
+    let dir = tempfile::tempdir().unwrap();
+    let values = vec![-1e300, 1.0 + 2f64.powi(-40), 0.5];
+    let t = f64s(values.clone(), &[1, 1, 3]);
+    let f32_in = Tensor::from_vec(vec![1f32, 2.0, 3.0], [3], Order::RowMajor).unwrap();
+    let opts = WriteOptions {
+        dtype: Some(DType::F64),
+        ..WriteOptions::default()
+    };
+    let first_blob = |file: &str, bytes: Vec<u8>| -> tensorfmt_caffe::RawBlob {
+        let bytes: bytes::Bytes = bytes.into();
+        match file.rsplit('.').next().unwrap() {
+            "binaryproto" => tensorfmt_caffe::read_blob_proto(bytes).unwrap(),
+            "blobprotovector" => tensorfmt_caffe::read_blob_vector(bytes).unwrap().remove(0),
+            "solverstate" => tensorfmt_caffe::read_solver_state(bytes)
+                .unwrap()
+                .history
+                .remove(0),
+            _ => tensorfmt_caffe::read_model(bytes).unwrap().layers[0].blobs[0].clone(),
+        }
+    };
+    for (file, name) in [
+        ("m.binaryproto", "mean"),
+        ("v.blobprotovector", "blobs/0"),
+        ("s.solverstate", "history/0"),
+        ("w.caffemodel", "fc/0"),
+    ] {
+        let p = dir.path().join(file);
+        let opts = WriteOptions {
+            kind: file.rsplit('.').next().map(String::from),
+            ..opts.clone()
+        };
+        tensorfmt_caffe::save_tensors(&p, &[(name.to_string(), t.clone())], &opts).unwrap();
+        let blob = first_blob(file, std::fs::read(&p).unwrap());
+        assert!(blob.data.is_empty(), "{file}: float32 data written");
+        assert_eq!(blob.double_data_f64(), values, "{file}");
+        // A float32 tensor asked as f64 is widened, not kept as `data`.
+        tensorfmt_caffe::save_tensors(&p, &[(name.to_string(), f32_in.clone())], &opts).unwrap();
+        let blob = first_blob(file, std::fs::read(&p).unwrap());
+        assert_eq!(blob.double_data_f64(), [1.0, 2.0, 3.0], "{file} from f32");
+    }
+    // Without a dtype, a mean file keeps compute_image_mean's float32 `data`.
+    let p = dir.path().join("m.binaryproto");
+    let named = [("mean".to_string(), t)];
+    tensorfmt_caffe::save_tensors(&p, &named, &WriteOptions::default()).unwrap();
+    let blob = tensorfmt_caffe::read_blob_proto(std::fs::read(&p).unwrap().into()).unwrap();
+    assert!(blob.double_data.is_empty() && blob.data.len() == 12);
+}
+
+/// A mean file of no values (an empty `--frames` selection) holds only its shape
+/// fields, which no reader tells from other protobuf: refused before writing (it was
+/// written, then removed by the read-back with "please report this").
+#[test]
+fn an_empty_mean_file_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("m.binaryproto");
+    let t = Tensor::from_vec(Vec::<f32>::new(), [0, 2, 3, 2], Order::RowMajor).unwrap();
+    let err = tensorfmt_caffe::save_tensors(&p, &[("mean".into(), t)], &WriteOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("no values"), "{err}");
+    assert!(!p.exists());
+}
+
 #[test]
 fn files_over_two_gib_are_refused_before_writing() {
     let dir = tempfile::tempdir().unwrap();

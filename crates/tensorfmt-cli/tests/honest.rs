@@ -943,7 +943,8 @@ fn a_conversion_to_its_own_format_keeps_the_layout() {
         "{h}"
     );
     let input = testdata("som", "som_cart_2x2x2.bin");
-    let out = dir.path().join("rank1.bin");
+    // (som_rank=1 would leave rank-4 neurons, which PINK does not read: refused.)
+    let out = dir.path().join("rank2.bin");
     let (code, _, err) = tf(args![
         "convert",
         &input,
@@ -951,10 +952,14 @@ fn a_conversion_to_its_own_format_keeps_the_layout() {
         "--dtype",
         "f64",
         "--set",
-        "som_rank=1"
+        "som_rank=2"
     ]);
     assert_eq!(code, 0, "{err}");
-    assert!(kind_of(&out).contains("cartesian 2)"), "{}", kind_of(&out));
+    assert!(
+        kind_of(&out).contains("cartesian 2x2)"),
+        "{}",
+        kind_of(&out)
+    );
     // The source's layout is a default, never refused: --hex on a cartesian
     // rotation/flip file of 7 neurons makes a hexagonal one (the source's som_dims
     // were taken as the user's and refused with --hex).

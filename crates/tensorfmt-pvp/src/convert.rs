@@ -272,14 +272,11 @@ fn write_sparse(
         }
     };
     let geom = match find(tensors, "frame_shape") {
-        // The geometry a sparse npz / safetensors written by tensorfmt carries beside
-        // its CSR arrays, unless --set gives one.
-        Some(fs)
-            if !["nx", "ny", "nf"]
-                .iter()
-                .any(|k| options.extra.contains_key(*k)) =>
-        {
-            match typed::<i64>(fs, DType::I64)?[..] {
+        // The geometry a sparse npz / safetensors written by tensorfmt (or a sparse PVP
+        // file's entries) carries beside its CSR arrays: --set may only repeat it, as
+        // for a dense input (it re-shaped the layer, silently).
+        Some(fs) => {
+            let geom = match typed::<i64>(fs, DType::I64)?[..] {
                 [ny, nx, nf]
                     if ny > 0
                         && nx > 0
@@ -296,9 +293,21 @@ fn write_sparse(
                         "`frame_shape` {other:?} is not [ny, nx, nf] of {width} neurons"
                     )))
                 }
+            };
+            for (key, is) in [("nx", geom.0), ("ny", geom.1), ("nf", geom.2)] {
+                if let Some(set) = options.count(key)? {
+                    if set != is {
+                        return Err(PvpError::Invalid(format!(
+                            "--set {key}={set} does not match the frame shape {:?} \
+                             ([ny, nx, nf]) of the sparse input, which gives {key}={is}",
+                            [geom.1, geom.0, geom.2]
+                        )));
+                    }
+                }
             }
+            geom
         }
-        _ => sparse_geometry(options, width)?,
+        None => sparse_geometry(options, width)?,
     };
     let values = data.is_some() && !binary_wanted;
     if let Some(d) = &data {
@@ -367,6 +376,15 @@ fn write_weights(
             )))
         }
     };
+    if frames == 0 {
+        // Each frame of a weight file carries its own header: a file of none would be
+        // 0 bytes, which no reader opens (an activity file keeps its header).
+        return Err(PvpError::Invalid(
+            "`weights` has no frames: a weight PVP file's header is its frames', so a file \
+             of none would be empty, which no reader opens; select at least one frame"
+                .into(),
+        ));
+    }
     let bytes = match options.dtype {
         None | Some(DType::F32) => false,
         Some(DType::U8) => true,

@@ -219,6 +219,77 @@ fn save_tensors_sparse_round_trip() {
     );
 }
 
+/// A CSR input's `frame_shape` is its geometry: `--set nx/ny/nf` may repeat it, not
+/// change it (it re-shaped an 8x8x3 layer to 96x2x1, exit 0), as for a dense input.
+#[test]
+fn sparse_settings_must_repeat_the_frame_shape() {
+    let indptr = Tensor::from_vec(vec![0i64, 1, 2], [3], Order::RowMajor).unwrap();
+    let indices = Tensor::from_vec(vec![5u32, 23], [2], Order::RowMajor).unwrap();
+    let data = Tensor::from_vec(vec![0.5f32, 2.0], [2], Order::RowMajor).unwrap();
+    let shape = Tensor::from_vec(vec![2i64, 24], [2], Order::RowMajor).unwrap();
+    let frame_shape = Tensor::from_vec(vec![2i64, 4, 3], [3], Order::RowMajor).unwrap();
+    let named = [
+        ("indptr".to_string(), indptr),
+        ("indices".to_string(), indices),
+        ("data".to_string(), data),
+        ("shape".to_string(), shape),
+        ("frame_shape".to_string(), frame_shape),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.pvp");
+    for (key, value) in [("ny", "3"), ("nf", "2"), ("nx", "2")] {
+        let mut opts = WriteOptions::default();
+        opts.extra.insert(key.into(), value.into());
+        let err = tensorfmt_pvp::save_tensors(&p, &named, &opts)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(&format!("--set {key}={value}")), "{err}");
+        assert!(!p.exists(), "{key}");
+    }
+    // Repeating it is fine.
+    let mut opts = WriteOptions::default();
+    opts.extra.insert("ny".into(), "2".into());
+    opts.extra.insert("nf".into(), "3".into());
+    let f = round_trip(&named, &opts, &ReadOptions::default());
+    assert_eq!(f.read_tensor("values").unwrap().dims(), &[2, 2, 4, 3]);
+}
+
+/// No frames: an activity file is its header alone (as OpenPV leaves one before its
+/// first frame), which reads back; a weight file, whose header is each frame's, is
+/// refused before anything is written (it was a 0-byte file the read-back refused).
+#[test]
+fn no_frames_is_a_header_or_a_refusal() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("e.pvp");
+    let none = Tensor::from_vec(Vec::<f32>::new(), [0, 2, 3, 1], Order::RowMajor).unwrap();
+    for kind in ["dense", "sparse"] {
+        let opts = WriteOptions {
+            kind: Some(kind.into()),
+            ..WriteOptions::default()
+        };
+        let f = round_trip(
+            &[("values".into(), none.clone())],
+            &opts,
+            &Default::default(),
+        );
+        assert_eq!(
+            f.read_tensor("values").unwrap().dims(),
+            &[0, 2, 3, 1],
+            "{kind}"
+        );
+    }
+    let w = Tensor::from_vec(Vec::<f32>::new(), [0, 1, 4, 2, 2, 1], Order::RowMajor).unwrap();
+    let err = tensorfmt_pvp::save_tensors(&p, &[("weights".into(), w)], &Default::default())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("no frames"), "{err}");
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "nothing written"
+    );
+}
+
 #[test]
 fn save_tensors_weights_round_trip() {
     let w = Tensor::from_vec(

@@ -88,3 +88,30 @@ def test_a_file_from_tensors_alone_says_what_it_lacks(tmp_path, name, lacks):
         tensorfmt.save(tmp_path / ("like_" + name), arrays, like=orig)
         # A mean file is whole: nothing is missing.
         tensorfmt.save(tmp_path / "m.binaryproto", tensorfmt.load(TESTDATA / "caffe" / "mean_legacy.binaryproto"))
+
+
+def test_dtype_f64_is_double_data_that_opencv_refuses_and_the_warning_says_so(tmp_path):
+    """Audit F1, F9: ``dtype="f64"`` keeps float64 in every Caffe kind, a mean file's
+    too (it stored float32 ``data``: -1e300 became -inf), and the warning says what
+    OpenCV does with it: refuse it."""
+    mean = np.array([-1e300, 1 + 2.0**-40, 0.5])
+    out = tmp_path / "m.binaryproto"
+    with pytest.warns(tensorfmt.TensorfmtWarning, match="blobproto_to_array"):
+        tensorfmt.save(out, {"mean": mean}, dtype="f64")
+    back = tensorfmt.load(out)["mean"]
+    assert back.dtype == np.float64
+    np.testing.assert_array_equal(back.reshape(-1), mean)
+    rng = np.random.default_rng(0)
+    model = tmp_path / "tiny.caffemodel"
+    blobs = {
+        "conv1/0": rng.standard_normal((2, 1, 3, 3)),
+        "conv1/1": rng.standard_normal(2),
+        "ip/0": rng.standard_normal((1, 2)),
+        "ip/1": rng.standard_normal(1),
+    }
+    with pytest.warns(tensorfmt.TensorfmtWarning, match="OpenCV 4's readNetFromCaffe refuses"):
+        tensorfmt.save(model, blobs, dtype="f64")
+    proto = tmp_path / "tiny.prototxt"
+    proto.write_text(PROTOTXT)
+    with pytest.raises(cv2.error, match="has_raw_data"):
+        cv2.dnn.readNetFromCaffe(str(proto), str(model))

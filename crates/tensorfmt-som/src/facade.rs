@@ -388,17 +388,23 @@ fn hex_grid_for(neurons: usize) -> Result<HexGrid> {
     HexGrid::new(d)
 }
 
-/// What PINK 2.5 will refuse in a file written with `options`: it reads and writes
-/// data type 0 (f32) only, so any other `dtype` gives a file that pyink and tensorfmt
-/// read but the PINK program does not.
+/// What PINK 2.5 will refuse in a file of kind `kind` (`som-data`, `som`, ...; the
+/// written file's [`TensorFile::kind_id`]) written with `options`: it reads data files
+/// and SOMs of data type 0 (f32) only, so any other `dtype` gives one that pyink and
+/// tensorfmt read but the PINK program does not. (Mapping files PINK only writes, and
+/// a rotation/flip file has no data type.)
 ///
 /// ```
 /// use tensorfmt_core::{DType, WriteOptions};
-/// assert!(tensorfmt_som::write_warnings(&WriteOptions::default()).is_empty());
+/// assert!(tensorfmt_som::write_warnings(&WriteOptions::default(), "som").is_empty());
 /// let u8s = WriteOptions { dtype: Some(DType::U8), ..WriteOptions::default() };
-/// assert!(tensorfmt_som::write_warnings(&u8s)[0].contains("PINK 2.5"));
+/// assert!(tensorfmt_som::write_warnings(&u8s, "som-data")[0].contains("PINK 2.5"));
+/// assert!(tensorfmt_som::write_warnings(&u8s, "som-mapping").is_empty());
 /// ```
-pub fn write_warnings(options: &WriteOptions) -> Vec<String> {
+pub fn write_warnings(options: &WriteOptions, kind: &str) -> Vec<String> {
+    if !matches!(kind, "som-data" | "som") {
+        return Vec::new();
+    }
     match options.dtype {
         Some(d) if d != tensorfmt_core::DType::F32 => vec![format!(
             "PINK 2.5 reads f32 payloads only (data type 0); this file stores {d} (data type {}), which pyink and tensorfmt read but the PINK program refuses",
@@ -472,6 +478,16 @@ pub fn save_tensors(
              layout is a SOM's, mapping's or rotation/flip file's)"
                 .into(),
         ));
+    }
+    if kind == FileKind::RotFlip {
+        // No data type field: flips are bytes, angles f32 (a warning said the file
+        // stored the type asked while it wrote these).
+        if let Some(d) = options.dtype.filter(|&d| d != DType::F32) {
+            return Err(SomError::InvalidInput(format!(
+                "a rotation/flip file has no data type: it stores flips as u8 and angles \
+                 as f32, not {d}; leave out --dtype / dtype="
+            )));
+        }
     }
     let data_type = match options.dtype {
         // A PINK file converted to its own format keeps its data type.

@@ -120,10 +120,16 @@ fn push_ints(out: &mut Vec<u8>, v: &[i32]) {
     }
 }
 
+/// The largest layout rank PINK reads (its layouts are `CartesianLayout<1..=3>` and
+/// the hexagonal one; `validate` refuses more): tensorfmt reads up to 8 leniently, to
+/// recover such files, but writes none.
+const MAX_WRITTEN_RANK: usize = 3;
+
 fn push_layout(out: &mut Vec<u8>, code: i32, dims: &[usize], what: &str) -> Result<()> {
-    if dims.is_empty() || dims.len() > 8 {
+    if dims.is_empty() || dims.len() > MAX_WRITTEN_RANK {
         return Err(SomError::InvalidInput(format!(
-            "{what} rank {} is outside 1..=8",
+            "{what} rank {} ({dims:?}) is outside 1..={MAX_WRITTEN_RANK}, the ranks PINK \
+             reads; nothing was written",
             dims.len()
         )));
     }
@@ -167,6 +173,16 @@ pub fn encode_header(
     push_ints(&mut out, &[2, kind.code()]);
     if kind != FileKind::RotFlip {
         push_ints(&mut out, &[config.data_type.code()]);
+    }
+    if n_entries == 0 && matches!(kind, FileKind::Mapping | FileKind::RotFlip) {
+        // PINK writes one per entry of a data file, which holds at least one; its
+        // readers (and `validate`) refuse 0. (A data file's streaming writer writes 0
+        // here until it patches the count; a data file of none is refused there.)
+        return Err(SomError::InvalidInput(format!(
+            "a {} file of no entries (n_entries 0): PINK writes one per data entry and \
+             requires at least one; select at least one entry",
+            kind.name()
+        )));
     }
     if kind != FileKind::Som {
         push_ints(&mut out, &[to_i32(n_entries, "n_entries")?]);

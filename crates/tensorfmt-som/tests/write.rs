@@ -522,3 +522,68 @@ fn huge_hexagonal_layouts_are_refused_before_allocating() {
         })
     ));
 }
+
+/// What the PINK reader (and `validate`) refuses is refused when writing, naming the
+/// value, nothing written: a layout of rank above 3 (a mapping of a 2x2x2x2 map, a SOM
+/// of rank-4 neurons, rank-5 distances were written with exit 0) and a mapping or
+/// rotation/flip file of no entries (an empty `--frames` selection).
+#[test]
+fn what_pink_refuses_is_not_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("x.bin");
+    let save = |tensors: &[(&str, Tensor)], kind: &str, set: &[(&str, &str)]| {
+        let mut o = WriteOptions {
+            kind: Some(kind.into()),
+            ..Default::default()
+        };
+        for (k, v) in set {
+            o.extra.insert(k.to_string(), v.to_string());
+        }
+        let named: Vec<(String, Tensor)> = tensors
+            .iter()
+            .map(|(n, t)| (n.to_string(), t.clone()))
+            .collect();
+        let r = tensorfmt_som::save_tensors(&p, &named, &o);
+        assert!(!p.exists(), "{kind} {set:?}: written");
+        r.unwrap_err().to_string()
+    };
+    let t = |dims: &[usize]| {
+        let n = dims.iter().product();
+        Tensor::from_vec(f32s(n), dims.to_vec(), Order::RowMajor).unwrap()
+    };
+    let e = save(&[("distances", t(&[2, 2, 2, 2, 2]))], "som-mapping", &[]);
+    assert!(e.contains("SOM layout rank 4"), "{e}");
+    let e = save(&[("distances", t(&[1, 2, 2, 2, 2, 2]))], "som-mapping", &[]);
+    assert!(e.contains("SOM layout rank 5"), "{e}");
+    let e = save(&[("som", t(&[2, 2, 2, 2, 2]))], "som", &[("som_rank", "1")]);
+    assert!(e.contains("neuron layout rank 4"), "{e}");
+    let e = save(&[("data", t(&[2, 2, 2, 2, 2]))], "som-data", &[]);
+    assert!(e.contains("[entries, h, w]"), "{e}");
+    let flip = Tensor::from_vec(vec![0u8; 16], [1, 16], Order::RowMajor).unwrap();
+    let angle = Tensor::from_vec(vec![0f32; 16], [1, 16], Order::RowMajor).unwrap();
+    let e = save(
+        &[("flip", flip), ("angle", angle)],
+        "som-rotflip",
+        &[("som_dims", "2,2,2,2")],
+    );
+    assert!(e.contains("SOM layout rank 4"), "{e}");
+    // No entries.
+    let e = save(&[("distances", t(&[0, 2, 3]))], "som-mapping", &[]);
+    assert!(e.contains("no entries"), "{e}");
+    let none_u8 = Tensor::from_vec(Vec::<u8>::new(), [0, 4], Order::RowMajor).unwrap();
+    let none_f32 = Tensor::from_vec(Vec::<f32>::new(), [0, 4], Order::RowMajor).unwrap();
+    let e = save(
+        &[("flip", none_u8), ("angle", none_f32)],
+        "som-rotflip",
+        &[],
+    );
+    assert!(e.contains("no entries"), "{e}");
+    let e = save(&[("data", t(&[0, 2, 2]))], "som-data", &[]);
+    assert!(e.contains("entries > 0"), "{e}");
+    // The lower-level writers too.
+    let map = MapLayout::Cartesian(vec![2, 2, 2, 2]);
+    let four = t(&[1, 2, 2, 2, 2]);
+    assert!(write_mapping(&mut Vec::new(), &map, &four, &WriteConfig::default()).is_err());
+    let map = MapLayout::Cartesian(vec![2, 3]);
+    assert!(write_rotflip(&mut Vec::new(), &map, 0, &[], &WriteConfig::default()).is_err());
+}

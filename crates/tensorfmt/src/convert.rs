@@ -161,6 +161,7 @@ impl Document {
         let mut notes = Vec::new();
         // A carried original whose edited tensors are written anew in its layout.
         let mut anew = None;
+        let mut carried_layout = None;
         let mut options = options.clone();
         // A kind asks for nothing new when the output's extension implies it
         // (`.caffemodel`), or it is the kind of the file that would be kept or restored:
@@ -213,7 +214,16 @@ impl Document {
                         _ => return Ok(report),
                     }
                 }
-                Restored::Refused(why) => notes.push(why),
+                Restored::Refused(why) => {
+                    notes.push(why);
+                    // Not restored because the write asks for something of its own:
+                    // the original's layout goes with its tensors, as a file's own does
+                    // to its own format (a rotation/flip file's map dims became a line).
+                    if !plain.asks_nothing() {
+                        carried_layout =
+                            provenance::carried_layout(self.file(), target.format.name(), asked);
+                    }
+                }
                 Restored::Anew(a) => {
                     notes.push(anew_warning(target.format, &a));
                     anew = Some(a);
@@ -249,6 +259,9 @@ impl Document {
         }
         if own_layout {
             options.source_layout = self.file().layout_settings().into_iter().collect();
+        }
+        if let Some(layout) = carried_layout {
+            options.source_layout = layout.into_iter().collect();
         }
         // A carried original edited where it cannot be spliced: its kind and layout.
         if let Some(a) = &anew {

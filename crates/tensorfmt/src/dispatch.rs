@@ -250,7 +250,7 @@ pub fn report(
             path.display()
         ))
     })?;
-    let mut warnings = write_warnings(format, options);
+    let mut warnings = write_warnings(format, options, back.kind_id());
     warnings.extend(back.warnings());
     Ok(WriteReport {
         offered,
@@ -260,13 +260,16 @@ pub fn report(
     })
 }
 
-/// What a format's original program will refuse in a file written with `options`.
-fn write_warnings(format: Format, options: &WriteOptions) -> Vec<String> {
+/// What a format's original program will refuse in a file of `kind` written with
+/// `options`.
+fn write_warnings(format: Format, options: &WriteOptions, kind: &str) -> Vec<String> {
     match format {
         #[cfg(feature = "som")]
-        Format::Som => tensorfmt_som::write_warnings(options),
+        Format::Som => tensorfmt_som::write_warnings(options, kind),
+        #[cfg(feature = "caffe")]
+        Format::Caffe => tensorfmt_caffe::write_warnings(options, kind),
         _ => {
-            let _ = options;
+            let _ = (options, kind);
             Vec::new()
         }
     }

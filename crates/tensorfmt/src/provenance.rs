@@ -175,6 +175,10 @@ struct Skeleton {
     /// The kind's identifier ([`TensorFile::kind_id`]; absent from recordings made
     /// before it was carried).
     kind_id: String,
+    /// The original's [`TensorFile::layout_settings`] (absent from recordings made
+    /// before they were carried): what its tensors do not tell, handed to the writer
+    /// when the original is written anew from them ([`carried_layout`]).
+    layout: Vec<(String, String)>,
     size: u64,
     tensors: Vec<Listed>,
     bytes: Vec<u8>,
@@ -366,6 +370,7 @@ fn record_mapped(file: &dyn TensorFile, data: Option<&[u8]>, origin: &Path) -> R
         format: file.format().to_string(),
         kind: file.kind(),
         kind_id: file.kind_id().to_string(),
+        layout: file.layout_settings(),
         size,
         tensors,
         bytes,
@@ -453,11 +458,19 @@ impl serde::Serialize for SkeletonJson<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
         let k = self.skeleton;
-        let mut m = s.serialize_map(Some(8))?;
+        let mut m = s.serialize_map(Some(9))?;
         m.serialize_entry("tensorfmt", &VERSION)?;
         m.serialize_entry("format", &k.format)?;
         m.serialize_entry("kind", &k.kind)?;
         m.serialize_entry("kind_id", &k.kind_id)?;
+        if !k.layout.is_empty() {
+            let layout: std::collections::BTreeMap<&str, &str> = k
+                .layout
+                .iter()
+                .map(|(key, v)| (key.as_str(), v.as_str()))
+                .collect();
+            m.serialize_entry("layout", &layout)?;
+        }
         m.serialize_entry("size", &k.size)?;
         m.serialize_entry("header", self.header)?;
         m.serialize_entry("tensors", &TensorsJson(&k.tensors))?;
@@ -529,6 +542,7 @@ struct SkeletonIn<'a> {
     kind: Option<std::borrow::Cow<'a, str>>,
     #[serde(borrow)]
     kind_id: Option<std::borrow::Cow<'a, str>>,
+    layout: Option<std::collections::BTreeMap<String, String>>,
     size: Option<u64>,
     #[serde(borrow)]
     tensors: Option<Vec<ListedIn<'a>>>,
@@ -675,6 +689,7 @@ fn parse(text: &str) -> std::result::Result<Skeleton, String> {
         format,
         kind: v.kind.map(|k| k.into_owned()).unwrap_or_default(),
         kind_id: v.kind_id.map(|k| k.into_owned()).unwrap_or_default(),
+        layout: v.layout.unwrap_or_default().into_iter().collect(),
         size,
         tensors,
         bytes,
@@ -724,6 +739,41 @@ pub fn carried_kind(file: &dyn TensorFile) -> Option<(String, String)> {
     let text = carried(file)?;
     let head: Head = serde_json::from_str(&text).ok()?;
     Some((head.format, head.kind_id))
+}
+
+/// The layout settings ([`TensorFile::layout_settings`]: a rotation/flip file's map
+/// dims, a SOM's map rank, a weight file's unit cell) of the original a safetensors or
+/// npz file carries, when it is of format `format` and of kind `kind` (any kind when
+/// `None`): what a writer needs beside the tensors when the original is not restored
+/// because the write asks for something of its own (a dtype, a setting). `None` when
+/// nothing of the kind is carried, or it was recorded before layouts were.
+///
+/// ```
+/// let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/som/rotflip_cart_2x2.bin");
+/// let dir = tempfile::tempdir()?;
+/// let npz = dir.path().join("x.npz");
+/// tensorfmt::Document::open(&src)?.convert_to(&npz, tensorfmt::Format::Npz)?;
+/// let doc = tensorfmt::Document::open(&npz)?;
+/// let layout = tensorfmt::provenance::carried_layout(doc.file(), "som", Some("som-rotflip"));
+/// assert_eq!(layout, Some(vec![("som_dims".into(), "2,2".into())]));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn carried_layout(
+    file: &dyn TensorFile,
+    format: &str,
+    kind: Option<&str>,
+) -> Option<Vec<(String, String)>> {
+    #[derive(serde::Deserialize)]
+    struct Head {
+        format: String,
+        kind_id: String,
+        layout: Option<std::collections::BTreeMap<String, String>>,
+    }
+    let text = carried(file)?;
+    let head: Head = serde_json::from_str(&text).ok()?;
+    (head.format == format && kind.is_none_or(|k| k == head.kind_id))
+        .then(|| head.layout.map(|l| l.into_iter().collect()))
+        .flatten()
 }
 
 /// A tensor's bytes in a given order, handed out front to back.
@@ -1130,6 +1180,7 @@ mod tests {
             format: "pvp".into(),
             kind: "k".into(),
             kind_id: "dense".into(),
+            layout: vec![("nx".into(), "1".into())],
             size: 12,
             tensors: vec![Listed {
                 name: "v".into(),
