@@ -98,7 +98,7 @@ pub enum PrimitivError {
         depth: u64,
     },
     /// A dim or the batch is zero.
-    #[error("offset {offset}, {field}: Invalid shape: {dims:?}x{batch}")]
+    #[error("offset {offset}, {field}: Invalid shape: {dims:?}x{batch} (primitiv's dims and batch are at least 1)")]
     InvalidShape {
         /// Offset of the dims array.
         offset: u64,
