@@ -199,6 +199,13 @@ def test_progress_counts_entries_and_can_stop():
         ("data_16_2ch.bin", "som_cart3x3.bin", {}, "channels 2"),
         ("data_16.bin", "som_cart3x2_crop12.bin", {"num_rot": 1}, r"euclidean_distance_dim 16 \(PINK's default"),
         ("data_16.bin", "som_cart3x3.bin", {"euclidean_distance_shape": "round"}, "euclidean_distance_shape round"),
+        # PINK maps this with every distance 0 (radius 1 / 2 = 0: an empty region).
+        (
+            "data_16.bin",
+            "som_cart3x3.bin",
+            {"num_rot": 4, "euclidean_distance_dim": 1, "euclidean_distance_shape": "circular"},
+            "euclidean_distance_dim 1: the circular region of side 1 holds no pixel",
+        ),
         ("data_16.bin", "som_cart3x3.bin", {"numrot": 4}, "unknown mapping option"),
     ],
 )

@@ -313,6 +313,37 @@ def test_datatree_leaves_out_a_file_that_does_not_open(tmp_path):
     assert "tensorfmt_not_read" not in xr.open_datatree(out, engine="tensorfmt").attrs
 
 
+def test_datatree_reports_a_damaged_file_whose_extension_is_ours(tmp_path):
+    """A .pvp whose header is damaged (or that is empty) no format claims by content:
+    it was left out silently, even with strict=True. A file named with one of our
+    extensions goes to the not-read path; .bin and .data, which other programs use too
+    (OpenPV checkpoints write timeinfo.bin, ONNX external data is often x.data), only
+    when their first bytes begin like a PINK / primitiv header."""
+    out = tmp_path / "run"
+    out.mkdir()
+    good = (TESTDATA / "pvp/dense_f32.pvp").read_bytes()
+    (out / "good.pvp").write_bytes(good)
+    (out / "bad_header.pvp").write_bytes(b"\0\0\0\0" + good[4:])
+    (out / "empty.pvp").write_bytes(b"")
+    pink = (TESTDATA / "som/data_f32_2x3.bin").read_bytes()
+    assert pink[:4] == (2).to_bytes(4, "little")
+    (out / "cut.bin").write_bytes(pink[:-4])  # a PINK file cut short
+    (out / "timeinfo.bin").write_bytes(np.array([10.0], "<f8").tobytes() + b"\1\0\0\0")  # OpenPV's
+    (out / "notes.data").write_bytes(b"not primitiv")
+    (out / ".hidden.pvp").write_bytes(b"")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        tree = xr.open_datatree(out, engine="tensorfmt")
+    assert tree.groups == ("/", "/good")
+    not_read = tree.attrs["tensorfmt_not_read"]
+    assert sorted(not_read) == ["/bad_header", "/cut", "/empty"]
+    assert "headersize = 0" in not_read["/bad_header"] and "truncated" in not_read["/empty"]
+    warned = sorted(str(w.message).split(":")[0] for w in caught if issubclass(w.category, tensorfmt.TensorfmtWarning))
+    assert warned == [str(out / n) for n in ("bad_header.pvp", "cut.bin", "empty.pvp")]
+    with pytest.raises(tensorfmt.TensorfmtError, match="bad_header.pvp"):
+        xr.open_datatree(out, engine="tensorfmt", strict=True)
+
+
 def test_pink_job_opens_as_a_tree(tmp_path):
     job = tmp_path / "job"
     job.mkdir()

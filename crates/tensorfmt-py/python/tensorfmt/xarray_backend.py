@@ -50,6 +50,7 @@ variable whose name has a ``/``. Each file is a node named by its stem (``V1.pvp
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import warnings
@@ -438,8 +439,45 @@ def open_tensorfmt_dataset(
     return ds
 
 
+#: Extensions other programs use too (OpenPV checkpoints write ``timeinfo.bin``, an ONNX
+#: model's external data is often ``x.data``): a file named so whose content no format
+#: claims is taken for a damaged tensor file only when its first bytes begin as the
+#: format's header does (PINK v2: version 2 and a file type 0..3, or a ``#`` comment
+#: block; primitiv: its magic).
+_SHARED_EXTENSIONS = {
+    "bin": lambda head: head[:1] == b"#" or (len(head) >= 8 and head[:4] == b"\2\0\0\0" and head[4] < 4 and head[5:8] == b"\0\0\0"),
+    "data": lambda head: head[:10] == bytes([0xCE, 0, 0, 0, 0, 0xCE, 0, 0, 0, 1]),
+}
+
+
+def _our_extension(path: str) -> bool:
+    """Whether a file no format claims by content is named as one of ours (and so is a
+    damaged tensor file, to be reported rather than passed over)."""
+    name = os.path.basename(path)
+    ext = os.path.splitext(name)[1][1:].lower()
+    if name.startswith(".") or not ext:
+        return False  # hidden files and our own temporaries
+    if ext == "data" and name[: -len(".data")].lower().endswith(".onnx") and os.path.isfile(path[: -len(".data")]):
+        return False  # m.onnx.data beside m.onnx: that model's external data
+    if ext in _SHARED_EXTENSIONS:
+        try:
+            with open(path, "rb") as f:  # noqa: PTH123 - a plain read of 16 bytes
+                head = f.read(16)
+        except OSError:
+            return True  # unreadable: reported with tensorfmt's reason
+        return bool(_SHARED_EXTENSIONS[ext](head))
+    return ext in _format_extensions()
+
+
+@functools.lru_cache(maxsize=None)
+def _format_extensions() -> frozenset:
+    return frozenset(e for f in tensorfmt.formats() if f["enabled"] for e in f["extensions"])
+
+
 def _tree_files(root: str) -> List[Tuple[str, str]]:
-    """``(node path, file)`` of every tensor file under ``root`` (by content), in order."""
+    """``(node path, file)`` of every tensor file under ``root``, in order: each file
+    a format claims by content, and each file named with one of our extensions that
+    none claims (a damaged file: opening it fails and it is reported, not passed over)."""
     out: List[Tuple[str, str]] = []
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames.sort()
@@ -447,7 +485,7 @@ def _tree_files(root: str) -> List[Tuple[str, str]]:
         parts = [] if rel == "." else rel.split(os.sep)
         stems: Dict[str, int] = {}
         found = [(f, os.path.join(dirpath, f)) for f in sorted(filenames)]
-        found = [(f, full) for f, full in found if os.path.isfile(full) and detect_content(full)]
+        found = [(f, full) for f, full in found if os.path.isfile(full) and (detect_content(full) or _our_extension(full))]
         for f, _ in found:
             stem = os.path.splitext(f)[0]
             stems[stem] = stems.get(stem, 0) + 1
