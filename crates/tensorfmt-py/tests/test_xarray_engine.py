@@ -157,6 +157,44 @@ def test_datatree_of_a_directory_refuses_per_file_keywords(tmp_path):
             xr.open_datatree(d, engine="tensorfmt", **kw)
 
 
+DECODERS = {
+    "mask_and_scale": [True, False],
+    "decode_times": [True, False],
+    "use_cftime": [True, False],
+    "decode_coords": [True, False, "coordinates", "all"],
+    "decode_timedelta": [True, False],
+    "concat_characters": [True, False],
+}
+
+
+def test_xarrays_decoder_keywords_are_accepted_and_change_nothing(tmp_path):
+    """xarray passes its CF decoder keywords (mask_and_scale=, decode_times=, ...) to
+    the engine whenever they are given; they were refused as unexpected keywords.
+    tensorfmt's variables carry no CF encoding (no units, _FillValue, scale_factor or
+    char arrays): every value opens the dataset of the defaults, PVP's time stays its
+    float64 simulation time (it has no units to decode)."""
+    p = TESTDATA / "pvp/dense_f32.pvp"
+    plain = xr.open_dataset(p, engine="tensorfmt")
+    assert plain["time"].dtype == np.float64 and "units" not in plain["time"].attrs
+    for name, values in DECODERS.items():
+        for value in values:
+            ds = xr.open_dataset(p, engine="tensorfmt", **{name: value})
+            xr.testing.assert_identical(ds, plain)
+    xr.testing.assert_identical(xr.open_dataset(p, engine="tensorfmt", decode_cf=False), plain)
+    xr.testing.assert_identical(xr.open_dataset(p, engine="tensorfmt", decode_cf=True, decode_times=True), plain)
+    # Trees take them too (xarray passes them to open_datatree), for a file or a folder.
+    d = tmp_path / "run"
+    d.mkdir()
+    shutil.copy(p, d / "a.pvp")
+    for target in (d, d / "a.pvp"):
+        tree = xr.open_datatree(target, engine="tensorfmt", decode_times=False, mask_and_scale=False, decode_cf=False)
+        assert tree.to_dict()[("/a" if target == d else "/")]["time"].dtype == np.float64
+    # Their values are checked as the other keywords' are.
+    for kw in ({"mask_and_scale": "no"}, {"decode_coords": "some"}, {"use_cftime": 1}):
+        with pytest.raises(tensorfmt.TensorfmtError, match=list(kw)[0]):
+            xr.open_dataset(p, engine="tensorfmt", **kw)
+
+
 def test_datasets_and_their_dask_arrays_pickle_for_processes_and_clusters():
     """What dask sends to worker processes (a distributed cluster, the processes
     scheduler): the lazy arrays pickle as the path and options that open the file
