@@ -883,8 +883,10 @@ pub fn map_files(
             if ids.len() != entries {
                 return Err(SomError::MapOption {
                     option: "ids",
-                    value: format!("{} ids", ids.len()),
-                    reason: format!("the data file has {entries} entries"),
+                    value: format!("({} given)", ids.len()),
+                    reason: format!(
+                        "one per entry, and the data file has {entries} entries (leave ids out to write none: ids=False in Python, --no-ids in the CLI)"
+                    ),
                 });
             }
             crate::ids::id_comments(ids)?
