@@ -91,6 +91,14 @@ def test_map_files_without_ids_are_pinks_bytes(tmp_path):
     assert r.read_bytes() == (DIR / "rotflip_hex5_12_circular_odd.bin").read_bytes()
 
 
+def test_transform_and_align_refuse_non_finite_angles():
+    img = np.zeros((4, 4), np.float32)
+    for bad in (float("nan"), float("inf"), -float("inf")):
+        for f in (som.transform, som.align):
+            with pytest.raises(InvalidArgumentError, match=r"^angle (nan|inf|-inf): not a finite number of radians"):
+                f(img, 0, bad, num_rot=4)
+
+
 def test_write_data_with_ids_round_trips(tmp_path):
     p = tmp_path / "d.bin"
     imgs = np.random.default_rng(1).random((3, 2, 8, 8), dtype=np.float32)

@@ -465,6 +465,8 @@ def _index(flip: Any, angle: float, num_rot: int) -> int:
     a = number(float, angle)
     if isinstance(angle, str) or a is None:
         raise InvalidArgumentError(f"angle {angle!r}: expected a number of radians")
+    if not np.isfinite(a):
+        raise InvalidArgumentError(f"angle {angle!r}: not a finite number of radians (a rotation/flip record's angle is k * 2 pi / num_rot)")
     step = float(np.float32(2 * np.pi) / np.float32(num_rot))
     q = a / step
     k = int(round(q))
