@@ -1098,7 +1098,13 @@ mod tests {
             euclidean_distance_dim: Some(1),
             ..o
         };
-        assert_eq!(MapGeometry::resolve(&[16, 16], &[23, 23], &o).unwrap().region().len(), 1);
+        assert_eq!(
+            MapGeometry::resolve(&[16, 16], &[23, 23], &o)
+                .unwrap()
+                .region()
+                .len(),
+            1
+        );
     }
 
     #[test]
