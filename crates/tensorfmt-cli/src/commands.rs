@@ -916,6 +916,18 @@ const RENDER_OPTIONS: [(&str, &[&str], &str); 4] = [
     ),
 ];
 
+/// The valid positions among `count` items, both ends inclusive, for an out-of-range
+/// message: ` (0 to 2, or -3 to -1 from the end)`; nothing when there are none.
+fn positions(count: usize, from_end: bool) -> String {
+    match (count, from_end) {
+        (0, _) => String::new(),
+        (1, true) => " (0, or -1 from the end)".into(),
+        (1, false) => " (0)".into(),
+        (n, true) => format!(" (0 to {}, or -{n} to -1 from the end)", n - 1),
+        (n, false) => format!(" (0 to {})", n - 1),
+    }
+}
+
 /// Checks `render`'s options against the file they are for, before anything is drawn:
 /// an option that does not apply to its kind is refused (exit 2) naming it, a frame is
 /// resolved (negative: from the end) and bounds-checked, and an arbor too. The file is
@@ -979,8 +991,9 @@ fn render_options(
             let index = if k < 0 { n + k } else { k };
             if !(0..n).contains(&index) {
                 return Err(Failure::Usage(format!(
-                    "--frame {k} is out of range: {} has {count} {plural} (0..{count}, or -{count}..-1 from the end)",
-                    file.display()
+                    "--frame {k} is out of range: {} has {count} {plural}{}",
+                    file.display(),
+                    positions(count, true)
                 )));
             }
             usize::try_from(index).ok()
@@ -1005,9 +1018,10 @@ fn render_options(
         if let (Some((option, text, a)), Some(n)) = (given, arbors) {
             if a >= n {
                 return Err(Failure::Usage(format!(
-                    "{option} {text}: arbor {a} is out of range: {} has {n} arbor{} (0..{n})",
+                    "{option} {text}: arbor {a} is out of range: {} has {n} arbor{}{}",
                     file.display(),
-                    if n == 1 { "" } else { "s" }
+                    if n == 1 { "" } else { "s" },
+                    positions(n, false)
                 )));
             }
         }

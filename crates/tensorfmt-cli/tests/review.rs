@@ -158,6 +158,11 @@ fn render_counts_negative_frames_from_the_end() {
             err.contains(&format!("--frame {k}")) && err.contains("3 frames"),
             "{err}"
         );
+        // Both ranges inclusive (it said "0..3, or -3..-1": one exclusive, one not).
+        assert!(
+            err.contains("has 3 frames (0 to 2, or -3 to -1 from the end)"),
+            "{err}"
+        );
         assert!(!c.exists());
     }
     // SOM data entries count the same way.

@@ -204,6 +204,21 @@ fn som_map_refusals_name_the_value_and_leave_nothing() {
             2,
             "euclidean_distance_shape round",
         ),
+        (
+            vec![
+                s(&data),
+                s(&som),
+                s(&m),
+                "-n",
+                "4",
+                "-e",
+                "1",
+                "--euclidean-distance-shape",
+                "circular",
+            ],
+            2,
+            "euclidean_distance_dim 1: the circular region of side 1 holds no pixel",
+        ),
         (vec![s(&data), s(&som), s(&data)], 2, "is the input"),
     ] {
         let mut a = vec!["som-map"];

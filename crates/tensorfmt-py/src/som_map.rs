@@ -247,9 +247,9 @@ pub fn som_map(
 }
 
 /// `Pink --map` to files (`tensorfmt.som.map_files`): returns `(entries, neurons, ids
-/// written)`.
+/// written)`. Without `ids`, the data file's are written unless `data_ids` is false.
 #[pyfunction]
-#[pyo3(signature = (data, som, map_out, rotflip_out, ids, options, progress=None))]
+#[pyo3(signature = (data, som, map_out, rotflip_out, ids, options, progress=None, data_ids=true))]
 #[allow(clippy::too_many_arguments)] // Python's positional arguments: paths, ids, options, progress
 pub fn som_map_files(
     py: Python<'_>,
@@ -260,15 +260,19 @@ pub fn som_map_files(
     ids: Option<Vec<String>>,
     options: MapArgs,
     progress: Option<Py<PyAny>>,
+    data_ids: bool,
 ) -> PyResult<(usize, usize, usize)> {
     let progress = PyProgress::new(progress);
     let hooked = progress.as_ref();
     let result = run_interruptible(py, move || {
         let o = options.resolve()?;
         let (d, s) = (open(&data)?, open(&som)?);
+        // `ids` given replace the data file's; without them, the data file's are
+        // copied unless `data_ids` is false (Python's ids=False, the CLI's --no-ids).
         let ids = match ids {
             Some(v) => Some(v),
-            None => tensorfmt::som::ids::entry_ids(&d).map_err(som_error)?,
+            None if data_ids => tensorfmt::som::ids::entry_ids(&d).map_err(som_error)?,
+            None => None,
         };
         let hook = |done: u64, total: u64| -> Result<(), SomError> {
             match hooked {

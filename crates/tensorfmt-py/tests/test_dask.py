@@ -43,8 +43,18 @@ def test_from_file_sparse_pvp_and_pink_data(tmp_path):
 
 
 def test_from_file_rejects_bad_chunks():
-    with pytest.raises(tensorfmt.InvalidArgumentError):
-        tdask.from_file(TESTDATA / "pvp" / "dense_f32.pvp", chunk_frames=0)
+    p = TESTDATA / "pvp" / "dense_f32.pvp"
+    with pytest.raises(tensorfmt.InvalidArgumentError, match="chunk_frames= must be 1 or more, not 0"):
+        tdask.from_file(p, chunk_frames=0)
+    # Each names its keyword (they said "'float' object cannot be interpreted as an
+    # integer" and "'<' not supported"; True was taken as 1), as the other APIs do.
+    for kw in ({"chunk_frames": 2.5}, {"chunk_frames": True}, {"chunk_bytes": None}, {"chunk_bytes": 1.5}, {"chunk_frames": "2"}):
+        with pytest.raises(tensorfmt.TensorfmtTypeError, match=f"^{list(kw)[0]}= takes a whole number"):
+            tdask.from_file(p, **kw)
+    assert tdask.from_file(p, chunk_frames=np.int64(2)).chunks[0] == (2, 1)
+    for kw in ({"batch_files": 0}, {"batch_bytes": 0}, {"batch_files": 1.5}, {"batch_bytes": None}):
+        with pytest.raises(tensorfmt.TensorfmtError, match=f"^{list(kw)[0]}="):
+            tdask.convert_many([p], "/nonexistent-out", **kw)
 
 
 def test_from_file_chunks_by_bytes_by_default(tmp_path):

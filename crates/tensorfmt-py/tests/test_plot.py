@@ -98,3 +98,32 @@ def test_weights_are_sorted_by_activity(tmp_path):
     assert "most active first" in fig.axes[0].get_title()
     with pytest.raises(tensorfmt.InvalidArgumentError):
         tp.weights_tableau(TESTDATA / "pvp" / "dense_f32.pvp")
+
+
+def test_indices_are_checked_naming_the_argument_and_its_range():
+    """feature=, channel=, arbor= and entry= out of range said numpy's IndexError text,
+    or (channel= of a 1-channel SOM) were ignored; a float was numpy's message too."""
+    dense = TESTDATA / "pvp" / "dense_f32.pvp"
+    one = TESTDATA / "som" / "som_hex3.bin"
+    two = TESTDATA / "som" / "som_cart_2x2_2ch.bin"
+    for draw, match in [
+        (lambda: tp.activity(dense, feature=2), r"^feature=2 is out of range: dense_f32.pvp has 2 features \(0 to 1, or -2 to -1 from the end\)"),
+        (lambda: tp.activity(dense, feature=-3), r"^feature=-3 is out of range"),
+        (lambda: tp.som(one, channel=5), r"^channel=5 is out of range: som_hex3.bin has 1 channel \(0, or -1 from the end\)"),
+        (lambda: tp.som(two, channel=5), r"^channel=5 is out of range: som_cart_2x2_2ch.bin has 2 channels \(0 to 1"),
+        (lambda: tp.weights_tableau(TESTDATA / "pvp" / "kernel_f32.pvp", arbor=9), r"^arbor=9 is out of range: kernel_f32.pvp has \d+ arbors?"),
+        (lambda: tp.distances(TESTDATA / "som" / "mapping" / "map_hex5_36_flip.bin", 20), r"^entry=20 is out of range: map_hex5_36_flip.bin has 20 entries \(0 to 19, or -20 to -1 from the end\)"),
+    ]:
+        with pytest.raises(tensorfmt.InvalidArgumentError, match=match):
+            draw()
+    for draw in (lambda: tp.activity(dense, feature=1.0), lambda: tp.som(two, channel=True)):
+        with pytest.raises(tensorfmt.TensorfmtTypeError, match="takes a whole number"):
+            draw()
+
+
+def test_titles_say_the_index_shown():
+    dense = TESTDATA / "pvp" / "dense_f32.pvp"
+    assert "feature 1 of 2," in tp.activity(dense, feature=-1).axes[0].get_title()
+    two = TESTDATA / "som" / "som_cart_2x2_2ch.bin"
+    assert "4 neurons 2x3, channel 1 of 2," in tp.som(two, channel=-1).axes[0].get_title()
+    assert "channel" not in tp.som(TESTDATA / "som" / "som_hex3.bin").axes[0].get_title()

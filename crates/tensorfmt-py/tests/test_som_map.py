@@ -70,9 +70,33 @@ def test_map_files_carry_ids_and_are_pinks_bytes_after_them(tmp_path):
     m2 = tmp_path / "m2.map"
     som.map_files(DIR / "data_15.bin", DIR / "som_cart4x2_d15.bin", m2, num_rot=4, ids=[f"s{i}" for i in range(12)])
     assert som.ids(m2)[11] == "s11"
-    with pytest.raises(InvalidArgumentError, match="ids"):
+    with pytest.raises(InvalidArgumentError, match=r"^ids \(1 given\): one per entry, and the data file has 12 entries"):
         som.map_files(DIR / "data_15.bin", DIR / "som_cart4x2_d15.bin", tmp_path / "x.map", ids=["a"])
+    with pytest.raises(InvalidArgumentError, match=r"ids \(0 given\): one per entry, and the data file has 20 entries \(leave ids out to write none: ids=False"):
+        som.map_files(DIR / "data_16.bin", DIR / "som_cart3x3.bin", tmp_path / "x.map", ids=[])
+    for bad in ("abc", b"abc", True, 3):
+        with pytest.raises(TensorfmtError, match="ids="):
+            som.map_files(DIR / "data_16.bin", DIR / "som_cart3x3.bin", tmp_path / "x.map", ids=bad)
     assert not (tmp_path / "x.map").exists()
+
+
+def test_map_files_without_ids_are_pinks_bytes(tmp_path):
+    """ids=False (the CLI's --no-ids) leaves the data file's ids out: the files are
+    PINK's own, byte for byte (data_16.bin carries ids; PINK skips them)."""
+    m, r = tmp_path / "m.map", tmp_path / "r.rf"
+    options = dict(num_rot=12, flip=False, euclidean_distance_shape="circular", euclidean_distance_dim=13)
+    out = som.map_files(DIR / "data_16.bin", DIR / "som_hex5.bin", m, r, ids=False, **options)
+    assert out["ids"] == 0 and som.ids(m) is None
+    assert m.read_bytes() == (DIR / "map_hex5_12_circular_odd.bin").read_bytes()
+    assert r.read_bytes() == (DIR / "rotflip_hex5_12_circular_odd.bin").read_bytes()
+
+
+def test_transform_and_align_refuse_non_finite_angles():
+    img = np.zeros((4, 4), np.float32)
+    for bad in (float("nan"), float("inf"), -float("inf")):
+        for f in (som.transform, som.align):
+            with pytest.raises(InvalidArgumentError, match=r"^angle (nan|inf|-inf): not a finite number of radians"):
+                f(img, 0, bad, num_rot=4)
 
 
 def test_write_data_with_ids_round_trips(tmp_path):
@@ -199,6 +223,13 @@ def test_progress_counts_entries_and_can_stop():
         ("data_16_2ch.bin", "som_cart3x3.bin", {}, "channels 2"),
         ("data_16.bin", "som_cart3x2_crop12.bin", {"num_rot": 1}, r"euclidean_distance_dim 16 \(PINK's default"),
         ("data_16.bin", "som_cart3x3.bin", {"euclidean_distance_shape": "round"}, "euclidean_distance_shape round"),
+        # PINK maps this with every distance 0 (radius 1 / 2 = 0: an empty region).
+        (
+            "data_16.bin",
+            "som_cart3x3.bin",
+            {"num_rot": 4, "euclidean_distance_dim": 1, "euclidean_distance_shape": "circular"},
+            "euclidean_distance_dim 1: the circular region of side 1 holds no pixel",
+        ),
         ("data_16.bin", "som_cart3x3.bin", {"numrot": 4}, "unknown mapping option"),
     ],
 )

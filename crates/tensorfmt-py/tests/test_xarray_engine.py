@@ -157,6 +157,44 @@ def test_datatree_of_a_directory_refuses_per_file_keywords(tmp_path):
             xr.open_datatree(d, engine="tensorfmt", **kw)
 
 
+DECODERS = {
+    "mask_and_scale": [True, False],
+    "decode_times": [True, False],
+    "use_cftime": [True, False],
+    "decode_coords": [True, False, "coordinates", "all"],
+    "decode_timedelta": [True, False],
+    "concat_characters": [True, False],
+}
+
+
+def test_xarrays_decoder_keywords_are_accepted_and_change_nothing(tmp_path):
+    """xarray passes its CF decoder keywords (mask_and_scale=, decode_times=, ...) to
+    the engine whenever they are given; they were refused as unexpected keywords.
+    tensorfmt's variables carry no CF encoding (no units, _FillValue, scale_factor or
+    char arrays): every value opens the dataset of the defaults, PVP's time stays its
+    float64 simulation time (it has no units to decode)."""
+    p = TESTDATA / "pvp/dense_f32.pvp"
+    plain = xr.open_dataset(p, engine="tensorfmt")
+    assert plain["time"].dtype == np.float64 and "units" not in plain["time"].attrs
+    for name, values in DECODERS.items():
+        for value in values:
+            ds = xr.open_dataset(p, engine="tensorfmt", **{name: value})
+            xr.testing.assert_identical(ds, plain)
+    xr.testing.assert_identical(xr.open_dataset(p, engine="tensorfmt", decode_cf=False), plain)
+    xr.testing.assert_identical(xr.open_dataset(p, engine="tensorfmt", decode_cf=True, decode_times=True), plain)
+    # Trees take them too (xarray passes them to open_datatree), for a file or a folder.
+    d = tmp_path / "run"
+    d.mkdir()
+    shutil.copy(p, d / "a.pvp")
+    for target in (d, d / "a.pvp"):
+        tree = xr.open_datatree(target, engine="tensorfmt", decode_times=False, mask_and_scale=False, decode_cf=False)
+        assert tree.to_dict()[("/a" if target == d else "/")]["time"].dtype == np.float64
+    # Their values are checked as the other keywords' are.
+    for kw in ({"mask_and_scale": "no"}, {"decode_coords": "some"}, {"use_cftime": 1}):
+        with pytest.raises(tensorfmt.TensorfmtError, match=list(kw)[0]):
+            xr.open_dataset(p, engine="tensorfmt", **kw)
+
+
 def test_datasets_and_their_dask_arrays_pickle_for_processes_and_clusters():
     """What dask sends to worker processes (a distributed cluster, the processes
     scheduler): the lazy arrays pickle as the path and options that open the file
@@ -311,6 +349,37 @@ def test_datatree_leaves_out_a_file_that_does_not_open(tmp_path):
     # A tree whose files all open says nothing of it.
     (out / "bad.binaryproto").unlink()
     assert "tensorfmt_not_read" not in xr.open_datatree(out, engine="tensorfmt").attrs
+
+
+def test_datatree_reports_a_damaged_file_whose_extension_is_ours(tmp_path):
+    """A .pvp whose header is damaged (or that is empty) no format claims by content:
+    it was left out silently, even with strict=True. A file named with one of our
+    extensions goes to the not-read path; .bin and .data, which other programs use too
+    (OpenPV checkpoints write timeinfo.bin, ONNX external data is often x.data), only
+    when their first bytes begin like a PINK / primitiv header."""
+    out = tmp_path / "run"
+    out.mkdir()
+    good = (TESTDATA / "pvp/dense_f32.pvp").read_bytes()
+    (out / "good.pvp").write_bytes(good)
+    (out / "bad_header.pvp").write_bytes(b"\0\0\0\0" + good[4:])
+    (out / "empty.pvp").write_bytes(b"")
+    pink = (TESTDATA / "som/data_f32_2x3.bin").read_bytes()
+    assert pink[:4] == (2).to_bytes(4, "little")
+    (out / "cut.bin").write_bytes(pink[:-4])  # a PINK file cut short
+    (out / "timeinfo.bin").write_bytes(np.array([10.0], "<f8").tobytes() + b"\1\0\0\0")  # OpenPV's
+    (out / "notes.data").write_bytes(b"not primitiv")
+    (out / ".hidden.pvp").write_bytes(b"")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        tree = xr.open_datatree(out, engine="tensorfmt")
+    assert tree.groups == ("/", "/good")
+    not_read = tree.attrs["tensorfmt_not_read"]
+    assert sorted(not_read) == ["/bad_header", "/cut", "/empty"]
+    assert "headersize = 0" in not_read["/bad_header"] and "truncated" in not_read["/empty"]
+    warned = sorted(str(w.message).split(":")[0] for w in caught if issubclass(w.category, tensorfmt.TensorfmtWarning))
+    assert warned == [str(out / n) for n in ("bad_header.pvp", "cut.bin", "empty.pvp")]
+    with pytest.raises(tensorfmt.TensorfmtError, match="bad_header.pvp"):
+        xr.open_datatree(out, engine="tensorfmt", strict=True)
 
 
 def test_pink_job_opens_as_a_tree(tmp_path):

@@ -277,7 +277,7 @@ impl MapGeometry {
                 ),
             });
         }
-        Ok(MapGeometry {
+        let geometry = MapGeometry {
             channels,
             image_dim,
             neuron_dim,
@@ -286,7 +286,26 @@ impl MapGeometry {
             num_rot: options.num_rot,
             flip: options.flip,
             interpolation: options.interpolation,
-        })
+        };
+        // A region without a pixel would make every distance 0 and every best match
+        // neuron 0 (PINK 2.5 writes that map for a circular edd 1: radius 1 / 2 = 0).
+        if geometry.region().is_empty() {
+            let default = if options.euclidean_distance_dim.is_none() {
+                format!(" (PINK's default for {image_dim}x{image_dim} images)")
+            } else {
+                String::new()
+            };
+            return Err(SomError::MapOption {
+                option: "euclidean_distance_dim",
+                value: format!("{edd}{default}"),
+                reason: format!(
+                    "the {} region of side {edd} holds no pixel (PINK's radius is edd / 2 = {}: every distance would be 0, every best match neuron 0); give a side of 2 or more, or the quadratic shape",
+                    geometry.shape.name(),
+                    edd / 2
+                ),
+            });
+        }
+        Ok(geometry)
     }
 
     /// Number of spatial transforms: `num_rot`, twice that with flips.
@@ -864,8 +883,10 @@ pub fn map_files(
             if ids.len() != entries {
                 return Err(SomError::MapOption {
                     option: "ids",
-                    value: format!("{} ids", ids.len()),
-                    reason: format!("the data file has {entries} entries"),
+                    value: format!("({} given)", ids.len()),
+                    reason: format!(
+                        "one per entry, and the data file has {entries} entries (leave ids out to write none: ids=False in Python, --no-ids in the CLI)"
+                    ),
                 });
             }
             crate::ids::id_comments(ids)?
@@ -1043,6 +1064,47 @@ mod tests {
         };
         assert_eq!(rows(12).len(), 12);
         assert_eq!(rows(13).len(), 12); // row 12 of 13 has a negative root
+    }
+
+    #[test]
+    fn an_empty_comparison_region_is_refused_not_mapped_to_zero_distances() {
+        // PINK 2.5 maps a circular edd 1 (radius 1 / 2 = 0: every row's root is NaN)
+        // with every distance 0 and every best match neuron 0.
+        for image in [[16usize, 16], [1, 1]] {
+            let o = MapOptions {
+                num_rot: 4,
+                euclidean_distance_dim: (image[0] == 16).then_some(1),
+                euclidean_distance_shape: DistanceShape::Circular,
+                ..MapOptions::default()
+            };
+            let e = MapGeometry::resolve(&image, &[23, 23], &o)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.starts_with("euclidean_distance_dim 1") && e.contains("circular"),
+                "{e}"
+            );
+        }
+        let o = MapOptions {
+            num_rot: 4,
+            euclidean_distance_dim: Some(2),
+            euclidean_distance_shape: DistanceShape::Circular,
+            ..MapOptions::default()
+        };
+        let g = MapGeometry::resolve(&[16, 16], &[23, 23], &o).unwrap();
+        assert_eq!(g.region().len(), 4);
+        let o = MapOptions {
+            euclidean_distance_shape: DistanceShape::Quadratic,
+            euclidean_distance_dim: Some(1),
+            ..o
+        };
+        assert_eq!(
+            MapGeometry::resolve(&[16, 16], &[23, 23], &o)
+                .unwrap()
+                .region()
+                .len(),
+            1
+        );
     }
 
     #[test]

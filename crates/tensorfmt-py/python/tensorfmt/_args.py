@@ -43,3 +43,17 @@ def positive(name: str, value: Any) -> int:
 def byte_limit(name: str, value: Any) -> Any:
     """``None`` or :func:`whole` of 0 or more: a byte limit such as ``max_alloc``."""
     return None if value is None else whole(name, value, 0, "a whole number of bytes or None")
+
+
+def index(name: str, value: Any, count: int, where: str, unit: str, units: str = "") -> int:
+    """``value`` of the index keyword ``name`` into ``count`` items (``unit`` /
+    ``units``, e.g. ``feature`` / ``features``) of ``where`` (a file name), negative
+    ones counting from the end, as a position ``0..count-1``; else an error naming the
+    keyword, the count and the valid range, both ends inclusive."""
+    k = whole(name, value, -(2**63))
+    if not -count <= k < count:
+        plural = unit if count == 1 else (units or unit + "s")
+        span = f"0 to {count - 1}, or -{count} to -1" if count > 1 else "0, or -1"
+        tail = f" ({span} from the end)" if count else ""
+        raise InvalidArgumentError(f"{name}={value} is out of range: {where} has {count} {plural}{tail}")
+    return k + count if k < 0 else k

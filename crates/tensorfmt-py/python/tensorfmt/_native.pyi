@@ -224,6 +224,7 @@ def som_map_files(
     ids: Optional[List[str]],
     options: Dict[str, Any],
     progress: Optional[Callable[[int, int], Any]] = None,
+    data_ids: bool = True,
 ) -> Tuple[int, int, int]: ...
 def som_geometry(
     image_dims: List[int],

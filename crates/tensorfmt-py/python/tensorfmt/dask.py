@@ -105,10 +105,11 @@ def from_file(
     >>> tensorfmt.dask.from_file("/tmp/m.pvp", chunk_frames=3).sum().compute()
     np.float32(160.0)
     """
-    if chunk_frames is not None and chunk_frames < 1:
-        raise tensorfmt.InvalidArgumentError("chunk_frames must be at least 1")
-    if chunk_bytes < 1:
-        raise tensorfmt.InvalidArgumentError("chunk_bytes must be at least 1")
+    from ._args import positive
+
+    if chunk_frames is not None:
+        chunk_frames = positive("chunk_frames", chunk_frames)
+    chunk_bytes = positive("chunk_bytes", chunk_bytes)
     p = os.fsdecode(path)
     for forbidden in ("frames", "sparse"):
         if forbidden in options:
@@ -234,9 +235,11 @@ def convert_many(
     outputs would collide (``x.pvp`` and ``x.npy`` both ``x.npz``) all fail with a
     ``CollisionError`` message, and nothing is written for them.
     """
-    from ._args import flag
+    from ._args import flag, positive
 
     flag("overwrite", overwrite)
+    batch_bytes = positive("batch_bytes", batch_bytes)
+    batch_files = positive("batch_files", batch_files)
     srcs = [os.path.abspath(os.fsdecode(p)) for p in paths]
     if not srcs:
         return []

@@ -106,15 +106,17 @@ def activity(
     path: PathLike, frame: int = 0, *, feature: Optional[int] = None, cmap: str = "viridis", ax: Any = None
 ) -> Any:
     """One frame of a PVP activity file (dense or sparse) as a ``[ny, nx]`` image:
-    feature ``feature``, or the mean over the features when the layer has several."""
+    feature ``feature`` (negative counts from the end), or the mean over the features
+    when the layer has several."""
     f = _pvp.open(path)
     if isinstance(f, _pvp.WeightsFile):
         raise InvalidArgumentError(f"{path} holds weights; use weights_tableau()")
+    nf = int(f.shape[2])
+    k = None if feature is None else _args.index("feature", feature, nf, _name(path), "feature")
     fr = f[frame]
     values = fr.to_dense(f.shape).astype(np.float64)
-    nf = values.shape[2]
-    if feature is not None:
-        image, what = values[:, :, feature], f"feature {feature} of {nf}"
+    if k is not None:
+        image, what = values[:, :, k], f"feature {k} of {nf}"
     elif nf == 1:
         image, what = values[:, :, 0], "[ny, nx]"
     else:
@@ -140,6 +142,7 @@ def weights_tableau(
     sorted by their mean activity, most active first, as pvtools' ``weights_tableau``."""
     f = _pvp.open(path, kind="weights")
     fr = f[frame]
+    arbor = _args.index("arbor", arbor, len(fr.weights), _name(path), "arbor")
     w = fr.weights[arbor].astype(np.float64)  # [patches, nyp, nxp, nfp]
     order = np.arange(w.shape[0])
     what = f"{w.shape[0]} patches {w.shape[1]}x{w.shape[2]}x{w.shape[3]}, arbor {arbor}"
@@ -172,20 +175,27 @@ def _hex_centres(axial: np.ndarray) -> np.ndarray:
 
 def som(path: PathLike, *, channel: int = 0, cmap: str = "viridis", ax: Any = None) -> Any:
     """The neurons of a PINK SOM, each drawn at its place on the map (hexagons for a
-    hexagonal map, a grid for a cartesian one), on one colour scale."""
+    hexagonal map, a grid for a cartesian one), on one colour scale: channel
+    ``channel`` of multi-channel neurons (named in the title; negative counts from the
+    end). The title gives the neuron dims as rows x columns, as ``tensorfmt render``."""
     s = _som.open(path)
     if s.kind != "som":
         raise InvalidArgumentError(f"{path} is a {s.kind} file, not a SOM")
+    item = tuple(s.item_shape or ())
+    channels = item[0] if len(item) == 3 else 1
+    k = _args.index("channel", channel, channels, _name(path), "channel")
     neurons = np.asarray(s.neurons, dtype=np.float64)
-    item = s.item_shape or ()
-    neurons = neurons.reshape((-1,) + tuple(item))
+    neurons = neurons.reshape((-1,) + item)
     if neurons.ndim == 4:  # [neurons, channels, h, w]
-        neurons = neurons[:, channel]
+        neurons = neurons[:, k]
     elif neurons.ndim == 2:  # [neurons, n]: a row each
         neurons = neurons[:, None, :]
     lo, hi = _range(neurons)
     fig, ax = _figure(ax)
+    # Neuron dims as rows x columns (the header's [h, w], as `tensorfmt render` says).
     what = f"{len(neurons)} neurons {neurons.shape[1]}x{neurons.shape[2]}"
+    if channels > 1:
+        what += f", channel {k} of {channels}"
     _title(ax, f"{_name(path)}: SOM, {s.layout} {s.map_shape}", what, lo, hi)
     if s.hexagonal:
         centres = _hex_centres(s.axial())
@@ -287,11 +297,7 @@ def distances(path: PathLike, entry: int = 0, *, cmap: str = "viridis_r", ax: An
     'map_hex5_36_flip.bin: distances of entry 3, hexagonal (5, 5)'
     """
     m = _mapping(path)
-    n = len(m)
-    e = _args.whole("entry", entry, -n) if n else _args.whole("entry", entry, 0)
-    e += n if e < 0 else 0
-    if not 0 <= e < n:
-        raise InvalidArgumentError(f"entry {entry}: {path} has {n} entries")
+    e = _args.index("entry", entry, len(m), _name(path), "entry", "entries")
     values = np.asarray(m.distances[e], dtype=np.float64).reshape(-1)
     finite = np.where(np.isnan(values), np.inf, values)
     best = int(np.argmin(finite)) if np.isfinite(finite).any() else None

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -372,7 +372,7 @@ def map_files(
     map_path: PathLike,
     rotflip_path: Optional[PathLike] = None,
     *,
-    ids: Optional[Sequence[str]] = None,
+    ids: Union[None, bool, Sequence[str]] = None,
     progress: Any = None,
     overwrite: bool = True,
     **options: Any,
@@ -380,8 +380,10 @@ def map_files(
     """``Pink --map DATA MAP SOM --store-rot-flip ROTFLIP`` (the CLI's ``tensorfmt
     som-map``): writes PINK's mapping file and, with ``rotflip_path``, its rotation/flip
     file, byte for byte as PINK 2.5 writes them (each written to a temporary file and
-    renamed: nothing is left behind on error). ``ids`` (one per entry; default: the data
-    file's ``# id`` lines) go into both files' comment blocks. Options as :func:`map`.
+    renamed: nothing is left behind on error). ``ids`` (one per entry; default ``None``:
+    the data file's ``# id`` lines) go into both files' comment blocks; ``ids=False``
+    writes none (the CLI's ``--no-ids``: the files are then PINK's, byte for byte).
+    Options as :func:`map`.
     An existing output is replaced unless ``overwrite=False`` (as :func:`tensorfmt.save`);
     an output that is one of the inputs (or both outputs one file) is always refused.
     Returns ``{"entries", "neurons", "ids"}``.
@@ -395,6 +397,13 @@ def map_files(
     True
     """
     o = _options(options)
+    id_list: Optional[List[str]] = None
+    if ids is not None and not (isinstance(ids, (bool, np.bool_)) and not ids):
+        if isinstance(ids, (str, bytes, bool, np.bool_)) or not isinstance(ids, Iterable):
+            raise TensorfmtTypeError(
+                f"ids= takes a sequence of ids (one per entry), None (the data file's ids) or False (none), not {ids!r} ({type(ids).__name__})"
+            )
+        id_list = [str(i) for i in ids]
     outs = [os.fsdecode(map_path)] + ([] if rotflip_path is None else [os.fsdecode(rotflip_path)])
     ins = [os.fsdecode(data), os.fsdecode(som)]
     for i, out in enumerate(outs):
@@ -414,9 +423,10 @@ def map_files(
         os.fsdecode(som),
         os.fsdecode(map_path),
         None if rotflip_path is None else os.fsdecode(rotflip_path),
-        None if ids is None else [str(i) for i in ids],
+        id_list,
         o,
         _progress(progress),
+        data_ids=ids is None,
     )
     return {"entries": int(entries), "neurons": int(neurons), "ids": int(n_ids)}
 
@@ -455,6 +465,8 @@ def _index(flip: Any, angle: float, num_rot: int) -> int:
     a = number(float, angle)
     if isinstance(angle, str) or a is None:
         raise InvalidArgumentError(f"angle {angle!r}: expected a number of radians")
+    if not np.isfinite(a):
+        raise InvalidArgumentError(f"angle {angle!r}: not a finite number of radians (a rotation/flip record's angle is k * 2 pi / num_rot)")
     step = float(np.float32(2 * np.pi) / np.float32(num_rot))
     q = a / step
     k = int(round(q))

@@ -35,7 +35,11 @@ attribute, as the VirtualiZarr parser names them), for ``to_zarr``, which would 
 ``to_netcdf``, which refuses ``/`` and takes flat attributes only: with ``safe_names``
 the header's attributes are netCDF's too (nested fields such as a Caffe net's ``layer``
 list as one JSON string, bools as ``int8``, flat number lists as 1-D arrays, integers
-past int32 as their decimal text, ``None`` left out)::
+past int32 as their decimal text, ``None`` left out). xarray's CF decoder keywords
+(``mask_and_scale``, ``decode_times``, ``decode_coords``, ``decode_timedelta``,
+``use_cftime``, ``concat_characters``; ``decode_cf``) are accepted and change nothing:
+the variables carry no CF encoding (no ``units``, ``_FillValue``, ``scale_factor`` or
+char arrays; PVP's ``time`` is the simulation time, a float without units)::
 
     >>> ds = xr.open_dataset("testdata/caffe/v2_tiny.caffemodel", engine="tensorfmt", safe_names=True)
     >>> list(ds), ds["conv1.0"].attrs["tensorfmt_name"]
@@ -45,15 +49,21 @@ past int32 as their decimal text, ``None`` left out)::
 A tree (``xr.open_datatree``) uses ``safe_names=True`` by default: a DataTree holds no
 variable whose name has a ``/``. Each file is a node named by its stem (``V1.pvp`` is
 ``V1``), or by its whole name where the stem is taken (``a.pvp`` beside ``a.npy``,
-``run.pvp`` beside a folder ``run/``).
+``run.pvp`` beside a folder ``run/``). A file that does not open is left out with a
+:class:`tensorfmt.TensorfmtWarning` and listed in the root's ``tensorfmt_not_read``
+(``strict=True`` refuses the tree): one a format claims by content, and one named with
+a tensorfmt extension that no format claims (a damaged header, an empty ``.pvp``;
+``.bin`` and ``.data``, which other programs use too, only when their first bytes begin
+as a PINK / primitiv header does).
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import warnings
-from typing import Any, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
 import numpy as np
 
@@ -68,6 +78,13 @@ try:  # pragma: no cover - import guard
     from xarray.core import indexing
 except ImportError as e:  # pragma: no cover - depends on the environment
     raise ImportError("the tensorfmt xarray engine needs xarray: pip install 'tensorfmt[xarray]'") from e
+
+try:  # xarray >= 2025.01: decode_times= / decode_timedelta= also take coder objects
+    from xarray.coders import CFDatetimeCoder, CFTimedeltaCoder
+
+    _CODERS: Tuple[type, ...] = (CFDatetimeCoder, CFTimedeltaCoder)
+except ImportError:  # pragma: no cover - older xarray
+    _CODERS = ()
 
 #: Magic numbers of formats other engines own: never claimed by content.
 _FOREIGN = (b"\x89HDF\r\n\x1a\n", b"CDF\x01", b"CDF\x02", b"CDF\x05", b"GRIB")
@@ -438,8 +455,45 @@ def open_tensorfmt_dataset(
     return ds
 
 
+#: Extensions other programs use too (OpenPV checkpoints write ``timeinfo.bin``, an ONNX
+#: model's external data is often ``x.data``): a file named so whose content no format
+#: claims is taken for a damaged tensor file only when its first bytes begin as the
+#: format's header does (PINK v2: version 2 and a file type 0..3, or a ``#`` comment
+#: block; primitiv: its magic).
+_SHARED_EXTENSIONS = {
+    "bin": lambda head: head[:1] == b"#" or (len(head) >= 8 and head[:4] == b"\2\0\0\0" and head[4] < 4 and head[5:8] == b"\0\0\0"),
+    "data": lambda head: head[:10] == bytes([0xCE, 0, 0, 0, 0, 0xCE, 0, 0, 0, 1]),
+}
+
+
+def _our_extension(path: str) -> bool:
+    """Whether a file no format claims by content is named as one of ours (and so is a
+    damaged tensor file, to be reported rather than passed over)."""
+    name = os.path.basename(path)
+    ext = os.path.splitext(name)[1][1:].lower()
+    if name.startswith(".") or not ext:
+        return False  # hidden files and our own temporaries
+    if ext == "data" and name[: -len(".data")].lower().endswith(".onnx") and os.path.isfile(path[: -len(".data")]):
+        return False  # m.onnx.data beside m.onnx: that model's external data
+    if ext in _SHARED_EXTENSIONS:
+        try:
+            with open(path, "rb") as f:  # noqa: PTH123 - a plain read of 16 bytes
+                head = f.read(16)
+        except OSError:
+            return True  # unreadable: reported with tensorfmt's reason
+        return bool(_SHARED_EXTENSIONS[ext](head))
+    return ext in _format_extensions()
+
+
+@functools.lru_cache(maxsize=None)
+def _format_extensions() -> frozenset:
+    return frozenset(e for f in tensorfmt.formats() if f["enabled"] for e in f["extensions"])
+
+
 def _tree_files(root: str) -> List[Tuple[str, str]]:
-    """``(node path, file)`` of every tensor file under ``root`` (by content), in order."""
+    """``(node path, file)`` of every tensor file under ``root``, in order: each file
+    a format claims by content, and each file named with one of our extensions that
+    none claims (a damaged file: opening it fails and it is reported, not passed over)."""
     out: List[Tuple[str, str]] = []
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames.sort()
@@ -447,7 +501,7 @@ def _tree_files(root: str) -> List[Tuple[str, str]]:
         parts = [] if rel == "." else rel.split(os.sep)
         stems: Dict[str, int] = {}
         found = [(f, os.path.join(dirpath, f)) for f in sorted(filenames)]
-        found = [(f, full) for f, full in found if os.path.isfile(full) and detect_content(full)]
+        found = [(f, full) for f, full in found if os.path.isfile(full) and (detect_content(full) or _our_extension(full))]
         for f, _ in found:
             stem = os.path.splitext(f)[0]
             stems[stem] = stems.get(stem, 0) + 1
@@ -465,13 +519,41 @@ def _tree_files(root: str) -> List[Tuple[str, str]]:
     return out
 
 
+#: xarray's CF decoder keywords, which it passes to the engine whenever they are given
+#: (``decode_cf=False`` sets each to False).
+DECODERS = ("mask_and_scale", "decode_times", "concat_characters", "decode_coords", "use_cftime", "decode_timedelta")
+
+
+def _check_decoders(**decoders: Any) -> None:
+    """Checks xarray's CF decoder keywords, which change nothing here: tensorfmt's
+    variables carry no CF encoding (no ``units``/``calendar``, ``_FillValue``,
+    ``scale_factor`` or char arrays; PVP's ``time`` is the simulation time, without
+    units), so decoding them gives them unchanged, as it gives a netCDF file's
+    variables without those attributes."""
+    from ._args import flag
+
+    for name, value in decoders.items():
+        if value is None:
+            continue
+        if name == "decode_coords":
+            if not (isinstance(value, (bool, np.bool_)) or value in ("coordinates", "all")):
+                raise tensorfmt.InvalidArgumentError(f"decode_coords= takes True, False, 'coordinates' or 'all', not {value!r}")
+        elif name in ("decode_times", "decode_timedelta"):
+            # bool, or xarray's coder objects (CFDatetimeCoder / CFTimedeltaCoder), or
+            # a mapping of variable names to those.
+            if not isinstance(value, (bool, np.bool_, *_CODERS, Mapping)):
+                raise tensorfmt.TensorfmtTypeError(f"{name}= takes True, False or an xarray coder, not {value!r} ({type(value).__name__})")
+        else:
+            flag(name, value)
+
+
 class TensorfmtBackendEntrypoint(BackendEntrypoint):
     """``engine="tensorfmt"``: PVP, PINK, primitiv, Caffe, ONNX, npy, npz and safetensors
     files as datasets; directories of them as trees."""
 
     description = "Legacy ML tensor files (PetaVision PVP, PINK, primitiv, Caffe, ONNX) and npy/npz/safetensors via tensorfmt"
     url = "https://example.invalid/tensorfmt"
-    open_dataset_parameters = ("filename_or_obj", "drop_variables", "format", "kind", "strict", "dense", "safe_names")
+    open_dataset_parameters = ("filename_or_obj", "drop_variables", "format", "kind", "strict", "dense", "safe_names", *DECODERS)
     supports_groups = True
 
     def guess_can_open(self, filename_or_obj: Any) -> bool:
@@ -498,7 +580,21 @@ class TensorfmtBackendEntrypoint(BackendEntrypoint):
         strict: bool = False,
         dense: bool = False,
         safe_names: bool = False,
+        mask_and_scale: Any = None,
+        decode_times: Any = None,
+        concat_characters: Any = None,
+        decode_coords: Any = None,
+        use_cftime: Any = None,
+        decode_timedelta: Any = None,
     ) -> "xr.Dataset":
+        _check_decoders(
+            mask_and_scale=mask_and_scale,
+            decode_times=decode_times,
+            concat_characters=concat_characters,
+            decode_coords=decode_coords,
+            use_cftime=use_cftime,
+            decode_timedelta=decode_timedelta,
+        )
         return open_tensorfmt_dataset(
             filename_or_obj, drop_variables=drop_variables, format=format, kind=kind, strict=strict, dense=dense, safe_names=safe_names
         )
@@ -516,6 +612,7 @@ class TensorfmtBackendEntrypoint(BackendEntrypoint):
         """The nodes of a tree: ``safe_names`` is on by default, since a DataTree holds
         no variable whose name has a ``/`` (Caffe's ``conv1/0``); with
         ``safe_names=False`` such a file is refused, naming it."""
+        _check_decoders(**{k: kwargs.pop(k) for k in DECODERS if k in kwargs})
         root = os.fsdecode(filename_or_obj)
 
         def node(path: str, **kw: Any) -> "xr.Dataset":

@@ -80,8 +80,12 @@ pub fn parse_arbor(s: &str) -> Result<usize> {
 
 fn frame_out_of_range(k: usize, count: usize, what: &str) -> Error {
     Error::Invalid(format!(
-        "frame {k} is out of range: the {what} file has {count} frame{} (0..{count})",
-        if count == 1 { "" } else { "s" }
+        "frame {k} is out of range: the {what} file has {count} frame{}{}",
+        if count == 1 { "" } else { "s" },
+        match count {
+            0 => String::new(),
+            n => format!(" (0 to {})", n - 1),
+        }
     ))
 }
 
@@ -96,10 +100,10 @@ pub fn weights_picture(r: &WeightReader, frame: usize, arbor: Option<usize>) -> 
         Some(a) if a < l.arbors => vec![a],
         Some(a) => {
             return Err(Error::Invalid(format!(
-                "arbor {a} is out of range: the weight file has {} arbor{} (0..{})",
+                "arbor {a} is out of range: the weight file has {} arbor{} (0 to {})",
                 l.arbors,
                 if l.arbors == 1 { "" } else { "s" },
-                l.arbors
+                l.arbors.saturating_sub(1)
             )))
         }
         None => (0..l.arbors).collect(),

@@ -156,7 +156,7 @@ pub fn som_montage(file: &SomFile, cmap: Colormap) -> Result<Picture> {
         image,
         legend: Legend {
             what: format!(
-                "SOM {} {grid}, {} {w}x{h}{channels}",
+                "SOM {} {grid}, {} {h}x{w}{channels}",
                 if map.is_hexagonal() {
                     "hexagonal"
                 } else {

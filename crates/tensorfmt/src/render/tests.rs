@@ -27,6 +27,30 @@ fn viridis(t: f32) -> Option<[u8; 3]> {
 }
 
 #[test]
+fn som_legend_gives_neuron_dims_as_rows_x_columns() {
+    // Neurons of 2 rows and 3 columns ([h, w], PINK's header order, numpy's shape):
+    // "2x3", as tensorfmt.plot.som and the data entries' "CxHxW" say (it said 3x2).
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("r.bin");
+    let t = Tensor::from_vec(vec![0.5f32; 2 * 6], [2, 2, 3], Order::RowMajor).unwrap();
+    write(&p, |b| {
+        write_som(
+            b,
+            &MapLayout::Cartesian(vec![2]),
+            &[2, 3],
+            &t,
+            &WriteConfig::default(),
+        )
+        .unwrap()
+    });
+    let what = render_picture(&p, &RenderOptions::default())
+        .unwrap()
+        .legend
+        .what;
+    assert_eq!(what, "SOM cartesian 2, 2 neurons 2x3");
+}
+
+#[test]
 fn tiny_cartesian_som() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("c.bin");
