@@ -232,6 +232,24 @@ impl Document {
             if options.carried.is_none() {
                 options.carried = rec.json;
             }
+        } else if whole
+            && matches!(target.format, Format::Safetensors | Format::Npz)
+            && matches!(
+                self.file_format(),
+                Format::Pvp | Format::Som | Format::Primitiv | Format::Caffe
+            )
+        {
+            // Retyped tensors no longer fit the original's layout: nothing is recorded,
+            // and a conversion back cannot give the original; say so, as a partial read
+            // does.
+            notes.push(format!(
+                "{}: its tensors are stored as another type (--dtype), so its header and \
+                 layout are not kept in the metadata: converting back writes a {} file from \
+                 the tensors alone, of the kind they make (a primitiv Parameter's stats come \
+                 back as parameters of a Model)",
+                self.path().display(),
+                self.file_format()
+            ));
         }
         if names.is_empty() && options.carried.is_none() {
             // An empty archive would be a valid file, but some formats cannot say
@@ -489,8 +507,7 @@ fn save_tracked(
         .count();
     r.warnings
         .extend(f64_to_caffe_warning(format, f64s, options));
-    r.warnings
-        .extend(cast_warnings(tensors, format, options)?);
+    r.warnings.extend(cast_warnings(tensors, format, options)?);
     r.warnings
         .extend(weights_only_warning(path, format, &names, options));
     r.warnings.extend(left_out_warning(format, &names));
@@ -637,6 +654,15 @@ fn write_selection(
                 .extend(cast_loss_warning(&info.name, info.dtype, to, changed));
         }
     }
+    let bf16s = source
+        .tensors()
+        .iter()
+        .filter(|i| {
+            written.contains(i.name.as_str())
+                && stored_as(&i.name, i.dtype, format, options, names) == DType::BF16
+        })
+        .count();
+    r.warnings.extend(bf16_numpy_note(format, bf16s));
     r.warnings
         .extend(weights_only_warning(path, format, names, options));
     r.warnings.extend(left_out_warning(format, names));
@@ -813,6 +839,35 @@ fn cast_loss_warning(name: &str, from: DType, to: DType, changed: usize) -> Opti
     })
 }
 
+/// The type tensor `name` (of `from`, among `names`) is stored as in `format`: the
+/// `--dtype` asked, but where the tensor keeps its own ([`retype`]).
+fn stored_as(
+    name: &str,
+    from: DType,
+    format: Format,
+    options: &WriteOptions,
+    names: &[String],
+) -> DType {
+    match options.dtype {
+        Some(_) if casts_only(format) && sparse::keeps_its_dtype(name, names) => from,
+        Some(d) => d,
+        None => from,
+    }
+}
+
+/// npy and npz store bfloat16 as numpy's raw 2-byte void (`<V2`): numpy has no such
+/// type, so `np.load` gives elements it cannot compute with. Said, with the way to
+/// see them (tensorfmt and safetensors read them as bfloat16).
+fn bf16_numpy_note(format: Format, bf16s: usize) -> Option<String> {
+    (matches!(format, Format::Npy | Format::Npz) && bf16s > 0).then(|| {
+        format!(
+            "{bf16s} tensor(s) stored as bfloat16, which numpy has no type for: np.load \
+             gives raw 2-byte void elements (|V2); view them with ml_dtypes \
+             (`a.view(ml_dtypes.bfloat16)`) or load the file with tensorfmt"
+        )
+    })
+}
+
 /// The warnings of the values `tensors` lose to the type `format` stores them as.
 fn cast_warnings(
     tensors: &[(String, Tensor)],
@@ -827,6 +882,11 @@ fn cast_warnings(
             warnings.extend(cast_loss_warning(name, t.dtype(), to, changed));
         }
     }
+    let bf16s = tensors
+        .iter()
+        .filter(|(n, t)| stored_as(n, t.dtype(), format, options, &names) == DType::BF16)
+        .count();
+    warnings.extend(bf16_numpy_note(format, bf16s));
     Ok(warnings)
 }
 
@@ -933,8 +993,7 @@ fn keep_sparse(
                 None => tensors.clone(),
             };
             let mut r = sparse::write_layout(&stored, path, format, options)?;
-            r.warnings
-                .extend(cast_warnings(&tensors, format, options)?);
+            r.warnings.extend(cast_warnings(&tensors, format, options)?);
             return Ok(Some(r));
         }
     }

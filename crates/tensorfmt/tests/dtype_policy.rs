@@ -165,8 +165,16 @@ fn a_bool_cast_counts_what_it_changes() {
         let out = dir.path().join(format!("b.{ext}"));
         let r = tensorfmt::save(&out, format, &tensors, &with_dtype(DType::Bool)).unwrap();
         let has = |p: &str| r.warnings.iter().any(|w| w.starts_with(p));
-        assert!(has("i: 3 value(s) of i32 stored as bool"), "{ext}: {:?}", r.warnings);
-        assert!(has("f: 2 value(s) of f32 stored as bool"), "{ext}: {:?}", r.warnings);
+        assert!(
+            has("i: 3 value(s) of i32 stored as bool"),
+            "{ext}: {:?}",
+            r.warnings
+        );
+        assert!(
+            has("f: 2 value(s) of f32 stored as bool"),
+            "{ext}: {:?}",
+            r.warnings
+        );
         // And through a conversion (the streamed path) too.
         let again = dir.path().join(format!("again.{ext}"));
         let r = Document::open(&src)
@@ -174,10 +182,21 @@ fn a_bool_cast_counts_what_it_changes() {
             .convert_to_with(&again, format, None, &with_dtype(DType::Bool))
             .unwrap();
         let has = |p: &str| r.warnings.iter().any(|w| w.starts_with(p));
-        assert!(has("i: 3 value(s) of i32 stored as bool"), "{ext}: {:?}", r.warnings);
-        assert!(has("f: 2 value(s) of f32 stored as bool"), "{ext}: {:?}", r.warnings);
+        assert!(
+            has("i: 3 value(s) of i32 stored as bool"),
+            "{ext}: {:?}",
+            r.warnings
+        );
+        assert!(
+            has("f: 2 value(s) of f32 stored as bool"),
+            "{ext}: {:?}",
+            r.warnings
+        );
         assert_eq!(
-            listing(&again).iter().map(|(_, _, v)| v.clone()).collect::<Vec<_>>(),
+            listing(&again)
+                .iter()
+                .map(|(_, _, v)| v.clone())
+                .collect::<Vec<_>>(),
             [vec![0.0, 1.0, 1.0, 1.0, 0.0], vec![0.0, 1.0, 1.0, 1.0, 1.0]],
             "{ext}"
         );
@@ -216,4 +235,65 @@ fn csr_arrays_to_onnx_keep_the_frame_shape() {
     let want = Document::open(&src).unwrap().read_all().unwrap();
     let got = Document::open(&back).unwrap().read_all().unwrap();
     assert_eq!(got, want);
+}
+
+/// bfloat16 in npy / npz is numpy's raw `|V2`: said, with the way to view it; not said
+/// of safetensors, which has the type.
+#[test]
+fn bf16_for_numpy_says_how_to_view_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let doc = Document::open(testdata("pvp/dense_f32.pvp")).unwrap();
+    for (ext, format, said) in [
+        ("npz", Format::Npz, true),
+        ("safetensors", Format::Safetensors, false),
+    ] {
+        let out = dir.path().join(format!("b.{ext}"));
+        let r = doc
+            .convert_to_with(&out, format, None, &with_dtype(DType::BF16))
+            .unwrap();
+        let note = r.warnings.iter().any(|w| w.contains("ml_dtypes"));
+        assert_eq!(note, said, "{ext}: {:?}", r.warnings);
+    }
+    let t = Tensor::from_vec(vec![1f32, 2.0], [2], Order::RowMajor).unwrap();
+    let out = dir.path().join("one.npy");
+    let r = tensorfmt::save(
+        &out,
+        Format::Npy,
+        &[("t".into(), t)],
+        &with_dtype(DType::BF16),
+    )
+    .unwrap();
+    assert!(
+        r.warnings.iter().any(|w| w.contains("|V2")),
+        "{:?}",
+        r.warnings
+    );
+}
+
+/// A whole legacy file retyped to npz / safetensors carries no skeleton; the
+/// conversion says that converting back will not give the original (a primitiv
+/// Parameter came back as a Model, without a word).
+#[test]
+fn a_retyped_legacy_file_says_it_carries_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = testdata("primitiv/parameter_2x3_stats.data");
+    let out = dir.path().join("p.npz");
+    let r = Document::open(&src)
+        .unwrap()
+        .convert_to_with(&out, Format::Npz, None, &with_dtype(DType::F64))
+        .unwrap();
+    assert!(
+        r.warnings
+            .iter()
+            .any(|w| w.contains("not kept in the metadata") && w.contains("Model")),
+        "{:?}",
+        r.warnings
+    );
+    // Without a dtype the skeleton travels, and nothing is said.
+    let out = dir.path().join("q.npz");
+    let r = Document::open(&src)
+        .unwrap()
+        .convert_to(&out, Format::Npz)
+        .unwrap();
+    assert!(r.warnings.is_empty(), "{:?}", r.warnings);
 }

@@ -566,8 +566,8 @@ def open(  # noqa: A001 - the name users expect, like io.open / safetensors.safe
     it with a :class:`TensorfmtWarning`; ``frames`` selects PVP frames / PINK entries as
     Python indexing does (an int, a ``slice`` with negative positions and steps, or
     ``(start, stop)``; a range past the end stops at the last frame); ``sparse``
-    exports sparse PVP files as CSR (``indptr``, ``indices``, ``data``) instead of
-    dense; ``framework="pt"`` gives torch tensors (writable copies, as safetensors'
+    exports sparse PVP files as CSR (``indptr``, ``indices``, ``data``, with ``shape``,
+    ``frame_shape`` ``[ny, nx, nf]`` and ``time``) instead of dense; ``framework="pt"`` gives torch tensors (writable copies, as safetensors'
     ``safe_open(framework="pt")``) instead of read-only numpy views.
 
     >>> import tensorfmt
@@ -868,7 +868,7 @@ def _convert_open(
         raise InvalidArgumentError("frames= with a step cannot be converted as it stands: load the frames and save them")
     if doc._sparse and target in ("npz", "safetensors"):
         raise InvalidArgumentError(
-            f"a document opened with sparse=True holds bare CSR arrays, without the frame shape; "
+            f"a document opened with sparse=True holds bare CSR arrays, not {target}'s sparse layout; "
             f"convert the file itself (tensorfmt.convert) for {target}'s sparse layout"
         )
     _refuse_existing(p, overwrite, settings)
@@ -938,8 +938,9 @@ def convert(
     >>> tensorfmt.load("act.safetensors")["values"].shape
     (3, 2, 3, 2)
     """
-    # npz and safetensors keep sparse frames sparse anyway, in the layout that carries
-    # their shape; the bare CSR view (sparse=True) is for the other outputs.
+    # npz and safetensors keep sparse frames sparse anyway, in their own layout (scipy's
+    # save_npz members, the CSR triple marked format=csr); the bare CSR arrays
+    # (sparse=True) are for the other outputs.
     if _flag("sparse", sparse) and _target_format(to, os.fsdecode(dst)) in ("npz", "safetensors"):
         sparse = False
     with open(

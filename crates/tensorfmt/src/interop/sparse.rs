@@ -10,8 +10,9 @@
 //!   `time` and `frame_shape`, with `__metadata__` `format = csr`.
 //!
 //! Index arrays are `int32` when every index fits (what scipy builds), `int64`
-//! otherwise; `data` is `float32` (ones for sparse-binary files). Converting such a
-//! file to PVP writes the sparse PVP again (geometry from `frame_shape`).
+//! otherwise; `data` is `float32` (ones for sparse-binary files), or the `--dtype`
+//! asked, which only the values take ([`keeps_its_dtype`]). Converting such a file to
+//! PVP writes the sparse PVP again (geometry from `frame_shape`).
 //!
 //! This module is the layout (writing it, and reading it back as the original's
 //! `values`); the policy (keep sparse unless `dense` is asked, refuse densifying beyond
