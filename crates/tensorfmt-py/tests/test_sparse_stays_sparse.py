@@ -126,3 +126,18 @@ def test_dtype_is_the_values_type_of_a_scipy_matrix(tmp_path):
         assert z["data"].dtype == np.float16 and z["indices"].dtype == np.int32
         assert z["time"].dtype == np.float64 and z["frame_shape"].tolist() == [4, 5, 3]
     assert scipy.sparse.load_npz(out).shape == (7, 60)
+
+
+def test_a_scipy_matrix_keeps_its_geometry_in_every_output(tmp_path):
+    """shape= travels as frame_shape, as in every sparse layout: npz and ONNX took it
+    as PVP settings and refused them, safetensors kept them as metadata that a
+    conversion back to PVP did not read (a [frames, 1, N, 1] layer)."""
+    want = tensorfmt.pvp.open(_sparse(tmp_path / "s.pvp")).to_scipy()
+    for ext in ("npz", "safetensors", "onnx"):
+        p = tmp_path / f"m.{ext}"
+        tensorfmt.save(p, want, shape=(4, 5, 3))
+        assert tensorfmt.load(p)["frame_shape"].tolist() == [4, 5, 3]
+        back = tmp_path / f"back_{ext}.pvp"
+        tensorfmt.convert(p, back)
+        f = tensorfmt.pvp.open(back)
+        assert f.shape == (4, 5, 3) and (f.to_scipy() != want).nnz == 0, ext

@@ -242,11 +242,14 @@ impl Document {
             // Retyped tensors no longer fit the original's layout: nothing is recorded,
             // and a conversion back cannot give the original; say so, as a partial read
             // does.
+            let example = match self.file_format() {
+                Format::Primitiv => " (a Parameter's stats come back as parameters of a Model)",
+                _ => "",
+            };
             notes.push(format!(
                 "{}: its tensors are stored as another type (--dtype), so its header and \
                  layout are not kept in the metadata: converting back writes a {} file from \
-                 the tensors alone, of the kind they make (a primitiv Parameter's stats come \
-                 back as parameters of a Model)",
+                 the tensors alone, of the kind they make{example}",
                 self.path().display(),
                 self.file_format()
             ));
@@ -824,8 +827,10 @@ fn cast_loss_count(t: &Tensor, to: DType) -> Result<usize> {
 /// The warning for `changed` values of tensor `name` cast from `from` to `to`.
 fn cast_loss_warning(name: &str, from: DType, to: DType, changed: usize) -> Option<String> {
     (changed > 0).then(|| {
-        let what = if to == DType::Bool {
+        let what = if to == DType::Bool && from.is_float() {
             "neither 0 nor 1 (NaN included), stored as true (1)"
+        } else if to == DType::Bool {
+            "neither 0 nor 1, stored as true (1)"
         } else if from.is_float() && to.is_float() {
             "beyond its range, overflowed to infinity or underflowed to 0"
         } else if to.is_float() {

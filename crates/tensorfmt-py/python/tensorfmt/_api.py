@@ -732,8 +732,10 @@ def save(
 
     A scipy sparse matrix ``[frames, ny*nx*nf]`` (``arrays`` itself or its ``values``,
     as pvtools' ``writepvpfile`` takes it) is written as its CSR arrays (``indptr``,
-    ``indices``, ``data``, ``shape``), with ``shape=(ny, nx, nf)`` the frame geometry: to
-    ``.pvp`` that is a sparse PVP file.
+    ``indices``, ``data``, ``shape``), with ``shape=(ny, nx, nf)`` the frame geometry
+    (``frame_shape``): to ``.pvp`` that is a sparse PVP file, and any other file of them
+    converts back to it. ``dtype`` is the type of the values (``data``); the index
+    arrays and shapes keep theirs.
 
     ``like=ORIGINAL`` writes the arrays into the structure of an existing file of the
     same legacy format (PVP, PINK, primitiv, Caffe): ``load`` -> edit -> ``save(...,
@@ -766,9 +768,7 @@ def save(
     _refuse_existing(p, overwrite, settings)
     if not isinstance(arrays, Mapping):
         arrays = {"values" if _is_scipy_sparse(arrays) else "arr_0": arrays}
-    arrays, frame_shape = _expand_sparse(arrays, shape)
-    if frame_shape is not None:
-        settings = {**dict(zip(("ny", "nx", "nf"), frame_shape)), **(settings or {})}
+    arrays = _expand_sparse(arrays, shape)
     items = []
     for name, value in arrays.items():
         if not isinstance(name, str):
@@ -801,15 +801,14 @@ def _is_scipy_sparse(value: Any) -> bool:
     return type(value).__module__.startswith("scipy.sparse") and hasattr(value, "tocsr")
 
 
-def _expand_sparse(
-    arrays: Mapping[str, Any], shape: Optional[Tuple[int, int, int]]
-) -> Tuple[Mapping[str, Any], Optional[Tuple[int, int, int]]]:
-    """A scipy sparse matrix among ``arrays`` as its CSR arrays (at most one)."""
+def _expand_sparse(arrays: Mapping[str, Any], shape: Optional[Tuple[int, int, int]]) -> Mapping[str, Any]:
+    """A scipy sparse matrix among ``arrays`` as its CSR arrays (at most one), with
+    ``frame_shape`` when ``shape`` gives the geometry."""
     sparse = [k for k, v in arrays.items() if _is_scipy_sparse(v)]
     if not sparse:
         if shape is not None:
             raise InvalidArgumentError("shape= is the frame geometry of a scipy sparse matrix; none was given")
-        return arrays, None
+        return arrays
     if len(sparse) > 1:
         raise InvalidArgumentError(f"one scipy sparse matrix per file, got {len(sparse)}: {sparse}")
     csr = arrays[sparse[0]].tocsr()
@@ -817,7 +816,7 @@ def _expand_sparse(
     if csr.ndim != 2:
         raise InvalidArgumentError("a sparse matrix must be 2-d: [frames, ny*nx*nf]")
     out = {k: v for k, v in arrays.items() if k != sparse[0]}
-    for k in ("indptr", "indices", "data", "shape"):
+    for k in ("indptr", "indices", "data", "shape", "frame_shape"):
         if k in out:
             raise InvalidArgumentError(f"{k!r} collides with the CSR arrays of sparse {sparse[0]!r}")
     out["indptr"] = np.asarray(csr.indptr, np.int64)
@@ -828,8 +827,10 @@ def _expand_sparse(
         ny, nx, nf = (int(d) for d in shape)
         if ny * nx * nf != csr.shape[1]:
             raise InvalidArgumentError(f"shape={tuple(shape)} holds {ny * nx * nf} neurons, the matrix has {csr.shape[1]} columns")
-        return out, (ny, nx, nf)
-    return out, None
+        # The geometry as every sparse layout carries it (npz, safetensors, ONNX: a
+        # conversion to PVP reads it back), not as PVP settings other writers refuse.
+        out["frame_shape"] = np.asarray([ny, nx, nf], np.int64)
+    return out
 
 
 def _report(path: str, offered: int, written: List[str], warnings: List[str]) -> List[str]:
