@@ -619,8 +619,8 @@ pub fn convert_file(a: &ConvertArgs, show_progress: bool) -> Result<Converted, F
         frames,
         // npz, safetensors and PVP keep sparse frames sparse anyway, from the file's
         // own sparse view (scipy's save_npz layout / the CSR triple with frame_shape /
-        // a sparse PVP file of the same geometry); the bare CSR arrays, which lose the
-        // frame shape, are for the other outputs.
+        // a sparse PVP file of the same geometry); the reader's bare CSR arrays (with
+        // `shape`, `frame_shape` and `time`, so a PVP comes back) are for the others.
         sparse_csr: a.sparse
             && !matches!(
                 target.format,

@@ -197,9 +197,9 @@ Example:
         /// Overwrite the output if it exists.
         #[arg(long)]
         force: bool,
-        /// Read sparse PVP frames as CSR arrays (indptr, indices, data) instead of
-        /// dense; npz and safetensors outputs get their sparse layout (with the frame
-        /// shape) with or without it.
+        /// Read sparse PVP frames as CSR arrays (indptr, indices, data, with shape,
+        /// frame_shape and time) instead of dense; npz and safetensors outputs get
+        /// their sparse layout with or without it.
         #[arg(long, conflicts_with = "dense")]
         sparse: bool,
         /// Write sparse tensors (sparse PVP) dense; by default npz and safetensors keep

@@ -93,7 +93,8 @@ pub fn sniff(head: &[u8], file_len: u64) -> bool {
 /// Opens a whole file (usually an mmap from [`tensorfmt_core::io::map_file`]) as named
 /// tensors: dense `values` `[frames, ny, nx, nf]` + `time` `[frames]` f64; sparse as
 /// dense `values` + `time`, or with `options.sparse_csr` as `indptr` (i64),
-/// `indices` (u32), `data` (f32), `time` and `shape` (i64 `[frames, nx*ny*nf]`);
+/// `indices` (u32), `data` (f32), `time`, `shape` (i64 `[frames, nx*ny*nf]`) and
+/// `frame_shape` (i64 `[ny, nx, nf]`);
 /// weights `weights` `[frames, arbors, patches, nyp, nxp, nfp]` f32 + `time`.
 /// `options.frames` selects a frame range. `options.limits` caps frames, entries per
 /// frame, patches per frame, allocations and rank. `options.strict` refuses what the

@@ -110,10 +110,19 @@ impl PvpTensorFile {
             (_, "time") => Ok(Tensor::from_vec(self.times()?, [n], Order::RowMajor)?),
             (PvpFile::Dense(d), "values") => d.read_range(r),
             (PvpFile::Sparse(s), "values") if !self.csr => s.to_dense(r),
-            (PvpFile::Sparse(s), "indptr" | "indices" | "data" | "shape") if self.csr => {
+            (PvpFile::Sparse(s), "indptr" | "indices" | "data" | "shape" | "frame_shape")
+                if self.csr =>
+            {
                 if name == "shape" {
                     let shape = vec![n as i64, s.layout().neurons() as i64];
                     return Ok(Tensor::from_vec(shape, [2], Order::RowMajor)?);
+                }
+                if name == "frame_shape" {
+                    // The geometry the CSR columns flatten, as the facade's sparse
+                    // layout gives it: a writer (PVP's, from ONNX or primitiv) needs it.
+                    let l = s.layout();
+                    let dims = vec![l.ny as i64, l.nx as i64, l.nf as i64];
+                    return Ok(Tensor::from_vec(dims, [3], Order::RowMajor)?);
                 }
                 let c = s.to_csr(r)?;
                 Ok(match name {
@@ -303,6 +312,7 @@ impl TensorFile for PvpTensorFile {
                     v.push(TensorInfo::new("data", DType::F32, [nnz]));
                     v.push(time);
                     v.push(TensorInfo::new("shape", DType::I64, [2]));
+                    v.push(TensorInfo::new("frame_shape", DType::I64, [3]));
                 } else {
                     v.push(TensorInfo::new("values", DType::F32, [n, l.ny, l.nx, l.nf]));
                     v.push(time);

@@ -99,3 +99,45 @@ def test_save_and_sparse_writer_take_a_scipy_matrix_with_shape(tmp_path):
     assert (tensorfmt.pvp.open(p2).to_scipy() != want).nnz == 0
     with pytest.raises(tensorfmt.InvalidArgumentError):
         tensorfmt.save(tmp_path / "bad.pvp", want, shape=(4, 5, 4))
+
+
+def test_dtype_is_the_values_type_of_a_scipy_matrix(tmp_path):
+    """dtype= on a scipy matrix is the type of its values: the CSR index arrays and the
+    shape keep theirs (they were cast too, and wrapped: a corrupt matrix with exit 0)."""
+    import warnings
+
+    from safetensors.numpy import load_file
+
+    m = scipy.sparse.csr_matrix((np.array([0.5, 2.0, 7.0], np.float32), np.array([1, 200, 299]), np.array([0, 2, 3, 3])), shape=(3, 300))
+    p = tmp_path / "m.safetensors"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nothing wraps, nothing to say
+        tensorfmt.save(p, m, shape=(10, 30, 1), dtype="i8")
+    t = load_file(p)
+    assert t["indices"].tolist() == [1, 200, 299] and t["indptr"].tolist() == [0, 2, 3, 3]
+    assert t["shape"].tolist() == [3, 300] and t["data"].dtype == np.int8
+    back = scipy.sparse.csr_matrix((t["data"], t["indices"], t["indptr"]), shape=tuple(t["shape"]))
+    assert back.toarray().tolist() == m.toarray().astype(np.int8).tolist()
+    # A sparse PVP converted with a dtype: the same rule.
+    src = _sparse(tmp_path / "s.pvp")
+    out = tmp_path / "s_f16.npz"
+    tensorfmt.convert(src, out, dtype="f16")
+    with np.load(out) as z:
+        assert z["data"].dtype == np.float16 and z["indices"].dtype == np.int32
+        assert z["time"].dtype == np.float64 and z["frame_shape"].tolist() == [4, 5, 3]
+    assert scipy.sparse.load_npz(out).shape == (7, 60)
+
+
+def test_a_scipy_matrix_keeps_its_geometry_in_every_output(tmp_path):
+    """shape= travels as frame_shape, as in every sparse layout: npz and ONNX took it
+    as PVP settings and refused them, safetensors kept them as metadata that a
+    conversion back to PVP did not read (a [frames, 1, N, 1] layer)."""
+    want = tensorfmt.pvp.open(_sparse(tmp_path / "s.pvp")).to_scipy()
+    for ext in ("npz", "safetensors", "onnx"):
+        p = tmp_path / f"m.{ext}"
+        tensorfmt.save(p, want, shape=(4, 5, 3))
+        assert tensorfmt.load(p)["frame_shape"].tolist() == [4, 5, 3]
+        back = tmp_path / f"back_{ext}.pvp"
+        tensorfmt.convert(p, back)
+        f = tensorfmt.pvp.open(back)
+        assert f.shape == (4, 5, 3) and (f.to_scipy() != want).nnz == 0, ext

@@ -242,6 +242,27 @@ impl Document {
             if options.carried.is_none() {
                 options.carried = rec.json;
             }
+        } else if whole
+            && matches!(target.format, Format::Safetensors | Format::Npz)
+            && matches!(
+                self.file_format(),
+                Format::Pvp | Format::Som | Format::Primitiv | Format::Caffe
+            )
+        {
+            // Retyped tensors no longer fit the original's layout: nothing is recorded,
+            // and a conversion back cannot give the original; say so, as a partial read
+            // does.
+            let example = match self.file_format() {
+                Format::Primitiv => " (a Parameter's stats come back as parameters of a Model)",
+                _ => "",
+            };
+            notes.push(format!(
+                "{}: its tensors are stored as another type (--dtype), so its header and \
+                 layout are not kept in the metadata: converting back writes a {} file from \
+                 the tensors alone, of the kind they make{example}",
+                self.path().display(),
+                self.file_format()
+            ));
         }
         if names.is_empty() && options.carried.is_none() {
             // An empty archive would be a valid file, but some formats cannot say
@@ -480,8 +501,21 @@ fn save_tracked(
         };
         return save_like(path, original, tensors, &o);
     }
-    dispatch::write_tensors(path, format, tensors, options, progress)?;
     let names: Vec<String> = tensors.iter().map(|(n, _)| n.clone()).collect();
+    match retype(&names, format, options) {
+        // `--dtype` per tensor: the values take it, a sparse layout's index arrays not.
+        Some(re) => {
+            let memory = MemoryFile::new(tensors.to_vec());
+            let tracked = Tracked::new(&memory, progress);
+            // The streaming writers' in-memory default (one thread), as `write_tensors`.
+            let plain = match format {
+                Format::Onnx => std::borrow::Cow::Borrowed(&re.plain),
+                _ => crate::interop::in_memory_options(&re.plain),
+            };
+            dispatch::write_from(&re.view(&tracked), &names, path, format, &plain)?;
+        }
+        None => dispatch::write_tensors(path, format, tensors, options, progress)?,
+    }
     let mut r = dispatch::report(path, format, sparse::offered(&names, format), options)?;
     let f64s = tensors
         .iter()
@@ -489,13 +523,7 @@ fn save_tracked(
         .count();
     r.warnings
         .extend(f64_to_caffe_warning(format, f64s, options));
-    for (name, t) in tensors {
-        if let Some(to) = cast_target(name, t.dtype(), format, options) {
-            let changed = cast_loss_count(t, to)?;
-            r.warnings
-                .extend(cast_loss_warning(name, t.dtype(), to, changed));
-        }
-    }
+    r.warnings.extend(cast_warnings(tensors, format, options)?);
     r.warnings
         .extend(weights_only_warning(path, format, &names, options));
     r.warnings.extend(left_out_warning(format, &names));
@@ -613,7 +641,11 @@ fn write_selection(
     if let Some(report) = keep_sparse(source, names, path, format, options)? {
         return Ok(report);
     }
-    dispatch::write_from(source, names, path, format, options)?;
+    match retype(names, format, options) {
+        // `--dtype` per tensor: the values take it, a sparse layout's index arrays not.
+        Some(re) => dispatch::write_from(&re.view(source), names, path, format, &re.plain)?,
+        None => dispatch::write_from(source, names, path, format, options)?,
+    }
     let mut r = dispatch::report(path, format, sparse::offered(names, format), options)?;
     // One set of the written names, not a search of `names` per tensor (quadratic).
     let written: std::collections::HashSet<&str> = names.iter().map(String::as_str).collect();
@@ -628,7 +660,7 @@ fn write_selection(
         if !written.contains(info.name.as_str()) {
             continue;
         }
-        if let Some(to) = cast_target(&info.name, info.dtype, format, options) {
+        if let Some(to) = cast_target(&info.name, info.dtype, format, options, names) {
             // In pieces: a large float64 movie written as float32 is not held whole.
             let mut changed = 0;
             for piece in source.read_chunks(&info.name)? {
@@ -638,6 +670,15 @@ fn write_selection(
                 .extend(cast_loss_warning(&info.name, info.dtype, to, changed));
         }
     }
+    let bf16s = source
+        .tensors()
+        .iter()
+        .filter(|i| {
+            written.contains(i.name.as_str())
+                && stored_as(&i.name, i.dtype, format, options, names) == DType::BF16
+        })
+        .count();
+    r.warnings.extend(bf16_numpy_note(format, bf16s));
     r.warnings
         .extend(weights_only_warning(path, format, names, options));
     r.warnings.extend(left_out_warning(format, names));
@@ -649,9 +690,18 @@ fn write_selection(
 /// float64 (unless f64 is asked), PVP's float32 for activity and weights (not `time`
 /// nor a sparse file's index arrays), PINK's float32 for data, neurons, distances and
 /// angles (a lone array is one of them whatever its name). `None` when the store
-/// keeps every value (a wider type) or nothing is cast.
-fn cast_target(name: &str, from: DType, format: Format, options: &WriteOptions) -> Option<DType> {
+/// keeps every value (a wider type) or nothing is cast: the tensors of `names` that
+/// keep their dtype ([`sparse::keeps_its_dtype`], where the writer is handed them as
+/// they are: [`retype`]).
+fn cast_target(
+    name: &str,
+    from: DType,
+    format: Format,
+    options: &WriteOptions,
+    names: &[String],
+) -> Option<DType> {
     let to = match options.dtype {
+        Some(_) if casts_only(format) && sparse::keeps_its_dtype(name, names) => return None,
         Some(d) => d,
         None if format == Format::Caffe && (from.is_int() || from == DType::F64) => DType::F32,
         None if format == Format::Pvp
@@ -671,7 +721,8 @@ fn cast_target(name: &str, from: DType, format: Format, options: &WriteOptions) 
         }
         None => return None,
     };
-    let risky = (from.is_int() && from.size() >= 4 && to.is_float() && to.size() <= 4)
+    let risky = (to == DType::Bool && from != DType::Bool)
+        || (from.is_int() && from.size() >= 4 && to.is_float() && to.size() <= 4)
         || (from.is_int() && to.is_float() && to.size() < 4)
         || (from.is_float() && to.is_int())
         || (from.is_float() && to.is_float() && to.size() < from.size())
@@ -706,7 +757,28 @@ fn int_bounds(d: DType) -> (i128, i128) {
 /// the values (none for f64 and u64).
 fn cast_loss_count(t: &Tensor, to: DType) -> Result<usize> {
     let from = t.dtype();
-    Ok(if from.is_int() {
+    Ok(if to == DType::Bool {
+        // Everything but 0 and 1 becomes 1 (true), NaN too.
+        if from == DType::U64 {
+            t.typed::<u64>()?.iter().filter(|&&v| v > 1).count()
+        } else if from.is_int() || from == DType::Bool {
+            let wide = t.cast(DType::I64)?;
+            let n = wide
+                .typed::<i64>()?
+                .iter()
+                .filter(|&&v| v != 0 && v != 1)
+                .count();
+            n
+        } else {
+            let wide = t.cast(DType::F64)?;
+            let n = wide
+                .typed::<f64>()?
+                .iter()
+                .filter(|&&v| v != 0.0 && v != 1.0)
+                .count();
+            n
+        }
+    } else if from.is_int() {
         // Exactly, in i128.
         let (lo, hi) = if to.is_float() {
             let exact: i128 = match to {
@@ -768,7 +840,11 @@ fn cast_loss_count(t: &Tensor, to: DType) -> Result<usize> {
 /// The warning for `changed` values of tensor `name` cast from `from` to `to`.
 fn cast_loss_warning(name: &str, from: DType, to: DType, changed: usize) -> Option<String> {
     (changed > 0).then(|| {
-        let what = if from.is_float() && to.is_float() {
+        let what = if to == DType::Bool && from.is_float() {
+            "neither 0 nor 1 (NaN included), stored as true (1)"
+        } else if to == DType::Bool {
+            "neither 0 nor 1, stored as true (1)"
+        } else if from.is_float() && to.is_float() {
             "beyond its range, overflowed to infinity or underflowed to 0"
         } else if to.is_float() {
             "integers beyond its exact range, rounded"
@@ -779,6 +855,110 @@ fn cast_loss_warning(name: &str, from: DType, to: DType, changed: usize) -> Opti
         };
         format!("{name}: {changed} value(s) of {from} stored as {to}: {what}")
     })
+}
+
+/// The type tensor `name` (of `from`, among `names`) is stored as in `format`: the
+/// `--dtype` asked, but where the tensor keeps its own ([`retype`]).
+fn stored_as(
+    name: &str,
+    from: DType,
+    format: Format,
+    options: &WriteOptions,
+    names: &[String],
+) -> DType {
+    match options.dtype {
+        Some(_) if casts_only(format) && sparse::keeps_its_dtype(name, names) => from,
+        Some(d) => d,
+        None => from,
+    }
+}
+
+/// npy and npz store bfloat16 as numpy's raw 2-byte void (`<V2`): numpy has no such
+/// type, so `np.load` gives elements it cannot compute with. Said, with the way to
+/// see them (tensorfmt and safetensors read them as bfloat16).
+fn bf16_numpy_note(format: Format, bf16s: usize) -> Option<String> {
+    (matches!(format, Format::Npy | Format::Npz) && bf16s > 0).then(|| {
+        format!(
+            "{bf16s} tensor(s) stored as bfloat16, which numpy has no type for: np.load \
+             gives raw 2-byte void elements (|V2); view them with ml_dtypes \
+             (`a.view(ml_dtypes.bfloat16)`) or load the file with tensorfmt"
+        )
+    })
+}
+
+/// The warnings of the values `tensors` lose to the type `format` stores them as.
+fn cast_warnings(
+    tensors: &[(String, Tensor)],
+    format: Format,
+    options: &WriteOptions,
+) -> Result<Vec<String>> {
+    let names: Vec<String> = tensors.iter().map(|(n, _)| n.clone()).collect();
+    let mut warnings = Vec::new();
+    for (name, t) in tensors {
+        if let Some(to) = cast_target(name, t.dtype(), format, options, &names) {
+            let changed = cast_loss_count(t, to)?;
+            warnings.extend(cast_loss_warning(name, t.dtype(), to, changed));
+        }
+    }
+    let bf16s = tensors
+        .iter()
+        .filter(|(n, t)| stored_as(n, t.dtype(), format, options, &names) == DType::BF16)
+        .count();
+    warnings.extend(bf16_numpy_note(format, bf16s));
+    Ok(warnings)
+}
+
+/// Whether `format`'s writer does nothing with [`WriteOptions::dtype`] but cast every
+/// tensor to it (npy, npz, safetensors, ONNX), so that the facade can hand it the
+/// tensors already in their stored types instead ([`retype`]). The other writers give
+/// the dtype a meaning of their own (PVP byte weights, Caffe's `double_data`, PINK's
+/// data type) and store floats only.
+fn casts_only(format: Format) -> bool {
+    matches!(
+        format,
+        Format::Npy | Format::Npz | Format::Safetensors | Format::Onnx
+    )
+}
+
+/// `--dtype` applied per tensor by the facade ([`retype`]): the dtype, the tensors
+/// that keep theirs, and the options to hand the writer (without the dtype).
+struct Retype {
+    to: DType,
+    keep: std::collections::HashSet<String>,
+    plain: WriteOptions,
+}
+
+impl Retype {
+    /// `inner` as the writer stores it.
+    fn view<'a>(&self, inner: &'a dyn TensorFile) -> crate::interop::Retyped<'a> {
+        crate::interop::Retyped {
+            inner,
+            to: self.to,
+            keep: self.keep.clone(),
+        }
+    }
+}
+
+/// `--dtype` as the values' type: when tensors `names` hold a sparse layout (a CSR
+/// group, [`sparse::keeps_its_dtype`]) and `format`'s writer only casts, the writer is
+/// handed a view that stores every tensor but the layout's index arrays, shapes and
+/// times as the dtype asked, and no dtype. `None`: the writer applies `options.dtype`
+/// to every tensor, as usual.
+fn retype(names: &[String], format: Format, options: &WriteOptions) -> Option<Retype> {
+    let to = options.dtype?;
+    let keep: std::collections::HashSet<String> = names
+        .iter()
+        .filter(|n| sparse::keeps_its_dtype(n, names))
+        .cloned()
+        .collect();
+    if keep.is_empty() || !casts_only(format) {
+        return None;
+    }
+    let plain = WriteOptions {
+        dtype: None,
+        ..options.clone()
+    };
+    Some(Retype { to, keep, plain })
 }
 
 /// The names among `names` that `file` stores sparsely.
@@ -816,7 +996,23 @@ fn keep_sparse(
     let sparse_target = matches!(format, Format::Npz | Format::Safetensors);
     if sparse_target && options.sparse == SparseOutput::Keep {
         if let [name] = &sparse[..] {
-            return sparse::write_csr(file, name, names, path, format, options).map(Some);
+            let tensors = sparse::csr_with_others(file, name, names)?;
+            let layout: Vec<String> = tensors.iter().map(|(n, _)| n.clone()).collect();
+            // `--dtype` is the values' type; the layout's index arrays keep theirs.
+            let stored = match retype(&layout, format, options) {
+                Some(re) => {
+                    let memory = MemoryFile::new(tensors.clone());
+                    let view = re.view(&memory);
+                    layout
+                        .iter()
+                        .map(|n| Ok((n.clone(), view.read_tensor(n)?)))
+                        .collect::<Result<Vec<_>>>()?
+                }
+                None => tensors.clone(),
+            };
+            let mut r = sparse::write_layout(&stored, path, format, options)?;
+            r.warnings.extend(cast_warnings(&tensors, format, options)?);
+            return Ok(Some(r));
         }
     }
     // A sparse PVP file (some of its frames, say) to PVP: a sparse PVP file again, of

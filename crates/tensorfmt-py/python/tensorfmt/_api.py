@@ -566,8 +566,8 @@ def open(  # noqa: A001 - the name users expect, like io.open / safetensors.safe
     it with a :class:`TensorfmtWarning`; ``frames`` selects PVP frames / PINK entries as
     Python indexing does (an int, a ``slice`` with negative positions and steps, or
     ``(start, stop)``; a range past the end stops at the last frame); ``sparse``
-    exports sparse PVP files as CSR (``indptr``, ``indices``, ``data``) instead of
-    dense; ``framework="pt"`` gives torch tensors (writable copies, as safetensors'
+    exports sparse PVP files as CSR (``indptr``, ``indices``, ``data``, with ``shape``,
+    ``frame_shape`` ``[ny, nx, nf]`` and ``time``) instead of dense; ``framework="pt"`` gives torch tensors (writable copies, as safetensors'
     ``safe_open(framework="pt")``) instead of read-only numpy views.
 
     >>> import tensorfmt
@@ -732,8 +732,10 @@ def save(
 
     A scipy sparse matrix ``[frames, ny*nx*nf]`` (``arrays`` itself or its ``values``,
     as pvtools' ``writepvpfile`` takes it) is written as its CSR arrays (``indptr``,
-    ``indices``, ``data``, ``shape``), with ``shape=(ny, nx, nf)`` the frame geometry: to
-    ``.pvp`` that is a sparse PVP file.
+    ``indices``, ``data``, ``shape``), with ``shape=(ny, nx, nf)`` the frame geometry
+    (``frame_shape``): to ``.pvp`` that is a sparse PVP file, and any other file of them
+    converts back to it. ``dtype`` is the type of the values (``data``); the index
+    arrays and shapes keep theirs.
 
     ``like=ORIGINAL`` writes the arrays into the structure of an existing file of the
     same legacy format (PVP, PINK, primitiv, Caffe): ``load`` -> edit -> ``save(...,
@@ -766,9 +768,7 @@ def save(
     _refuse_existing(p, overwrite, settings)
     if not isinstance(arrays, Mapping):
         arrays = {"values" if _is_scipy_sparse(arrays) else "arr_0": arrays}
-    arrays, frame_shape = _expand_sparse(arrays, shape)
-    if frame_shape is not None:
-        settings = {**dict(zip(("ny", "nx", "nf"), frame_shape)), **(settings or {})}
+    arrays = _expand_sparse(arrays, shape)
     items = []
     for name, value in arrays.items():
         if not isinstance(name, str):
@@ -801,15 +801,14 @@ def _is_scipy_sparse(value: Any) -> bool:
     return type(value).__module__.startswith("scipy.sparse") and hasattr(value, "tocsr")
 
 
-def _expand_sparse(
-    arrays: Mapping[str, Any], shape: Optional[Tuple[int, int, int]]
-) -> Tuple[Mapping[str, Any], Optional[Tuple[int, int, int]]]:
-    """A scipy sparse matrix among ``arrays`` as its CSR arrays (at most one)."""
+def _expand_sparse(arrays: Mapping[str, Any], shape: Optional[Tuple[int, int, int]]) -> Mapping[str, Any]:
+    """A scipy sparse matrix among ``arrays`` as its CSR arrays (at most one), with
+    ``frame_shape`` when ``shape`` gives the geometry."""
     sparse = [k for k, v in arrays.items() if _is_scipy_sparse(v)]
     if not sparse:
         if shape is not None:
             raise InvalidArgumentError("shape= is the frame geometry of a scipy sparse matrix; none was given")
-        return arrays, None
+        return arrays
     if len(sparse) > 1:
         raise InvalidArgumentError(f"one scipy sparse matrix per file, got {len(sparse)}: {sparse}")
     csr = arrays[sparse[0]].tocsr()
@@ -817,7 +816,7 @@ def _expand_sparse(
     if csr.ndim != 2:
         raise InvalidArgumentError("a sparse matrix must be 2-d: [frames, ny*nx*nf]")
     out = {k: v for k, v in arrays.items() if k != sparse[0]}
-    for k in ("indptr", "indices", "data", "shape"):
+    for k in ("indptr", "indices", "data", "shape", "frame_shape"):
         if k in out:
             raise InvalidArgumentError(f"{k!r} collides with the CSR arrays of sparse {sparse[0]!r}")
     out["indptr"] = np.asarray(csr.indptr, np.int64)
@@ -828,8 +827,10 @@ def _expand_sparse(
         ny, nx, nf = (int(d) for d in shape)
         if ny * nx * nf != csr.shape[1]:
             raise InvalidArgumentError(f"shape={tuple(shape)} holds {ny * nx * nf} neurons, the matrix has {csr.shape[1]} columns")
-        return out, (ny, nx, nf)
-    return out, None
+        # The geometry as every sparse layout carries it (npz, safetensors, ONNX: a
+        # conversion to PVP reads it back), not as PVP settings other writers refuse.
+        out["frame_shape"] = np.asarray([ny, nx, nf], np.int64)
+    return out
 
 
 def _report(path: str, offered: int, written: List[str], warnings: List[str]) -> List[str]:
@@ -868,7 +869,7 @@ def _convert_open(
         raise InvalidArgumentError("frames= with a step cannot be converted as it stands: load the frames and save them")
     if doc._sparse and target in ("npz", "safetensors"):
         raise InvalidArgumentError(
-            f"a document opened with sparse=True holds bare CSR arrays, without the frame shape; "
+            f"a document opened with sparse=True holds bare CSR arrays, not {target}'s sparse layout; "
             f"convert the file itself (tensorfmt.convert) for {target}'s sparse layout"
         )
     _refuse_existing(p, overwrite, settings)
@@ -938,8 +939,9 @@ def convert(
     >>> tensorfmt.load("act.safetensors")["values"].shape
     (3, 2, 3, 2)
     """
-    # npz and safetensors keep sparse frames sparse anyway, in the layout that carries
-    # their shape; the bare CSR view (sparse=True) is for the other outputs.
+    # npz and safetensors keep sparse frames sparse anyway, in their own layout (scipy's
+    # save_npz members, the CSR triple marked format=csr); the bare CSR arrays
+    # (sparse=True) are for the other outputs.
     if _flag("sparse", sparse) and _target_format(to, os.fsdecode(dst)) in ("npz", "safetensors"):
         sparse = False
     with open(

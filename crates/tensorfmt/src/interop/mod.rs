@@ -171,6 +171,59 @@ impl TensorFile for MemoryFile {
     }
 }
 
+/// `inner` with its tensors stored as `to`, but those named in `keep`: listed as `to`,
+/// read and streamed cast. It is [`WriteOptions::dtype`] per tensor, for a write whose
+/// tensors do not all take the dtype asked (a sparse layout's index arrays, see
+/// [`sparse::keeps_its_dtype`]): the writer is handed this view and no dtype.
+pub(crate) struct Retyped<'a> {
+    pub(crate) inner: &'a dyn TensorFile,
+    pub(crate) to: DType,
+    pub(crate) keep: HashSet<String>,
+}
+
+impl Retyped<'_> {
+    fn takes(&self, name: &str) -> bool {
+        !self.keep.contains(name)
+    }
+}
+
+impl TensorFile for Retyped<'_> {
+    fn format(&self) -> &'static str {
+        self.inner.format()
+    }
+    fn kind(&self) -> String {
+        self.inner.kind()
+    }
+    fn header(&self) -> Vec<(String, FieldValue)> {
+        self.inner.header()
+    }
+    fn tensors(&self) -> Vec<TensorInfo> {
+        let mut list = self.inner.tensors();
+        for info in &mut list {
+            if self.takes(&info.name) {
+                info.dtype = self.to;
+            }
+        }
+        list
+    }
+    fn read_tensor(&self, name: &str) -> Result<Tensor> {
+        let t = self.inner.read_tensor(name)?;
+        if self.takes(name) {
+            t.cast(self.to)
+        } else {
+            Ok(t)
+        }
+    }
+    fn read_chunks<'a>(&'a self, name: &str) -> Result<Chunks<'a>> {
+        let chunks = self.inner.read_chunks(name)?;
+        if !self.takes(name) {
+            return Ok(chunks);
+        }
+        let to = self.to;
+        Ok(Box::new(chunks.map(move |c| c?.cast(to))))
+    }
+}
+
 /// Target size of one streamed piece.
 const CHUNK_BYTES: usize = 16 << 20;
 

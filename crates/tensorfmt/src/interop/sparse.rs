@@ -10,8 +10,9 @@
 //!   `time` and `frame_shape`, with `__metadata__` `format = csr`.
 //!
 //! Index arrays are `int32` when every index fits (what scipy builds), `int64`
-//! otherwise; `data` is `float32` (ones for sparse-binary files). Converting such a
-//! file to PVP writes the sparse PVP again (geometry from `frame_shape`).
+//! otherwise; `data` is `float32` (ones for sparse-binary files), or the `--dtype`
+//! asked, which only the values take ([`keeps_its_dtype`]). Converting such a file to
+//! PVP writes the sparse PVP again (geometry from `frame_shape`).
 //!
 //! This module is the layout (writing it, and reading it back as the original's
 //! `values`); the policy (keep sparse unless `dense` is asked, refuse densifying beyond
@@ -140,21 +141,48 @@ fn csr_tensors(csr: Csr) -> Result<Vec<(String, Tensor)>> {
     ])
 }
 
-/// Writes `names` of `file` with sparse tensor `name` in the sparse layout of `format`
-/// (npz or safetensors), the other tensors as they are; the report of the written file.
-pub(crate) fn write_csr(
-    file: &dyn TensorFile,
-    name: &str,
-    names: &[String],
+/// The tensors of a sparse layout that `--dtype` leaves as they are: the CSR index
+/// arrays, the matrix and frame shapes and the frames' times. `--dtype` is the type of
+/// the values (`data`); cast, these would wrap (an int8 `indices` of a 300-wide frame)
+/// or collapse (a bool `frame_shape`), and the file would be another matrix.
+pub const KEEPS_ITS_DTYPE: [&str; 5] = ["indptr", "indices", "shape", "frame_shape", "time"];
+
+/// Whether tensor `name` of the tensors `names` keeps its dtype whatever `--dtype`
+/// asks: `names` hold a CSR group (`indptr`, `indices`, `data`: the sparse layout of
+/// npz and safetensors, the CSR arrays a sparse PVP is read as with `sparse_csr`,
+/// Python's scipy matrix) and `name` is one of its [`KEEPS_ITS_DTYPE`].
+///
+/// ```
+/// use tensorfmt::interop::sparse::keeps_its_dtype;
+/// let csr: Vec<String> = ["indptr", "indices", "data", "shape"].map(String::from).into();
+/// assert!(keeps_its_dtype("indices", &csr) && !keeps_its_dtype("data", &csr));
+/// let plain: Vec<String> = ["shape", "weights"].map(String::from).into();
+/// assert!(!keeps_its_dtype("shape", &plain)); // a tensor that happens to be named so
+/// ```
+pub fn keeps_its_dtype(name: &str, names: &[String]) -> bool {
+    let has = |n: &str| names.iter().any(|x| x == n);
+    KEEPS_ITS_DTYPE.contains(&name) && has("indptr") && has("indices") && has("data")
+}
+
+/// Writes the tensors of a sparse layout (`csr_with_others`) as `format`'s (npz: scipy's
+/// `save_npz` members; safetensors: with `__metadata__` `format = csr`), each stored as
+/// it is: the caller has applied `--dtype` (to the values only, see
+/// [`keeps_its_dtype`]); the report of the written file.
+pub(crate) fn write_layout(
+    tensors: &[(String, Tensor)],
     path: &Path,
     format: Format,
     options: &WriteOptions,
 ) -> Result<WriteReport> {
-    let tensors = csr_with_others(file, name, names)?;
+    let options = WriteOptions {
+        dtype: None,
+        ..options.clone()
+    };
+    let options = &options;
     // A whole legacy file's skeleton rides along (see `as_original`).
     match format {
-        Format::Npz => write_npz(path, &tensors, options)?,
-        _ => super::safetensors::save_with_metadata(path, &tensors, options, &[("format", "csr")])?,
+        Format::Npz => write_npz(path, tensors, options)?,
+        _ => super::safetensors::save_with_metadata(path, tensors, options, &[("format", "csr")])?,
     }
     // Offered: the arrays of the sparse layout (so the summary says "wrote 6 tensors").
     dispatch::report(path, format, tensors.len(), options)
@@ -189,7 +217,7 @@ pub(crate) fn write_pvp(
 
 /// The CSR arrays of sparse tensor `name` of `file`, then the other tensors of
 /// `names` as they are.
-fn csr_with_others(
+pub(crate) fn csr_with_others(
     file: &dyn TensorFile,
     name: &str,
     names: &[String],
