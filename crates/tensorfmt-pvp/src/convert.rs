@@ -480,12 +480,28 @@ fn write_weights(
 /// Whether a frame of weights survives byte compression exactly: each value decodes
 /// back from its byte in the frame's own range (what [`WeightWriter`] writes).
 fn bytes_are_exact(frame: &[f32]) -> bool {
+    byte_weight_changes(frame) == 0
+}
+
+/// How many values of one frame of weights byte compression changes: OpenPV's byte
+/// weights keep 256 levels between the frame's min and max ([`WeightWriter`] with
+/// bytes), so a value off those levels, or not finite, does not come back.
+///
+/// ```
+/// use tensorfmt_pvp::byte_weight_changes;
+/// assert_eq!(byte_weight_changes(&[0.0, 0.5, 1.0]), 1); // 0.5 is between levels 127 and 128
+/// assert_eq!(byte_weight_changes(&[-1.0, 1.0]), 0);
+/// ```
+pub fn byte_weight_changes(frame: &[f32]) -> usize {
     let lo = frame.iter().copied().fold(f32::INFINITY, f32::min);
     let hi = frame.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-    frame.iter().all(|&v| {
-        v.is_finite()
-            && crate::read::decode_byte(crate::write::encode_byte(v, lo, hi), lo, hi - lo) == v
-    })
+    frame
+        .iter()
+        .filter(|&&v| {
+            !v.is_finite()
+                || crate::read::decode_byte(crate::write::encode_byte(v, lo, hi), lo, hi - lo) != v
+        })
+        .count()
 }
 
 /// See [`crate::save_tensors`].

@@ -60,6 +60,7 @@ use std::path::Path;
 use bytes::Bytes;
 use tensorfmt_core::{ReadOptions, Tensor, TensorFile, WriteOptions};
 
+pub use convert::byte_weight_changes;
 pub use error::{PvpError, Result};
 pub use header::{
     datatype, filetype, Header, WeightExtra, WeightHeader, HEADER_SIZE, WEIGHT_HEADER_SIZE,

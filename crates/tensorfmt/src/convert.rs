@@ -670,6 +670,14 @@ fn write_selection(
                 .extend(cast_loss_warning(&info.name, info.dtype, to, changed));
         }
     }
+    if let Some(info) = source
+        .tensors()
+        .iter()
+        .find(|i| written.contains(i.name.as_str()) && is_byte_weights(&i.name, format, options))
+    {
+        let t = source.read_tensor(&info.name)?;
+        r.warnings.extend(byte_weight_warning(&info.name, &t)?);
+    }
     let bf16s = source
         .tensors()
         .iter()
@@ -702,6 +710,9 @@ fn cast_target(
 ) -> Option<DType> {
     let to = match options.dtype {
         Some(_) if casts_only(format) && sparse::keeps_its_dtype(name, names) => return None,
+        // OpenPV's byte weights are quantised in each frame's range, not cast: counted
+        // by `byte_weight_warning`.
+        Some(DType::U8) if is_byte_weights(name, format, options) => return None,
         Some(d) => d,
         None if format == Format::Caffe && (from.is_int() || from == DType::F64) => DType::F32,
         None if format == Format::Pvp
@@ -886,6 +897,40 @@ fn bf16_numpy_note(format: Format, bf16s: usize) -> Option<String> {
     })
 }
 
+/// Whether `name` is written as OpenPV byte weights: PVP's `weights` with `--dtype u8`.
+fn is_byte_weights(name: &str, format: Format, options: &WriteOptions) -> bool {
+    format == Format::Pvp && name == "weights" && options.dtype == Some(DType::U8)
+}
+
+/// The warning for weights `t` written as OpenPV byte weights: how many values the
+/// 256 levels between each frame's min and max do not hold (a frame is everything
+/// after the first axis of 6-D weights, the whole tensor otherwise).
+#[cfg(feature = "pvp")]
+fn byte_weight_warning(name: &str, t: &Tensor) -> Result<Option<String>> {
+    let dims = t.shape().dims();
+    let frames = if dims.len() == 6 { dims[0].max(1) } else { 1 };
+    let values = t.cast(DType::F32)?;
+    let values = values.typed::<f32>()?;
+    let per = (values.len() / frames).max(1);
+    let changed: usize = values
+        .chunks(per)
+        .map(tensorfmt_pvp::byte_weight_changes)
+        .sum();
+    Ok((changed > 0).then(|| {
+        format!(
+            "{name}: {changed} value(s) of {} stored as OpenPV byte weights (u8): \
+             quantised to the 256 levels between each frame's min and max, as OpenPV \
+             stores them",
+            t.dtype()
+        )
+    }))
+}
+
+#[cfg(not(feature = "pvp"))]
+fn byte_weight_warning(_: &str, _: &Tensor) -> Result<Option<String>> {
+    Ok(None)
+}
+
 /// The warnings of the values `tensors` lose to the type `format` stores them as.
 fn cast_warnings(
     tensors: &[(String, Tensor)],
@@ -898,6 +943,9 @@ fn cast_warnings(
         if let Some(to) = cast_target(name, t.dtype(), format, options, &names) {
             let changed = cast_loss_count(t, to)?;
             warnings.extend(cast_loss_warning(name, t.dtype(), to, changed));
+        }
+        if is_byte_weights(name, format, options) {
+            warnings.extend(byte_weight_warning(name, t)?);
         }
     }
     let bf16s = tensors

@@ -297,3 +297,44 @@ fn a_retyped_legacy_file_says_it_carries_nothing() {
         .unwrap();
     assert!(r.warnings.is_empty(), "{:?}", r.warnings);
 }
+
+/// `--dtype u8` on PVP weights writes OpenPV's byte weights: each frame quantised to
+/// 256 levels between its min and max, never saturated. The warning counts the values
+/// the levels do not hold (it said they were saturated, of weights within range); a
+/// file already of byte weights changes nothing and says nothing.
+#[test]
+fn byte_weights_count_what_quantising_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    for (src, want) in [("pvp/kernel_f32.pvp", true), ("pvp/kernel_byte.pvp", false)] {
+        let path = testdata(src);
+        let out = dir.path().join("w.pvp");
+        let r = Document::open(&path)
+            .unwrap()
+            .convert_to_with(&out, Format::Pvp, None, &with_dtype(DType::U8))
+            .unwrap();
+        let (a, b) = (listing(&path), listing(&out));
+        let (x, y) = (&get(&a, "weights").2, &get(&b, "weights").2);
+        let changed = x.iter().zip(y).filter(|(p, q)| p != q).count();
+        assert_eq!(changed > 0, want, "{src}");
+        assert!(
+            !r.warnings.iter().any(|w| w.contains("saturated")),
+            "{src}: {:?}",
+            r.warnings
+        );
+        let said: Vec<_> = r
+            .warnings
+            .iter()
+            .filter(|w| w.contains("byte weights"))
+            .collect();
+        if want {
+            assert_eq!(said.len(), 1, "{src}: {:?}", r.warnings);
+            assert!(
+                said[0].starts_with(&format!("weights: {changed} value(s)")),
+                "{}",
+                said[0]
+            );
+        } else {
+            assert!(said.is_empty(), "{src}: {said:?}");
+        }
+    }
+}
