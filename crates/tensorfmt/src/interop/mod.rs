@@ -222,6 +222,56 @@ impl TensorFile for Retyped<'_> {
         let to = self.to;
         Ok(Box::new(chunks.map(move |c| c?.cast(to))))
     }
+    // What the inner file knows, for the tensors that keep their type; a cast tensor
+    // is neither its stored bytes nor its stored entries.
+    fn kind_id(&self) -> &'static str {
+        self.inner.kind_id()
+    }
+    fn stats(&self, name: &str) -> Result<tensorfmt_core::Stats> {
+        if self.takes(name) {
+            tensorfmt_core::streamed_stats(self, name)
+        } else {
+            self.inner.stats(name)
+        }
+    }
+    fn sparse_rows<'a>(&'a self, name: &str) -> Option<Result<tensorfmt_core::SparseRows<'a>>> {
+        if self.takes(name) {
+            None
+        } else {
+            self.inner.sparse_rows(name)
+        }
+    }
+    fn source_layout(&self, name: &str) -> Option<tensorfmt_core::SourceLayout> {
+        if self.takes(name) {
+            None
+        } else {
+            self.inner.source_layout(name)
+        }
+    }
+    fn source_layouts(&self) -> Vec<Option<tensorfmt_core::SourceLayout>> {
+        let list = self.inner.tensors();
+        self.inner
+            .source_layouts()
+            .into_iter()
+            .zip(list)
+            .map(|(l, i)| l.filter(|_| !self.takes(&i.name)))
+            .collect()
+    }
+    fn warnings(&self) -> Vec<String> {
+        self.inner.warnings()
+    }
+    fn lenient(&self) -> bool {
+        self.inner.lenient()
+    }
+    fn external_files(&self) -> Vec<String> {
+        self.inner.external_files()
+    }
+    fn layout_settings(&self) -> Vec<(String, String)> {
+        self.inner.layout_settings()
+    }
+    fn validate(&self) -> Result<()> {
+        self.inner.validate()
+    }
 }
 
 /// Target size of one streamed piece.
