@@ -296,3 +296,26 @@ def test_caffe_weights_have_the_shapes_of_load():
     for name, blobs in weights.items():
         for i, w in enumerate(blobs):
             assert w.shape == flat[f"{name}/{i}"].shape, (name, i)
+
+
+def test_a_progress_callbacks_own_exception_reaches_the_caller(tmp_path):
+    """What the caller's progress= callback raises is the caller's: ``except MyError``
+    catches it (it came back as an InvalidArgumentError, the original only its cause),
+    as a spaces validate callback's does; nothing is left behind."""
+
+    class MyError(ValueError):
+        pass
+
+    def hook(done, total):
+        raise MyError("stop here")
+
+    class Bar:
+        total = None
+
+        def update(self, n):
+            raise MyError("bar")
+
+    for progress in (hook, Bar()):
+        with pytest.raises(MyError):
+            tensorfmt.convert(TESTDATA / "pvp" / "dense_f32.pvp", tmp_path / "out.npz", progress=progress)
+        assert not list(tmp_path.iterdir())

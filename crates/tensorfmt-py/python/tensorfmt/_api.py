@@ -10,6 +10,7 @@ from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Proto
 import numpy as np
 
 from . import _native
+from ._errors import callers_own
 from ._errors import warn_leniency as _warn_leniency
 from ._text import summary as _summary
 from . import _args
@@ -57,9 +58,9 @@ def _progress_callback(progress: Optional[Progress]) -> Optional[Callable[[int, 
             if step:
                 update(step)
 
-        return advance
+        return callers_own(advance)
     if callable(progress):
-        return progress
+        return callers_own(progress)
     raise InvalidArgumentError(
         f"progress= takes a callable progress(done, total) or an object with .update(n) (tqdm), got {type(progress).__name__}"
     )

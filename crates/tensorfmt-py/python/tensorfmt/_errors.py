@@ -18,7 +18,7 @@ import contextlib
 import os
 import re
 import sys
-from typing import Any, Iterator, Optional, Sequence
+from typing import Any, Callable, Iterator, Optional, Sequence
 
 
 class TensorfmtError(Exception):
@@ -143,8 +143,32 @@ def _guard_native(module: object) -> None:
 
 
 #: Set (to True) on an exception raised by the caller's own code that a tensorfmt call
-#: ran (``tensorfmt.spaces`` validate callbacks): :func:`_guarded` lets it pass unchanged.
+#: ran (``tensorfmt.spaces`` validate callbacks, ``progress=`` callbacks): :func:`_guarded`
+#: lets it pass unchanged.
 _CALLERS_OWN = "_tensorfmt_callers_own"
+
+
+def mark_callers_own(e: BaseException) -> None:
+    """Marks ``e``, raised by the caller's own code, to reach the caller unchanged."""
+    try:
+        setattr(e, _CALLERS_OWN, True)
+    except Exception:  # an exception type that takes no attributes
+        pass
+
+
+def callers_own(f: Callable[..., Any]) -> Callable[..., Any]:
+    """The caller's callable ``f``, whatever it raises marked as the caller's own (so
+    ``except MyError`` around the tensorfmt call catches it, as around any call that
+    runs a callback)."""
+
+    def run(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return f(*args, **kwargs)
+        except BaseException as e:
+            mark_callers_own(e)
+            raise
+
+    return run
 
 
 # The methods of a public class that take a caller's arguments besides the public ones.

@@ -88,12 +88,12 @@ import numpy as np
 
 from . import _native
 from ._errors import (
-    _CALLERS_OWN,
     InvalidArgumentError,
     SpaceAssertionError,
     SpaceIndexError,
     SpaceNotImplementedError,
     SpaceTypeError,
+    callers_own,
 )
 
 Batch = Any
@@ -185,14 +185,7 @@ def _run_callbacks(callbacks: Sequence[Callable[[Batch], None]], batch: Batch) -
     """Runs the caller's validate callbacks; what one raises reaches the caller unchanged
     (marked so that the public-call guard does not translate it)."""
     for callback in callbacks:
-        try:
-            callback(batch)
-        except BaseException as e:
-            try:
-                setattr(e, _CALLERS_OWN, True)
-            except Exception:  # an exception type that takes no attributes
-                pass
-            raise
+        callers_own(callback)(batch)
 
 
 def _one_dtype(d: Any) -> bool:
