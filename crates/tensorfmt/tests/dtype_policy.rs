@@ -60,8 +60,15 @@ fn dtype_on_a_sparse_pvp_is_the_values_type_only() {
             for d in [DType::I8, DType::U8, DType::Bool, DType::F16, DType::F64] {
                 let out = dir.path().join(format!("{d}.{ext}"));
                 let _ = std::fs::remove_file(&out);
-                doc.convert_to_with(&out, format, None, &with_dtype(d))
-                    .unwrap();
+                let written = doc.convert_to_with(&out, format, None, &with_dtype(d));
+                if format == Format::Npz && d == DType::F16 {
+                    // scipy.sparse has no float16: load_npz would refuse the file.
+                    let e = written.unwrap_err().to_string();
+                    assert!(e.contains("scipy.sparse has no f16"), "{e}");
+                    assert!(!out.exists());
+                    continue;
+                }
+                written.unwrap();
                 let got = listing(&out);
                 for name in ["indptr", "indices", "shape", "frame_shape", "time"] {
                     assert_eq!(get(&got, name), get(&plain, name), "{src:?} {ext} {d}");

@@ -179,6 +179,21 @@ pub(crate) fn write_layout(
         ..options.clone()
     };
     let options = &options;
+    // scipy.sparse has no half-precision matrices: load_npz would refuse the file.
+    if format == Format::Npz {
+        if let Some((_, t)) = tensors
+            .iter()
+            .find(|(n, t)| n == "data" && matches!(t.dtype(), DType::F16 | DType::BF16))
+        {
+            return Err(Error::Invalid(format!(
+                "the sparse layout's values as {}: scipy.sparse has no {} matrices, so \
+                 scipy.sparse.load_npz could not open the file; ask for float32 (or \
+                 --dense, or safetensors, which keep the CSR arrays as they are)",
+                t.dtype(),
+                t.dtype()
+            )));
+        }
+    }
     // A whole legacy file's skeleton rides along (see `as_original`).
     match format {
         Format::Npz => write_npz(path, tensors, options)?,
