@@ -179,16 +179,17 @@ pub(crate) fn write_layout(
         ..options.clone()
     };
     let options = &options;
-    // scipy.sparse has no half-precision matrices: load_npz would refuse the file.
+    // scipy.sparse has no half-precision matrices: what load_npz gives no operation takes.
     if format == Format::Npz {
         if let Some((_, t)) = tensors
             .iter()
             .find(|(n, t)| n == "data" && matches!(t.dtype(), DType::F16 | DType::BF16))
         {
             return Err(Error::Invalid(format!(
-                "the sparse layout's values as {}: scipy.sparse has no {} matrices, so \
-                 scipy.sparse.load_npz could not open the file; ask for float32 (or \
-                 --dense, or safetensors, which keep the CSR arrays as they are)",
+                "the sparse layout's values as {}: scipy.sparse has no {} matrices \
+                 (load_npz would give one that no operation takes: toarray, printing and \
+                 arithmetic refuse it); ask for float32 (or --dense, or safetensors, \
+                 which keep the CSR arrays as they are)",
                 t.dtype(),
                 t.dtype()
             )));
