@@ -27,7 +27,7 @@ use crate::proto::{StringStringEntryProto, TensorProto};
 use crate::read::{child, decode_bounded, Msg, MAX_DEPTH};
 use crate::wire::{self, put_varint, Field};
 use crate::write::{
-    commit_pair, external_data_path, write_single, ExternalData, EXTERNAL_ALIGN,
+    commit_pair, external_data_path, write_data_file, write_single, ExternalData, EXTERNAL_ALIGN,
     EXTERNAL_MIN_BYTES, MAX_MODEL_BYTES,
 };
 
@@ -110,14 +110,7 @@ pub fn copy_model(
         write_single(out, options, write_head)?;
         return Ok(report);
     }
-    let mut data = AtomicFile::create(&data_path)?.sync(!options.skip_fsync);
-    data.expect_len(plan.data_len)?;
-    let mut at = 0u64;
-    for (offset, raw) in &plan.payloads {
-        std::io::Write::write_all(&mut data, &vec![0u8; (offset - at) as usize])?;
-        data.write_bulk(raw)?;
-        at = offset + raw.len() as u64;
-    }
+    let data = write_data_file(&data_path, &plan.payloads, plan.data_len, options)?;
     let mut head = AtomicFile::create(out)?.sync(!options.skip_fsync);
     write_head(&mut head)?;
     commit_pair(&data_path, data, head)?;
@@ -485,6 +478,18 @@ mod tests {
             .collect()
     }
 
+    /// [`copy_model`] with default limits and write options.
+    fn copy(src: Bytes, dir: &Path, out: &Path, external: ExternalData) -> Result<CopyReport> {
+        copy_model(
+            src,
+            dir,
+            out,
+            external,
+            &Limits::default(),
+            &Default::default(),
+        )
+    }
+
     fn unknown_kept(bytes: &[u8]) -> bool {
         wire::iter(bytes, 0, bytes.len(), "m").any(|f| f.is_ok_and(|f| f.number == 99))
     }
@@ -497,15 +502,7 @@ mod tests {
             crate::read_model_file_at(src.clone(), &Default::default(), dir.path()).unwrap();
         let out = dir.path().join("out/copy.onnx");
         std::fs::create_dir(dir.path().join("out")).unwrap();
-        let r = copy_model(
-            src.clone(),
-            dir.path(),
-            &out,
-            ExternalData::WhenNeeded,
-            &Limits::default(),
-            &Default::default(),
-        )
-        .unwrap();
+        let r = copy(src.clone(), dir.path(), &out, ExternalData::WhenNeeded).unwrap();
         assert_eq!(
             (r.external_read, r.external_written, r.data_file),
             (3, 0, None)
@@ -537,15 +534,7 @@ mod tests {
         let before =
             crate::read_model_file_at(src.clone(), &Default::default(), dir.path()).unwrap();
         let out = dir.path().join("copy.onnx");
-        let r = copy_model(
-            src,
-            dir.path(),
-            &out,
-            ExternalData::Always,
-            &Limits::default(),
-            &Default::default(),
-        )
-        .unwrap();
+        let r = copy(src, dir.path(), &out, ExternalData::Always).unwrap();
         // a, big, kval, branch; not the sparse values (ONNX's helper leaves them).
         assert_eq!((r.external_read, r.external_written), (3, 4));
         assert_eq!(
@@ -582,26 +571,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let src = source(dir.path());
         let once = dir.path().join("once.onnx");
-        copy_model(
-            src,
-            dir.path(),
-            &once,
-            ExternalData::WhenNeeded,
-            &Limits::default(),
-            &Default::default(),
-        )
-        .unwrap();
+        copy(src, dir.path(), &once, ExternalData::WhenNeeded).unwrap();
         let bytes: Bytes = std::fs::read(&once).unwrap().into();
         let twice = dir.path().join("twice.onnx");
-        let r = copy_model(
-            bytes.clone(),
-            dir.path(),
-            &twice,
-            ExternalData::WhenNeeded,
-            &Limits::default(),
-            &Default::default(),
-        )
-        .unwrap();
+        let r = copy(bytes.clone(), dir.path(), &twice, ExternalData::WhenNeeded).unwrap();
         assert_eq!(r.external_read, 0);
         assert_eq!(std::fs::read(&twice).unwrap(), bytes.as_ref());
     }
@@ -612,26 +585,10 @@ mod tests {
         let src = source(dir.path());
         let out = dir.path().join("copy.onnx");
         std::fs::write(dir.path().join("src.bin"), [0u8; 100]).unwrap();
-        let e = copy_model(
-            src.clone(),
-            dir.path(),
-            &out,
-            ExternalData::Always,
-            &Limits::default(),
-            &Default::default(),
-        )
-        .unwrap_err();
+        let e = copy(src.clone(), dir.path(), &out, ExternalData::Always).unwrap_err();
         assert!(e.to_string().contains("beyond the end"), "{e}");
         std::fs::remove_file(dir.path().join("src.bin")).unwrap();
-        let e = copy_model(
-            src,
-            dir.path(),
-            &out,
-            ExternalData::WhenNeeded,
-            &Limits::default(),
-            &Default::default(),
-        )
-        .unwrap_err();
+        let e = copy(src, dir.path(), &out, ExternalData::WhenNeeded).unwrap_err();
         assert!(e.to_string().contains("src.bin"), "{e}");
         let left: Vec<_> = std::fs::read_dir(dir.path())
             .unwrap()

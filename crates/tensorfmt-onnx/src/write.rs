@@ -362,17 +362,29 @@ fn save_model_within(
         // Nothing large enough to move: one file.
         return write_inline(path, &small, options);
     }
-    let mut data = AtomicFile::create(&data_path)?.sync(!options.skip_fsync);
-    data.expect_len(end)?;
+    let data = write_data_file(&data_path, &payloads, end, options)?;
+    let mut head = AtomicFile::create(path)?.sync(!options.skip_fsync);
+    write_model_bulk(&mut head, &small)?;
+    commit_pair(&data_path, data, head)
+}
+
+/// An external data file of `len` bytes at `data_path`, not yet committed: each
+/// payload at its offset, zeros between them (the alignment).
+pub(crate) fn write_data_file(
+    data_path: &Path,
+    payloads: &[(u64, bytes::Bytes)],
+    len: u64,
+    options: &WriteOptions,
+) -> Result<AtomicFile> {
+    let mut data = AtomicFile::create(data_path)?.sync(!options.skip_fsync);
+    data.expect_len(len)?;
     let mut at = 0u64;
-    for (offset, raw) in &payloads {
+    for (offset, raw) in payloads {
         data.write_all(&vec![0u8; (offset - at) as usize])?;
         data.write_bulk(raw)?;
         at = offset + raw.len() as u64;
     }
-    let mut head = AtomicFile::create(path)?.sync(!options.skip_fsync);
-    write_model_bulk(&mut head, &small)?;
-    commit_pair(&data_path, data, head)
+    Ok(data)
 }
 
 /// Commits a model (`head`) and its data file (`data`, for `data_path`): the data

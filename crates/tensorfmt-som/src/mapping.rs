@@ -263,19 +263,23 @@ impl MapGeometry {
                 options.euclidean_distance_shape,
             )
         });
-        if edd == 0 || edd > neuron_dim {
+        // The value as given, or as PINK's default for these images.
+        let refuse = |reason: String| {
             let default = if options.euclidean_distance_dim.is_none() {
                 format!(" (PINK's default for {image_dim}x{image_dim} images)")
             } else {
                 String::new()
             };
-            return Err(SomError::MapOption {
+            Err(SomError::MapOption {
                 option: "euclidean_distance_dim",
                 value: format!("{edd}{default}"),
-                reason: format!(
-                    "must be 1..={neuron_dim}, the neuron side (PINK: \"euclidean distance dimension must be equal or smaller than neuron dimension\")"
-                ),
-            });
+                reason,
+            })
+        };
+        if edd == 0 || edd > neuron_dim {
+            return refuse(format!(
+                "must be 1..={neuron_dim}, the neuron side (PINK: \"euclidean distance dimension must be equal or smaller than neuron dimension\")"
+            ));
         }
         let geometry = MapGeometry {
             channels,
@@ -290,20 +294,11 @@ impl MapGeometry {
         // A region without a pixel would make every distance 0 and every best match
         // neuron 0 (PINK 2.5 writes that map for a circular edd 1: radius 1 / 2 = 0).
         if geometry.region().is_empty() {
-            let default = if options.euclidean_distance_dim.is_none() {
-                format!(" (PINK's default for {image_dim}x{image_dim} images)")
-            } else {
-                String::new()
-            };
-            return Err(SomError::MapOption {
-                option: "euclidean_distance_dim",
-                value: format!("{edd}{default}"),
-                reason: format!(
-                    "the {} region of side {edd} holds no pixel (PINK's radius is edd / 2 = {}: every distance would be 0, every best match neuron 0); give a side of 2 or more, or the quadratic shape",
-                    geometry.shape.name(),
-                    edd / 2
-                ),
-            });
+            return refuse(format!(
+                "the {} region of side {edd} holds no pixel (PINK's radius is edd / 2 = {}: every distance would be 0, every best match neuron 0); give a side of 2 or more, or the quadratic shape",
+                geometry.shape.name(),
+                edd / 2
+            ));
         }
         Ok(geometry)
     }

@@ -717,10 +717,7 @@ fn cast_target(
         None if format == Format::Caffe && (from.is_int() || from == DType::F64) => DType::F32,
         None if format == Format::Pvp
             && from != DType::F32
-            && !matches!(
-                name,
-                "time" | "indptr" | "indices" | "shape" | "frame_shape"
-            ) =>
+            && !sparse::KEEPS_ITS_DTYPE.contains(&name) =>
         {
             DType::F32
         }
